@@ -1,0 +1,325 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Defaults of the gateway config (docs/gateway.md lists them all).
+const (
+	DefaultListen          = "127.0.0.1:8080"
+	DefaultStore           = "sqlite:.gatehouse/gatehouse.db"
+	DefaultBudgetTokens    = 20000
+	DefaultRateLimitWindow = time.Minute
+)
+
+// Config is the gateway configuration of CONTRACTS.md §4. It is read from
+// YAML (JSON is valid YAML); unknown fields are errors, so a typo never
+// silently disables a protection.
+type Config struct {
+	// Listen is the HTTP listen address of the MCP endpoint (/mcp).
+	Listen string `yaml:"listen" json:"listen"`
+	// Store is the store DSN; GATEHOUSE_STORE overrides it.
+	Store string `yaml:"store" json:"store"`
+	// Plugins are plugin directories, relative to the config file.
+	Plugins []string `yaml:"plugins" json:"plugins"`
+	// Servers are inline server entries in the mcp.json shape plus prefix.
+	Servers map[string]ServerEntry `yaml:"servers" json:"servers"`
+	// AllowedHosts is the exact, case-insensitive egress host list.
+	AllowedHosts []string   `yaml:"allowedHosts" json:"allowedHosts"`
+	Auth         *Auth      `yaml:"auth" json:"auth"`
+	Tools        Tools      `yaml:"tools" json:"tools"`
+	RateLimit    *RateLimit `yaml:"rateLimit" json:"rateLimit"`
+	Disclosure   Disclosure `yaml:"disclosure" json:"disclosure"`
+	Firewall     Firewall   `yaml:"firewall" json:"firewall"`
+
+	// Dir is the directory relative paths resolve against (the config
+	// file's directory, or the working directory without a file). It is
+	// not read from YAML.
+	Dir string `yaml:"-" json:"-"`
+	// File is the config file's path ("" for the built-in default).
+	File string `yaml:"-" json:"-"`
+}
+
+// ServerEntry is one inline server: the mcp.json server shape plus an
+// optional prefix for its projected names ("" allowed: tools keep their
+// remote names).
+type ServerEntry struct {
+	// Prefix overrides the projection prefix; nil means the server name.
+	Prefix *string
+	// Raw is the entry without prefix, as JSON, validated by
+	// plugin.ParseServer when the gateway starts.
+	Raw json.RawMessage
+}
+
+// UnmarshalYAML splits prefix off and keeps the rest as JSON.
+func (e *ServerEntry) UnmarshalYAML(n *yaml.Node) error {
+	var m map[string]any
+	if err := n.Decode(&m); err != nil {
+		return err
+	}
+	if p, ok := m["prefix"]; ok {
+		s, ok := p.(string)
+		if !ok {
+			return fmt.Errorf("line %d: prefix must be a string", n.Line)
+		}
+		e.Prefix = &s
+		delete(m, "prefix")
+	}
+	raw, err := json.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("line %d: %w", n.Line, err)
+	}
+	e.Raw = raw
+	return nil
+}
+
+// Auth configures static bearer tokens.
+type Auth struct {
+	Tokens []Token `yaml:"tokens" json:"tokens"`
+}
+
+// Token is one static bearer token, stored as the SHA-256 hex of the token.
+type Token struct {
+	SHA256  string `yaml:"sha256" json:"sha256"`
+	Subject string `yaml:"subject" json:"subject"`
+	// Scopes are "tool:<projected name>" or "tool:*"; absent means every tool.
+	Scopes []string `yaml:"scopes" json:"scopes"`
+}
+
+// Tools holds the tool-level policy.
+type Tools struct {
+	Allow           []string `yaml:"allow" json:"allow"`
+	Block           []string `yaml:"block" json:"block"`
+	RequireApproval []string `yaml:"requireApproval" json:"requireApproval"`
+	Repeatable      []string `yaml:"repeatable" json:"repeatable"`
+}
+
+// RateLimit is a per-subject fixed-window limit shared through the store.
+type RateLimit struct {
+	MaxCalls int           `yaml:"maxCalls" json:"maxCalls"`
+	Window   time.Duration `yaml:"window" json:"window"`
+}
+
+// Disclosure configures the schema disclosure budget.
+type Disclosure struct {
+	// Budget is in tokens per server (4 characters a token); 0 means 20000.
+	Budget     int      `yaml:"budget" json:"budget"`
+	AlwaysLoad []string `yaml:"alwaysLoad" json:"alwaysLoad"`
+}
+
+// Firewall configures the MCP firewall.
+type Firewall struct {
+	// MaxCallsPerRun caps calls per tool per run (0: no cap).
+	MaxCallsPerRun int `yaml:"maxCallsPerRun" json:"maxCallsPerRun"`
+}
+
+// ConfigError is a configuration mistake: it names the file, the field and
+// the fix.
+type ConfigError struct {
+	File  string // the config file, or "(default config)"
+	Field string // a dotted path such as "auth.tokens[0].sha256"; "" for the whole file
+	Msg   string // what is wrong
+	Fix   string // what to do about it
+}
+
+func (e *ConfigError) Error() string {
+	var b strings.Builder
+	b.WriteString(e.File)
+	if e.Field != "" {
+		b.WriteString(": ")
+		b.WriteString(e.Field)
+	}
+	b.WriteString(": ")
+	b.WriteString(e.Msg)
+	if e.Fix != "" {
+		b.WriteString(" (fix: ")
+		b.WriteString(e.Fix)
+		b.WriteString(")")
+	}
+	return b.String()
+}
+
+// LoadConfig reads and validates the config file at path. Relative paths
+// in it resolve against the file's directory.
+func LoadConfig(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, &ConfigError{File: path, Msg: fmt.Sprintf("cannot read the config file: %v", errors.Unwrap(err)),
+			Fix: "pass an existing YAML file with --config"}
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, &ConfigError{File: path, Msg: err.Error()}
+	}
+	return ParseConfig(data, path, filepath.Dir(abs))
+}
+
+// ParseConfig parses and validates config bytes. file names the source in
+// errors; dir is where relative paths resolve.
+func ParseConfig(data []byte, file, dir string) (*Config, error) {
+	c := &Config{}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(c); err != nil && !errors.Is(err, io.EOF) { // io.EOF: an empty file, all defaults
+		return nil, &ConfigError{File: file, Msg: yamlMessage(err),
+			Fix: "check the field names and types against docs/gateway.md"}
+	}
+	// A second document is a mistake, not something to ignore.
+	var extra any
+	if err := dec.Decode(&extra); err == nil {
+		return nil, &ConfigError{File: file, Msg: "more than one YAML document", Fix: "keep one document per config file"}
+	}
+	c.File, c.Dir = file, dir
+	if err := c.applyDefaults(); err != nil {
+		return nil, err
+	}
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func yamlMessage(err error) string {
+	msg := err.Error()
+	msg = strings.TrimPrefix(msg, "yaml: ")
+	msg = strings.ReplaceAll(msg, "unmarshal errors:\n  ", "")
+	msg = strings.ReplaceAll(msg, "\n  ", "; ")
+	return msg
+}
+
+func (c *Config) applyDefaults() error {
+	if c.Listen == "" {
+		c.Listen = DefaultListen
+	}
+	if c.Store == "" {
+		c.Store = DefaultStore
+	}
+	if c.Disclosure.Budget == 0 {
+		c.Disclosure.Budget = DefaultBudgetTokens
+	}
+	if c.RateLimit != nil && c.RateLimit.Window == 0 {
+		c.RateLimit.Window = DefaultRateLimitWindow
+	}
+	return nil
+}
+
+func (c *Config) errf(field, fix, format string, args ...any) error {
+	file := c.File
+	if file == "" {
+		file = "(default config)"
+	}
+	return &ConfigError{File: file, Field: field, Msg: fmt.Sprintf(format, args...), Fix: fix}
+}
+
+func (c *Config) validate() error {
+	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+		return c.errf("listen", "use host:port, for example 127.0.0.1:8080", "%q is not a host:port address", c.Listen)
+	}
+	for i, p := range c.Plugins {
+		if strings.TrimSpace(p) == "" {
+			return c.errf(fmt.Sprintf("plugins[%d]", i), "give the path of a plugin directory", "empty plugin path")
+		}
+	}
+	for i, h := range c.AllowedHosts {
+		if h == "" || strings.ContainsAny(h, "/:*@ ") {
+			return c.errf(fmt.Sprintf("allowedHosts[%d]", i),
+				"list bare hostnames such as api.example.com (no scheme, port, path or wildcard)",
+				"%q is not a hostname", h)
+		}
+	}
+	if c.Auth != nil {
+		if len(c.Auth.Tokens) == 0 {
+			return c.errf("auth.tokens", "add at least one token, or remove auth to serve on loopback only",
+				"auth is configured but has no tokens")
+		}
+		seen := map[string]bool{}
+		for i, t := range c.Auth.Tokens {
+			f := fmt.Sprintf("auth.tokens[%d]", i)
+			h := strings.ToLower(t.SHA256)
+			if b, err := hex.DecodeString(h); err != nil || len(b) != 32 {
+				return c.errf(f+".sha256", "put the SHA-256 hex of the token, e.g. `printf %s \"$TOKEN\" | sha256sum`, never the token",
+					"must be 64 hexadecimal characters")
+			}
+			if seen[h] {
+				return c.errf(f+".sha256", "give each token its own entry", "the same token hash appears twice")
+			}
+			seen[h] = true
+			c.Auth.Tokens[i].SHA256 = h
+			if strings.TrimSpace(t.Subject) == "" {
+				return c.errf(f+".subject", "name who holds the token, e.g. subject: acme-ltd", "subject is required")
+			}
+			for j, s := range t.Scopes {
+				if !strings.HasPrefix(s, "tool:") || len(s) == len("tool:") {
+					return c.errf(fmt.Sprintf("%s.scopes[%d]", f, j), `use "tool:<projected name>" or "tool:*"`, "%q is not a tool scope", s)
+				}
+			}
+		}
+	}
+	if len(c.Tools.Allow) > 0 && len(c.Tools.Block) > 0 {
+		return c.errf("tools", "use either tools.allow or tools.block, not both", "allow and block are mutually exclusive")
+	}
+	if c.RateLimit != nil {
+		if c.RateLimit.MaxCalls <= 0 {
+			return c.errf("rateLimit.maxCalls", "set a positive number of calls per window, or remove rateLimit", "must be positive (got %d)", c.RateLimit.MaxCalls)
+		}
+		if c.RateLimit.Window < time.Second {
+			return c.errf("rateLimit.window", "use a duration of at least 1s, such as 60s", "window %v is too short", c.RateLimit.Window)
+		}
+	}
+	if c.Disclosure.Budget < 0 {
+		return c.errf("disclosure.budget", "use a positive number of tokens (default 20000)", "must not be negative")
+	}
+	if c.Firewall.MaxCallsPerRun < 0 {
+		return c.errf("firewall.maxCallsPerRun", "use 0 for no cap or a positive number", "must not be negative")
+	}
+	names := make([]string, 0, len(c.Servers))
+	for n := range c.Servers {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if n == "" {
+			return c.errf("servers", "give every server a name", "a server has an empty name")
+		}
+		if len(c.Servers[n].Raw) == 0 || string(c.Servers[n].Raw) == "null" {
+			return c.errf("servers."+n, "give the server a type and a command or url, as in mcp.json", "empty server entry")
+		}
+	}
+	return nil
+}
+
+// PluginDirs returns the plugin directories resolved against Dir.
+func (c *Config) PluginDirs() []string {
+	out := make([]string, len(c.Plugins))
+	for i, p := range c.Plugins {
+		if filepath.IsAbs(p) {
+			out[i] = p
+		} else {
+			out[i] = filepath.Join(c.Dir, p)
+		}
+	}
+	return out
+}
+
+// StoreDSN resolves a relative sqlite: path against Dir; other DSNs are
+// returned as they are.
+func (c *Config) StoreDSN() string {
+	dsn := c.Store
+	if rest, ok := strings.CutPrefix(dsn, "sqlite:"); ok && !strings.HasPrefix(rest, "//") && rest != "" && !filepath.IsAbs(rest) {
+		return "sqlite:" + filepath.Join(c.Dir, rest)
+	}
+	return dsn
+}

@@ -1,0 +1,179 @@
+package gateway
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+const fullConfig = `
+listen: 127.0.0.1:9090
+store: sqlite:./state/gh.db
+plugins: [./plugins/acme]
+allowedHosts: [api.example.com]
+servers:
+  local:
+    type: stdio
+    command: fixture
+    prefix: ""
+  remote:
+    type: streamable-http
+    url: https://api.example.com/mcp
+auth:
+  tokens:
+    - sha256: 5E884898DA28047151D0E56F8DC6292773603D0D6AABBDD62A11EF721D1542D8
+      subject: acme-ltd
+      scopes: ["tool:bank__balance"]
+tools:
+  requireApproval: [bank__transfer]
+  repeatable: [bank__balance]
+rateLimit: {maxCalls: 100, window: 60s}
+disclosure: {budget: 5000, alwaysLoad: [bank]}
+firewall: {maxCallsPerRun: 20}
+`
+
+func TestParseFullConfig(t *testing.T) {
+	c, err := ParseConfig([]byte(fullConfig), "gh.yaml", "/etc/gh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Listen != "127.0.0.1:9090" || c.StoreDSN() != "sqlite:/etc/gh/state/gh.db" {
+		t.Errorf("listen %q store %q", c.Listen, c.StoreDSN())
+	}
+	if got := c.PluginDirs(); len(got) != 1 || got[0] != "/etc/gh/plugins/acme" {
+		t.Errorf("plugins %v", got)
+	}
+	if p := c.Servers["local"].Prefix; p == nil || *p != "" {
+		t.Errorf("local prefix = %v, want explicit empty", p)
+	}
+	if c.Servers["remote"].Prefix != nil {
+		t.Error("remote prefix should be nil")
+	}
+	if strings.Contains(string(c.Servers["local"].Raw), "prefix") {
+		t.Errorf("prefix leaked into the mcp.json entry: %s", c.Servers["local"].Raw)
+	}
+	tok := c.Auth.Tokens[0]
+	if tok.SHA256 != "5e884898da28047151d0e56f8dc6292773603d0d6aabbdd62a11ef721d1542d8" || tok.Subject != "acme-ltd" {
+		t.Errorf("token %+v (hash should be lower-cased)", tok)
+	}
+	if c.RateLimit.MaxCalls != 100 || c.RateLimit.Window != time.Minute {
+		t.Errorf("rate limit %+v", c.RateLimit)
+	}
+	if c.Disclosure.Budget != 5000 || c.Firewall.MaxCallsPerRun != 20 {
+		t.Errorf("disclosure %+v firewall %+v", c.Disclosure, c.Firewall)
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	for _, src := range []string{"", "{}\n", "# only a comment\n"} {
+		c, err := ParseConfig([]byte(src), "empty.yaml", "/srv")
+		if err != nil {
+			t.Fatalf("%q: %v", src, err)
+		}
+		if c.Listen != DefaultListen || c.Disclosure.Budget != DefaultBudgetTokens || c.Auth != nil {
+			t.Errorf("%q: defaults not applied: %+v", src, c)
+		}
+		if c.StoreDSN() != "sqlite:/srv/.gatehouse/gatehouse.db" {
+			t.Errorf("store %q", c.StoreDSN())
+		}
+	}
+	c, _ := ParseConfig([]byte("store: postgres://u@127.0.0.1/db\nrateLimit: {maxCalls: 3}\n"), "x", "/srv")
+	if c.StoreDSN() != "postgres://u@127.0.0.1/db" || c.RateLimit.Window != DefaultRateLimitWindow {
+		t.Errorf("store %q window %v", c.StoreDSN(), c.RateLimit.Window)
+	}
+}
+
+// Each way a config can be wrong names the file, the field and a fix.
+func TestConfigErrors(t *testing.T) {
+	const hash = "5e884898da28047151d0e56f8dc6292773603d0d6aabbdd62a11ef721d1542d8"
+	cases := []struct {
+		name, src, field, msg string
+	}{
+		{"unknown field", "listne: 1.2.3.4:80\n", "", "listne"},
+		{"unknown nested field", "tools: {alow: [x]}\n", "", "alow"},
+		{"wrong type", "plugins: 3\n", "", "cannot unmarshal"},
+		{"not yaml", "listen: [unclosed\n", "", "did not find"},
+		{"two documents", "listen: 127.0.0.1:1\n---\nlisten: 127.0.0.1:2\n", "", "more than one YAML document"},
+		{"bad listen", "listen: localhost\n", "listen", "not a host:port"},
+		{"empty plugin", "plugins: ['']\n", "plugins[0]", "empty plugin path"},
+		{"host with scheme", "allowedHosts: ['https://a.example']\n", "allowedHosts[0]", "not a hostname"},
+		{"wildcard host", "allowedHosts: ['*.example.com']\n", "allowedHosts[0]", "not a hostname"},
+		{"auth without tokens", "auth: {tokens: []}\n", "auth.tokens", "no tokens"},
+		{"token in clear", "auth: {tokens: [{sha256: hunter2, subject: a}]}\n", "auth.tokens[0].sha256", "64 hexadecimal"},
+		{"duplicate token", "auth: {tokens: [{sha256: " + hash + ", subject: a}, {sha256: " + strings.ToUpper(hash) + ", subject: b}]}\n", "auth.tokens[1].sha256", "twice"},
+		{"no subject", "auth: {tokens: [{sha256: " + hash + "}]}\n", "auth.tokens[0].subject", "required"},
+		{"bad scope", "auth: {tokens: [{sha256: " + hash + ", subject: a, scopes: [bank__x]}]}\n", "auth.tokens[0].scopes[0]", "not a tool scope"},
+		{"allow and block", "tools: {allow: [a], block: [b]}\n", "tools", "mutually exclusive"},
+		{"zero rate", "rateLimit: {maxCalls: 0, window: 1m}\n", "rateLimit.maxCalls", "positive"},
+		{"tiny window", "rateLimit: {maxCalls: 1, window: 1ms}\n", "rateLimit.window", "too short"},
+		{"bad window", "rateLimit: {maxCalls: 1, window: soon}\n", "", "soon"},
+		{"negative budget", "disclosure: {budget: -1}\n", "disclosure.budget", "negative"},
+		{"negative cap", "firewall: {maxCallsPerRun: -2}\n", "firewall.maxCallsPerRun", "negative"},
+		{"empty server", "servers: {x: }\n", "servers.x", "empty server entry"},
+		{"bad prefix", "servers: {x: {type: stdio, command: a, prefix: [1]}}\n", "", "prefix must be a string"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseConfig([]byte(tc.src), "gh.yaml", "/srv")
+			var ce *ConfigError
+			if !errors.As(err, &ce) {
+				t.Fatalf("err = %v, want *ConfigError", err)
+			}
+			if ce.File != "gh.yaml" || ce.Field != tc.field || !strings.Contains(ce.Msg, tc.msg) {
+				t.Errorf("got file=%q field=%q msg=%q; want field %q msg containing %q", ce.File, ce.Field, ce.Msg, tc.field, tc.msg)
+			}
+			if ce.Fix == "" {
+				t.Errorf("no fix in %v", ce)
+			}
+			if !strings.HasPrefix(err.Error(), "gh.yaml") {
+				t.Errorf("message does not start with the file: %v", err)
+			}
+		})
+	}
+}
+
+func TestLoadConfigFile(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "gatehouse.yaml")
+	if err := os.WriteFile(p, []byte("plugins: [p1]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := LoadConfig(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.PluginDirs()[0] != filepath.Join(dir, "p1") {
+		t.Errorf("plugins resolve against the file's directory: %v", c.PluginDirs())
+	}
+	_, err = LoadConfig(filepath.Join(dir, "missing.yaml"))
+	var ce *ConfigError
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "missing.yaml") || ce.Fix == "" {
+		t.Fatalf("missing file: %v", err)
+	}
+}
+
+func FuzzParseConfig(f *testing.F) {
+	f.Add([]byte(fullConfig))
+	f.Add([]byte(""))
+	f.Add([]byte("servers: {a: {type: sse, url: 'http://127.0.0.1:1/sse', prefix: p}}"))
+	f.Add([]byte("rateLimit: {maxCalls: 1, window: 1h}"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := ParseConfig(data, "f.yaml", "/srv")
+		if err != nil {
+			var ce *ConfigError
+			if !errors.As(err, &ce) || ce.File != "f.yaml" {
+				t.Fatalf("error is not a *ConfigError naming the file: %v", err)
+			}
+			return
+		}
+		if c.Listen == "" || c.Store == "" || c.Disclosure.Budget <= 0 {
+			t.Fatalf("accepted config without defaults: %+v", c)
+		}
+		if len(c.Tools.Allow) > 0 && len(c.Tools.Block) > 0 {
+			t.Fatal("accepted allow and block together")
+		}
+	})
+}
