@@ -94,6 +94,10 @@ type ServerConfig struct {
 	// PluginRoot is the filesystem-resolved root.
 	PluginName string
 	PluginRoot string
+	// PluginData is the plugin data directory chosen at load time
+	// (DataDir(PluginRoot, PluginName)); empty when there is no plugin. It
+	// may not exist yet: EnsureDataDir creates it.
+	PluginData string
 }
 
 // Skill is a discovered, valid Agent Skill (§7.1). The body of SKILL.md is
@@ -110,4 +114,7 @@ type Skill struct {
 	// inside the plugin root.
 	Dir  string
 	Path string
+	// PluginRoot is the filesystem-resolved root of the plugin that holds
+	// the skill; Body re-checks containment against it.
+	PluginRoot string
 }
