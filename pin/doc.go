@@ -1,0 +1,82 @@
+// Package pin computes the fingerprints Gatehouse pins MCP tool contracts
+// with, and decides what happens to each tool when a server's listing drifts
+// from its trusted baseline.
+//
+// Everything here is a pure function: no I/O, no storage, no clock. The store
+// keeps baselines (one string per tool, Pin.String) and the toolset applies
+// the decisions; this package only computes.
+//
+// # Canonical JSON
+//
+// Canonical and CanonicalValue produce RFC 8785 (JSON Canonicalization
+// Scheme, JCS) output: object members sorted by the UTF-16 code units of
+// their keys, no whitespace, the JCS string escapes, and numbers as IEEE 754
+// doubles printed the way ECMAScript prints them. Following JCS, a number is
+// a double: integers beyond 2^53 lose precision (9007199254740993 becomes
+// 9007199254740992), and two documents that differ only in such digits have
+// the same fingerprint. Input JCS forbids is an error, never repaired:
+// duplicate keys, invalid UTF-8, lone surrogate escapes, numbers that
+// overflow a double.
+//
+// # Fingerprint byte layouts
+//
+// Every fingerprint is the lower-case hex encoding (64 characters) of
+//
+//	SHA-256( DOMAIN || 0x00 || PAYLOAD )
+//
+// where DOMAIN is the ASCII string below, 0x00 is one zero byte, and PAYLOAD
+// is UTF-8. Domains are versioned: a change of layout gets a new domain, so
+// fingerprints of different kinds or versions never collide.
+//
+// Tool contract (ToolFingerprint), DOMAIN "gatehouse/tool-contract/v1",
+// PAYLOAD the JCS form of the object
+//
+//	{"annotations":A,"description":D,"inputSchema":I,"name":N,"outputSchema":O,"title":T}
+//
+// (members in exactly this order, which is the JCS order) where N, T and D
+// are JSON strings of the tool's name, title and description ("" when
+// absent), and I, O and A are the JCS forms of the input schema, output
+// schema and annotations, or null when absent. For example the tool
+//
+//	name "transfer", title "Transfer money", description "Moves money.",
+//	inputSchema {"type": "object"}, no outputSchema, no annotations
+//
+// has the PAYLOAD
+//
+//	{"annotations":null,"description":"Moves money.","inputSchema":{"type":"object"},"name":"transfer","outputSchema":null,"title":"Transfer money"}
+//
+// and the fingerprint
+// 84fb6b2ba032550c1e982d0a5b146880c33b4e5a135f20c8d567a15cfcbc971a.
+//
+// Unnamed tool contract (UnnamedFingerprint, used to recognise renames),
+// DOMAIN "gatehouse/tool-contract-unnamed/v1", PAYLOAD the same object
+// without its "name" member:
+//
+//	{"annotations":A,"description":D,"inputSchema":I,"outputSchema":O,"title":T}
+//
+// Server instructions (InstructionsFingerprint), DOMAIN
+// "gatehouse/server-instructions/v1", PAYLOAD the instructions string's bytes
+// as they are (no JSON quoting, no normalization).
+//
+// Tool call (CallFingerprint, kept by the journal), DOMAIN
+// "gatehouse/call/v1", PAYLOAD the JCS form of
+//
+//	{"args":A,"server":S,"tool":T}
+//
+// where S and T are JSON strings and A is the JCS form of the call's
+// arguments, or {} when they are absent or null.
+//
+// Any implementation that produces RFC 8785 output can reproduce these
+// fingerprints; the tests pin golden values computed independently.
+//
+// # Drift
+//
+// Compare takes a Baseline (tool name → Pin: the trusted fingerprint and
+// unnamed fingerprint) and the ToolPrints of a fresh listing, and returns one
+// Decision per tool name, sorted by name: Trusted, Quarantined (same name,
+// other contract), Withheld (a name the baseline lacks; RenamedFrom when its
+// contract, name aside, is exactly that of a vanished tool), Removed, or New
+// (no baseline at all: first sight, to be recorded with BaselineOf). A
+// quarantined tool's description is replaced by QuarantineDescription, which
+// carries no server-controlled text but the sanitized server and tool names.
+package pin
