@@ -110,7 +110,8 @@ func TestPluginCheckRejected(t *testing.T) {
 			t.Errorf("%s = %s, want %s", k, raw[k], want)
 		}
 	}
-	if !strings.Contains(string(raw["diagnostics"]), `"rule":"invalid-name"`) {
+	var ds []struct{ Rule string }
+	if err := json.Unmarshal(raw["diagnostics"], &ds); err != nil || len(ds) == 0 || ds[0].Rule != "invalid-name" {
 		t.Errorf("diagnostics = %s", raw["diagnostics"])
 	}
 

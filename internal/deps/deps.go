@@ -2,6 +2,7 @@ package deps
 
 import (
 	_ "github.com/jackc/pgx/v5"
+	_ "github.com/jackc/pgx/v5/pgxpool"
 	_ "github.com/modelcontextprotocol/go-sdk/mcp"
 	_ "github.com/spf13/cobra"
 	_ "go.uber.org/goleak"

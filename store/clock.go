@@ -1,0 +1,5 @@
+package store
+
+import "time"
+
+func timeNow() time.Time { return time.Now() }

@@ -1,0 +1,162 @@
+// Package norm holds the rules every store implementation applies the same
+// way: time representation and argument validation.
+package norm
+
+import (
+	"fmt"
+	"net/url"
+	"time"
+
+	"github.com/gatehouse-dev/gatehouse/store"
+)
+
+// MS converts t to unix milliseconds; the zero time is 0.
+func MS(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+// Time converts unix milliseconds to a UTC time; 0 is the zero time.
+func Time(ms int64) time.Time {
+	if ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms).UTC()
+}
+
+// Round returns t as it reads back from storage (UTC, milliseconds).
+func Round(t time.Time) time.Time { return Time(MS(t)) }
+
+// Expired reports whether a deadline (unix ms, 0 = never) has passed at now:
+// a deadline expires at the instant it names.
+func Expired(deadlineMS, nowMS int64) bool { return deadlineMS != 0 && deadlineMS <= nowMS }
+
+// Bytes normalises stored bytes: empty reads back as nil.
+func Bytes(b []byte) []byte {
+	if len(b) == 0 {
+		return nil
+	}
+	return append([]byte(nil), b...)
+}
+
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", store.ErrInvalid, fmt.Sprintf(format, args...))
+}
+
+// Server validates a server row.
+func Server(s store.Server) error {
+	if s.ID == "" {
+		return invalid("server ID is empty")
+	}
+	if s.URL != "" {
+		u, err := url.Parse(s.URL)
+		if err != nil {
+			return invalid("server %q: URL does not parse", s.ID)
+		}
+		if _, has := u.User.Password(); has {
+			return invalid("server %q: URL carries a password; the store never persists secrets", s.ID)
+		}
+	}
+	return nil
+}
+
+// Key validates a journal key.
+func Key(k store.RecordKey) error {
+	if k.RunID == "" || k.ToolCallID == "" {
+		return invalid("record key needs a run ID and a tool call ID (got %q/%q)", k.RunID, k.ToolCallID)
+	}
+	return nil
+}
+
+// Claim validates and completes a record for Claim.
+func Claim(rec store.Record, now time.Time) (store.Record, error) {
+	if err := Key(rec.RecordKey); err != nil {
+		return rec, err
+	}
+	if rec.State != "" && rec.State != store.StateStarted {
+		return rec, invalid("Claim creates started records, not %q", rec.State)
+	}
+	if rec.Executor == "" {
+		return rec, invalid("Claim needs an executor")
+	}
+	rec.State = store.StateStarted
+	if rec.CreatedAt.IsZero() {
+		rec.CreatedAt = now
+	}
+	if rec.UpdatedAt.IsZero() {
+		rec.UpdatedAt = rec.CreatedAt
+	}
+	rec.CreatedAt = Round(rec.CreatedAt)
+	rec.UpdatedAt = Round(rec.UpdatedAt)
+	rec.LeaseUntil = Round(rec.LeaseUntil)
+	rec.ExpiresAt = Round(rec.ExpiresAt)
+	rec.Outcome = Bytes(rec.Outcome)
+	return rec, nil
+}
+
+// Completion validates the target state of Complete.
+func Completion(state store.State) error {
+	if state != store.StateSucceeded && state != store.StateFailed {
+		return invalid("Complete moves a record to succeeded or failed, not %q", state)
+	}
+	return nil
+}
+
+// Approval validates and completes an approval for CreateApproval.
+func Approval(a store.Approval, now time.Time) (store.Approval, error) {
+	if a.ID == "" {
+		return a, invalid("approval ID is empty")
+	}
+	if err := Key(a.RecordKey); err != nil {
+		return a, err
+	}
+	if a.State != "" && a.State != store.ApprovalPending {
+		return a, invalid("approvals are created pending, not %q", a.State)
+	}
+	a.State = store.ApprovalPending
+	if a.CreatedAt.IsZero() {
+		a.CreatedAt = now
+	}
+	a.CreatedAt = Round(a.CreatedAt)
+	a.DecidedAt = time.Time{}
+	a.DecidedBy = ""
+	return a, nil
+}
+
+// ApprovalFilter validates a ListApprovals filter.
+func ApprovalFilter(s store.ApprovalState) error {
+	if s != "" && !s.Valid() {
+		return invalid("approval state %q", s)
+	}
+	return nil
+}
+
+// Decided returns the state DecideApproval writes.
+func Decided(approve bool) store.ApprovalState {
+	if approve {
+		return store.ApprovalApproved
+	}
+	return store.ApprovalDenied
+}
+
+// NotStarted builds the error for a record that is not started.
+func NotStarted(k store.RecordKey, st store.State) error {
+	return fmt.Errorf("%w: %s/%s/%s is %s", store.ErrNotStarted, k.Scope, k.RunID, k.ToolCallID, st)
+}
+
+// LeaseLost builds the error for a record held by another executor.
+func LeaseLost(k store.RecordKey, holder string) error {
+	return fmt.Errorf("%w: %s/%s/%s is held by %q", store.ErrLeaseLost, k.Scope, k.RunID, k.ToolCallID, holder)
+}
+
+// NotFound builds a not-found error naming what was missing.
+func NotFound(what string, args ...any) error {
+	return fmt.Errorf("%w: %s", store.ErrNotFound, fmt.Sprintf(what, args...))
+}
+
+// AlreadyDecided builds the error for a decided approval.
+func AlreadyDecided(id string, st store.ApprovalState) error {
+	return fmt.Errorf("%w: approval %q is %s", store.ErrAlreadyDecided, id, st)
+}

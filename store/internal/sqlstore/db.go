@@ -1,0 +1,53 @@
+// Package sqlstore implements store.Store once, in SQL that SQLite and
+// PostgreSQL both accept, over a small adapter each driver package provides.
+// The dialect differences are explicit and few: the binary column type
+// ({{BYTES}} in migrations) and how the migration transaction is locked.
+package sqlstore
+
+import (
+	"context"
+	"errors"
+)
+
+// ErrNoRows is what an adapter's Row.Scan returns when there is no row.
+var ErrNoRows = errors.New("sqlstore: no rows")
+
+// Row is one result row.
+type Row interface {
+	Scan(dest ...any) error
+}
+
+// Rows is a result set.
+type Rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+	Close()
+}
+
+// Querier runs statements with $1-style placeholders.
+type Querier interface {
+	Exec(ctx context.Context, sql string, args ...any) (rowsAffected int64, err error)
+	QueryRow(ctx context.Context, sql string, args ...any) Row
+	Query(ctx context.Context, sql string, args ...any) (Rows, error)
+}
+
+// DB is a connection pool that can run a write transaction.
+type DB interface {
+	Querier
+	// InTx runs fn in one write transaction (SQLite: BEGIN IMMEDIATE),
+	// committing when fn returns nil and rolling back otherwise.
+	InTx(ctx context.Context, fn func(tx Querier) error) error
+	Close() error
+}
+
+// Dialect holds what differs between SQL engines.
+type Dialect struct {
+	// Name is "sqlite" or "postgres".
+	Name string
+	// Bytes is the binary column type substituted for {{BYTES}}.
+	Bytes string
+	// LockMigrations, when set, runs first in the migration transaction to
+	// serialise concurrent migrators (PostgreSQL: pg_advisory_xact_lock).
+	LockMigrations string
+}

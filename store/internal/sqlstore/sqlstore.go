@@ -1,0 +1,636 @@
+package sqlstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/gatehouse-dev/gatehouse/store"
+	"github.com/gatehouse-dev/gatehouse/store/internal/norm"
+)
+
+// Store implements store.Store over a DB.
+type Store struct {
+	db  DB
+	now func() time.Time
+}
+
+var _ store.Store = (*Store)(nil)
+
+// New returns a Store over db (already migrated). now is the store's clock.
+func New(db DB, now func() time.Time) *Store { return &Store{db: db, now: now} }
+
+// DB returns the underlying adapter.
+func (s *Store) DB() DB { return s.db }
+
+// Close closes the pool.
+func (s *Store) Close() error { return s.db.Close() }
+
+func (s *Store) nowMS() int64 { return norm.MS(s.now()) }
+
+// ---- servers and baselines ----
+
+const serverCols = `id, name, type, url, catalogue, updated_at, baseline_version`
+
+func scanServer(r Row) (store.Server, error) {
+	var sv store.Server
+	var cat []byte
+	var upd int64
+	if err := r.Scan(&sv.ID, &sv.Name, &sv.Type, &sv.URL, &cat, &upd, &sv.BaselineVersion); err != nil {
+		return store.Server{}, err
+	}
+	sv.Catalogue = norm.Bytes(cat)
+	sv.UpdatedAt = norm.Time(upd)
+	return sv, nil
+}
+
+// PutServer implements store.ServerStore.
+func (s *Store) PutServer(ctx context.Context, sv store.Server) error {
+	if err := norm.Server(sv); err != nil {
+		return err
+	}
+	upd := norm.MS(sv.UpdatedAt)
+	if upd == 0 {
+		upd = s.nowMS()
+	}
+	_, err := s.db.Exec(ctx, `INSERT INTO servers (id, name, type, url, catalogue, updated_at) VALUES ($1, $2, $3, $4, $5, $6)
+ON CONFLICT (id) DO UPDATE SET name = excluded.name, type = excluded.type, url = excluded.url, catalogue = excluded.catalogue, updated_at = excluded.updated_at`,
+		sv.ID, sv.Name, sv.Type, sv.URL, norm.Bytes(sv.Catalogue), upd)
+	if err != nil {
+		return fmt.Errorf("store: put server %q: %w", sv.ID, err)
+	}
+	return nil
+}
+
+// GetServer implements store.ServerStore.
+func (s *Store) GetServer(ctx context.Context, id string) (store.Server, error) {
+	sv, err := scanServer(s.db.QueryRow(ctx, `SELECT `+serverCols+` FROM servers WHERE id = $1`, id))
+	if errors.Is(err, ErrNoRows) {
+		return store.Server{}, norm.NotFound("server %q", id)
+	}
+	if err != nil {
+		return store.Server{}, fmt.Errorf("store: get server %q: %w", id, err)
+	}
+	return sv, nil
+}
+
+// ListServers implements store.ServerStore.
+func (s *Store) ListServers(ctx context.Context) ([]store.Server, error) {
+	rows, err := s.db.Query(ctx, `SELECT `+serverCols+` FROM servers ORDER BY id`)
+	if err != nil {
+		return nil, fmt.Errorf("store: list servers: %w", err)
+	}
+	defer rows.Close()
+	out := []store.Server{}
+	for rows.Next() {
+		sv, err := scanServer(rows)
+		if err != nil {
+			return nil, fmt.Errorf("store: list servers: %w", err)
+		}
+		out = append(out, sv)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: list servers: %w", err)
+	}
+	return out, nil
+}
+
+// DeleteServer implements store.ServerStore. Its baseline goes with it
+// (ON DELETE CASCADE).
+func (s *Store) DeleteServer(ctx context.Context, id string) error {
+	n, err := s.db.Exec(ctx, `DELETE FROM servers WHERE id = $1`, id)
+	if err != nil {
+		return fmt.Errorf("store: delete server %q: %w", id, err)
+	}
+	if n == 0 {
+		return norm.NotFound("server %q", id)
+	}
+	return nil
+}
+
+// SaveBaseline implements store.ServerStore: one transaction; each entry is
+// INSERT ... ON CONFLICT DO NOTHING, so an existing fingerprint is never
+// replaced.
+func (s *Store) SaveBaseline(ctx context.Context, serverID string, fps map[string]string) (int, error) {
+	added := 0
+	now := s.nowMS()
+	err := s.db.InTx(ctx, func(tx Querier) error {
+		added = 0
+		// Existence check that also locks the row (PostgreSQL) so the
+		// version bump below cannot interleave with a ClearBaseline.
+		n, err := tx.Exec(ctx, `UPDATE servers SET baseline_version = baseline_version WHERE id = $1`, serverID)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return norm.NotFound("server %q", serverID)
+		}
+		for tool, fp := range fps {
+			n, err := tx.Exec(ctx, `INSERT INTO baselines (server_id, tool, fingerprint, created_at) VALUES ($1, $2, $3, $4)
+ON CONFLICT (server_id, tool) DO NOTHING`, serverID, tool, fp, now)
+			if err != nil {
+				return err
+			}
+			added += int(n)
+		}
+		if added > 0 {
+			if _, err := tx.Exec(ctx, `UPDATE servers SET baseline_version = baseline_version + 1 WHERE id = $1`, serverID); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return 0, err
+		}
+		return 0, fmt.Errorf("store: save baseline of %q: %w", serverID, err)
+	}
+	return added, nil
+}
+
+// GetBaseline implements store.ServerStore.
+func (s *Store) GetBaseline(ctx context.Context, serverID string) (map[string]string, error) {
+	rows, err := s.db.Query(ctx, `SELECT b.tool, b.fingerprint FROM servers s LEFT JOIN baselines b ON b.server_id = s.id WHERE s.id = $1`, serverID)
+	if err != nil {
+		return nil, fmt.Errorf("store: get baseline of %q: %w", serverID, err)
+	}
+	defer rows.Close()
+	found := false
+	out := map[string]string{}
+	for rows.Next() {
+		found = true
+		var tool, fp *string
+		if err := rows.Scan(&tool, &fp); err != nil {
+			return nil, fmt.Errorf("store: get baseline of %q: %w", serverID, err)
+		}
+		if tool != nil && fp != nil {
+			out[*tool] = *fp
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: get baseline of %q: %w", serverID, err)
+	}
+	if !found {
+		return nil, norm.NotFound("server %q", serverID)
+	}
+	return out, nil
+}
+
+// ClearBaseline implements store.ServerStore.
+func (s *Store) ClearBaseline(ctx context.Context, serverID string) (int64, error) {
+	var removed int64
+	err := s.db.InTx(ctx, func(tx Querier) error {
+		n, err := tx.Exec(ctx, `UPDATE servers SET baseline_version = baseline_version + 1 WHERE id = $1`, serverID)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return norm.NotFound("server %q", serverID)
+		}
+		removed, err = tx.Exec(ctx, `DELETE FROM baselines WHERE server_id = $1`, serverID)
+		return err
+	})
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return 0, err
+		}
+		return 0, fmt.Errorf("store: clear baseline of %q: %w", serverID, err)
+	}
+	return removed, nil
+}
+
+// BaselineVersion implements store.ServerStore.
+func (s *Store) BaselineVersion(ctx context.Context, serverID string) (int64, error) {
+	var v int64
+	err := s.db.QueryRow(ctx, `SELECT baseline_version FROM servers WHERE id = $1`, serverID).Scan(&v)
+	if errors.Is(err, ErrNoRows) {
+		return 0, norm.NotFound("server %q", serverID)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("store: baseline version of %q: %w", serverID, err)
+	}
+	return v, nil
+}
+
+// ---- journal ----
+
+const recordCols = `scope, run_id, tool_call_id, fingerprint, state, outcome, owner, executor, lease_until, created_at, updated_at, expires_at`
+
+func scanRecord(r Row) (store.Record, error) {
+	var rec store.Record
+	var st string
+	var out []byte
+	var lease, created, updated, expires int64
+	if err := r.Scan(&rec.Scope, &rec.RunID, &rec.ToolCallID, &rec.Fingerprint, &st, &out, &rec.Owner, &rec.Executor,
+		&lease, &created, &updated, &expires); err != nil {
+		return store.Record{}, err
+	}
+	rec.State = store.State(st)
+	rec.Outcome = norm.Bytes(out)
+	rec.LeaseUntil = norm.Time(lease)
+	rec.CreatedAt = norm.Time(created)
+	rec.UpdatedAt = norm.Time(updated)
+	rec.ExpiresAt = norm.Time(expires)
+	return rec, nil
+}
+
+func keyString(k store.RecordKey) string { return k.Scope + "/" + k.RunID + "/" + k.ToolCallID }
+
+// Claim implements store.JournalStore: INSERT ... ON CONFLICT DO NOTHING,
+// then a read of the existing row when nothing was inserted.
+func (s *Store) Claim(ctx context.Context, rec store.Record) (bool, store.Record, error) {
+	rec, err := norm.Claim(rec, s.now())
+	if err != nil {
+		return false, store.Record{}, err
+	}
+	for range 3 {
+		n, err := s.db.Exec(ctx, `INSERT INTO journal (`+recordCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+ON CONFLICT (scope, run_id, tool_call_id) DO NOTHING`,
+			rec.Scope, rec.RunID, rec.ToolCallID, rec.Fingerprint, string(rec.State), rec.Outcome, rec.Owner, rec.Executor,
+			norm.MS(rec.LeaseUntil), norm.MS(rec.CreatedAt), norm.MS(rec.UpdatedAt), norm.MS(rec.ExpiresAt))
+		if err != nil {
+			return false, store.Record{}, fmt.Errorf("store: claim %s: %w", keyString(rec.RecordKey), err)
+		}
+		if n == 1 {
+			return true, rec, nil
+		}
+		existing, err := s.GetRecord(ctx, rec.RecordKey)
+		if errors.Is(err, store.ErrNotFound) {
+			continue // purged or swept between the two statements: try again
+		}
+		if err != nil {
+			return false, store.Record{}, err
+		}
+		return false, existing, nil
+	}
+	return false, store.Record{}, fmt.Errorf("store: claim %s: the record keeps disappearing", keyString(rec.RecordKey))
+}
+
+// GetRecord implements store.JournalStore.
+func (s *Store) GetRecord(ctx context.Context, key store.RecordKey) (store.Record, error) {
+	rec, err := scanRecord(s.db.QueryRow(ctx, `SELECT `+recordCols+` FROM journal WHERE scope = $1 AND run_id = $2 AND tool_call_id = $3`,
+		key.Scope, key.RunID, key.ToolCallID))
+	if errors.Is(err, ErrNoRows) {
+		return store.Record{}, norm.NotFound("record %s", keyString(key))
+	}
+	if err != nil {
+		return store.Record{}, fmt.Errorf("store: get record %s: %w", keyString(key), err)
+	}
+	return rec, nil
+}
+
+// whyNotHeld explains why a conditional update on a started record held by
+// executor touched no row.
+func (s *Store) whyNotHeld(ctx context.Context, key store.RecordKey, executor string) error {
+	rec, err := s.GetRecord(ctx, key)
+	if err != nil {
+		return err
+	}
+	if rec.State != store.StateStarted {
+		return norm.NotStarted(key, rec.State)
+	}
+	if rec.Executor != executor {
+		return norm.LeaseLost(key, rec.Executor)
+	}
+	// The record changed between the update and the read; report the
+	// lease as lost, the conservative answer.
+	return norm.LeaseLost(key, rec.Executor)
+}
+
+// Complete implements store.JournalStore: one conditional UPDATE.
+func (s *Store) Complete(ctx context.Context, key store.RecordKey, executor string, state store.State, outcome []byte) error {
+	if err := norm.Completion(state); err != nil {
+		return err
+	}
+	n, err := s.db.Exec(ctx, `UPDATE journal SET state = $4, outcome = $5, updated_at = $6
+WHERE scope = $1 AND run_id = $2 AND tool_call_id = $3 AND state = 'started' AND executor = $7`,
+		key.Scope, key.RunID, key.ToolCallID, string(state), norm.Bytes(outcome), s.nowMS(), executor)
+	if err != nil {
+		return fmt.Errorf("store: complete %s: %w", keyString(key), err)
+	}
+	if n == 0 {
+		return s.whyNotHeld(ctx, key, executor)
+	}
+	return nil
+}
+
+// extendExpiry keeps a non-zero expires_at at or after the new lease ($5).
+const extendExpiry = `expires_at = CASE WHEN expires_at <> 0 AND expires_at < $5 THEN $5 ELSE expires_at END`
+
+// TakeOver implements store.JournalStore: one compare-and-swap UPDATE.
+func (s *Store) TakeOver(ctx context.Context, key store.RecordKey, newExecutor string, leaseUntil, now time.Time) (bool, error) {
+	if newExecutor == "" {
+		return false, fmt.Errorf("%w: TakeOver needs an executor", store.ErrInvalid)
+	}
+	n, err := s.db.Exec(ctx, `UPDATE journal SET executor = $4, lease_until = $5, updated_at = $6, `+extendExpiry+`
+WHERE scope = $1 AND run_id = $2 AND tool_call_id = $3 AND state = 'started' AND lease_until <= $6`,
+		key.Scope, key.RunID, key.ToolCallID, newExecutor, norm.MS(leaseUntil), norm.MS(now))
+	if err != nil {
+		return false, fmt.Errorf("store: take over %s: %w", keyString(key), err)
+	}
+	if n == 0 {
+		if _, err := s.GetRecord(ctx, key); err != nil {
+			return false, err
+		}
+		return false, nil
+	}
+	return true, nil
+}
+
+// MarkInDoubt implements store.JournalStore: one compare-and-swap UPDATE.
+func (s *Store) MarkInDoubt(ctx context.Context, key store.RecordKey, now time.Time) (bool, error) {
+	n, err := s.db.Exec(ctx, `UPDATE journal SET state = 'in_doubt', updated_at = $4
+WHERE scope = $1 AND run_id = $2 AND tool_call_id = $3 AND state = 'started' AND lease_until <= $4`,
+		key.Scope, key.RunID, key.ToolCallID, norm.MS(now))
+	if err != nil {
+		return false, fmt.Errorf("store: mark in doubt %s: %w", keyString(key), err)
+	}
+	if n == 0 {
+		if _, err := s.GetRecord(ctx, key); err != nil {
+			return false, err
+		}
+		return false, nil
+	}
+	return true, nil
+}
+
+// RenewLease implements store.JournalStore: one conditional UPDATE.
+func (s *Store) RenewLease(ctx context.Context, key store.RecordKey, executor string, until time.Time) error {
+	n, err := s.db.Exec(ctx, `UPDATE journal SET executor = $4, lease_until = $5, updated_at = $6, `+extendExpiry+`
+WHERE scope = $1 AND run_id = $2 AND tool_call_id = $3 AND state = 'started' AND executor = $4`,
+		key.Scope, key.RunID, key.ToolCallID, executor, norm.MS(until), s.nowMS())
+	if err != nil {
+		return fmt.Errorf("store: renew lease %s: %w", keyString(key), err)
+	}
+	if n == 0 {
+		return s.whyNotHeld(ctx, key, executor)
+	}
+	return nil
+}
+
+// ListRuns implements store.JournalStore.
+func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]store.Run, error) {
+	q := `SELECT scope, run_id, owner, COUNT(*),
+ SUM(CASE WHEN state = 'started' THEN 1 ELSE 0 END),
+ SUM(CASE WHEN state = 'succeeded' THEN 1 ELSE 0 END),
+ SUM(CASE WHEN state = 'failed' THEN 1 ELSE 0 END),
+ SUM(CASE WHEN state = 'in_doubt' THEN 1 ELSE 0 END),
+ MIN(created_at), MAX(updated_at)
+FROM journal`
+	var args []any
+	if !f.AnyOwner {
+		q += ` WHERE owner = $1`
+		args = append(args, f.Owner)
+	}
+	q += ` GROUP BY scope, run_id, owner ORDER BY MAX(updated_at) DESC, scope, run_id, owner`
+	if f.Limit > 0 {
+		q += ` LIMIT ` + strconv.Itoa(f.Limit)
+	}
+	rows, err := s.db.Query(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: list runs: %w", err)
+	}
+	defer rows.Close()
+	out := []store.Run{}
+	for rows.Next() {
+		var r store.Run
+		var first, last int64
+		if err := rows.Scan(&r.Scope, &r.RunID, &r.Owner, &r.Calls, &r.Started, &r.Succeeded, &r.Failed, &r.InDoubt, &first, &last); err != nil {
+			return nil, fmt.Errorf("store: list runs: %w", err)
+		}
+		r.FirstAt, r.LastAt = norm.Time(first), norm.Time(last)
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: list runs: %w", err)
+	}
+	return out, nil
+}
+
+// ListRecords implements store.JournalStore.
+func (s *Store) ListRecords(ctx context.Context, scope, runID string) ([]store.Record, error) {
+	rows, err := s.db.Query(ctx, `SELECT `+recordCols+` FROM journal WHERE scope = $1 AND run_id = $2 ORDER BY created_at, tool_call_id`, scope, runID)
+	if err != nil {
+		return nil, fmt.Errorf("store: list records: %w", err)
+	}
+	defer rows.Close()
+	var out []store.Record
+	for rows.Next() {
+		rec, err := scanRecord(rows)
+		if err != nil {
+			return nil, fmt.Errorf("store: list records: %w", err)
+		}
+		out = append(out, rec)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: list records: %w", err)
+	}
+	return out, nil
+}
+
+// Purge implements store.JournalStore.
+func (s *Store) Purge(ctx context.Context, owner string) (int64, error) {
+	var total int64
+	err := s.db.InTx(ctx, func(tx Querier) error {
+		n1, err := tx.Exec(ctx, `DELETE FROM journal WHERE owner = $1`, owner)
+		if err != nil {
+			return err
+		}
+		n2, err := tx.Exec(ctx, `DELETE FROM approvals WHERE owner = $1`, owner)
+		if err != nil {
+			return err
+		}
+		total = n1 + n2
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("store: purge %q: %w", owner, err)
+	}
+	return total, nil
+}
+
+// Sweep implements store.JournalStore.
+func (s *Store) Sweep(ctx context.Context, now time.Time) (int64, error) {
+	n, err := s.db.Exec(ctx, `DELETE FROM journal WHERE expires_at <> 0 AND expires_at <= $1`, norm.MS(now))
+	if err != nil {
+		return 0, fmt.Errorf("store: sweep journal: %w", err)
+	}
+	return n, nil
+}
+
+// ---- counters ----
+
+// IncrBy implements store.CounterStore in one UPSERT ... RETURNING.
+func (s *Store) IncrBy(ctx context.Context, key string, delta int64, expiresAt time.Time) (int64, error) {
+	if key == "" {
+		return 0, fmt.Errorf("%w: counter key is empty", store.ErrInvalid)
+	}
+	var v int64
+	err := s.db.QueryRow(ctx, `INSERT INTO counters (name, value, expires_at) VALUES ($1, $2, $3)
+ON CONFLICT (name) DO UPDATE SET
+ value = CASE WHEN counters.expires_at <> 0 AND counters.expires_at <= $4 THEN excluded.value ELSE counters.value + excluded.value END,
+ expires_at = CASE
+   WHEN counters.expires_at <> 0 AND counters.expires_at <= $4 THEN excluded.expires_at
+   WHEN counters.expires_at = 0 OR excluded.expires_at = 0 THEN 0
+   WHEN excluded.expires_at > counters.expires_at THEN excluded.expires_at
+   ELSE counters.expires_at END
+RETURNING value`, key, delta, norm.MS(expiresAt), s.nowMS()).Scan(&v)
+	if err != nil {
+		return 0, fmt.Errorf("store: incr %q: %w", key, err)
+	}
+	return v, nil
+}
+
+// GetCounter implements store.CounterStore.
+func (s *Store) GetCounter(ctx context.Context, key string, now time.Time) (int64, error) {
+	var v, exp int64
+	err := s.db.QueryRow(ctx, `SELECT value, expires_at FROM counters WHERE name = $1`, key).Scan(&v, &exp)
+	if errors.Is(err, ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("store: get counter %q: %w", key, err)
+	}
+	if norm.Expired(exp, norm.MS(now)) {
+		return 0, nil
+	}
+	return v, nil
+}
+
+// SweepCounters implements store.CounterStore.
+func (s *Store) SweepCounters(ctx context.Context, now time.Time) (int64, error) {
+	n, err := s.db.Exec(ctx, `DELETE FROM counters WHERE expires_at <> 0 AND expires_at <= $1`, norm.MS(now))
+	if err != nil {
+		return 0, fmt.Errorf("store: sweep counters: %w", err)
+	}
+	return n, nil
+}
+
+// ---- approvals ----
+
+const approvalCols = `id, scope, run_id, tool_call_id, server, tool, args_fingerprint, reason, owner, state, created_at, decided_at, decided_by`
+
+func scanApproval(r Row) (store.Approval, error) {
+	var a store.Approval
+	var st string
+	var created, decided int64
+	if err := r.Scan(&a.ID, &a.Scope, &a.RunID, &a.ToolCallID, &a.Server, &a.Tool, &a.ArgsFingerprint, &a.Reason, &a.Owner,
+		&st, &created, &decided, &a.DecidedBy); err != nil {
+		return store.Approval{}, err
+	}
+	a.State = store.ApprovalState(st)
+	a.CreatedAt, a.DecidedAt = norm.Time(created), norm.Time(decided)
+	return a, nil
+}
+
+// CreateApproval implements store.ApprovalStore.
+func (s *Store) CreateApproval(ctx context.Context, a store.Approval) (store.Approval, bool, error) {
+	a, err := norm.Approval(a, s.now())
+	if err != nil {
+		return store.Approval{}, false, err
+	}
+	for range 3 {
+		n, err := s.db.Exec(ctx, `INSERT INTO approvals (`+approvalCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+ON CONFLICT DO NOTHING`,
+			a.ID, a.Scope, a.RunID, a.ToolCallID, a.Server, a.Tool, a.ArgsFingerprint, a.Reason, a.Owner,
+			string(a.State), norm.MS(a.CreatedAt), int64(0), "")
+		if err != nil {
+			return store.Approval{}, false, fmt.Errorf("store: create approval %q: %w", a.ID, err)
+		}
+		if n == 1 {
+			return a, true, nil
+		}
+		existing, err := s.GetApprovalByCall(ctx, a.RecordKey)
+		if err == nil {
+			return existing, false, nil
+		}
+		if !errors.Is(err, store.ErrNotFound) {
+			return store.Approval{}, false, err
+		}
+		if _, err := s.GetApproval(ctx, a.ID); err == nil {
+			return store.Approval{}, false, fmt.Errorf("%w: approval ID %q is used by another call", store.ErrConflict, a.ID)
+		}
+		// The conflicting row vanished (purged); try again.
+	}
+	return store.Approval{}, false, fmt.Errorf("store: create approval %q: conflicting row keeps disappearing", a.ID)
+}
+
+// GetApproval implements store.ApprovalStore.
+func (s *Store) GetApproval(ctx context.Context, id string) (store.Approval, error) {
+	a, err := scanApproval(s.db.QueryRow(ctx, `SELECT `+approvalCols+` FROM approvals WHERE id = $1`, id))
+	if errors.Is(err, ErrNoRows) {
+		return store.Approval{}, norm.NotFound("approval %q", id)
+	}
+	if err != nil {
+		return store.Approval{}, fmt.Errorf("store: get approval %q: %w", id, err)
+	}
+	return a, nil
+}
+
+// GetApprovalByCall implements store.ApprovalStore.
+func (s *Store) GetApprovalByCall(ctx context.Context, key store.RecordKey) (store.Approval, error) {
+	a, err := scanApproval(s.db.QueryRow(ctx, `SELECT `+approvalCols+` FROM approvals WHERE scope = $1 AND run_id = $2 AND tool_call_id = $3`,
+		key.Scope, key.RunID, key.ToolCallID))
+	if errors.Is(err, ErrNoRows) {
+		return store.Approval{}, norm.NotFound("approval for %s", keyString(key))
+	}
+	if err != nil {
+		return store.Approval{}, fmt.Errorf("store: get approval for %s: %w", keyString(key), err)
+	}
+	return a, nil
+}
+
+// ListApprovals implements store.ApprovalStore.
+func (s *Store) ListApprovals(ctx context.Context, state store.ApprovalState) ([]store.Approval, error) {
+	if err := norm.ApprovalFilter(state); err != nil {
+		return nil, err
+	}
+	q := `SELECT ` + approvalCols + ` FROM approvals`
+	var args []any
+	if state != "" {
+		q += ` WHERE state = $1`
+		args = append(args, string(state))
+	}
+	q += ` ORDER BY created_at, id`
+	rows, err := s.db.Query(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: list approvals: %w", err)
+	}
+	defer rows.Close()
+	var out []store.Approval
+	for rows.Next() {
+		a, err := scanApproval(rows)
+		if err != nil {
+			return nil, fmt.Errorf("store: list approvals: %w", err)
+		}
+		out = append(out, a)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: list approvals: %w", err)
+	}
+	return out, nil
+}
+
+// DecideApproval implements store.ApprovalStore: one conditional
+// UPDATE ... RETURNING.
+func (s *Store) DecideApproval(ctx context.Context, id string, approve bool, by string, now time.Time) (store.Approval, error) {
+	if now.IsZero() {
+		now = s.now()
+	}
+	a, err := scanApproval(s.db.QueryRow(ctx, `UPDATE approvals SET state = $2, decided_at = $3, decided_by = $4
+WHERE id = $1 AND state = 'pending' RETURNING `+approvalCols, id, string(norm.Decided(approve)), norm.MS(now), by))
+	if errors.Is(err, ErrNoRows) {
+		cur, gerr := s.GetApproval(ctx, id)
+		if gerr != nil {
+			return store.Approval{}, gerr
+		}
+		return store.Approval{}, norm.AlreadyDecided(id, cur.State)
+	}
+	if err != nil {
+		return store.Approval{}, fmt.Errorf("store: decide approval %q: %w", id, err)
+	}
+	return a, nil
+}

@@ -1,0 +1,618 @@
+// Package memory is an in-memory store.Store: maps behind one mutex, with
+// the same semantics as the SQL implementations (times rounded to
+// milliseconds, UTC). Nothing survives Close or the process. Use it in tests
+// and for ephemeral runs.
+package memory
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gatehouse-dev/gatehouse/store"
+	"github.com/gatehouse-dev/gatehouse/store/internal/norm"
+)
+
+// Store is an in-memory store.Store. Its zero value is not usable; call New.
+type Store struct {
+	now func() time.Time
+
+	mu        sync.Mutex
+	closed    bool
+	servers   map[string]store.Server
+	baselines map[string]map[string]string
+	journal   map[store.RecordKey]store.Record
+	counters  map[string]counter
+	approvals map[string]store.Approval
+}
+
+type counter struct {
+	value     int64
+	expiresMS int64
+}
+
+var _ store.Store = (*Store)(nil)
+
+// New returns an empty store. Only opts.Now is used.
+func New(opts *store.Options) (*Store, error) {
+	o, err := store.ResolveOptions(store.DSN{}, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Store{
+		now:       o.Now,
+		servers:   map[string]store.Server{},
+		baselines: map[string]map[string]string{},
+		journal:   map[store.RecordKey]store.Record{},
+		counters:  map[string]counter{},
+		approvals: map[string]store.Approval{},
+	}, nil
+}
+
+// Close discards nothing but makes every later call fail with store.ErrClosed.
+func (m *Store) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.closed = true
+	return nil
+}
+
+func (m *Store) lock(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return store.ErrClosed
+	}
+	return nil
+}
+
+func copyServer(s store.Server) store.Server {
+	s.Catalogue = norm.Bytes(s.Catalogue)
+	return s
+}
+
+// PutServer implements store.ServerStore.
+func (m *Store) PutServer(ctx context.Context, s store.Server) error {
+	if err := norm.Server(s); err != nil {
+		return err
+	}
+	if err := m.lock(ctx); err != nil {
+		return err
+	}
+	defer m.mu.Unlock()
+	if s.UpdatedAt.IsZero() {
+		s.UpdatedAt = m.now()
+	}
+	s.UpdatedAt = norm.Round(s.UpdatedAt)
+	s.BaselineVersion = m.servers[s.ID].BaselineVersion
+	m.servers[s.ID] = copyServer(s)
+	return nil
+}
+
+// GetServer implements store.ServerStore.
+func (m *Store) GetServer(ctx context.Context, id string) (store.Server, error) {
+	if err := m.lock(ctx); err != nil {
+		return store.Server{}, err
+	}
+	defer m.mu.Unlock()
+	s, ok := m.servers[id]
+	if !ok {
+		return store.Server{}, norm.NotFound("server %q", id)
+	}
+	return copyServer(s), nil
+}
+
+// ListServers implements store.ServerStore.
+func (m *Store) ListServers(ctx context.Context) ([]store.Server, error) {
+	if err := m.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer m.mu.Unlock()
+	out := make([]store.Server, 0, len(m.servers))
+	for _, id := range slices.Sorted(maps.Keys(m.servers)) {
+		out = append(out, copyServer(m.servers[id]))
+	}
+	return out, nil
+}
+
+// DeleteServer implements store.ServerStore.
+func (m *Store) DeleteServer(ctx context.Context, id string) error {
+	if err := m.lock(ctx); err != nil {
+		return err
+	}
+	defer m.mu.Unlock()
+	if _, ok := m.servers[id]; !ok {
+		return norm.NotFound("server %q", id)
+	}
+	delete(m.servers, id)
+	delete(m.baselines, id)
+	return nil
+}
+
+// SaveBaseline implements store.ServerStore.
+func (m *Store) SaveBaseline(ctx context.Context, serverID string, fps map[string]string) (int, error) {
+	if err := m.lock(ctx); err != nil {
+		return 0, err
+	}
+	defer m.mu.Unlock()
+	s, ok := m.servers[serverID]
+	if !ok {
+		return 0, norm.NotFound("server %q", serverID)
+	}
+	b := m.baselines[serverID]
+	if b == nil {
+		b = map[string]string{}
+		m.baselines[serverID] = b
+	}
+	added := 0
+	for tool, fp := range fps {
+		if _, exists := b[tool]; !exists {
+			b[tool] = fp
+			added++
+		}
+	}
+	if added > 0 {
+		s.BaselineVersion++
+		m.servers[serverID] = s
+	}
+	return added, nil
+}
+
+// GetBaseline implements store.ServerStore.
+func (m *Store) GetBaseline(ctx context.Context, serverID string) (map[string]string, error) {
+	if err := m.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer m.mu.Unlock()
+	if _, ok := m.servers[serverID]; !ok {
+		return nil, norm.NotFound("server %q", serverID)
+	}
+	out := maps.Clone(m.baselines[serverID])
+	if out == nil {
+		out = map[string]string{}
+	}
+	return out, nil
+}
+
+// ClearBaseline implements store.ServerStore.
+func (m *Store) ClearBaseline(ctx context.Context, serverID string) (int64, error) {
+	if err := m.lock(ctx); err != nil {
+		return 0, err
+	}
+	defer m.mu.Unlock()
+	s, ok := m.servers[serverID]
+	if !ok {
+		return 0, norm.NotFound("server %q", serverID)
+	}
+	n := int64(len(m.baselines[serverID]))
+	delete(m.baselines, serverID)
+	s.BaselineVersion++
+	m.servers[serverID] = s
+	return n, nil
+}
+
+// BaselineVersion implements store.ServerStore.
+func (m *Store) BaselineVersion(ctx context.Context, serverID string) (int64, error) {
+	if err := m.lock(ctx); err != nil {
+		return 0, err
+	}
+	defer m.mu.Unlock()
+	s, ok := m.servers[serverID]
+	if !ok {
+		return 0, norm.NotFound("server %q", serverID)
+	}
+	return s.BaselineVersion, nil
+}
+
+func copyRecord(r store.Record) store.Record {
+	r.Outcome = norm.Bytes(r.Outcome)
+	return r
+}
+
+func recordNotFound(k store.RecordKey) error {
+	return norm.NotFound("record %s/%s/%s", k.Scope, k.RunID, k.ToolCallID)
+}
+
+// Claim implements store.JournalStore.
+func (m *Store) Claim(ctx context.Context, rec store.Record) (bool, store.Record, error) {
+	rec, err := norm.Claim(rec, m.now())
+	if err != nil {
+		return false, store.Record{}, err
+	}
+	if err := m.lock(ctx); err != nil {
+		return false, store.Record{}, err
+	}
+	defer m.mu.Unlock()
+	if existing, ok := m.journal[rec.RecordKey]; ok {
+		return false, copyRecord(existing), nil
+	}
+	m.journal[rec.RecordKey] = copyRecord(rec)
+	return true, copyRecord(rec), nil
+}
+
+// GetRecord implements store.JournalStore.
+func (m *Store) GetRecord(ctx context.Context, key store.RecordKey) (store.Record, error) {
+	if err := m.lock(ctx); err != nil {
+		return store.Record{}, err
+	}
+	defer m.mu.Unlock()
+	r, ok := m.journal[key]
+	if !ok {
+		return store.Record{}, recordNotFound(key)
+	}
+	return copyRecord(r), nil
+}
+
+// heldBy returns the started record held by executor, or the error saying
+// why not. The caller holds m.mu.
+func (m *Store) heldBy(key store.RecordKey, executor string) (store.Record, error) {
+	r, ok := m.journal[key]
+	switch {
+	case !ok:
+		return r, recordNotFound(key)
+	case r.State != store.StateStarted:
+		return r, norm.NotStarted(key, r.State)
+	case r.Executor != executor:
+		return r, norm.LeaseLost(key, r.Executor)
+	}
+	return r, nil
+}
+
+// Complete implements store.JournalStore.
+func (m *Store) Complete(ctx context.Context, key store.RecordKey, executor string, state store.State, outcome []byte) error {
+	if err := norm.Completion(state); err != nil {
+		return err
+	}
+	if err := m.lock(ctx); err != nil {
+		return err
+	}
+	defer m.mu.Unlock()
+	r, err := m.heldBy(key, executor)
+	if err != nil {
+		return err
+	}
+	r.State = state
+	r.Outcome = norm.Bytes(outcome)
+	r.UpdatedAt = norm.Round(m.now())
+	m.journal[key] = r
+	return nil
+}
+
+// TakeOver implements store.JournalStore.
+func (m *Store) TakeOver(ctx context.Context, key store.RecordKey, newExecutor string, leaseUntil, now time.Time) (bool, error) {
+	if newExecutor == "" {
+		return false, fmt.Errorf("%w: TakeOver needs an executor", store.ErrInvalid)
+	}
+	if err := m.lock(ctx); err != nil {
+		return false, err
+	}
+	defer m.mu.Unlock()
+	r, ok := m.journal[key]
+	if !ok {
+		return false, recordNotFound(key)
+	}
+	if r.State != store.StateStarted || !norm.Expired(norm.MS(r.LeaseUntil), norm.MS(now)) {
+		return false, nil
+	}
+	r.Executor = newExecutor
+	r.LeaseUntil = norm.Round(leaseUntil)
+	r.UpdatedAt = norm.Round(now)
+	if !r.ExpiresAt.IsZero() && r.ExpiresAt.Before(r.LeaseUntil) {
+		r.ExpiresAt = r.LeaseUntil
+	}
+	m.journal[key] = r
+	return true, nil
+}
+
+// MarkInDoubt implements store.JournalStore.
+func (m *Store) MarkInDoubt(ctx context.Context, key store.RecordKey, now time.Time) (bool, error) {
+	if err := m.lock(ctx); err != nil {
+		return false, err
+	}
+	defer m.mu.Unlock()
+	r, ok := m.journal[key]
+	if !ok {
+		return false, recordNotFound(key)
+	}
+	if r.State != store.StateStarted || !norm.Expired(norm.MS(r.LeaseUntil), norm.MS(now)) {
+		return false, nil
+	}
+	r.State = store.StateInDoubt
+	r.UpdatedAt = norm.Round(now)
+	m.journal[key] = r
+	return true, nil
+}
+
+// RenewLease implements store.JournalStore.
+func (m *Store) RenewLease(ctx context.Context, key store.RecordKey, executor string, until time.Time) error {
+	if err := m.lock(ctx); err != nil {
+		return err
+	}
+	defer m.mu.Unlock()
+	r, err := m.heldBy(key, executor)
+	if err != nil {
+		return err
+	}
+	r.LeaseUntil = norm.Round(until)
+	r.UpdatedAt = norm.Round(m.now())
+	if !r.ExpiresAt.IsZero() && r.ExpiresAt.Before(r.LeaseUntil) {
+		r.ExpiresAt = r.LeaseUntil
+	}
+	m.journal[key] = r
+	return nil
+}
+
+// ListRuns implements store.JournalStore.
+func (m *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]store.Run, error) {
+	if err := m.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer m.mu.Unlock()
+	type runKey struct{ scope, run, owner string }
+	runs := map[runKey]*store.Run{}
+	for _, r := range m.journal {
+		if !f.AnyOwner && r.Owner != f.Owner {
+			continue
+		}
+		k := runKey{r.Scope, r.RunID, r.Owner}
+		run := runs[k]
+		if run == nil {
+			run = &store.Run{Scope: r.Scope, RunID: r.RunID, Owner: r.Owner, FirstAt: r.CreatedAt, LastAt: r.UpdatedAt}
+			runs[k] = run
+		}
+		run.Calls++
+		switch r.State {
+		case store.StateStarted:
+			run.Started++
+		case store.StateSucceeded:
+			run.Succeeded++
+		case store.StateFailed:
+			run.Failed++
+		case store.StateInDoubt:
+			run.InDoubt++
+		}
+		if r.CreatedAt.Before(run.FirstAt) {
+			run.FirstAt = r.CreatedAt
+		}
+		if r.UpdatedAt.After(run.LastAt) {
+			run.LastAt = r.UpdatedAt
+		}
+	}
+	out := make([]store.Run, 0, len(runs))
+	for _, r := range runs {
+		out = append(out, *r)
+	}
+	slices.SortFunc(out, func(a, b store.Run) int {
+		if c := b.LastAt.Compare(a.LastAt); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.Scope, b.Scope); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.RunID, b.RunID); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Owner, b.Owner)
+	})
+	if f.Limit > 0 && len(out) > f.Limit {
+		out = out[:f.Limit]
+	}
+	return out, nil
+}
+
+// ListRecords implements store.JournalStore.
+func (m *Store) ListRecords(ctx context.Context, scope, runID string) ([]store.Record, error) {
+	if err := m.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer m.mu.Unlock()
+	var out []store.Record
+	for k, r := range m.journal {
+		if k.Scope == scope && k.RunID == runID {
+			out = append(out, copyRecord(r))
+		}
+	}
+	slices.SortFunc(out, func(a, b store.Record) int {
+		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ToolCallID, b.ToolCallID)
+	})
+	return out, nil
+}
+
+// Purge implements store.JournalStore.
+func (m *Store) Purge(ctx context.Context, owner string) (int64, error) {
+	if err := m.lock(ctx); err != nil {
+		return 0, err
+	}
+	defer m.mu.Unlock()
+	var n int64
+	for k, r := range m.journal {
+		if r.Owner == owner {
+			delete(m.journal, k)
+			n++
+		}
+	}
+	for id, a := range m.approvals {
+		if a.Owner == owner {
+			delete(m.approvals, id)
+			n++
+		}
+	}
+	return n, nil
+}
+
+// Sweep implements store.JournalStore.
+func (m *Store) Sweep(ctx context.Context, now time.Time) (int64, error) {
+	if err := m.lock(ctx); err != nil {
+		return 0, err
+	}
+	defer m.mu.Unlock()
+	var n int64
+	for k, r := range m.journal {
+		if norm.Expired(norm.MS(r.ExpiresAt), norm.MS(now)) {
+			delete(m.journal, k)
+			n++
+		}
+	}
+	return n, nil
+}
+
+// IncrBy implements store.CounterStore.
+func (m *Store) IncrBy(ctx context.Context, key string, delta int64, expiresAt time.Time) (int64, error) {
+	if key == "" {
+		return 0, fmt.Errorf("%w: counter key is empty", store.ErrInvalid)
+	}
+	nowMS := norm.MS(m.now())
+	if err := m.lock(ctx); err != nil {
+		return 0, err
+	}
+	defer m.mu.Unlock()
+	exp := norm.MS(expiresAt)
+	c, ok := m.counters[key]
+	if !ok || norm.Expired(c.expiresMS, nowMS) {
+		c = counter{value: delta, expiresMS: exp}
+	} else {
+		c.value += delta
+		if c.expiresMS == 0 || exp == 0 {
+			c.expiresMS = 0
+		} else if exp > c.expiresMS {
+			c.expiresMS = exp
+		}
+	}
+	m.counters[key] = c
+	return c.value, nil
+}
+
+// GetCounter implements store.CounterStore.
+func (m *Store) GetCounter(ctx context.Context, key string, now time.Time) (int64, error) {
+	if err := m.lock(ctx); err != nil {
+		return 0, err
+	}
+	defer m.mu.Unlock()
+	c, ok := m.counters[key]
+	if !ok || norm.Expired(c.expiresMS, norm.MS(now)) {
+		return 0, nil
+	}
+	return c.value, nil
+}
+
+// SweepCounters implements store.CounterStore.
+func (m *Store) SweepCounters(ctx context.Context, now time.Time) (int64, error) {
+	if err := m.lock(ctx); err != nil {
+		return 0, err
+	}
+	defer m.mu.Unlock()
+	var n int64
+	for k, c := range m.counters {
+		if norm.Expired(c.expiresMS, norm.MS(now)) {
+			delete(m.counters, k)
+			n++
+		}
+	}
+	return n, nil
+}
+
+// CreateApproval implements store.ApprovalStore.
+func (m *Store) CreateApproval(ctx context.Context, a store.Approval) (store.Approval, bool, error) {
+	a, err := norm.Approval(a, m.now())
+	if err != nil {
+		return store.Approval{}, false, err
+	}
+	if err := m.lock(ctx); err != nil {
+		return store.Approval{}, false, err
+	}
+	defer m.mu.Unlock()
+	for _, existing := range m.approvals {
+		if existing.RecordKey == a.RecordKey {
+			return existing, false, nil
+		}
+	}
+	if _, used := m.approvals[a.ID]; used {
+		return store.Approval{}, false, fmt.Errorf("%w: approval ID %q is used by another call", store.ErrConflict, a.ID)
+	}
+	m.approvals[a.ID] = a
+	return a, true, nil
+}
+
+// GetApproval implements store.ApprovalStore.
+func (m *Store) GetApproval(ctx context.Context, id string) (store.Approval, error) {
+	if err := m.lock(ctx); err != nil {
+		return store.Approval{}, err
+	}
+	defer m.mu.Unlock()
+	a, ok := m.approvals[id]
+	if !ok {
+		return store.Approval{}, norm.NotFound("approval %q", id)
+	}
+	return a, nil
+}
+
+// GetApprovalByCall implements store.ApprovalStore.
+func (m *Store) GetApprovalByCall(ctx context.Context, key store.RecordKey) (store.Approval, error) {
+	if err := m.lock(ctx); err != nil {
+		return store.Approval{}, err
+	}
+	defer m.mu.Unlock()
+	for _, a := range m.approvals {
+		if a.RecordKey == key {
+			return a, nil
+		}
+	}
+	return store.Approval{}, norm.NotFound("approval for %s/%s/%s", key.Scope, key.RunID, key.ToolCallID)
+}
+
+// ListApprovals implements store.ApprovalStore.
+func (m *Store) ListApprovals(ctx context.Context, state store.ApprovalState) ([]store.Approval, error) {
+	if err := norm.ApprovalFilter(state); err != nil {
+		return nil, err
+	}
+	if err := m.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer m.mu.Unlock()
+	var out []store.Approval
+	for _, a := range m.approvals {
+		if state == "" || a.State == state {
+			out = append(out, a)
+		}
+	}
+	slices.SortFunc(out, func(a, b store.Approval) int {
+		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return out, nil
+}
+
+// DecideApproval implements store.ApprovalStore.
+func (m *Store) DecideApproval(ctx context.Context, id string, approve bool, by string, now time.Time) (store.Approval, error) {
+	if now.IsZero() {
+		now = m.now()
+	}
+	if err := m.lock(ctx); err != nil {
+		return store.Approval{}, err
+	}
+	defer m.mu.Unlock()
+	a, ok := m.approvals[id]
+	if !ok {
+		return store.Approval{}, norm.NotFound("approval %q", id)
+	}
+	if a.State != store.ApprovalPending {
+		return store.Approval{}, norm.AlreadyDecided(id, a.State)
+	}
+	a.State = norm.Decided(approve)
+	a.DecidedAt = norm.Round(now)
+	a.DecidedBy = by
+	m.approvals[id] = a
+	return a, nil
+}

@@ -1,0 +1,31 @@
+package memory_test
+
+import (
+	"testing"
+
+	"github.com/gatehouse-dev/gatehouse/store"
+	"github.com/gatehouse-dev/gatehouse/store/memory"
+	"github.com/gatehouse-dev/gatehouse/store/storetest"
+)
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.Store {
+		s, err := memory.New(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	})
+}
+
+func TestClosed(t *testing.T) {
+	s, err := memory.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if _, err := s.ListServers(t.Context()); err != store.ErrClosed {
+		t.Fatalf("after Close: %v, want ErrClosed", err)
+	}
+}

@@ -1,0 +1,227 @@
+// Package sqlite is the default store.Store: one SQLite file through
+// modernc.org/sqlite (pure Go, driver name "sqlite").
+//
+// Open switches the file to journal_mode=WAL (a property of the file,
+// retried while another process holds the lock), and every connection runs
+// with foreign_keys=ON, a busy timeout (Options.BusyTimeout, default 10 s)
+// so writers from several processes wait for each other instead of
+// failing, and synchronous=NORMAL
+// (durability "process": survives a crash of the process, may lose the last
+// commits on power loss) or synchronous=FULL (durability "power"). Every
+// transaction starts with BEGIN IMMEDIATE, so a write transaction takes the
+// write lock up front and never fails half-way on a lock upgrade. Several
+// processes may share one file on a local filesystem (not over NFS).
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"time"
+
+	"modernc.org/sqlite" // registers the "sqlite" driver
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/gatehouse-dev/gatehouse/store"
+	"github.com/gatehouse-dev/gatehouse/store/internal/sqlstore"
+)
+
+// Store is a store.Store on one SQLite file.
+type Store struct {
+	*sqlstore.Store
+	path string
+}
+
+var _ store.Store = (*Store)(nil)
+
+// dialect is SQLite's dialect: BLOB for bytes; BEGIN IMMEDIATE (set on every
+// connection) serialises migrators.
+var dialect = sqlstore.Dialect{Name: "sqlite", Bytes: "BLOB"}
+
+// DriverDSN returns the modernc.org/sqlite DSN Open uses for path.
+func DriverDSN(path string, o store.Options) string {
+	sync := "NORMAL"
+	if o.Durability == store.DurabilityPower {
+		sync = "FULL"
+	}
+	busy := o.BusyTimeout.Milliseconds()
+	if busy <= 0 {
+		busy = defaultBusyTimeout.Milliseconds()
+	}
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout("+strconv.FormatInt(busy, 10)+")")
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Add("_pragma", "synchronous("+sync+")")
+	q.Set("_txlock", "immediate")
+	return path + "?" + q.Encode()
+}
+
+// Open opens (creating it if needed) the SQLite file at path and migrates
+// its schema to the latest version. opts may be nil.
+func Open(ctx context.Context, path string, opts *store.Options) (*Store, error) {
+	if path == "" || strings.ContainsRune(path, '?') || strings.HasPrefix(path, ":memory:") || strings.HasPrefix(strings.ToLower(path), "file:") {
+		return nil, fmt.Errorf("%w: sqlite path %q (want a file path without '?')", store.ErrInvalid, path)
+	}
+	o, err := store.ResolveOptions(store.DSN{}, opts)
+	if err != nil {
+		return nil, err
+	}
+	db, err := sql.Open("sqlite", DriverDSN(path, o))
+	if err != nil {
+		return nil, fmt.Errorf("%w: sqlite %q: %w", store.ErrUnavailable, path, err)
+	}
+	maxConns := o.MaxConns
+	if maxConns == 0 {
+		maxConns = 4
+	}
+	db.SetMaxOpenConns(maxConns)
+	db.SetMaxIdleConns(maxConns)
+	adapter := &sqlDB{db: db}
+	busy := o.BusyTimeout
+	if busy <= 0 {
+		busy = defaultBusyTimeout
+	}
+	if err := retryBusy(ctx, busy, func() error { return setup(ctx, db) }); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("%w: sqlite %q: %w", store.ErrUnavailable, path, err)
+	}
+	if err := retryBusy(ctx, busy, func() error { return sqlstore.Migrate(ctx, adapter, dialect, 0) }); err != nil {
+		db.Close()
+		if errors.Is(err, store.ErrSchemaTooNew) {
+			return nil, fmt.Errorf("sqlite %q: %w", path, err)
+		}
+		return nil, fmt.Errorf("store: sqlite %q: %w", path, err)
+	}
+	return &Store{Store: sqlstore.New(adapter, o.Now), path: path}, nil
+}
+
+const defaultBusyTimeout = 10 * time.Second
+
+// setup switches the file to WAL (a persistent property of the file, so
+// connections opened later inherit it) and checks that it took.
+func setup(ctx context.Context, db *sql.DB) error {
+	var mode string
+	if err := db.QueryRowContext(ctx, "PRAGMA journal_mode=WAL").Scan(&mode); err != nil {
+		return err
+	}
+	if !strings.EqualFold(mode, "wal") {
+		return fmt.Errorf("journal_mode is %q, WAL could not be enabled", mode)
+	}
+	return nil
+}
+
+// retryBusy runs fn until it returns something other than SQLITE_BUSY or
+// SQLITE_LOCKED, or until limit passes. SQLite does not always call the
+// busy handler: switching a new file to WAL or reading it while another
+// process initialises it can fail at once with SQLITE_BUSY.
+func retryBusy(ctx context.Context, limit time.Duration, fn func() error) error {
+	deadline := time.Now().Add(limit)
+	wait := time.Millisecond
+	for {
+		err := fn()
+		if err == nil || !isBusy(err) || time.Now().After(deadline) {
+			return err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		wait = min(wait*2, 50*time.Millisecond)
+	}
+}
+
+func isBusy(err error) bool {
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() & 0xff {
+		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
+			return true
+		}
+	}
+	return false
+}
+
+// Path returns the database file's path.
+func (s *Store) Path() string { return s.path }
+
+// SQLDB returns the underlying *sql.DB (for tests and diagnostics).
+func (s *Store) SQLDB() *sql.DB { return s.DB().(*sqlDB).db }
+
+// sqlDB adapts *sql.DB to sqlstore.DB.
+type sqlDB struct{ db *sql.DB }
+
+type sqlQuerier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+type querier struct{ q sqlQuerier }
+
+func (q querier) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	res, err := q.q.ExecContext(ctx, query, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+type row struct{ r *sql.Row }
+
+func (r row) Scan(dest ...any) error {
+	err := r.r.Scan(dest...)
+	if errors.Is(err, sql.ErrNoRows) {
+		return sqlstore.ErrNoRows
+	}
+	return err
+}
+
+func (q querier) QueryRow(ctx context.Context, query string, args ...any) sqlstore.Row {
+	return row{q.q.QueryRowContext(ctx, query, args...)}
+}
+
+type rows struct{ *sql.Rows }
+
+func (r rows) Close() { _ = r.Rows.Close() }
+
+func (q querier) Query(ctx context.Context, query string, args ...any) (sqlstore.Rows, error) {
+	rs, err := q.q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	return rows{rs}, nil
+}
+
+func (d *sqlDB) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	return querier{d.db}.Exec(ctx, query, args...)
+}
+
+func (d *sqlDB) QueryRow(ctx context.Context, query string, args ...any) sqlstore.Row {
+	return querier{d.db}.QueryRow(ctx, query, args...)
+}
+
+func (d *sqlDB) Query(ctx context.Context, query string, args ...any) (sqlstore.Rows, error) {
+	return querier{d.db}.Query(ctx, query, args...)
+}
+
+func (d *sqlDB) InTx(ctx context.Context, fn func(tx sqlstore.Querier) error) error {
+	tx, err := d.db.BeginTx(ctx, nil) // BEGIN IMMEDIATE (_txlock=immediate)
+	if err != nil {
+		return err
+	}
+	if err := fn(querier{tx}); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+func (d *sqlDB) Close() error { return d.db.Close() }

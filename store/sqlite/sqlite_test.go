@@ -1,0 +1,30 @@
+package sqlite_test
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/gatehouse-dev/gatehouse/store"
+	"github.com/gatehouse-dev/gatehouse/store/sqlite"
+	"github.com/gatehouse-dev/gatehouse/store/storetest"
+)
+
+func openTemp(t *testing.T, opts *store.Options) *sqlite.Store {
+	t.Helper()
+	s, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "gatehouse.db"), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.Store { return openTemp(t, nil) })
+}
+
+func TestConformancePowerDurability(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.Store {
+		return openTemp(t, &store.Options{Durability: store.DurabilityPower})
+	})
+}

@@ -1,0 +1,292 @@
+package store
+
+import (
+	"context"
+	"io"
+	"time"
+)
+
+// Server is one persisted MCP server row. It holds exactly what a process
+// needs to wake a toolset without a network round trip and nothing secret:
+// never a token, a configured header, an auth resolver's output or a
+// command's environment.
+type Server struct {
+	// ID is the caller-chosen primary key (for example "plugin/server").
+	ID string
+	// Name is the server's configured name.
+	Name string
+	// Type is the transport type ("stdio", "http", "sse").
+	Type string
+	// URL is the server's URL for remote servers. It must not carry a
+	// password (PutServer refuses userinfo with a password). Stdio servers
+	// leave it empty (or store a non-secret identity; see the package doc).
+	URL string
+	// Catalogue is the last published tool listing as JSON. The store
+	// treats it as opaque bytes.
+	Catalogue []byte
+	// UpdatedAt is when the row was last written. PutServer fills it from
+	// the store's clock when zero.
+	UpdatedAt time.Time
+	// BaselineVersion is bumped by every SaveBaseline that adds an entry
+	// and by every ClearBaseline. It is read-only: PutServer ignores it.
+	BaselineVersion int64
+}
+
+// InstructionsKey is the baseline key under which a server's instructions
+// fingerprint is stored. MCP tool names are never empty, so it cannot
+// collide with a tool.
+const InstructionsKey = ""
+
+// ServerStore persists server rows and their trust baselines.
+type ServerStore interface {
+	// PutServer inserts or replaces the row's id, name, type, url and
+	// catalogue. It never touches the server's baseline.
+	PutServer(ctx context.Context, s Server) error
+	// GetServer returns the row or ErrNotFound.
+	GetServer(ctx context.Context, id string) (Server, error)
+	// ListServers returns every row, ordered by ID.
+	ListServers(ctx context.Context) ([]Server, error)
+	// DeleteServer deletes the row and its baseline (ErrNotFound if absent).
+	DeleteServer(ctx context.Context, id string) error
+
+	// SaveBaseline records fingerprints (tool name -> fingerprint; the key
+	// InstructionsKey is the server's instructions). It is insert-only: an
+	// existing entry is never replaced, whatever the new value. It returns
+	// how many entries were added, and ErrNotFound if the server row does
+	// not exist.
+	SaveBaseline(ctx context.Context, serverID string, fingerprints map[string]string) (added int, err error)
+	// GetBaseline returns the server's baseline (empty, non-nil, when none
+	// is recorded) or ErrNotFound when the server row does not exist.
+	GetBaseline(ctx context.Context, serverID string) (map[string]string, error)
+	// ClearBaseline removes the whole baseline of a server (the first step
+	// of a re-trust) and returns how many entries it removed.
+	ClearBaseline(ctx context.Context, serverID string) (int64, error)
+	// BaselineVersion returns the server's baseline version; a process can
+	// poll it cheaply to notice a re-trust made by another process.
+	BaselineVersion(ctx context.Context, serverID string) (int64, error)
+}
+
+// State is the state of a journal record.
+type State string
+
+// Journal record states.
+const (
+	StateStarted   State = "started"
+	StateSucceeded State = "succeeded"
+	StateFailed    State = "failed"
+	StateInDoubt   State = "in_doubt"
+)
+
+// Valid reports whether s is one of the four states.
+func (s State) Valid() bool {
+	switch s {
+	case StateStarted, StateSucceeded, StateFailed, StateInDoubt:
+		return true
+	}
+	return false
+}
+
+// RecordKey names one journaled call. RunID and ToolCallID must not be
+// empty; Scope may be.
+type RecordKey struct {
+	Scope      string
+	RunID      string
+	ToolCallID string
+}
+
+// Record is one journaled tool call.
+type Record struct {
+	RecordKey
+	// Fingerprint identifies the call's content (server, tool, args).
+	Fingerprint string
+	// State is the record's state. Claim only creates started records.
+	State State
+	// Outcome is the recorded result or error, opaque to the store.
+	Outcome []byte
+	// Owner is the subject the work belongs to (ListRuns, Purge).
+	Owner string
+	// Executor names who holds the lease on a started record.
+	Executor string
+	// LeaseUntil is when the executor's lease ends; at or after it the
+	// record may be taken over or marked in doubt.
+	LeaseUntil time.Time
+	// CreatedAt and UpdatedAt are filled from the store's clock when zero.
+	CreatedAt time.Time
+	UpdatedAt time.Time
+	// ExpiresAt is when Sweep may delete the record; zero means never.
+	// Callers keep it at or after LeaseUntil.
+	ExpiresAt time.Time
+}
+
+// Run summarises the records of one (scope, run ID, owner).
+type Run struct {
+	Scope     string
+	RunID     string
+	Owner     string
+	Calls     int64 // number of records
+	Started   int64
+	Succeeded int64
+	Failed    int64
+	InDoubt   int64
+	FirstAt   time.Time // earliest CreatedAt
+	LastAt    time.Time // latest UpdatedAt
+}
+
+// RunFilter selects runs for ListRuns.
+type RunFilter struct {
+	// Owner selects the runs of one subject, unless AnyOwner is set.
+	Owner string
+	// AnyOwner lists the runs of every subject.
+	AnyOwner bool
+	// Limit caps the number of runs returned; 0 means no cap.
+	Limit int
+}
+
+// JournalStore persists the effect journal. Every method is one statement
+// or one transaction and is atomic across processes sharing the store.
+type JournalStore interface {
+	// Claim inserts rec as a started record unless a record with its key
+	// exists (INSERT ... ON CONFLICT DO NOTHING). It returns claimed=true
+	// and the stored record when it inserted, or claimed=false and the
+	// record that was already there.
+	Claim(ctx context.Context, rec Record) (claimed bool, stored Record, err error)
+	// GetRecord returns the record or ErrNotFound.
+	GetRecord(ctx context.Context, key RecordKey) (Record, error)
+	// Complete moves a started record held by executor to state
+	// (succeeded or failed) with outcome. It fails with ErrNotFound,
+	// ErrNotStarted (the record is in another state) or ErrLeaseLost (the
+	// record is held by another executor).
+	Complete(ctx context.Context, key RecordKey, executor string, state State, outcome []byte) error
+	// TakeOver gives a started record whose lease has expired at now to
+	// newExecutor with a new lease (compare-and-swap). It reports whether
+	// it did; ErrNotFound when there is no record.
+	TakeOver(ctx context.Context, key RecordKey, newExecutor string, leaseUntil, now time.Time) (bool, error)
+	// MarkInDoubt moves a started record whose lease has expired at now to
+	// in_doubt (compare-and-swap). It reports whether it did; ErrNotFound
+	// when there is no record.
+	MarkInDoubt(ctx context.Context, key RecordKey, now time.Time) (bool, error)
+	// RenewLease extends the lease of a started record held by executor to
+	// until (and ExpiresAt to at least until). Errors as Complete.
+	RenewLease(ctx context.Context, key RecordKey, executor string, until time.Time) error
+	// ListRuns summarises runs, most recently updated first.
+	ListRuns(ctx context.Context, f RunFilter) ([]Run, error)
+	// ListRecords returns the records of one run ordered by CreatedAt then
+	// ToolCallID.
+	ListRecords(ctx context.Context, scope, runID string) ([]Record, error)
+	// Purge deletes every journal record and approval whose owner is owner
+	// (one transaction) and returns how many rows it deleted.
+	Purge(ctx context.Context, owner string) (int64, error)
+	// Sweep deletes the records whose ExpiresAt is non-zero and at or
+	// before now, and returns how many.
+	Sweep(ctx context.Context, now time.Time) (int64, error)
+}
+
+// CounterStore holds atomic counters (rate limits, call caps) shared by
+// every process using the store.
+type CounterStore interface {
+	// IncrBy adds delta to the counter and returns the new value, in one
+	// atomic statement. A counter whose expiry has passed (by the store's
+	// clock) restarts from zero first. The counter's expiry becomes the
+	// later of its current one and expiresAt (zero means never).
+	IncrBy(ctx context.Context, key string, delta int64, expiresAt time.Time) (int64, error)
+	// GetCounter returns the counter's value, or 0 when it is absent or
+	// expired at now.
+	GetCounter(ctx context.Context, key string, now time.Time) (int64, error)
+	// SweepCounters deletes counters expired at now and returns how many.
+	SweepCounters(ctx context.Context, now time.Time) (int64, error)
+}
+
+// ApprovalState is the state of an approval.
+type ApprovalState string
+
+// Approval states.
+const (
+	ApprovalPending  ApprovalState = "pending"
+	ApprovalApproved ApprovalState = "approved"
+	ApprovalDenied   ApprovalState = "denied"
+)
+
+// Valid reports whether s is one of the three states.
+func (s ApprovalState) Valid() bool {
+	switch s {
+	case ApprovalPending, ApprovalApproved, ApprovalDenied:
+		return true
+	}
+	return false
+}
+
+// Approval is a durable request for an operator's decision on one call.
+type Approval struct {
+	// ID is caller-chosen and unique.
+	ID string
+	// RecordKey is the call awaiting approval; unique among approvals.
+	RecordKey
+	Server          string
+	Tool            string
+	ArgsFingerprint string
+	Reason          string
+	Owner           string
+	State           ApprovalState
+	// CreatedAt is filled from the store's clock when zero.
+	CreatedAt time.Time
+	DecidedAt time.Time
+	DecidedBy string
+}
+
+// ApprovalStore persists approvals.
+type ApprovalStore interface {
+	// CreateApproval records a pending approval. It is idempotent on the
+	// call key: when an approval for a.RecordKey exists it returns that one
+	// and created=false. An ID already used by another call is ErrConflict.
+	CreateApproval(ctx context.Context, a Approval) (stored Approval, created bool, err error)
+	// GetApproval returns the approval or ErrNotFound.
+	GetApproval(ctx context.Context, id string) (Approval, error)
+	// GetApprovalByCall returns the approval of one call or ErrNotFound.
+	GetApprovalByCall(ctx context.Context, key RecordKey) (Approval, error)
+	// ListApprovals lists approvals in state (every state when empty),
+	// oldest first.
+	ListApprovals(ctx context.Context, state ApprovalState) ([]Approval, error)
+	// DecideApproval moves a pending approval to approved or denied. It
+	// fails with ErrNotFound or ErrAlreadyDecided.
+	DecideApproval(ctx context.Context, id string, approve bool, by string, now time.Time) (Approval, error)
+}
+
+// Store is every kind of storage Gatehouse uses. Consumers should declare
+// the smaller interface they need.
+type Store interface {
+	ServerStore
+	JournalStore
+	CounterStore
+	ApprovalStore
+	io.Closer
+}
+
+// Durability says what a committed write survives.
+type Durability string
+
+// Durability settings.
+const (
+	// DurabilityProcess survives a crash of the process (the default).
+	// SQLite: WAL with synchronous=NORMAL; the last commits can be lost on
+	// power loss or an OS crash. PostgreSQL: the server's own
+	// synchronous_commit setting (on unless the operator changed it).
+	DurabilityProcess Durability = "process"
+	// DurabilityPower survives power loss too. SQLite: synchronous=FULL;
+	// PostgreSQL: synchronous_commit=on for every connection.
+	DurabilityPower Durability = "power"
+)
+
+// Options configure an implementation. A nil *Options means defaults.
+type Options struct {
+	// Durability defaults to DurabilityProcess.
+	Durability Durability
+	// Now is the clock for timestamps the store fills in and for counter
+	// expiry in IncrBy. Nil means time.Now.
+	Now func() time.Time
+	// BusyTimeout is how long a SQLite writer waits for the lock held by
+	// another connection or process. Zero means 10 seconds.
+	BusyTimeout time.Duration
+	// MaxConns caps the connection pool. Zero means the implementation's
+	// default (SQLite 4, PostgreSQL pgxpool's default).
+	MaxConns int
+}
