@@ -1,0 +1,173 @@
+package toolset
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/gatehouse-dev/gatehouse/internal/projection"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// reservedMetaPrefix marks _meta keys the protocol reserves; callers never
+// get to forward them.
+const reservedMetaPrefix = "io.modelcontextprotocol/"
+
+// Call calls the tool registered under name (a projected name from Tools)
+// and returns the server's result untouched: a tool that fails reports it in
+// the result (IsError), not as a Go error.
+//
+// args is nil, a map[string]any, a json.RawMessage or []byte holding a JSON
+// object (passed through without re-encoding), or any value that encodes to
+// a JSON object. Call never modifies args or info.Meta.
+//
+// The call carries info.Meta without reserved io.modelcontextprotocol/ keys,
+// plus _meta.idempotencyKey = RunID + ":" + ToolCallID when both are set.
+// Cancelling ctx cancels the call on the server (notifications/cancelled).
+//
+// If the server's session is lost (mcp.ErrSessionMissing, or a closed
+// connection: a stdio server that died, an HTTP server that restarted), Call
+// reconnects once and sends the call again before failing. A call that the
+// old server had received may therefore reach a server twice; the
+// idempotency key and the durable journal are what guard effects.
+//
+// Errors are *Error values: ErrUnknownTool, ErrInvalidArguments,
+// ErrAuthFailed, ErrConnectionFailed, ErrCallFailed (which wraps ctx.Err()
+// when the caller gave up), ErrClosed.
+func (t *Toolset) Call(ctx context.Context, name string, args any, info CallInfo) (*mcp.CallToolResult, error) {
+	cat, err := t.ensure(ctx)
+	if err != nil {
+		var te *Error
+		if errors.As(err, &te) {
+			return nil, err
+		}
+		return nil, &Error{Code: CodeCallFailed, Tool: name, Err: err}
+	}
+	e, ok := cat.byName[name]
+	if !ok {
+		return nil, &Error{Code: CodeUnknownTool, Tool: name}
+	}
+	arguments, err := normalizeArgs(args)
+	if err != nil {
+		return nil, &Error{Code: CodeInvalidArguments, Server: e.info.Server, Tool: name, Err: err}
+	}
+	if e.describe {
+		return t.describeCall(cat, arguments)
+	}
+	return e.conn.call(ctx, name, e.info.RemoteName, arguments, info)
+}
+
+// normalizeArgs checks that args will encode to a JSON object.
+func normalizeArgs(args any) (any, error) {
+	switch a := args.(type) {
+	case nil:
+		return nil, nil
+	case map[string]any:
+		return a, nil
+	case json.RawMessage:
+		return rawObject(a)
+	case []byte:
+		return rawObject(a)
+	}
+	b, err := json.Marshal(args)
+	if err != nil {
+		return nil, err
+	}
+	return rawObject(b)
+}
+
+func rawObject(b []byte) (any, error) {
+	t := bytes.TrimSpace(b)
+	if len(t) == 0 || bytes.Equal(t, []byte("null")) {
+		return nil, nil
+	}
+	if t[0] != '{' || !json.Valid(t) {
+		return nil, errors.New("arguments must be a JSON object")
+	}
+	return json.RawMessage(t), nil
+}
+
+// callMeta builds a fresh _meta map for one attempt.
+func callMeta(info CallInfo) map[string]any {
+	m := make(map[string]any, len(info.Meta)+1)
+	for k, v := range info.Meta {
+		if strings.HasPrefix(k, reservedMetaPrefix) {
+			continue
+		}
+		m[k] = v
+	}
+	if info.RunID != "" && info.ToolCallID != "" {
+		m["idempotencyKey"] = info.RunID + ":" + info.ToolCallID
+	}
+	if len(m) == 0 {
+		return nil
+	}
+	return m
+}
+
+func (c *conn) call(ctx context.Context, name, remote string, args any, info CallInfo) (*mcp.CallToolResult, error) {
+	fail := func(code string, err error) error {
+		return &Error{Code: code, Server: c.name, Tool: name, Err: err}
+	}
+	if err := c.refreshToken(ctx); err != nil {
+		return nil, fail(CodeAuthFailed, err)
+	}
+	sess, err := c.current(ctx)
+	if err != nil {
+		return nil, fail(CodeConnectionFailed, err)
+	}
+	for attempt := 0; ; attempt++ {
+		// A fresh params value per attempt: the go-sdk writes into Meta.
+		params := &mcp.CallToolParams{Name: remote, Arguments: args, Meta: callMeta(info)}
+		res, err := sess.CallTool(ctx, params)
+		if err == nil {
+			return res, nil
+		}
+		if ctx.Err() != nil {
+			return nil, fail(CodeCallFailed, ctx.Err())
+		}
+		if attempt > 0 || !sessionLost(err) {
+			return nil, fail(CodeCallFailed, err)
+		}
+		c.ts.log.Info("toolset: session lost; reconnecting once", "server", c.name, "tool", name, "err", err)
+		if sess, err = c.reconnect(ctx, sess); err != nil {
+			return nil, fail(CodeConnectionFailed, fmt.Errorf("reconnecting: %w", err))
+		}
+	}
+}
+
+// sessionLost reports errors after which a new session may succeed.
+func sessionLost(err error) bool {
+	return errors.Is(err, mcp.ErrSessionMissing) || errors.Is(err, mcp.ErrConnectionClosed) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+}
+
+// describeCall answers mcp__describe_tool locally.
+func (t *Toolset) describeCall(cat *catalog, args any) (*mcp.CallToolResult, error) {
+	var in struct {
+		Name string `json:"name"`
+	}
+	if args != nil {
+		b, _ := json.Marshal(args)
+		_ = json.Unmarshal(b, &in)
+	}
+	e, ok := cat.byName[in.Name]
+	if !ok || e.describe {
+		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{
+			Text: fmt.Sprintf("unknown tool %q: pass a tool name exactly as listed", in.Name)}}}, nil
+	}
+	out := map[string]any{
+		"name":        e.info.Name,
+		"description": e.info.Description,
+		"inputSchema": projection.ReduceSchema(e.full, projection.Inline),
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return nil, &Error{Code: CodeCallFailed, Tool: in.Name, Err: err}
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}, StructuredContent: out}, nil
+}

@@ -1,0 +1,250 @@
+package toolset
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+
+	"github.com/gatehouse-dev/gatehouse/diag"
+	"github.com/gatehouse-dev/gatehouse/internal/projection"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// catalog is the tool map built from one round of listings.
+type catalog struct {
+	tools  []ToolInfo
+	byName map[string]*entry
+	prompt []projection.ServerTools
+	diags  []diag.Diagnostic
+}
+
+// entry is one registered tool: what the model sees and where calls go.
+type entry struct {
+	info     ToolInfo
+	conn     *conn          // nil for mcp__describe_tool
+	full     map[string]any // full sanitized input schema
+	output   map[string]any // sanitized output schema
+	describe bool
+}
+
+func (e *entry) summary() Summary {
+	return Summary{
+		Name:         e.info.Name,
+		Server:       e.info.Server,
+		RemoteName:   e.info.RemoteName,
+		Description:  e.info.Description,
+		InputSchema:  projection.ReduceSchema(e.full, projection.Inline),
+		OutputSchema: projection.ReduceSchema(e.output, projection.Inline),
+		Annotations:  e.info.Annotations,
+		ContractHash: e.info.ContractHash,
+		State:        e.info.State,
+	}
+}
+
+// reconcile is where the next issue's pinning check goes: between listing a
+// server's tools and building the map, it will compare each tool's contract
+// with its trusted fingerprint, quarantine changed tools, withhold new ones
+// and log removed ones. For now every listed tool is active.
+func (t *Toolset) reconcile(_ *conn, tools []*mcp.Tool) ([]*mcp.Tool, []State, []diag.Diagnostic) {
+	states := make([]State, len(tools))
+	for i := range states {
+		states[i] = Active
+	}
+	return tools, states, nil
+}
+
+// build projects every listed tool: filter, sanitize, plan disclosure,
+// register names.
+func (t *Toolset) build(results []listing) *catalog {
+	cat := &catalog{byName: map[string]*entry{}}
+	var all []*entry
+	deferred := false
+	for i, c := range t.conns {
+		r := results[i]
+		if r.diag != nil {
+			cat.diags = append(cat.diags, *r.diag)
+		}
+		if !r.ok {
+			continue
+		}
+		tools, states, ds := t.reconcile(c, r.tools)
+		cat.diags = append(cat.diags, ds...)
+		var entries []*entry
+		var ptools []projection.Tool
+		seen := map[string]bool{}
+		for j, tool := range tools {
+			if tool == nil || seen[tool.Name] {
+				continue // a server listing a name twice: the first one counts
+			}
+			seen[tool.Name] = true
+			name := projection.Name(c.prefix, tool.Name)
+			if !c.srv.Filter.Keep(tool.Name, name) {
+				continue
+			}
+			e := &entry{
+				conn:   c,
+				full:   inputSchema(tool.InputSchema),
+				output: sanitizeSchema(toMap(tool.OutputSchema)),
+				info: ToolInfo{
+					Name:         name,
+					Server:       c.name,
+					Plugin:       c.srv.Config.PluginName,
+					RemoteName:   tool.Name,
+					Title:        projection.Sanitize(tool.Title),
+					Description:  projection.Sanitize(tool.Description),
+					State:        states[j],
+					Annotations:  sanitizeAnnotations(tool.Annotations),
+					ContractHash: ContractHash(tool),
+				},
+			}
+			entries = append(entries, e)
+			ptools = append(ptools, projection.Tool{Name: name, Server: c.name, RemoteName: tool.Name,
+				Description: e.info.Description, InputSchema: e.full})
+		}
+		tier := projection.Inline
+		if !c.srv.AlwaysLoad {
+			var pd []diag.Diagnostic
+			tier, pd = projection.Plan(c.name, ptools, t.opts.Budget)
+			cat.diags = append(cat.diags, pd...)
+		}
+		if tier != projection.Inline && len(entries) > 0 {
+			deferred = true
+		}
+		for _, e := range entries {
+			e.info.Disclosure = tier
+			e.info.InputSchema = projection.ReduceSchema(e.full, tier)
+		}
+		if len(ptools) > 0 {
+			cat.prompt = append(cat.prompt, projection.ServerTools{Server: c.name, Tier: tier, Tools: ptools})
+		}
+		all = append(all, entries...)
+	}
+
+	// Register names. Two tools with one projected name (possible only with
+	// explicit prefixes) are both withheld: nobody shadows anybody. The
+	// describe tool's name is reserved.
+	count := map[string]int{}
+	for _, e := range all {
+		count[e.info.Name]++
+	}
+	for _, e := range all {
+		switch {
+		case count[e.info.Name] > 1:
+			cat.diags = append(cat.diags, diag.New(diag.ServerNameCollision, "", e.conn.name,
+				"tool %q of server %q projects to %q like another server's tool; both are withheld: give the servers distinct prefixes",
+				e.info.RemoteName, e.conn.name, e.info.Name))
+			continue
+		case e.info.Name == projection.DescribeToolName:
+			cat.diags = append(cat.diags, diag.New(diag.ServerNameCollision, "", e.conn.name,
+				"tool %q of server %q projects to the reserved name %q; it is withheld: give the server another prefix",
+				e.info.RemoteName, e.conn.name, e.info.Name))
+			continue
+		}
+		cat.byName[e.info.Name] = e
+		cat.tools = append(cat.tools, e.info)
+	}
+	if deferred {
+		d := projection.DescribeTool()
+		e := &entry{describe: true, full: d.InputSchema, info: ToolInfo{
+			Name: d.Name, RemoteName: d.RemoteName, Description: d.Description,
+			InputSchema: projection.ReduceSchema(d.InputSchema, projection.Inline),
+			Disclosure:  projection.Inline, State: Active,
+		}}
+		cat.byName[d.Name] = e
+		cat.tools = append(cat.tools, e.info)
+	}
+	sortTools(cat.tools)
+	return cat
+}
+
+// toMap turns a schema as the go-sdk decoded it into a JSON object.
+func toMap(v any) map[string]any {
+	switch s := v.(type) {
+	case nil:
+		return nil
+	case map[string]any:
+		return s
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	var m map[string]any
+	if json.Unmarshal(b, &m) != nil {
+		return nil
+	}
+	return m
+}
+
+// inputSchema is the sanitized input schema, {"type":"object"} when the
+// server sent none usable.
+func inputSchema(v any) map[string]any {
+	if m := sanitizeSchema(toMap(v)); m != nil {
+		return m
+	}
+	return map[string]any{"type": "object"}
+}
+
+// sanitizeSchema returns a copy of schema whose "description" and "title"
+// strings, at any depth, went through projection.Sanitize: prose inside a
+// schema reaches the model too.
+func sanitizeSchema(schema map[string]any) map[string]any {
+	if schema == nil {
+		return nil
+	}
+	return sanitizeValue(projection.ReduceSchema(schema, projection.Inline)).(map[string]any)
+}
+
+func sanitizeValue(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, x := range t {
+			if s, ok := x.(string); ok && (k == "description" || k == "title") {
+				t[k] = projection.Sanitize(s)
+				continue
+			}
+			t[k] = sanitizeValue(x)
+		}
+		return t
+	case []any:
+		for i, x := range t {
+			t[i] = sanitizeValue(x)
+		}
+		return t
+	}
+	return v
+}
+
+func sanitizeAnnotations(a *mcp.ToolAnnotations) *mcp.ToolAnnotations {
+	if a == nil {
+		return nil
+	}
+	c := *a
+	c.Title = projection.Sanitize(c.Title)
+	return &c
+}
+
+// ContractHash returns the SHA-256 (hex) of a canonical JSON encoding of the
+// tool's name, title, description, input schema, output schema and
+// annotations, exactly as the server sent them (as decoded by the go-sdk
+// client). Object keys are sorted at every depth. The pin package will
+// replace this with its canonical fingerprint.
+func ContractHash(tool *mcp.Tool) string {
+	contract := map[string]any{
+		"name":         tool.Name,
+		"title":        tool.Title,
+		"description":  tool.Description,
+		"inputSchema":  tool.InputSchema,
+		"outputSchema": tool.OutputSchema,
+		"annotations":  tool.Annotations,
+	}
+	// encoding/json writes map keys sorted and struct fields in a fixed
+	// order; schemas decoded by the go-sdk client are maps, so one encoding
+	// is canonical for what a client receives.
+	b, err := json.Marshal(contract)
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}

@@ -1,0 +1,88 @@
+package toolset
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Error codes carried by *Error.
+const (
+	// CodeUnknownTool: the name is not in the tool map.
+	CodeUnknownTool = "unknown_tool"
+	// CodeConnectionFailed: the server could not be (re)connected.
+	CodeConnectionFailed = "connection_failed"
+	// CodeAuthFailed: the Auth resolver returned an error.
+	CodeAuthFailed = "auth_failed"
+	// CodeInvalidArguments: the arguments are not a JSON object.
+	CodeInvalidArguments = "invalid_arguments"
+	// CodeCallFailed: the call failed at the protocol level (a JSON-RPC error
+	// from the server, or the caller's context ended). A tool that reports an
+	// error does so in its result (IsError), not through this code.
+	CodeCallFailed = "call_failed"
+	// CodeClosed: the toolset was closed.
+	CodeClosed = "closed"
+)
+
+// Error is the error Call (and the other methods) return. Branch on it with
+// errors.Is against the sentinels (ErrUnknownTool, ...) or errors.As.
+type Error struct {
+	// Code is one of the Code* constants.
+	Code string
+	// Server is the configured server name, when known.
+	Server string
+	// Tool is the projected tool name, when known.
+	Tool string
+	// Err is the underlying error, if any.
+	Err error
+}
+
+// Error implements error.
+func (e *Error) Error() string {
+	msg := "toolset: " + e.Code
+	if e.Tool != "" {
+		msg += fmt.Sprintf(" (tool %q", e.Tool)
+		if e.Server != "" {
+			msg += fmt.Sprintf(", server %q", e.Server)
+		}
+		msg += ")"
+	} else if e.Server != "" {
+		msg += fmt.Sprintf(" (server %q)", e.Server)
+	}
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+// Unwrap returns the underlying error.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Is reports whether target is an *Error with the same code, so that
+// errors.Is(err, ErrUnknownTool) works whatever the server and tool.
+func (e *Error) Is(target error) bool {
+	var t *Error
+	if !errors.As(target, &t) || t == nil {
+		return false
+	}
+	return t.Code == e.Code && t.Server == "" && t.Tool == "" && t.Err == nil
+}
+
+// Sentinels for errors.Is.
+var (
+	ErrUnknownTool      = &Error{Code: CodeUnknownTool}
+	ErrConnectionFailed = &Error{Code: CodeConnectionFailed}
+	ErrAuthFailed       = &Error{Code: CodeAuthFailed}
+	ErrInvalidArguments = &Error{Code: CodeInvalidArguments}
+	ErrCallFailed       = &Error{Code: CodeCallFailed}
+	ErrClosed           = &Error{Code: CodeClosed}
+)
+
+// Wiring errors returned by Open.
+var (
+	// ErrAuthWithoutSession: Options.Auth is set but Options.Session is empty.
+	ErrAuthWithoutSession = errors.New("toolset: Options.Auth needs Options.Session (a toolset with an auth resolver belongs to one session)")
+	// ErrHostsFuncWithoutSession: Options.AllowedHostsFunc is set but Options.Session is empty.
+	ErrHostsFuncWithoutSession = errors.New("toolset: Options.AllowedHostsFunc needs Options.Session")
+	// ErrHostsConflict: both AllowedHosts and AllowedHostsFunc are set.
+	ErrHostsConflict = errors.New("toolset: set Options.AllowedHosts or Options.AllowedHostsFunc, not both")
+)

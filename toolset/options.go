@@ -1,0 +1,174 @@
+package toolset
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/netip"
+	"time"
+
+	"github.com/gatehouse-dev/gatehouse/internal/projection"
+	"github.com/gatehouse-dev/gatehouse/plugin"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Server is one MCP server to connect.
+type Server struct {
+	// Config is the server entry (from a plugin's mcp.json, or built in code
+	// with PluginName and PluginRoot empty).
+	Config plugin.ServerConfig
+	// Prefix, when non-nil, replaces the server name in projected names
+	// ("" projects the remote names alone). Nil means the server name,
+	// suffixed when another server has the same name.
+	Prefix *string
+	// Filter keeps or hides tools by remote or projected name. Allow and
+	// Block are mutually exclusive (Open returns an error if both are set).
+	Filter projection.Filter
+	// AlwaysLoad exempts the server from the disclosure budget: its schemas
+	// are always inline.
+	AlwaysLoad bool
+
+	// transport, when set (tests and benchmarks only), replaces the
+	// transport built from Config: it is called for each (re)connection.
+	transport func() (mcp.Transport, error)
+}
+
+// Options configures a Toolset. The zero value is usable; nil means defaults.
+type Options struct {
+	// AllowedHosts is the exact, case-insensitive list of hosts remote
+	// servers may use (see package egress). Nil means no list: any host
+	// passes, but the dialer still refuses loopback, private, link-local and
+	// metadata addresses unless the URL host is a loopback literal. A
+	// non-nil empty list allows no remote server.
+	AllowedHosts []string
+	// AllowedHostsFunc resolves the host list for Session (a per-session
+	// list). It needs Session and excludes AllowedHosts.
+	AllowedHostsFunc func(session string) []string
+	// LookupIP resolves hostnames for the egress dialer (nil: the system
+	// resolver). Tests map made-up names to 127.0.0.1 with it.
+	LookupIP func(ctx context.Context, host string) ([]netip.Addr, error)
+
+	// Session names the session (user, tenant...) this toolset acts for.
+	// Required with Auth or AllowedHostsFunc.
+	Session string
+	// Auth returns the bearer token for a remote server in Session. It is
+	// called before the handshake (so the token covers initialize and
+	// tools/list) and again before every Call; the token is sent as
+	// "Authorization: Bearer <token>" on every request to the server's own
+	// origin and wins over a configured Authorization header. An empty token
+	// sends no Authorization. An error fails the connection (a
+	// connection-failure diagnostic) or the call (ErrAuthFailed). Tokens are
+	// never logged or stored beyond the live connection.
+	Auth func(ctx context.Context, server, session string) (token string, err error)
+
+	// Budget is the disclosure budget per server in tokens (4 characters a
+	// token); 0 means 20,000.
+	Budget int
+	// ConnectTimeout bounds each server's connection (launch or dial,
+	// handshake and tools/list); 0 means 60 s.
+	ConnectTimeout time.Duration
+	// StopGrace is how long Close waits for a stdio server after closing
+	// its stdin, and again after SIGTERM, before SIGKILL; 0 means 2 s.
+	StopGrace time.Duration
+	// DisallowStdio refuses subprocesses: stdio entries get an
+	// unsupported-transport diagnostic instead of being launched.
+	DisallowStdio bool
+
+	// Env is the base environment of stdio servers; nil means this
+	// process's environment (os.Environ), which bare commands need for PATH.
+	// The configured env overlays it, then PLUGIN_ROOT and PLUGIN_DATA are
+	// set. Pass a non-nil slice (e.g. just PATH and HOME) to launch servers
+	// with less of your environment.
+	Env []string
+	// Stderr receives the stderr of stdio servers; nil discards it.
+	Stderr io.Writer
+	// Logger receives the toolset's logs; nil discards them. Server
+	// instructions are never logged.
+	Logger *slog.Logger
+}
+
+const (
+	defaultConnectTimeout = 60 * time.Second
+	defaultStopGrace      = 2 * time.Second
+)
+
+// CallInfo carries what a caller knows about a call.
+type CallInfo struct {
+	// RunID and ToolCallID, when both set, become the call's
+	// _meta.idempotencyKey ("runID:toolCallID").
+	RunID      string
+	ToolCallID string
+	// Meta is copied into the call's _meta. Reserved keys
+	// (io.modelcontextprotocol/...) are dropped; the map is never modified.
+	Meta map[string]any
+}
+
+// State says whether a tool may be called.
+type State string
+
+// Tool states.
+const (
+	// Active tools are listed and callable.
+	Active State = "active"
+	// Quarantined tools have drifted from their trusted contract (see the
+	// pin package); they are listed with our text and refused.
+	Quarantined State = "quarantined"
+)
+
+// ToolInfo is one tool as an agent sees it. Its JSON form is the tool object
+// of `gatehouse tools --json` (CONTRACTS.md §3).
+type ToolInfo struct {
+	// Name is the projected, provider-legal name; calls use it.
+	Name string `json:"name"`
+	// Server is the configured name of the server that offers the tool
+	// (empty for mcp__describe_tool, which the toolset answers).
+	Server string `json:"server"`
+	// Plugin is the plugin that declared the server, if any.
+	Plugin string `json:"plugin,omitempty"`
+	// RemoteName is the tool's name on its server.
+	RemoteName string `json:"remoteName"`
+	// Title is the tool's sanitized title, if any.
+	Title string `json:"title,omitempty"`
+	// Description is the sanitized description.
+	Description string `json:"description"`
+	// InputSchema is the input schema at the disclosure tier.
+	InputSchema map[string]any `json:"inputSchema"`
+	// Disclosure is the tier: inline, names or bare.
+	Disclosure projection.Tier `json:"disclosure"`
+	// State is active or quarantined.
+	State State `json:"state"`
+	// Annotations are the server's hints, as information only: nothing in
+	// Gatehouse decides on them.
+	Annotations *mcp.ToolAnnotations `json:"annotations,omitempty"`
+	// ContractHash is the SHA-256 (hex) of the canonical JSON of the tool's
+	// name, title, description, input and output schema and annotations, as
+	// the server sent them.
+	ContractHash string `json:"contractHash,omitempty"`
+}
+
+// Summary describes one tool for guards and UIs (see Describe): its full
+// sanitized schema whatever the disclosure tier.
+type Summary struct {
+	Name         string               `json:"name"`
+	Server       string               `json:"server"`
+	RemoteName   string               `json:"remoteName"`
+	Description  string               `json:"description"`
+	InputSchema  map[string]any       `json:"inputSchema"`
+	OutputSchema map[string]any       `json:"outputSchema,omitempty"`
+	Annotations  *mcp.ToolAnnotations `json:"annotations,omitempty"`
+	ContractHash string               `json:"contractHash"`
+	State        State                `json:"state"`
+}
+
+// PluginServers returns the servers of a loaded plugin, with default
+// prefixes and no filter.
+func PluginServers(p *plugin.Plugin) []Server {
+	if p == nil {
+		return nil
+	}
+	out := make([]Server, 0, len(p.Servers))
+	for _, c := range p.Servers {
+		out = append(out, Server{Config: c})
+	}
+	return out
+}

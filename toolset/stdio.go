@@ -1,0 +1,284 @@
+package toolset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/gatehouse-dev/gatehouse/plugin"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// launch is a stdio server's command line, environment and working directory
+// after placeholder expansion and realpath checks.
+type launch struct {
+	path string // resolved executable
+	args []string
+	env  []string
+	dir  string
+}
+
+// stdioIdentity returns the identity used for collision suffixes: the
+// resolved command and the expanded args, NUL-joined. It creates nothing and
+// starts nothing (a PATH lookup at most).
+func stdioIdentity(cfg plugin.ServerConfig) string {
+	path := cfg.Command
+	if cfg.PluginRoot != "" && strings.HasPrefix(path, "./") {
+		path = filepath.Join(cfg.PluginRoot, path[2:])
+	}
+	if p, err := resolveExecutable(path); err == nil {
+		path = p
+	}
+	vars := plugin.Vars{Root: cfg.PluginRoot, Data: dataDir(cfg)}
+	parts := []string{path}
+	for _, a := range cfg.Args {
+		parts = append(parts, plugin.Expand(a, vars))
+	}
+	return strings.Join(parts, "\x00")
+}
+
+func dataDir(cfg plugin.ServerConfig) string {
+	if cfg.PluginData != "" || cfg.PluginRoot == "" {
+		return cfg.PluginData
+	}
+	return plugin.DataDir(cfg.PluginRoot, cfg.PluginName)
+}
+
+// resolveExecutable resolves a command through PATH (for a bare name) and
+// realpath.
+func resolveExecutable(cmd string) (string, error) {
+	p := cmd
+	if !strings.ContainsRune(cmd, filepath.Separator) {
+		var err error
+		if p, err = exec.LookPath(cmd); err != nil {
+			return "", fmt.Errorf("command %q: %w", cmd, err)
+		}
+	}
+	r, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return "", fmt.Errorf("resolving command %q: %w", cmd, err)
+	}
+	return r, nil
+}
+
+// ensureData creates the plugin data directory and proves it writable.
+func ensureData(cfg plugin.ServerConfig) (string, error) {
+	if cfg.PluginData == "" || cfg.PluginData == plugin.DataDir(cfg.PluginRoot, cfg.PluginName) {
+		return plugin.EnsureDataDir(cfg.PluginRoot, cfg.PluginName)
+	}
+	if err := os.MkdirAll(cfg.PluginData, 0o700); err != nil {
+		return "", err
+	}
+	f, err := os.CreateTemp(cfg.PluginData, ".gatehouse-write-check-*")
+	if err != nil {
+		return "", fmt.Errorf("the plugin data directory %s is not writable: %w", cfg.PluginData, err)
+	}
+	f.Close()
+	if err := os.Remove(f.Name()); err != nil {
+		return "", err
+	}
+	return filepath.EvalSymlinks(cfg.PluginData)
+}
+
+// prepareLaunch runs right before each spawn. For a plugin's server it
+// creates PLUGIN_DATA and lets plugin.LaunchSpec expand placeholders and
+// re-check command and cwd through realpath (they must stay inside the
+// plugin root, or PLUGIN_DATA for a ${PLUGIN_DATA} cwd). The environment is
+// Options.Env (default: this process's), overlaid with the configured env,
+// then PLUGIN_ROOT and PLUGIN_DATA. A server configured in code (no plugin
+// root) is launched as configured, from cwd or this process's directory.
+func prepareLaunch(cfg plugin.ServerConfig, o *Options) (*launch, error) {
+	base := o.Env
+	if base == nil {
+		base = os.Environ()
+	}
+	if cfg.PluginRoot == "" {
+		l := &launch{args: cfg.Args}
+		e := newEnv(base)
+		for k, v := range cfg.Env {
+			e.set(k, v)
+		}
+		l.env = e.list()
+		if cfg.Cwd != "" {
+			d, err := filepath.EvalSymlinks(cfg.Cwd)
+			if err != nil {
+				return nil, fmt.Errorf("resolving cwd: %w", err)
+			}
+			l.dir = d
+		}
+		p, err := resolveExecutable(cfg.Command)
+		if err != nil {
+			return nil, err
+		}
+		l.path = p
+		return l, nil
+	}
+	data, err := ensureData(cfg)
+	if err != nil {
+		return nil, err
+	}
+	spec, err := cfg.LaunchSpec(plugin.Vars{Root: cfg.PluginRoot, Data: data})
+	if err != nil {
+		return nil, err
+	}
+	path := spec.Path
+	if spec.Bare {
+		if path, err = resolveExecutable(spec.Path); err != nil {
+			return nil, err
+		}
+	}
+	return &launch{path: path, args: spec.Args, env: spec.Environ(base), dir: spec.Dir}, nil
+}
+
+// env is an ordered environment with replace-by-name semantics (exact names,
+// as on Unix).
+type env struct {
+	keys []string
+	vals map[string]string
+}
+
+func newEnv(base []string) *env {
+	e := &env{vals: make(map[string]string, len(base))}
+	for _, kv := range base {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			continue
+		}
+		e.set(k, v)
+	}
+	return e
+}
+
+func (e *env) set(k, v string) {
+	if _, ok := e.vals[k]; !ok {
+		e.keys = append(e.keys, k)
+	}
+	e.vals[k] = v
+}
+
+func (e *env) list() []string {
+	out := make([]string, 0, len(e.keys))
+	for _, k := range e.keys {
+		out = append(out, k+"="+e.vals[k])
+	}
+	return out
+}
+
+// stdioTransport launches one child in its own process group and speaks MCP
+// over its stdin/stdout (mcp.IOTransport). Unlike mcp.CommandTransport, its
+// Close signals the whole group, so grandchildren (e.g. "go run", "npx") are
+// reaped too.
+type stdioTransport struct {
+	l      *launch
+	argv0  string
+	grace  time.Duration
+	stderr io.Writer
+}
+
+func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		return nil, err
+	}
+	cmd := &exec.Cmd{
+		Path:        t.l.path,
+		Args:        append([]string{t.argv0}, t.l.args...),
+		Env:         t.l.env,
+		Dir:         t.l.dir,
+		Stdin:       inR,
+		Stdout:      outW,
+		Stderr:      t.stderr,
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+		WaitDelay:   t.grace,
+	}
+	err = cmd.Start()
+	inR.Close()
+	outW.Close()
+	if err != nil {
+		inW.Close()
+		outR.Close()
+		return nil, err
+	}
+	p := &process{cmd: cmd, pgid: cmd.Process.Pid, grace: t.grace, out: outR, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	inner, err := (&mcp.IOTransport{Reader: io.NopCloser(outR), Writer: inW}).Connect(ctx)
+	if err != nil {
+		inW.Close()
+		p.reap()
+		return nil, err
+	}
+	return &procConn{Connection: inner, p: p}, nil
+}
+
+// process is a running child and its group.
+type process struct {
+	cmd   *exec.Cmd
+	pgid  int
+	grace time.Duration
+	out   *os.File
+	done  chan struct{}
+	err   error
+	once  sync.Once
+}
+
+// reap waits for the child to exit after its stdin was closed: up to grace,
+// then SIGTERM to the group, up to grace, then SIGKILL to the group. Once the
+// leader is gone, stragglers left in the group are killed too.
+func (p *process) reap() {
+	p.once.Do(func() {
+		wait := func(d time.Duration) bool {
+			t := time.NewTimer(d)
+			defer t.Stop()
+			select {
+			case <-p.done:
+				return true
+			case <-t.C:
+				return false
+			}
+		}
+		if !wait(p.grace) {
+			_ = syscall.Kill(-p.pgid, syscall.SIGTERM)
+			if !wait(p.grace) {
+				_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
+				<-p.done
+			}
+		}
+		// The leader is gone; its group id cannot be reused while members
+		// remain, so this only reaches stragglers of this group.
+		_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
+		p.out.Close()
+	})
+}
+
+// procConn closes the MCP connection (which closes the child's stdin) and
+// then reaps the child.
+type procConn struct {
+	mcp.Connection
+	p *process
+}
+
+func (c *procConn) Close() error {
+	err := c.Connection.Close()
+	c.p.reap()
+	if errors.Is(err, os.ErrClosed) {
+		err = nil
+	}
+	return err
+}

@@ -1,0 +1,531 @@
+package toolset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"github.com/gatehouse-dev/gatehouse/diag"
+	"github.com/gatehouse-dev/gatehouse/egress"
+	"github.com/gatehouse-dev/gatehouse/internal/projection"
+	"github.com/gatehouse-dev/gatehouse/plugin"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Toolset is a set of MCP servers projected into one tool map. It is safe
+// for concurrent use. Create it with Open; release it with Close.
+type Toolset struct {
+	opts   Options
+	log    *slog.Logger
+	client *mcp.Client
+	conns  []*conn
+	static []diag.Diagnostic // found by Open
+
+	life     context.Context // ends at Close; aborts connections in progress
+	stopLife context.CancelFunc
+	inflight sync.WaitGroup
+
+	loadMu sync.Mutex // serializes loading
+	mu     sync.Mutex // guards cat and closed
+	cat    *catalog
+	closed bool
+}
+
+// Open checks the wiring of servers and opts and returns a Toolset. It does
+// no I/O: servers connect on first use (Tools, Call, SystemPrompt, Describe
+// or Connect).
+//
+// Open returns an error only for wiring mistakes: a filter with both allow
+// and block, Auth or AllowedHostsFunc without Session, both AllowedHosts
+// and AllowedHostsFunc. Everything about a server itself (an unsupported
+// transport, a host not allowed, a name collision) is a diagnostic, and the
+// other servers go on.
+func Open(ctx context.Context, servers []Server, opts *Options) (*Toolset, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Auth != nil && o.Session == "" {
+		return nil, ErrAuthWithoutSession
+	}
+	if o.AllowedHostsFunc != nil {
+		if o.Session == "" {
+			return nil, ErrHostsFuncWithoutSession
+		}
+		if o.AllowedHosts != nil {
+			return nil, ErrHostsConflict
+		}
+	}
+	for _, s := range servers {
+		if err := s.Filter.Validate(); err != nil {
+			return nil, fmt.Errorf("toolset: server %q: %w", s.Config.Name, err)
+		}
+	}
+	if o.ConnectTimeout <= 0 {
+		o.ConnectTimeout = defaultConnectTimeout
+	}
+	if o.StopGrace <= 0 {
+		o.StopGrace = defaultStopGrace
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	t := &Toolset{
+		opts:   o,
+		log:    log,
+		client: mcp.NewClient(&mcp.Implementation{Name: "gatehouse", Version: "0.1.0"}, &mcp.ClientOptions{Logger: log}),
+	}
+	t.life, t.stopLife = context.WithCancel(context.Background())
+
+	hosts := o.AllowedHosts
+	if o.AllowedHostsFunc != nil {
+		hosts = o.AllowedHostsFunc(o.Session)
+		if hosts == nil {
+			hosts = []string{} // a resolver that answers nothing allows nothing
+		}
+	}
+	guard := egress.New(&egress.Options{AllowedHosts: hosts, LookupIP: o.LookupIP})
+
+	refs := make([]projection.ServerRef, len(servers))
+	for i, s := range servers {
+		c := &conn{ts: t, srv: s, name: s.Config.Name}
+		t.conns = append(t.conns, c)
+		refs[i] = projection.ServerRef{Name: s.Config.Name, Prefix: s.Prefix}
+		if s.transport != nil {
+			refs[i].Identity = "internal:" + s.Config.Name
+			continue
+		}
+		switch s.Config.Type {
+		case plugin.TransportStdio:
+			refs[i].Identity = stdioIdentity(s.Config)
+			if o.DisallowStdio {
+				c.skip = true
+				t.static = append(t.static, diag.New(diag.UnsupportedTransport, "7.2.2", c.name,
+					"server %q uses the stdio transport, which this configuration does not run (subprocesses are disallowed); it is skipped", c.name))
+			}
+		case plugin.TransportStreamableHTTP, plugin.TransportSSE:
+			refs[i].Identity = s.Config.URL
+			if err := c.prepareHTTP(guard); err != nil {
+				c.skip = true
+				rule := diag.ConnectionFailure
+				var ee *egress.Error
+				if errors.As(err, &ee) {
+					rule = ee.Rule
+				}
+				t.static = append(t.static, diag.New(rule, "7.2.2", c.name,
+					"server %q is skipped: %v", c.name, err))
+			}
+		default:
+			c.skip = true
+			t.static = append(t.static, diag.New(diag.UnsupportedTransport, "7.2.2", c.name,
+				"server %q has transport type %q, which this build does not run; it is skipped", c.name, s.Config.Type))
+		}
+	}
+	prefixes, ds := projection.Prefixes(refs)
+	for i, c := range t.conns {
+		c.prefix = prefixes[i]
+	}
+	t.static = append(t.static, ds...)
+	return t, nil
+}
+
+// Connect connects every server now (it is otherwise done on first use) and
+// builds the tool map. Failures are diagnostics; the error is non-nil only if
+// ctx ended or the toolset is closed.
+func (t *Toolset) Connect(ctx context.Context) error {
+	_, err := t.ensure(ctx)
+	return err
+}
+
+// Tools connects the servers if needed and returns the tool map, sorted by
+// name. The slice is the caller's; the schemas in it must not be modified.
+func (t *Toolset) Tools(ctx context.Context) ([]ToolInfo, error) {
+	cat, err := t.ensure(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return append([]ToolInfo(nil), cat.tools...), nil
+}
+
+// Diagnostics returns what Open and the connections found, in server order.
+// Before the first connection it holds only Open's findings.
+func (t *Toolset) Diagnostics() []diag.Diagnostic {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := append([]diag.Diagnostic(nil), t.static...)
+	if t.cat != nil {
+		out = append(out, t.cat.diags...)
+	}
+	return out
+}
+
+// Describe returns the summary of one projected tool: its full sanitized
+// schema whatever its disclosure tier, its annotations (information only)
+// and its contract hash. The error is ErrUnknownTool for a name not in the
+// map.
+func (t *Toolset) Describe(ctx context.Context, name string) (Summary, error) {
+	cat, err := t.ensure(ctx)
+	if err != nil {
+		return Summary{}, err
+	}
+	e, ok := cat.byName[name]
+	if !ok || e.conn == nil {
+		return Summary{}, &Error{Code: CodeUnknownTool, Tool: name}
+	}
+	return e.summary(), nil
+}
+
+// SystemPrompt returns the MCP part of a system prompt (see
+// projection.SystemPrompt): sanitized descriptions, schemas only for servers
+// within budget. Server instructions are never part of it.
+func (t *Toolset) SystemPrompt(ctx context.Context) (string, error) {
+	cat, err := t.ensure(ctx)
+	if err != nil {
+		return "", err
+	}
+	return projection.SystemPrompt(cat.prompt), nil
+}
+
+// Close disconnects every server, reaps every stdio child (see
+// Options.StopGrace) and waits for the toolset's goroutines. It is
+// idempotent; calls after Close fail with ErrClosed.
+func (t *Toolset) Close() error {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return nil
+	}
+	t.closed = true
+	t.stopLife()
+	t.mu.Unlock()
+
+	var wg sync.WaitGroup
+	errs := make([]error, len(t.conns))
+	for i, c := range t.conns {
+		wg.Go(func() { errs[i] = c.close() })
+	}
+	wg.Wait()
+	t.inflight.Wait()
+	return errors.Join(errs...)
+}
+
+func (t *Toolset) isClosed() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.closed
+}
+
+// ensure loads the catalog once. A load interrupted by ctx is not kept.
+func (t *Toolset) ensure(ctx context.Context) (*catalog, error) {
+	t.mu.Lock()
+	cat, closed := t.cat, t.closed
+	t.mu.Unlock()
+	if closed {
+		return nil, &Error{Code: CodeClosed}
+	}
+	if cat != nil {
+		return cat, nil
+	}
+	t.loadMu.Lock()
+	defer t.loadMu.Unlock()
+	t.mu.Lock()
+	cat, closed = t.cat, t.closed
+	if !closed {
+		t.inflight.Add(1)
+	}
+	t.mu.Unlock()
+	if closed {
+		return nil, &Error{Code: CodeClosed}
+	}
+	defer t.inflight.Done()
+	if cat != nil {
+		return cat, nil
+	}
+
+	results := make([]listing, len(t.conns))
+	var wg sync.WaitGroup
+	for i, c := range t.conns {
+		if c.skip {
+			continue
+		}
+		wg.Go(func() { results[i] = c.connectAndList(ctx) })
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if t.isClosed() {
+		return nil, &Error{Code: CodeClosed}
+	}
+	cat = t.build(results)
+	t.mu.Lock()
+	t.cat = cat
+	t.mu.Unlock()
+	return cat, nil
+}
+
+// listing is one server's connection outcome.
+type listing struct {
+	ok    bool
+	tools []*mcp.Tool
+	diag  *diag.Diagnostic
+}
+
+// conn is one configured server and its live session.
+type conn struct {
+	ts     *Toolset
+	srv    Server
+	name   string
+	prefix string
+	skip   bool
+
+	httpClient *http.Client
+	token      atomic.Pointer[string] // current bearer, served by the egress hook
+
+	mu      sync.Mutex
+	session *mcp.ClientSession
+	closed  bool
+}
+
+func (c *conn) prepareHTTP(guard *egress.Guard) error {
+	if err := guard.CheckURL(c.srv.Config.URL); err != nil {
+		return err
+	}
+	var dynamic func(*http.Request) http.Header
+	if c.ts.opts.Auth != nil {
+		dynamic = func(*http.Request) http.Header {
+			if tok := c.token.Load(); tok != nil && *tok != "" {
+				return http.Header{"Authorization": {"Bearer " + *tok}}
+			}
+			return nil
+		}
+	}
+	hc, err := guard.Client(c.srv.Config.URL, c.srv.Config.Headers, dynamic)
+	if err != nil {
+		return err
+	}
+	c.httpClient = hc
+	return nil
+}
+
+func (c *conn) remote() bool {
+	return c.srv.transport == nil && (c.srv.Config.Type == plugin.TransportStreamableHTTP || c.srv.Config.Type == plugin.TransportSSE)
+}
+
+// refreshToken calls the Auth resolver for this server.
+func (c *conn) refreshToken(ctx context.Context) error {
+	o := &c.ts.opts
+	if o.Auth == nil || !c.remote() {
+		return nil
+	}
+	tok, err := o.Auth(ctx, c.name, o.Session)
+	if err != nil {
+		return err
+	}
+	c.token.Store(&tok)
+	return nil
+}
+
+func (c *conn) connectAndList(ctx context.Context) listing {
+	fail := func(format string, args ...any) listing {
+		d := diag.New(diag.ConnectionFailure, "7.2.2", c.name, "server %q is skipped: "+format, append([]any{c.name}, args...)...)
+		c.ts.log.Warn("toolset: server skipped", "server", c.name, "reason", d.Message)
+		return listing{diag: &d}
+	}
+	ctx, cancel := c.connectContext(ctx)
+	defer cancel()
+
+	sess, err := c.connect(ctx)
+	if err != nil {
+		var pe *plugin.Error
+		if errors.As(err, &pe) && pe.Rule != diag.ConnectionFailure {
+			d := pe.Diagnostic()
+			d.Origin = c.name
+			d.Message = fmt.Sprintf("server %q is skipped: %s", c.name, d.Message)
+			c.ts.log.Warn("toolset: server skipped", "server", c.name, "reason", d.Message)
+			return listing{diag: &d}
+		}
+		return fail("%v", err)
+	}
+	var tools []*mcp.Tool
+	for tool, err := range sess.Tools(ctx, nil) {
+		if err != nil {
+			return fail("listing tools: %v", err)
+		}
+		tools = append(tools, tool)
+	}
+	return listing{ok: true, tools: tools}
+}
+
+// connectContext bounds one connection attempt by ConnectTimeout and by
+// the toolset's life (Close aborts it).
+func (c *conn) connectContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(ctx, c.ts.opts.ConnectTimeout)
+	stop := context.AfterFunc(c.ts.life, cancel)
+	return ctx, func() { stop(); cancel() }
+}
+
+// connect returns the current session, establishing one if there is none
+// (a load interrupted by its context may have left one behind).
+func (c *conn) connect(ctx context.Context) (*mcp.ClientSession, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.session != nil {
+		return c.session, nil
+	}
+	return c.connectLocked(ctx)
+}
+
+func (c *conn) connectLocked(ctx context.Context) (*mcp.ClientSession, error) {
+	if c.closed {
+		return nil, &Error{Code: CodeClosed, Server: c.name}
+	}
+	tr, err := c.transport(ctx)
+	if err != nil {
+		return nil, err
+	}
+	sess, err := c.ts.client.Connect(ctx, tr, nil)
+	if err != nil {
+		return nil, fmt.Errorf("connecting: %w", err)
+	}
+	if c.session != nil { // never orphan a live session
+		_ = c.session.Close()
+	}
+	if res := sess.InitializeResult(); res != nil && res.Instructions != "" {
+		// Instructions are withheld from the tool map and prompts; only their
+		// size is logged, at debug level.
+		c.ts.log.Debug("toolset: server instructions withheld", "server", c.name, "bytes", len(res.Instructions))
+	}
+	c.session = sess
+	return sess, nil
+}
+
+func (c *conn) transport(ctx context.Context) (mcp.Transport, error) {
+	if c.srv.transport != nil {
+		return c.srv.transport()
+	}
+	cfg := c.srv.Config
+	switch cfg.Type {
+	case plugin.TransportStdio:
+		l, err := prepareLaunch(cfg, &c.ts.opts)
+		if err != nil {
+			return nil, err
+		}
+		return &stdioTransport{l: l, argv0: cfg.Command, grace: c.ts.opts.StopGrace, stderr: c.ts.opts.Stderr}, nil
+	case plugin.TransportStreamableHTTP:
+		if err := c.refreshToken(ctx); err != nil {
+			return nil, fmt.Errorf("auth: %w", err)
+		}
+		return &mcp.StreamableClientTransport{
+			Endpoint:             cfg.URL,
+			HTTPClient:           c.httpClient,
+			DisableStandaloneSSE: true,
+		}, nil
+	case plugin.TransportSSE:
+		if err := c.refreshToken(ctx); err != nil {
+			return nil, fmt.Errorf("auth: %w", err)
+		}
+		return &detachedTransport{inner: &mcp.SSEClientTransport{Endpoint: cfg.URL, HTTPClient: c.httpClient}, life: c.ts.life}, nil
+	}
+	return nil, fmt.Errorf("unsupported transport %q", cfg.Type)
+}
+
+// detachedTransport connects a transport whose connection lives in the
+// Connect context (the legacy SSE client opens its event stream with it):
+// the connection outlives the connect timeout, is abandoned if ctx ends
+// before Connect returns, and ends with the toolset at the latest.
+type detachedTransport struct {
+	inner mcp.Transport
+	life  context.Context
+}
+
+func (d *detachedTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	lctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stopLife := context.AfterFunc(d.life, cancel)
+	stop := context.AfterFunc(ctx, cancel)
+	conn, err := d.inner.Connect(lctx)
+	if !stop() || err != nil {
+		stopLife()
+		cancel()
+		if err == nil {
+			_ = conn.Close()
+			err = ctx.Err()
+		}
+		return nil, err
+	}
+	return &cancelConn{Connection: conn, cancel: func() { stopLife(); cancel() }}, nil
+}
+
+// cancelConn releases its context when closed.
+type cancelConn struct {
+	mcp.Connection
+	cancel func()
+}
+
+func (c *cancelConn) Close() error {
+	err := c.Connection.Close()
+	c.cancel()
+	return err
+}
+
+// current returns the live session, connecting if there is none.
+func (c *conn) current(ctx context.Context) (*mcp.ClientSession, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.session != nil {
+		return c.session, nil
+	}
+	ctx, cancel := c.connectContext(ctx)
+	defer cancel()
+	return c.connectLocked(ctx)
+}
+
+// reconnect replaces old with a new session, unless another caller already
+// did.
+func (c *conn) reconnect(ctx context.Context, old *mcp.ClientSession) (*mcp.ClientSession, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.session != old && c.session != nil {
+		return c.session, nil
+	}
+	if c.session != nil {
+		_ = c.session.Close()
+		c.session = nil
+	}
+	c.ts.log.Info("toolset: reconnecting", "server", c.name)
+	ctx, cancel := c.connectContext(ctx)
+	defer cancel()
+	// Hook for the next issue: re-list and compare contracts here before the
+	// new session serves calls.
+	return c.connectLocked(ctx)
+}
+
+func (c *conn) close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+	if c.session != nil {
+		// Best effort: a server that is already gone (a failed DELETE, a
+		// dead child) is not a failure of Close.
+		if err := c.session.Close(); err != nil {
+			c.ts.log.Debug("toolset: closing session", "server", c.name, "err", err)
+		}
+		c.session = nil
+	}
+	if c.httpClient != nil {
+		c.httpClient.CloseIdleConnections()
+	}
+	return nil
+}
+
+// sortTools sorts by projected name.
+func sortTools(ts []ToolInfo) {
+	sort.Slice(ts, func(i, j int) bool { return ts[i].Name < ts[j].Name })
+}
