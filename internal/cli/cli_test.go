@@ -176,3 +176,49 @@ func TestBinaryExamplePlugin(t *testing.T) {
 		t.Errorf("example plugin has a diagnostic: %s", d)
 	}
 }
+
+// TestToolsExamplePlugin runs `gatehouse tools` on the example plugin: it
+// launches the real example server (go run) and prints the projected map.
+func TestToolsExamplePlugin(t *testing.T) {
+	if testing.Short() {
+		t.Skip("launches the example server with go run; skipped with -short")
+	}
+	code, out, errOut := run(t, "tools", "--json", "--plugin", examplePlugin(t))
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var rep struct {
+		Tools []struct {
+			Name, Server, RemoteName, Description, Disclosure, State string
+			InputSchema                                              map[string]any
+		} `json:"tools"`
+		Diagnostics []any `json:"diagnostics"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	names := []string{}
+	for _, tool := range rep.Tools {
+		names = append(names, tool.Name)
+		if tool.Server != "greeter" || tool.Disclosure != "inline" || tool.State != "active" || tool.InputSchema["type"] != "object" {
+			t.Errorf("tool %+v", tool)
+		}
+	}
+	if strings.Join(names, ",") != "greeter__add,greeter__greet" || len(rep.Diagnostics) != 0 {
+		t.Fatalf("tools %v diagnostics %v", names, rep.Diagnostics)
+	}
+	if code, _, _ := run(t, "tools"); code != 2 {
+		t.Errorf("tools without plugins: exit %d, want 2", code)
+	}
+}
+
+// examplePlugin returns the absolute path of examples/plugins/hello. Its
+// PLUGIN_DATA (examples/plugins/data/hello) is git-ignored.
+func examplePlugin(t *testing.T) string {
+	t.Helper()
+	src, err := filepath.Abs("../../examples/plugins/hello")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return src
+}

@@ -1,0 +1,152 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gatehouse-dev/gatehouse/diag"
+	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/plugin"
+	"github.com/gatehouse-dev/gatehouse/toolset"
+)
+
+// toolsReport is the --json shape of `gatehouse tools` (CONTRACTS.md §3).
+type toolsReport struct {
+	Tools       []toolset.ToolInfo `json:"tools"`
+	Diagnostics []diag.Diagnostic  `json:"diagnostics"`
+}
+
+func newToolsCmd() *cobra.Command {
+	var configPath string
+	var plugins []string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "tools [--config FILE] [--plugin DIR]...",
+		Short: "Connect every server of the given plugins and config, print the tool map an agent would see, and close",
+		Long: "Connects every MCP server of the given plugins (and of the config's plugins and servers),\n" +
+			"projects the tool map exactly as an agent would see it, and closes. Nothing is served.",
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if configPath == "" && len(plugins) == 0 {
+				return usagef("tools needs --plugin DIR or --config FILE")
+			}
+			cfg, err := loadConfigOrDefault(configPath)
+			if err != nil {
+				return err
+			}
+			servers, ds := collectServers(cfg, plugins)
+			ts, err := toolset.Open(cmd.Context(), servers, &toolset.Options{
+				AllowedHosts: cfg.AllowedHosts,
+				Budget:       cfg.Disclosure.Budget,
+				Stderr:       cmd.ErrOrStderr(),
+			})
+			if err != nil {
+				return err
+			}
+			defer ts.Close()
+			tools, err := ts.Tools(cmd.Context())
+			if err != nil {
+				return err
+			}
+			rep := toolsReport{Tools: tools, Diagnostics: append(ds, ts.Diagnostics()...)}
+			if rep.Tools == nil {
+				rep.Tools = []toolset.ToolInfo{}
+			}
+			if rep.Diagnostics == nil {
+				rep.Diagnostics = []diag.Diagnostic{}
+			}
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), rep)
+			}
+			return writeToolsText(cmd, rep)
+		},
+	}
+	cmd.Flags().StringVar(&configPath, "config", "", "gateway config file (YAML): its plugins, servers, allowedHosts and disclosure apply")
+	cmd.Flags().StringArrayVar(&plugins, "plugin", nil, "a plugin directory (repeatable)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object (CONTRACTS.md §3)")
+	return cmd
+}
+
+func loadConfigOrDefault(path string) (*gateway.Config, error) {
+	if path != "" {
+		return gateway.LoadConfig(path)
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return nil, err
+	}
+	return gateway.ParseConfig(nil, "", wd)
+}
+
+// collectServers loads the config's plugins, the extra plugin directories
+// and the config's inline servers, and returns the servers to connect plus
+// the diagnostics of everything that was skipped.
+func collectServers(cfg *gateway.Config, extraPlugins []string) ([]toolset.Server, []diag.Diagnostic) {
+	var servers []toolset.Server
+	var ds []diag.Diagnostic
+	alwaysLoad := map[string]bool{}
+	for _, s := range cfg.Disclosure.AlwaysLoad {
+		alwaysLoad[s] = true
+	}
+	dirs := append(cfg.PluginDirs(), extraPlugins...)
+	for _, dir := range dirs {
+		res := plugin.Load(dir)
+		ds = append(ds, res.Diagnostics...)
+		for _, s := range toolset.PluginServers(res.Plugin) {
+			s.AlwaysLoad = alwaysLoad[s.Config.Name]
+			servers = append(servers, s)
+		}
+	}
+	names := make([]string, 0, len(cfg.Servers))
+	for n := range cfg.Servers {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	root, _ := filepath.EvalSymlinks(cfg.Dir)
+	for _, n := range names {
+		e := cfg.Servers[n]
+		sc, sds, ok := plugin.ParseServer(n, e.Raw, plugin.Vars{Root: root})
+		ds = append(ds, sds...)
+		if ok {
+			servers = append(servers, toolset.Server{Config: sc, Prefix: e.Prefix, AlwaysLoad: alwaysLoad[n]})
+		}
+	}
+	return servers, ds
+}
+
+func writeToolsText(cmd *cobra.Command, rep toolsReport) error {
+	tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TOOL\tSERVER\tREMOTE NAME\tDISCLOSURE\tSTATE\tDESCRIPTION")
+	for _, t := range rep.Tools {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.Name, t.Server, t.RemoteName, t.Disclosure, t.State, firstLine(t.Description, 60))
+	}
+	if len(rep.Tools) == 0 {
+		fmt.Fprintln(tw, "(no tools)")
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(rep.Diagnostics) > 0 {
+		fmt.Fprintln(cmd.OutOrStdout(), "diagnostics:")
+		for _, d := range rep.Diagnostics {
+			fmt.Fprintf(cmd.OutOrStdout(), "  - %s\n", d)
+		}
+	}
+	return nil
+}
+
+func firstLine(s string, max int) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if r := []rune(s); len(r) > max {
+		s = string(r[:max-1]) + "…"
+	}
+	return s
+}
