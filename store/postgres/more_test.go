@@ -82,7 +82,7 @@ func TestMigrateFromV1(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := connect(t, cfg()).Exec(ctx, string(fixture)); err != nil {
+	if _, err := connect(t, cfg().ConnConfig).Exec(ctx, string(fixture)); err != nil {
 		t.Fatal(err)
 	}
 	s := openCfg(t, cfg(), nil)
@@ -117,7 +117,7 @@ func TestMigrateFromV1(t *testing.T) {
 	// Same columns as a fresh schema.
 	freshName, freshCfg := freshSchema(t)
 	openCfg(t, freshCfg(), nil)
-	c := connect(t, cfg())
+	c := connect(t, cfg().ConnConfig)
 	got, _ := columnsOf(t, c, schema)
 	want, _ := columnsOf(t, c, freshName)
 	if got != want {
@@ -133,7 +133,7 @@ func TestSchemaTooNew(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
-	c := connect(t, cfg())
+	c := connect(t, cfg().ConnConfig)
 	if _, err := c.Exec(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (3, '0003_from_the_future', 1)`); err != nil {
 		t.Fatal(err)
 	}

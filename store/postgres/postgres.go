@@ -1,28 +1,13 @@
-// Package postgres is a store.Store on PostgreSQL through
-// github.com/jackc/pgx/v5, for several processes sharing state.
-//
-// Durability "power" sets synchronous_commit=on on every connection, so a
-// commit is acknowledged only once its WAL is flushed on the server.
-// Durability "process" (the default) leaves the server's own setting alone;
-// PostgreSQL's default is on, and a server configured with
-// synchronous_commit=off may lose its last commits when the database server
-// itself crashes (never when our process does).
-//
-// Migrations run in one transaction under pg_advisory_xact_lock keyed by the
-// current schema, so several processes may start at once.
-//
-// Connections are pooled by a small pool of pgx.Conn (pool.go): pgxpool
-// needs github.com/jackc/puddle/v2 listed in go.mod, which this module does
-// not list yet.
 package postgres
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/store/internal/sqlstore"
@@ -31,7 +16,7 @@ import (
 // Store is a store.Store on a PostgreSQL database.
 type Store struct {
 	*sqlstore.Store
-	pool *connPool
+	pool *pgxpool.Pool
 }
 
 var _ store.Store = (*Store)(nil)
@@ -46,15 +31,13 @@ var dialect = sqlstore.Dialect{
 // connect_timeout.
 const DefaultConnectTimeout = 10 * time.Second
 
-// DefaultMaxConns is the pool size when Options.MaxConns is zero.
-const DefaultMaxConns = 8
-
 // Open connects to the database named by a postgres:// or postgresql:// URL
 // and migrates its schema. opts may be nil. The URL may carry any libpq
-// parameter (search_path=... included); a durability=... parameter is not
-// accepted here: pass Options.Durability (store.ParseDSN strips it).
+// parameter (search_path=... included) and pgxpool's pool_* parameters; a
+// durability=... parameter is not accepted here: pass Options.Durability
+// (store.ParseDSN strips it).
 func Open(ctx context.Context, url string, opts *store.Options) (*Store, error) {
-	cfg, err := pgx.ParseConfig(url)
+	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		// pgx errors can quote the connection string; do not repeat it.
 		return nil, fmt.Errorf("%w: postgres URL %s does not parse", store.ErrInvalidDSN, store.Redact(url))
@@ -62,38 +45,80 @@ func Open(ctx context.Context, url string, opts *store.Options) (*Store, error) 
 	return OpenConfig(ctx, cfg, opts)
 }
 
-// OpenConfig is Open with a connection configuration the caller built (for
-// example with RuntimeParams["search_path"] or TLS). cfg is modified.
-func OpenConfig(ctx context.Context, cfg *pgx.ConnConfig, opts *store.Options) (*Store, error) {
+// OpenConfig is Open with a pool configuration the caller built, for
+// example to set TLS, ConnConfig.RuntimeParams["search_path"], pool limits
+// or hooks such as AfterConnect (which are kept). opts may be nil.
+//
+// cfg must come from pgxpool.ParseConfig: a Config built by hand (or nil)
+// is refused with store.ErrInvalid. cfg itself is not modified; OpenConfig
+// works on cfg.Copy(), on which it sets
+//   - MaxConns to opts.MaxConns when that is non-zero (otherwise cfg's own
+//     MaxConns stands: pool_max_conns, or pgxpool's default);
+//   - ConnConfig.ConnectTimeout to DefaultConnectTimeout when it is zero;
+//   - ConnConfig.RuntimeParams["synchronous_commit"] to "on" when
+//     opts.Durability is store.DurabilityPower.
+//
+// Errors wrap store.ErrUnavailable when the database cannot be reached and
+// store.ErrSchemaTooNew for a database migrated by a newer build.
+func OpenConfig(ctx context.Context, cfg *pgxpool.Config, opts *store.Options) (*Store, error) {
+	if cfg == nil || cfg.ConnConfig == nil {
+		return nil, fmt.Errorf("%w: postgres: nil pool configuration (use pgxpool.ParseConfig)", store.ErrInvalid)
+	}
 	o, err := store.ResolveOptions(store.DSN{}, opts)
 	if err != nil {
 		return nil, err
 	}
-	if o.Durability == store.DurabilityPower {
-		if cfg.RuntimeParams == nil {
-			cfg.RuntimeParams = map[string]string{}
+	if o.MaxConns > math.MaxInt32 {
+		return nil, fmt.Errorf("%w: postgres: MaxConns %d is too large", store.ErrInvalid, o.MaxConns)
+	}
+	cfg = cfg.Copy()
+	if o.MaxConns != 0 {
+		cfg.MaxConns = int32(o.MaxConns)
+		if cfg.MinConns > cfg.MaxConns {
+			cfg.MinConns = cfg.MaxConns
 		}
-		cfg.RuntimeParams["synchronous_commit"] = "on"
+		if cfg.MinIdleConns > cfg.MaxConns {
+			cfg.MinIdleConns = cfg.MaxConns
+		}
 	}
-	if cfg.ConnectTimeout == 0 {
-		cfg.ConnectTimeout = DefaultConnectTimeout
+	cc := cfg.ConnConfig
+	if cc.ConnectTimeout == 0 {
+		cc.ConnectTimeout = DefaultConnectTimeout
 	}
-	maxConns := o.MaxConns
-	if maxConns == 0 {
-		maxConns = DefaultMaxConns
+	if o.Durability == store.DurabilityPower {
+		if cc.RuntimeParams == nil {
+			cc.RuntimeParams = map[string]string{}
+		}
+		cc.RuntimeParams["synchronous_commit"] = "on"
 	}
-	where := fmt.Sprintf("postgres %s@%s:%d/%s", cfg.User, cfg.Host, cfg.Port, cfg.Database)
-	pool := newConnPool(cfg, maxConns)
-	if err := pool.ping(ctx); err != nil {
-		pool.close()
+	where := fmt.Sprintf("postgres %s@%s:%d/%s", cc.User, cc.Host, cc.Port, cc.Database)
+	pool, err := newPool(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", where, err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
 		return nil, fmt.Errorf("%w: %s: %w", store.ErrUnavailable, where, err)
 	}
-	if err := sqlstore.Migrate(ctx, pool, dialect, 0); err != nil {
-		pool.close()
+	db := poolDB{pool}
+	if err := sqlstore.Migrate(ctx, db, dialect, 0); err != nil {
+		pool.Close()
 		if errors.Is(err, store.ErrSchemaTooNew) {
 			return nil, fmt.Errorf("%s: %w", where, err)
 		}
 		return nil, fmt.Errorf("store: %s: %w", where, err)
 	}
-	return &Store{Store: sqlstore.New(pool, o.Now), pool: pool}, nil
+	return &Store{Store: sqlstore.New(db, o.Now), pool: pool}, nil
+}
+
+// newPool is pgxpool.NewWithConfig, with its panic on a Config that
+// pgxpool.ParseConfig did not create turned into store.ErrInvalid. The
+// panic comes before the pool starts anything.
+func newPool(ctx context.Context, cfg *pgxpool.Config) (p *pgxpool.Pool, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			p, err = nil, fmt.Errorf("%w: %v (use pgxpool.ParseConfig)", store.ErrInvalid, r)
+		}
+	}()
+	return pgxpool.NewWithConfig(ctx, cfg)
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/store/postgres"
@@ -26,9 +27,9 @@ func testDSN(t testing.TB) string {
 }
 
 // freshSchema creates a uniquely named schema, drops it at cleanup, and
-// returns a connection config whose search_path is that schema, so parallel
-// test packages sharing one database never collide.
-func freshSchema(t testing.TB) (schema string, cfg func() *pgx.ConnConfig) {
+// returns a pool config whose search_path is that schema, so parallel test
+// packages sharing one database never collide.
+func freshSchema(t testing.TB) (schema string, cfg func() *pgxpool.Config) {
 	t.Helper()
 	dsn := testDSN(t)
 	b := make([]byte, 6)
@@ -57,12 +58,12 @@ func freshSchema(t testing.TB) (schema string, cfg func() *pgx.ConnConfig) {
 			t.Errorf("cleanup: drop schema %s: %v", schema, err)
 		}
 	})
-	return schema, func() *pgx.ConnConfig {
-		c, err := pgx.ParseConfig(dsn)
+	return schema, func() *pgxpool.Config {
+		c, err := pgxpool.ParseConfig(dsn)
 		if err != nil {
 			t.Fatal(err)
 		}
-		c.RuntimeParams["search_path"] = schema
+		c.ConnConfig.RuntimeParams["search_path"] = schema
 		return c
 	}
 }
@@ -73,7 +74,7 @@ func openFresh(t testing.TB, opts *store.Options) *postgres.Store {
 	return openCfg(t, cfg(), opts)
 }
 
-func openCfg(t testing.TB, cfg *pgx.ConnConfig, opts *store.Options) *postgres.Store {
+func openCfg(t testing.TB, cfg *pgxpool.Config, opts *store.Options) *postgres.Store {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -1,0 +1,19 @@
+// Package postgres is a store.Store on PostgreSQL through
+// github.com/jackc/pgx/v5, for several processes sharing state.
+//
+// Connections are pooled by github.com/jackc/pgx/v5/pgxpool. The URL given
+// to Open may carry pgxpool's pool_* parameters (pool_max_conns,
+// pool_max_conn_idle_time, ...) as well as any libpq parameter;
+// store.Options.MaxConns, when non-zero, overrides pool_max_conns. The pool
+// runs one health-check goroutine, which Store.Close stops.
+//
+// Durability "power" sets synchronous_commit=on on every connection (as a
+// startup parameter), so a commit is acknowledged only once its WAL is
+// flushed on the server. Durability "process" (the default) leaves the
+// server's own setting alone; PostgreSQL's default is on, and a server
+// configured with synchronous_commit=off may lose its last commits when the
+// database server itself crashes (never when our process does).
+//
+// Migrations run in one transaction under pg_advisory_xact_lock keyed by the
+// current schema, so several processes may start at once.
+package postgres
