@@ -1,0 +1,44 @@
+// Package durable is the effect journal: it makes a tool call run at most
+// once per key, across crashes, restarts and concurrent callers, through a
+// store.JournalStore (SQLite, PostgreSQL or memory).
+//
+// A call is keyed by (scope, run ID, tool call ID) and fingerprinted by
+// pin.CallFingerprint(server, tool, canonical args). Journal.Do claims a
+// started record (INSERT ... ON CONFLICT DO NOTHING, committed before the
+// effect), runs the effect with _meta.idempotencyKey = runID:toolCallID,
+// renews the claim's lease every Lease/3 while the effect runs, and records
+// the outcome (one claim and one completion: two store writes per call).
+// A repeat of the key returns the recorded outcome, byte for byte.
+//
+// What an effect's answer means:
+//
+//	effect returns                                  record     Do returns now / on every repeat
+//	result, isError false                           succeeded  the result / the same result (replayed)
+//	result, isError true                            failed     the result / the same result (replayed)
+//	*jsonrpc.Error: the server answered an error    failed     the error / a *RecordedError, same text,
+//	  (except the go-sdk's local -32003/-32004/-32005)           unwrapping to the same *jsonrpc.Error
+//	an error marked with Failed(err) (FromToolset   failed     the error / a *RecordedError, same text
+//	  marks refusals made before sending: unknown
+//	  tool, bad arguments, auth, closed)
+//	any other error: context cancelled or timed     in_doubt   *Error in_doubt wrapping it / in_doubt
+//	  out, connection lost, EOF, go-sdk closing       (started, lease released, for a repeatable tool:
+//	  codes, unknown errors; a panic                   the next call re-sends it with the same key)
+//	(the process dies before recording)             started    in_doubt once the lease has expired
+//
+// A record in another state answers: started with a live lease, run_busy
+// (retryable: "retry the same call with the same key; it has not been run
+// twice"); started with an expired lease, in_doubt (the record is marked
+// in_doubt), or, when JournalOptions.Repeatable says the operator declared
+// the tool repeatable, taken over and re-sent with the same idempotency
+// key; in_doubt, in_doubt again, for every tool: in_doubt is final, an
+// operator's matter. Another fingerprint or owner under an existing key is
+// key_reused, never a replay.
+//
+// Guarded puts a policy.Guard in front of Do and keeps approvals durable
+// (see ApprovalID). Error is the structured refusal of CONTRACTS.md §4 and
+// Error.Result its tool-result form. Tool, Invoke, FromToolset and GoTool
+// route toolset tools and Go functions through the journal.
+//
+// docs/durable.md states the guarantees and the measured cost of each
+// durability setting.
+package durable

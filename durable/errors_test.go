@@ -1,0 +1,90 @@
+package durable
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+func TestErrorResultShape(t *testing.T) {
+	want := []string{"run_busy", "key_reused", "rate_limited", "approval_required", "approval_denied",
+		"quarantined", "tool_withdrawn", "in_doubt", "denied", "call_limit"}
+	if got := Codes(); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("Codes() = %v", got)
+	}
+	for _, code := range want {
+		e := &Error{Code: code, Message: "because", Err: errors.New("secret detail")}
+		if code == CodeRateLimited {
+			e.RetryAfter = 1500 * time.Millisecond
+			e.Retryable = true
+		}
+		if code == CodeApprovalRequired {
+			e.ApprovalID = "apr_0123456789abcdef"
+			e.Retryable = true
+		}
+		b, err := json.Marshal(e.Result())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wire struct {
+			IsError           bool             `json:"isError"`
+			Content           []map[string]any `json:"content"`
+			StructuredContent map[string]any   `json:"structuredContent"`
+		}
+		if err := json.Unmarshal(b, &wire); err != nil {
+			t.Fatal(err)
+		}
+		if !wire.IsError || len(wire.Content) != 1 || wire.Content[0]["type"] != "text" ||
+			wire.Content[0]["text"] != "["+code+"] because" {
+			t.Fatalf("%s: %s", code, b)
+		}
+		if strings.Contains(string(b), "secret detail") {
+			t.Fatalf("%s: the cause leaked into the result: %s", code, b)
+		}
+		sc := wire.StructuredContent
+		if sc["code"] != code || sc["retryable"] != e.Retryable {
+			t.Fatalf("%s: %s", code, b)
+		}
+		n := 2
+		if code == CodeRateLimited {
+			n++
+			if sc["retryAfterMs"] != float64(1500) {
+				t.Fatalf("%s: %s", code, b)
+			}
+		}
+		if code == CodeApprovalRequired {
+			n++
+			if sc["approvalId"] != "apr_0123456789abcdef" {
+				t.Fatalf("%s: %s", code, b)
+			}
+		}
+		if len(sc) != n {
+			t.Fatalf("%s: unexpected members: %s", code, b)
+		}
+		// errors.As, AsError, errors.Is through wrapping.
+		wrapped := fmt.Errorf("calling: %w", e)
+		if got, ok := AsError(wrapped); !ok || got != e {
+			t.Fatal("AsError")
+		}
+		if !errors.Is(wrapped, &Error{Code: code}) || errors.Is(wrapped, &Error{Code: "other"}) {
+			t.Fatal("errors.Is by code")
+		}
+		if e.Error() != "["+code+"] because: secret detail" {
+			t.Fatalf("Error() = %q", e.Error())
+		}
+	}
+	if _, ok := AsError(errors.New("x")); ok {
+		t.Fatal("AsError on a plain error")
+	}
+	// A sub-millisecond RetryAfter still says "retry later".
+	r := (&Error{Code: CodeRunBusy, RetryAfter: time.Microsecond}).Result()
+	if r.StructuredContent.(map[string]any)["retryAfterMs"] != int64(1) {
+		t.Fatalf("%v", r.StructuredContent)
+	}
+	var _ *mcp.CallToolResult = r
+}

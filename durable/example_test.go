@@ -1,0 +1,87 @@
+package durable_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/gatehouse-dev/gatehouse/durable"
+	"github.com/gatehouse-dev/gatehouse/store/memory"
+)
+
+// A run charges a card, "crashes" right after a second charge reached the
+// bank but before its outcome was recorded, and is resumed by another
+// process: the first charge is replayed, the second is in doubt (never sent
+// again), and the run goes on. A panic stands in for the crash here; the
+// package's TestCrashResume does the same with real processes killed by
+// SIGKILL.
+func Example_crashAndResume() {
+	ctx := context.Background()
+	st, _ := memory.New(nil) // sqlite.Open(ctx, "gatehouse.db", nil) in production
+	defer st.Close()
+
+	charges := map[string]int{} // the bank: charges per idempotency key
+	charge := func(ctx context.Context, key string) (*mcp.CallToolResult, error) {
+		charges[key]++
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "charged " + key}}}, nil
+	}
+	crashAfter := func(effect durable.Effect) durable.Effect {
+		return func(ctx context.Context, key string) (*mcp.CallToolResult, error) {
+			effect(ctx, key)
+			panic("process killed")
+		}
+	}
+	step := func(j *durable.Journal, id string, effect durable.Effect) {
+		defer func() {
+			if r := recover(); r != nil {
+				fmt.Printf("%s: %v\n", id, r)
+			}
+		}()
+		c := durable.Call{RunID: "order-42", ToolCallID: id, Server: "bank", Tool: "charge", Args: []byte(`{"amount":30}`)}
+		res, replayed, err := j.Do(ctx, c, effect)
+		if e, ok := durable.AsError(err); ok {
+			fmt.Printf("%s: refused %s (retryable %v)\n", id, e.Code, e.Retryable)
+			return
+		}
+		fmt.Printf("%s: %s (replayed %v)\n", id, res.Content[0].(*mcp.TextContent).Text, replayed)
+	}
+
+	// The first process.
+	first, _ := durable.NewJournal(st, &durable.JournalOptions{Lease: 30 * time.Second})
+	step(first, "call-1", charge)
+	step(first, "call-2", crashAfter(charge))
+
+	// The resumed run, in a new process once the crashed one's lease has
+	// run out (a clock 1 minute ahead stands in for the wait).
+	later := func() time.Time { return time.Now().Add(time.Minute) }
+	resumed, _ := durable.NewJournal(st, &durable.JournalOptions{Lease: 30 * time.Second, Clock: later})
+	step(resumed, "call-1", charge)
+	step(resumed, "call-2", charge)
+	step(resumed, "call-3", charge)
+
+	fmt.Println("charges:", charges)
+	// Output:
+	// call-1: charged order-42:call-1 (replayed false)
+	// call-2: process killed
+	// call-1: charged order-42:call-1 (replayed true)
+	// call-2: refused in_doubt (retryable false)
+	// call-3: charged order-42:call-3 (replayed false)
+	// charges: map[order-42:call-1:1 order-42:call-2:1 order-42:call-3:1]
+}
+
+// A refusal as the tool result a model or an MCP client receives
+// (CONTRACTS.md §4).
+func ExampleError_Result() {
+	e := &durable.Error{Code: durable.CodeApprovalRequired, Retryable: true, ApprovalID: "apr_2f1c0e9b8a7d6c5e",
+		Message: "the call to bank__transfer needs an operator's approval"}
+	r := e.Result()
+	fmt.Println(r.IsError)
+	fmt.Println(r.Content[0].(*mcp.TextContent).Text)
+	fmt.Println(r.StructuredContent)
+	// Output:
+	// true
+	// [approval_required] the call to bank__transfer needs an operator's approval
+	// map[approvalId:apr_2f1c0e9b8a7d6c5e code:approval_required retryable:true]
+}

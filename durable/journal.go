@@ -1,0 +1,515 @@
+package durable
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/gatehouse-dev/gatehouse/pin"
+	"github.com/gatehouse-dev/gatehouse/store"
+)
+
+// Defaults of JournalOptions.
+const (
+	DefaultLease = 30 * time.Second
+	DefaultTTL   = 24 * time.Hour
+)
+
+// recordTimeout bounds the write that records an outcome after the caller's
+// context ended: the effect happened, so recording it matters more than
+// honouring the cancellation.
+const recordTimeout = 10 * time.Second
+
+// JournalOptions configure a Journal. A nil *JournalOptions means defaults.
+type JournalOptions struct {
+	// Scope namespaces every key of this journal (for example a gateway's
+	// subject prefix or an application name). It may be empty.
+	Scope string
+	// Executor names this journal in the records it claims. Two journals
+	// must never share one; the default is random.
+	Executor string
+	// Lease is how long a claim stays live without renewal; a long effect
+	// renews it every Lease/3. Default 30 s.
+	Lease time.Duration
+	// TTL is how long a record is kept before Sweep deletes it. Default
+	// 24 h; it may not be shorter than Lease.
+	TTL time.Duration
+	// Repeatable reports whether a call to server's tool may be sent again
+	// when its outcome is unknown (the operator's config says the tool is
+	// idempotent or dedups on _meta.idempotencyKey). Tool annotations must
+	// never decide this. Nil means no tool is repeatable.
+	Repeatable func(server, tool string) bool
+	// Approvals stores approvals for Guarded. Nil: a guard's
+	// require_approval is refused as denied.
+	Approvals store.ApprovalStore
+	// Clock is the time source for leases and expiry. Nil means time.Now.
+	Clock func() time.Time
+	// Logger receives take-overs, in-doubt markings and renewal failures.
+	// Nil discards them.
+	Logger *slog.Logger
+}
+
+// Journal runs effects at most once per key through a store.JournalStore.
+// It is safe for concurrent use.
+type Journal struct {
+	s   store.JournalStore
+	o   JournalOptions
+	log *slog.Logger
+	// crash, when set (tests only), is called at named points of Do.
+	crash func(point string)
+}
+
+// NewJournal returns a journal over s. opts may be nil.
+func NewJournal(s store.JournalStore, opts *JournalOptions) (*Journal, error) {
+	if s == nil {
+		return nil, errors.New("durable: NewJournal needs a store")
+	}
+	var o JournalOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.Lease < 0 || o.TTL < 0 {
+		return nil, errors.New("durable: negative Lease or TTL")
+	}
+	if o.Lease == 0 {
+		o.Lease = DefaultLease
+	}
+	if o.TTL == 0 {
+		o.TTL = max(DefaultTTL, o.Lease)
+	}
+	if o.TTL < o.Lease {
+		return nil, fmt.Errorf("durable: TTL %v is shorter than the lease %v", o.TTL, o.Lease)
+	}
+	if o.Executor == "" {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		o.Executor = "ex_" + hex.EncodeToString(b[:])
+	}
+	if o.Clock == nil {
+		o.Clock = time.Now
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Journal{s: s, o: o, log: log}, nil
+}
+
+// Executor returns the name this journal claims records under.
+func (j *Journal) Executor() string { return j.o.Executor }
+
+// Scope returns the journal's scope.
+func (j *Journal) Scope() string { return j.o.Scope }
+
+// Call is one journaled call.
+type Call struct {
+	// RunID and ToolCallID name the call; neither may be empty. A resumed
+	// run uses the same pair for the same call.
+	RunID, ToolCallID string
+	// Server and Tool name what is called; with Args they make the call's
+	// fingerprint.
+	Server, Tool string
+	// Args are the call's JSON arguments (an object, or empty).
+	Args json.RawMessage
+	// RemoteName is the tool's name on its server when Tool is a projected
+	// name (for example Tool "bank__transfer", RemoteName "transfer"). It
+	// is passed to guards and is not part of the fingerprint.
+	RemoteName string
+	// Owner is the subject the work belongs to. A record of another owner
+	// under the same key is never replayed (key_reused).
+	Owner string
+}
+
+// IdempotencyKey returns RunID + ":" + ToolCallID, the _meta.idempotencyKey
+// sent with the call.
+func (c Call) IdempotencyKey() string { return c.RunID + ":" + c.ToolCallID }
+
+// Effect performs the real call, carrying idempotencyKey to the server in
+// _meta.idempotencyKey.
+type Effect func(ctx context.Context, idempotencyKey string) (*mcp.CallToolResult, error)
+
+// ErrInvalidCall is wrapped by Do's error when the call has an empty run or
+// tool call ID, or arguments that are not JSON.
+var ErrInvalidCall = errors.New("durable: invalid call")
+
+func (j *Journal) key(c Call) store.RecordKey {
+	return store.RecordKey{Scope: j.o.Scope, RunID: c.RunID, ToolCallID: c.ToolCallID}
+}
+
+func (j *Journal) repeatable(c Call) bool {
+	return j.o.Repeatable != nil && j.o.Repeatable(c.Server, c.Tool)
+}
+
+func (j *Journal) point(name string) {
+	if j.crash != nil {
+		j.crash(name)
+	}
+}
+
+// Fingerprint returns the fingerprint Do records for c.
+func Fingerprint(c Call) (string, error) {
+	fp, err := pin.CallFingerprint(c.Server, c.Tool, c.Args)
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", ErrInvalidCall, err)
+	}
+	return fp, nil
+}
+
+// Do runs effect at most once for the call's key (scope, RunID,
+// ToolCallID):
+//
+//   - no record: a started record is claimed and committed, then effect
+//     runs (its lease renewed every Lease/3), then its outcome is recorded
+//     as succeeded or failed; Do returns the effect's own answer;
+//   - succeeded or failed: the recorded outcome is returned with
+//     replayed=true, and effect does not run;
+//   - another fingerprint or owner under the key: *Error key_reused;
+//   - started with a live lease: *Error run_busy (retryable);
+//   - started with an expired lease, or in_doubt: *Error in_doubt, unless
+//     JournalOptions.Repeatable says the tool may be repeated and the record
+//     is still started, in which case this journal takes it over and sends
+//     it again with the same idempotency key.
+//
+// An effect error that leaves the outcome unknown (see the package
+// documentation) marks the record in_doubt and returns an in_doubt *Error
+// wrapping it (for a repeatable tool the claim is released instead, and
+// the *Error is retryable). Do uses two store writes on the fresh path: the
+// claim and the completion.
+func (j *Journal) Do(ctx context.Context, c Call, effect Effect) (res *mcp.CallToolResult, replayed bool, err error) {
+	if c.RunID == "" || c.ToolCallID == "" {
+		return nil, false, fmt.Errorf("%w: run ID and tool call ID are required", ErrInvalidCall)
+	}
+	if effect == nil {
+		return nil, false, fmt.Errorf("%w: nil effect", ErrInvalidCall)
+	}
+	fp, err := Fingerprint(c)
+	if err != nil {
+		return nil, false, err
+	}
+	key := j.key(c)
+	ikey := c.IdempotencyKey()
+	for range 4 {
+		now := j.o.Clock()
+		j.point("before-claim")
+		claimed, rec, err := j.s.Claim(ctx, store.Record{
+			RecordKey:   key,
+			Fingerprint: fp,
+			State:       store.StateStarted,
+			Owner:       c.Owner,
+			Executor:    j.o.Executor,
+			LeaseUntil:  now.Add(j.o.Lease),
+			ExpiresAt:   now.Add(j.o.TTL),
+		})
+		if err != nil {
+			return nil, false, fmt.Errorf("durable: claim %s: %w", ikey, err)
+		}
+		if claimed {
+			j.point("claimed")
+			return j.run(ctx, c, key, effect)
+		}
+		if rec.Fingerprint != fp || rec.Owner != c.Owner {
+			return nil, false, &Error{Code: CodeKeyReused,
+				Message: fmt.Sprintf("key %s was used for another call (other server, tool, arguments or owner); use a new tool call ID", ikey)}
+		}
+		switch rec.State {
+		case store.StateSucceeded, store.StateFailed:
+			res, err := replay(rec.Outcome)
+			if err != nil {
+				return nil, true, fmt.Errorf("durable: replay %s: %w", ikey, err)
+			}
+			return res.result, true, res.err
+		case store.StateInDoubt:
+			return nil, false, inDoubt(ikey, "")
+		case store.StateStarted:
+			if rec.LeaseUntil.After(now) {
+				return nil, false, &Error{Code: CodeRunBusy, Retryable: true, Message: MsgRunBusy,
+					RetryAfter: rec.LeaseUntil.Sub(now)}
+			}
+			if j.repeatable(c) {
+				ok, err := j.s.TakeOver(ctx, key, j.o.Executor, now.Add(j.o.Lease), now)
+				if err != nil {
+					return nil, false, fmt.Errorf("durable: take over %s: %w", ikey, err)
+				}
+				if ok {
+					j.log.Info("durable: re-sending a repeatable call whose outcome is unknown",
+						"key", ikey, "server", c.Server, "tool", c.Tool, "previous_executor", rec.Executor)
+					return j.run(ctx, c, key, effect)
+				}
+				continue // someone else moved it: look again
+			}
+			ok, err := j.s.MarkInDoubt(ctx, key, now)
+			if err != nil {
+				return nil, false, fmt.Errorf("durable: mark in doubt %s: %w", ikey, err)
+			}
+			if ok {
+				j.log.Warn("durable: call is in doubt (its executor stopped before recording an outcome)",
+					"key", ikey, "server", c.Server, "tool", c.Tool, "previous_executor", rec.Executor)
+				return nil, false, inDoubt(ikey, "")
+			}
+			continue
+		default:
+			return nil, false, fmt.Errorf("durable: record %s has unknown state %q", ikey, rec.State)
+		}
+	}
+	return nil, false, fmt.Errorf("durable: record %s keeps changing under concurrent executors; retry", ikey)
+}
+
+// run performs the effect for a record this journal holds.
+func (j *Journal) run(ctx context.Context, c Call, key store.RecordKey, effect Effect) (*mcp.CallToolResult, bool, error) {
+	ikey := c.IdempotencyKey()
+	stop := j.renew(ctx, key, ikey)
+	res, err := func() (*mcp.CallToolResult, error) {
+		defer stop() // also on panic: the renewer always ends with the effect
+		return effect(ctx, ikey)
+	}()
+	j.point("effect-returned")
+
+	wctx := ctx
+	if ctx.Err() != nil {
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+		defer cancel()
+	}
+	state, outcome, known := classify(res, err)
+	if !known {
+		return nil, false, j.unknown(wctx, c, key, err)
+	}
+	if cerr := j.s.Complete(wctx, key, j.o.Executor, state, outcome); cerr != nil {
+		j.log.Error("durable: outcome not recorded", "key", ikey, "err", cerr)
+		nerr := fmt.Errorf("%w (%s): %w", ErrNotRecorded, ikey, cerr)
+		if err != nil {
+			nerr = fmt.Errorf("%w; the effect's error: %w", nerr, err)
+		}
+		return res, false, nerr
+	}
+	j.point("recorded")
+	if err == nil && res == nil {
+		err = errNoResult
+	}
+	return res, false, err
+}
+
+var errNoResult = errors.New("durable: effect returned neither a result nor an error")
+
+// unknown handles an effect whose outcome is unknown.
+func (j *Journal) unknown(ctx context.Context, c Call, key store.RecordKey, cause error) error {
+	ikey := c.IdempotencyKey()
+	now := j.o.Clock()
+	// Release our lease at once (RenewLease checks that we still hold it),
+	// so the record is not busy until the lease would have run out.
+	if err := j.s.RenewLease(ctx, key, j.o.Executor, now); err != nil {
+		j.log.Error("durable: releasing the claim of a call in doubt", "key", ikey, "err", err)
+		return inDoubtErr(ikey, cause, false)
+	}
+	if j.repeatable(c) {
+		j.log.Info("durable: outcome unknown; the tool is repeatable, the call will be re-sent on retry",
+			"key", ikey, "err", cause)
+		return inDoubtErr(ikey, cause, true)
+	}
+	if _, err := j.s.MarkInDoubt(ctx, key, now); err != nil {
+		j.log.Error("durable: marking a call in doubt", "key", ikey, "err", err)
+	} else {
+		j.log.Warn("durable: call is in doubt", "key", ikey, "err", cause)
+	}
+	return inDoubtErr(ikey, cause, false)
+}
+
+func inDoubtErr(ikey string, cause error, retryable bool) *Error {
+	e := inDoubt(ikey, "")
+	e.Err = cause
+	if retryable {
+		e.Retryable = true
+		e.Message = fmt.Sprintf("call %s may have been sent and its outcome is unknown; the tool is repeatable: retry the same call with the same key to send it again", ikey)
+	}
+	return e
+}
+
+// renew renews the lease every Lease/3 until the returned stop is called;
+// stop waits for the goroutine to end.
+func (j *Journal) renew(ctx context.Context, key store.RecordKey, ikey string) (stop func()) {
+	every := max(j.o.Lease/3, time.Millisecond)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			rctx, cancel := context.WithTimeout(ctx, every)
+			err := j.s.RenewLease(rctx, key, j.o.Executor, j.o.Clock().Add(j.o.Lease))
+			cancel()
+			if err != nil {
+				j.log.Warn("durable: lease renewal failed", "key", ikey, "err", err)
+				if errors.Is(err, store.ErrLeaseLost) || errors.Is(err, store.ErrNotStarted) || errors.Is(err, store.ErrNotFound) {
+					return
+				}
+			}
+		}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() { close(done); wg.Wait() })
+	}
+}
+
+// outcome is the JSON the journal stores for a completed call.
+type outcome struct {
+	Result json.RawMessage `json:"result,omitempty"`
+	Error  *storedError    `json:"error,omitempty"`
+}
+
+type storedError struct {
+	Message string         `json:"message"`
+	RPC     *jsonrpc.Error `json:"rpc,omitempty"`
+}
+
+// Local JSON-RPC codes the go-sdk makes up itself when a connection fails:
+// they say nothing about whether the server ran the call.
+const (
+	codeClientClosing = -32003
+	codeServerClosing = -32004
+	codeRejected      = -32005
+)
+
+// classify decides what an effect's answer means (see the package doc).
+func classify(res *mcp.CallToolResult, err error) (store.State, []byte, bool) {
+	if err == nil {
+		if res == nil {
+			return store.StateFailed, mustJSON(outcome{Error: &storedError{Message: errNoResult.Error()}}), true
+		}
+		b, merr := json.Marshal(res)
+		if merr != nil {
+			return store.StateFailed, mustJSON(outcome{Error: &storedError{Message: "durable: result could not be recorded: " + merr.Error()}}), true
+		}
+		st := store.StateSucceeded
+		if res.IsError {
+			st = store.StateFailed
+		}
+		return st, mustJSON(outcome{Result: b}), true
+	}
+	if knownFailure(err) {
+		se := &storedError{Message: err.Error()}
+		var we *jsonrpc.Error
+		if errors.As(err, &we) {
+			se.RPC = &jsonrpc.Error{Code: we.Code, Message: we.Message, Data: we.Data}
+		}
+		return store.StateFailed, mustJSON(outcome{Error: se}), true
+	}
+	return "", nil, false
+}
+
+// knownFailure reports whether err says for sure that the server answered
+// (or that nothing was sent).
+func knownFailure(err error) bool {
+	var fe *failedError
+	if errors.As(err, &fe) {
+		return true
+	}
+	var de *Error
+	if errors.As(err, &de) {
+		return false
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	var we *jsonrpc.Error
+	if errors.As(err, &we) {
+		switch we.Code {
+		case codeClientClosing, codeServerClosing, codeRejected:
+			return false
+		}
+		return true
+	}
+	return false
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // only plain strings and raw JSON already validated
+	}
+	return b
+}
+
+type replayed struct {
+	result *mcp.CallToolResult
+	err    error
+}
+
+func replay(b []byte) (replayed, error) {
+	var o outcome
+	if err := json.Unmarshal(b, &o); err != nil {
+		return replayed{}, fmt.Errorf("stored outcome does not decode: %w", err)
+	}
+	switch {
+	case o.Error != nil:
+		re := &RecordedError{Message: o.Error.Message}
+		if o.Error.RPC != nil {
+			re.RPC = o.Error.RPC
+		}
+		return replayed{err: re}, nil
+	case len(o.Result) > 0:
+		var res mcp.CallToolResult
+		if err := json.Unmarshal(o.Result, &res); err != nil {
+			return replayed{}, fmt.Errorf("stored result does not decode: %w", err)
+		}
+		return replayed{result: &res}, nil
+	}
+	return replayed{}, errors.New("stored outcome is empty")
+}
+
+// Sweep deletes the records whose TTL has passed and returns how many.
+func (j *Journal) Sweep(ctx context.Context) (int64, error) {
+	n, err := j.s.Sweep(ctx, j.o.Clock())
+	if err != nil {
+		return 0, fmt.Errorf("durable: sweep: %w", err)
+	}
+	return n, nil
+}
+
+// StartSweeper sweeps every interval until ctx ends or stop is called;
+// stop waits for the sweeper to end. Sweep errors are logged.
+func (j *Journal) StartSweeper(ctx context.Context, every time.Duration) (stop func()) {
+	if every <= 0 {
+		every = time.Minute
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			if n, err := j.Sweep(ctx); err != nil {
+				if ctx.Err() == nil {
+					j.log.Error("durable: sweep failed", "err", err)
+				}
+			} else if n > 0 {
+				j.log.Info("durable: swept expired records", "count", n)
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
+}

@@ -1,0 +1,487 @@
+package loop
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"unicode"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/gatehouse-dev/gatehouse/durable"
+	"github.com/gatehouse-dev/gatehouse/policy"
+)
+
+// DefaultMaxTurns is the turn cap when Options.MaxTurns is zero.
+const DefaultMaxTurns = 16
+
+// TurnTool is the tool name under which model turns are journaled (with
+// an empty server). Tool call IDs of turns are "turn-<n>" (n from 0), and
+// "turn-<n>.retry-<a>" for the a-th retry of a turn whose first attempt is
+// in doubt.
+const TurnTool = "model.turn"
+
+// Role is the author of a Message.
+type Role string
+
+// Message roles.
+const (
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+	RoleTool      Role = "tool"
+)
+
+// Message is one entry of a run's conversation. The system prompt is not a
+// message: it travels in ModelRequest.System.
+type Message struct {
+	Role Role `json:"role"`
+	// Content is the text: the prompt, the model's text or a tool result.
+	Content string `json:"content,omitempty"`
+	// ToolCalls are the calls an assistant message makes.
+	ToolCalls []ToolCall `json:"toolCalls,omitempty"`
+	// ToolCallID and Name say which call a tool message answers.
+	ToolCallID string `json:"toolCallId,omitempty"`
+	Name       string `json:"name,omitempty"`
+	// IsError marks a tool result that is an error or a refusal.
+	IsError bool `json:"isError,omitempty"`
+}
+
+// ToolCall is one call a model asks for.
+type ToolCall struct {
+	// ID is the model's ID for the call; it may be empty, in which case
+	// the loop gives it one ("turn-<n>-call-<i>").
+	ID   string          `json:"id,omitempty"`
+	Name string          `json:"name"`
+	Args json.RawMessage `json:"args,omitempty"`
+}
+
+// ToolDef describes a tool to the model.
+type ToolDef struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	InputSchema json.RawMessage `json:"inputSchema,omitempty"`
+}
+
+// ModelRequest is what a model sees on one turn.
+type ModelRequest struct {
+	System   string
+	Messages []Message
+	Tools    []ToolDef
+}
+
+// ModelResponse is a model's answer on one turn: text, tool calls, or
+// both. A response without tool calls ends the run.
+type ModelResponse struct {
+	Text      string     `json:"text,omitempty"`
+	ToolCalls []ToolCall `json:"toolCalls,omitempty"`
+}
+
+// Model is a language model (or anything that answers like one).
+type Model interface {
+	// Turn returns the model's next response. It must not modify req.
+	Turn(ctx context.Context, req ModelRequest) (ModelResponse, error)
+}
+
+// ModelFunc adapts a function to Model.
+type ModelFunc func(ctx context.Context, req ModelRequest) (ModelResponse, error)
+
+// Turn calls f(ctx, req).
+func (f ModelFunc) Turn(ctx context.Context, req ModelRequest) (ModelResponse, error) {
+	return f(ctx, req)
+}
+
+// Tool is a tool the model may call: an MCP server's tool (see
+// SessionTools and ToolsetTools) or any Go function.
+type Tool struct {
+	// Name is the name the model calls (for MCP tools, the projected
+	// name). Names must be unique among a run's tools.
+	Name        string
+	Description string
+	// InputSchema is the JSON Schema of the arguments; nil means
+	// {"type":"object"}.
+	InputSchema json.RawMessage
+	// Server is the MCP server offering the tool ("" for a Go tool).
+	Server string
+	// RemoteName is the tool's name on its server (informational).
+	RemoteName string
+	// Call performs the call. idempotencyKey is "runID:toolCallID"; an MCP
+	// tool sends it as _meta.idempotencyKey so the server can dedup too.
+	// A result with IsError is a failure the model is told about and that
+	// is replayed as such. An error follows the journal's rules (see
+	// durable.Journal.Do): a JSON-RPC error answered by the server, or an
+	// error marked with durable.Failed, is a known failure (the model reads
+	// "error: ..."); any other error leaves the outcome unknown, and the
+	// model reads an in_doubt refusal.
+	Call func(ctx context.Context, args json.RawMessage, idempotencyKey string) (*mcp.CallToolResult, error)
+}
+
+// Options configure Run.
+type Options struct {
+	// RunID names the run; the same RunID resumes it. Required.
+	RunID string
+	// Journal records every model turn and tool call. Required.
+	Journal *durable.Journal
+	// Model answers turns. Required.
+	Model Model
+	// Tools the model may call.
+	Tools []Tool
+	// Guard decides every tool call (see package policy); nil allows all.
+	Guard policy.Guard
+	// Prompt is the user's message that starts the run.
+	Prompt string
+	// System is the system prompt.
+	System string
+	// MaxTurns caps the model turns; 0 means DefaultMaxTurns.
+	MaxTurns int
+	// Owner is the subject the run belongs to (journal records' owner).
+	Owner string
+}
+
+// Result is what a run produced so far.
+type Result struct {
+	// Text is the model's final text (empty while paused).
+	Text string
+	// Messages is the conversation: the prompt, then each assistant
+	// message and the tool results it got.
+	Messages []Message
+	// Turns is the number of model turns taken (replayed or live).
+	Turns int
+	// ReplayedTurns is how many of them were replayed from the journal
+	// without calling the model.
+	ReplayedTurns int
+	// Paused says the run waits for approvals; call Run again with the
+	// same options once they are decided.
+	Paused bool
+	// ApprovalIDs are the pending approvals the run waits for.
+	ApprovalIDs []string
+}
+
+// Errors returned by Run.
+var (
+	// ErrInvalidOptions: a required option is missing or tools are
+	// ill-formed.
+	ErrInvalidOptions = errors.New("loop: invalid options")
+	// ErrMaxTurns: the model was still calling tools after MaxTurns turns.
+	ErrMaxTurns = errors.New("loop: too many turns")
+)
+
+// maxTurnRetries bounds the chain of in-doubt turn records Run walks.
+const maxTurnRetries = 64
+
+// Run drives the model and its tools durably until the model answers
+// without tool calls, the run pauses for an approval, or MaxTurns is
+// reached. See the package documentation for what is journaled and how a
+// resume works. The returned Result is valid (with what was done so far)
+// even when err is not nil.
+func Run(ctx context.Context, opts Options) (*Result, error) {
+	if opts.RunID == "" || opts.Journal == nil || opts.Model == nil {
+		return nil, fmt.Errorf("%w: RunID, Journal and Model are required", ErrInvalidOptions)
+	}
+	maxTurns := opts.MaxTurns
+	if maxTurns == 0 {
+		maxTurns = DefaultMaxTurns
+	}
+	if maxTurns < 0 {
+		return nil, fmt.Errorf("%w: MaxTurns %d is negative", ErrInvalidOptions, maxTurns)
+	}
+	tools := make(map[string]*Tool, len(opts.Tools))
+	defs := make([]ToolDef, 0, len(opts.Tools))
+	for i := range opts.Tools {
+		t := &opts.Tools[i]
+		if t.Name == "" || t.Call == nil {
+			return nil, fmt.Errorf("%w: tool %d needs a Name and a Call", ErrInvalidOptions, i)
+		}
+		if _, dup := tools[t.Name]; dup {
+			return nil, fmt.Errorf("%w: two tools named %q", ErrInvalidOptions, t.Name)
+		}
+		tools[t.Name] = t
+		schema := t.InputSchema
+		if len(schema) == 0 {
+			schema = json.RawMessage(`{"type":"object"}`)
+		}
+		defs = append(defs, ToolDef{Name: t.Name, Description: t.Description, InputSchema: schema})
+	}
+	guard := opts.Guard
+	if guard == nil {
+		guard = policy.AllowAll()
+	}
+	r := &runner{opts: opts, tools: tools, defs: defs, guard: guard, seen: map[string]bool{}}
+	h := sha256.Sum256([]byte(opts.System + "\x00" + opts.Prompt))
+	r.promptHash = hex.EncodeToString(h[:])
+
+	res := &Result{Messages: []Message{{Role: RoleUser, Content: opts.Prompt}}}
+	for n := 0; n < maxTurns; n++ {
+		resp, replayed, err := r.turn(ctx, n, res.Messages)
+		if err != nil {
+			return res, err
+		}
+		res.Turns++
+		if replayed {
+			res.ReplayedTurns++
+		}
+		calls := r.assignIDs(n, resp.ToolCalls)
+		res.Messages = append(res.Messages, Message{Role: RoleAssistant, Content: resp.Text, ToolCalls: calls})
+		if len(calls) == 0 {
+			res.Text = resp.Text
+			return res, nil
+		}
+		out, approvals, err := r.callTools(ctx, calls)
+		if err == nil {
+			err = ctx.Err() // a cancelled run stops here, with its calls recorded
+		}
+		if err != nil {
+			return res, err
+		}
+		if len(approvals) > 0 {
+			res.Paused = true
+			res.ApprovalIDs = approvals
+			return res, nil
+		}
+		res.Messages = append(res.Messages, out...)
+	}
+	return res, fmt.Errorf("%w: the model still called tools after %d turns", ErrMaxTurns, maxTurns)
+}
+
+type runner struct {
+	opts       Options
+	tools      map[string]*Tool
+	defs       []ToolDef
+	guard      policy.Guard
+	promptHash string
+	seen       map[string]bool // journal tool call IDs used so far in the run
+}
+
+// turn returns the model's response for turn n: replayed from the journal
+// when recorded, else from the model (and recorded).
+func (r *runner) turn(ctx context.Context, n int, msgs []Message) (ModelResponse, bool, error) {
+	args, _ := json.Marshal(struct {
+		Turn   int    `json:"turn"`
+		Prompt string `json:"prompt"`
+	}{n, r.promptHash})
+	for a := 0; a < maxTurnRetries; a++ {
+		id := "turn-" + strconv.Itoa(n)
+		if a > 0 {
+			id += ".retry-" + strconv.Itoa(a)
+		}
+		var (
+			ran      bool
+			modelErr error
+			resp     ModelResponse
+		)
+		c := durable.Call{RunID: r.opts.RunID, ToolCallID: id, Tool: TurnTool, Args: args, Owner: r.opts.Owner}
+		out, replayed, err := r.opts.Journal.Do(ctx, c, func(ctx context.Context, _ string) (*mcp.CallToolResult, error) {
+			ran = true
+			req := ModelRequest{System: r.opts.System, Messages: cloneMessages(msgs), Tools: r.defs}
+			resp, modelErr = r.opts.Model.Turn(ctx, req)
+			if modelErr != nil {
+				// Opaque to the journal: the turn is not a known failure,
+				// so it is never replayed as one; a resume asks again.
+				return nil, errModel
+			}
+			b, err := json.Marshal(resp)
+			if err != nil {
+				modelErr = fmt.Errorf("loop: encode model response: %w", err)
+				return nil, errModel
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}, nil
+		})
+		if ran {
+			if modelErr != nil {
+				return ModelResponse{}, false, fmt.Errorf("loop: model turn %d: %w", n, modelErr)
+			}
+			if err != nil {
+				// Typically ErrNotRecorded: going on with a response that
+				// is not recorded would let a resume diverge from this run.
+				return ModelResponse{}, false, fmt.Errorf("loop: model turn %d: %w", n, err)
+			}
+			return resp, false, nil
+		}
+		if de, ok := durable.AsError(err); ok && de.Code == durable.CodeInDoubt {
+			continue // an earlier attempt died mid-turn; a turn has no effect: ask again
+		}
+		if err != nil {
+			return ModelResponse{}, false, fmt.Errorf("loop: model turn %d: %w", n, err)
+		}
+		resp, err = decodeTurn(out)
+		if err != nil {
+			return ModelResponse{}, false, fmt.Errorf("loop: replay model turn %d: %w", n, err)
+		}
+		return resp, replayed, nil
+	}
+	return ModelResponse{}, false, fmt.Errorf("loop: model turn %d: %d attempts in doubt", n, maxTurnRetries)
+}
+
+var errModel = errors.New("loop: the model failed")
+
+func decodeTurn(res *mcp.CallToolResult) (ModelResponse, error) {
+	var resp ModelResponse
+	if res == nil || len(res.Content) != 1 {
+		return resp, errors.New("recorded turn has no response")
+	}
+	tc, ok := res.Content[0].(*mcp.TextContent)
+	if !ok {
+		return resp, errors.New("recorded turn is not text")
+	}
+	if err := json.Unmarshal([]byte(tc.Text), &resp); err != nil {
+		return resp, fmt.Errorf("recorded turn does not decode: %w", err)
+	}
+	return resp, nil
+}
+
+func cloneMessages(msgs []Message) []Message {
+	out := make([]Message, len(msgs))
+	copy(out, msgs)
+	return out
+}
+
+// assignIDs gives every call of turn n a journal ID: the model's own ID
+// when it is usable and new in this run, else "turn-<n>-call-<i>". IDs
+// starting with "turn-" are reserved for the loop, so a model cannot name
+// a turn record or another call's fallback ID. The assignment depends only
+// on the run's recorded responses, so a resume assigns the same IDs.
+func (r *runner) assignIDs(n int, calls []ToolCall) []ToolCall {
+	out := make([]ToolCall, len(calls))
+	for i, c := range calls {
+		if !usableID(c.ID) || r.seen[c.ID] {
+			c.ID = "turn-" + strconv.Itoa(n) + "-call-" + strconv.Itoa(i)
+		}
+		r.seen[c.ID] = true
+		out[i] = c
+	}
+	return out
+}
+
+func usableID(id string) bool {
+	if id == "" || len(id) > 128 || strings.HasPrefix(id, "turn-") {
+		return false
+	}
+	for _, r := range id {
+		if r > unicode.MaxASCII || !unicode.IsPrint(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// callTools runs one turn's calls in parallel and returns their tool
+// messages in call order, or the approvals the run must wait for.
+func (r *runner) callTools(ctx context.Context, calls []ToolCall) ([]Message, []string, error) {
+	msgs := make([]Message, len(calls))
+	approvals := make([]string, len(calls))
+	errs := make([]error, len(calls))
+	var wg sync.WaitGroup
+	for i, c := range calls {
+		wg.Go(func() {
+			msgs[i], approvals[i], errs[i] = r.callTool(ctx, c)
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, nil, err
+	}
+	var pending []string
+	for _, id := range approvals {
+		if id != "" {
+			pending = append(pending, id)
+		}
+	}
+	return msgs, pending, nil
+}
+
+// toolError marks an error returned by a Tool's Call: the tool's own
+// failure, which the model is told about (not a failure of the run).
+type toolError struct{ err error }
+
+func (e *toolError) Error() string { return e.err.Error() }
+func (e *toolError) Unwrap() error { return e.err }
+
+// callTool makes one call through the journal and the guard.
+func (r *runner) callTool(ctx context.Context, c ToolCall) (Message, string, error) {
+	msg := Message{Role: RoleTool, ToolCallID: c.ID, Name: c.Name}
+	t, ok := r.tools[c.Name]
+	if !ok {
+		msg.Content, msg.IsError = fmt.Sprintf("unknown tool %q", c.Name), true
+		return msg, "", nil
+	}
+	args := c.Args
+	if len(args) == 0 {
+		args = json.RawMessage("{}")
+	}
+	if !isObject(args) {
+		msg.Content, msg.IsError = fmt.Sprintf("invalid arguments for tool %q: not a JSON object", c.Name), true
+		return msg, "", nil
+	}
+	dc := durable.Call{RunID: r.opts.RunID, ToolCallID: c.ID, Server: t.Server, Tool: t.Name,
+		RemoteName: t.RemoteName, Args: args, Owner: r.opts.Owner}
+	res, _, err := r.opts.Journal.Guarded(ctx, dc, r.guard, func(ctx context.Context, key string) (*mcp.CallToolResult, error) {
+		res, err := t.Call(ctx, args, key)
+		if err != nil {
+			return res, &toolError{err}
+		}
+		return res, nil
+	})
+	if err != nil {
+		var te *toolError
+		var re *durable.RecordedError
+		if de, ok := durable.AsError(err); ok {
+			switch de.Code {
+			case durable.CodeApprovalRequired:
+				return msg, de.ApprovalID, nil
+			case durable.CodeRunBusy:
+				return msg, "", fmt.Errorf("loop: call %s (%s): %w", c.ID, c.Name, err)
+			}
+			res = de.Result()
+		} else if errors.Is(err, durable.ErrInvalidCall) {
+			msg.Content, msg.IsError = fmt.Sprintf("invalid arguments for tool %q: %v", c.Name, err), true
+			return msg, "", nil
+		} else if errors.As(err, &te) || errors.As(err, &re) {
+			msg.Content, msg.IsError = "error: "+err.Error(), true
+			return msg, "", nil
+		} else {
+			return msg, "", fmt.Errorf("loop: call %s (%s): %w", c.ID, c.Name, err)
+		}
+	}
+	msg.Content, msg.IsError = resultText(res), res != nil && res.IsError
+	return msg, "", nil
+}
+
+func isObject(b json.RawMessage) bool {
+	var v map[string]json.RawMessage
+	return json.Unmarshal(b, &v) == nil && v != nil
+}
+
+// resultText renders a tool result as the text a model reads.
+func resultText(res *mcp.CallToolResult) string {
+	if res == nil {
+		return ""
+	}
+	var parts []string
+	for _, c := range res.Content {
+		switch c := c.(type) {
+		case *mcp.TextContent:
+			parts = append(parts, c.Text)
+		case *mcp.ImageContent:
+			parts = append(parts, "[image "+c.MIMEType+"]")
+		case *mcp.AudioContent:
+			parts = append(parts, "[audio "+c.MIMEType+"]")
+		case *mcp.ResourceLink:
+			parts = append(parts, "[resource "+c.URI+"]")
+		case *mcp.EmbeddedResource:
+			if c.Resource != nil {
+				parts = append(parts, "[resource "+c.Resource.URI+"]")
+			}
+		}
+	}
+	if len(parts) == 0 && res.StructuredContent != nil {
+		if b, err := json.Marshal(res.StructuredContent); err == nil {
+			parts = append(parts, string(b))
+		}
+	}
+	return strings.Join(parts, "\n")
+}
