@@ -1,0 +1,158 @@
+#!/usr/bin/env bash
+# Runs the official MCP conformance suite (@modelcontextprotocol/conformance,
+# `server --suite all`) against examples/conformance-server (our package
+# server with every protection on) and, as the baseline in the same run,
+# against the go-sdk's own conformance everything-server. Fails unless ours
+# passes every check the baseline passes.
+#
+# Needs Go, npm/npx and network access to the npm registry (Node >= 22 is
+# installed from npm into a temporary prefix when the system's is older).
+#
+# Environment:
+#   CONFORMANCE_VERSION  npm version of the suite (default 0.1.16)
+#   GO_SDK_VERSION       go-sdk version of the baseline server (default v1.8.0)
+#   CONFORMANCE_KEEP     keep the work directory (logs, results) when set
+#   CONFORMANCE_TIMEOUT  seconds allowed for each suite run (default 600)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+CONFORMANCE_VERSION=${CONFORMANCE_VERSION:-0.1.16}
+GO_SDK_VERSION=${GO_SDK_VERSION:-v1.8.0}
+SUITE_TIMEOUT=${CONFORMANCE_TIMEOUT:-600}
+export PATH="/usr/local/go/bin:$PATH"
+
+work=$(mktemp -d /tmp/gatehouse-conformance.XXXXXX)
+pids=()
+cleanup() {
+  local pid
+  for pid in "${pids[@]}"; do
+    kill "$pid" 2>/dev/null || true
+  done
+  for pid in "${pids[@]}"; do
+    wait "$pid" 2>/dev/null || true
+  done
+  if [ -n "${CONFORMANCE_KEEP:-}" ]; then
+    echo "conformance: work directory kept: $work"
+  else
+    rm -rf "$work"
+  fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+log() { printf 'conformance: %s\n' "$*" >&2; }
+
+# --- Node >= 22 --------------------------------------------------------------
+node_major() { node --version 2>/dev/null | sed -E 's/^v([0-9]+).*/\1/'; }
+if [ "$(node_major || echo 0)" -lt 22 ] 2>/dev/null || ! command -v node >/dev/null; then
+  log "node $(node --version 2>/dev/null || echo missing) is older than 22: installing node@22 from npm into $work/node"
+  timeout 600 npm install --silent --no-audit --no-fund --prefix "$work/node" node@22 >&2
+  export PATH="$work/node/node_modules/.bin:$PATH"
+fi
+log "node $(node --version)"
+export npm_config_cache="${npm_config_cache:-$work/npm-cache}"
+npm_config_update_notifier=false
+export npm_config_update_notifier
+
+# --- servers -----------------------------------------------------------------
+mkdir -p "$work/bin"
+log "building examples/conformance-server"
+go build -o "$work/bin/ours" ./examples/conformance-server
+log "installing the go-sdk everything-server $GO_SDK_VERSION (baseline)"
+GOBIN="$work/bin" GOFLAGS= timeout 600 go install "github.com/modelcontextprotocol/go-sdk/conformance/everything-server@$GO_SDK_VERSION"
+
+# free_port prints a TCP port nothing listens on at 127.0.0.1.
+free_port() {
+  local p i
+  for i in $(seq 1 100); do
+    p=$(( 20000 + RANDOM % 40000 ))
+    if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+      echo "$p"; return 0
+    fi
+  done
+  return 1
+}
+
+# wait_port waits until something accepts connections on 127.0.0.1:$1.
+wait_port() {
+  local i
+  for i in $(seq 1 200); do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return 0; fi
+    sleep 0.05
+  done
+  return 1
+}
+
+# run_suite NAME URL: runs the suite, keeps its output in $work/NAME.out.
+run_suite() {
+  local name=$1 url=$2
+  log "running the suite against $name ($url)"
+  set +e
+  timeout "$SUITE_TIMEOUT" npx -y "@modelcontextprotocol/conformance@$CONFORMANCE_VERSION" \
+    server --suite all --url "$url" -o "$work/$name-results" >"$work/$name.out" 2>&1
+  local rc=$?
+  set -e
+  if [ "$rc" = 124 ]; then log "$name: the suite timed out after ${SUITE_TIMEOUT}s"; fi
+  if ! grep -q '^Total: ' "$work/$name.out"; then
+    log "$name: the suite printed no summary (exit $rc); its output:"
+    cat "$work/$name.out" >&2
+    exit 1
+  fi
+}
+
+# scenarios FILE: prints "scenario passed failed" for each summary line.
+scenarios() {
+  sed -E 's/\x1b\[[0-9;]*m//g' "$1" |
+    sed -nE 's/^[^A-Za-z0-9]*([A-Za-z0-9_.-]+): ([0-9]+) passed, ([0-9]+) failed.*$/\1 \2 \3/p' |
+    grep -v '^Total ' || true
+}
+
+totals() {
+  sed -E 's/\x1b\[[0-9;]*m//g' "$1" | sed -nE 's/^Total: ([0-9]+) passed, ([0-9]+) failed.*$/\1 \2/p' | tail -1
+}
+
+# Baseline: the go-sdk's own server, stateful (sampling and elicitation need
+# server-to-client requests).
+port=$(free_port)
+"$work/bin/everything-server" -http "127.0.0.1:$port" -stateless=false >"$work/baseline-server.log" 2>&1 &
+pids+=($!)
+wait_port "$port" || { log "baseline server did not start"; cat "$work/baseline-server.log" >&2; exit 1; }
+run_suite baseline "http://127.0.0.1:$port/mcp"
+
+# Ours, the same way.
+port=$(free_port)
+"$work/bin/ours" -http "127.0.0.1:$port" >"$work/ours-server.log" 2>&1 &
+pids+=($!)
+wait_port "$port" || { log "our server did not start"; cat "$work/ours-server.log" >&2; exit 1; }
+run_suite ours "http://127.0.0.1:$port/mcp"
+
+read -r base_pass base_fail < <(totals "$work/baseline.out")
+read -r our_pass our_fail < <(totals "$work/ours.out")
+log "baseline (go-sdk everything-server $GO_SDK_VERSION): $base_pass passed, $base_fail failed"
+
+# Every check the baseline passes must pass here: per scenario, at least as
+# many passed and no more failed.
+regressions=0
+while read -r scen bp bf; do
+  line=$(scenarios "$work/ours.out" | awk -v s="$scen" '$1 == s' | head -1)
+  if [ -z "$line" ]; then
+    log "REGRESSION: scenario $scen did not run against ours"
+    regressions=$((regressions + 1)); continue
+  fi
+  read -r _ op of <<<"$line"
+  if [ "$op" -lt "$bp" ] || [ "$of" -gt "$bf" ]; then
+    log "REGRESSION: $scen: ours $op passed, $of failed; baseline $bp passed, $bf failed"
+    regressions=$((regressions + 1))
+  fi
+done < <(scenarios "$work/baseline.out")
+
+if [ "$regressions" -gt 0 ] || [ "$our_pass" -lt "$base_pass" ]; then
+  log "our server's suite output:"
+  cat "$work/ours.out" >&2
+fi
+echo "conformance: $our_pass passed, $our_fail failed (baseline: $base_pass passed, $base_fail failed)"
+if [ "$regressions" -gt 0 ] || [ "$our_pass" -lt "$base_pass" ]; then
+  echo "conformance: FAIL: $regressions scenario(s) pass on the baseline but not here"
+  exit 1
+fi
+echo "conformance: OK: every check the baseline passes passes"

@@ -1,0 +1,31 @@
+// Package server exposes Go tools over MCP with the protections a tool
+// server needs and the official go-sdk does not decide for you.
+//
+// A server has to answer five questions, and answering one does not answer
+// the next:
+//
+//  1. Is this credential real? The transport answers: on HTTP, the
+//     [HTTPOptions.Verifier] behind the go-sdk's auth.RequireBearerToken; on
+//     stdio, the process boundary (whoever started the process is trusted).
+//  2. Who is calling? [Options.Identify] maps what the transport
+//     authenticated (the request's auth.TokenInfo, never the request body and
+//     never context values of the request that opened the session) to a
+//     [Subject].
+//  3. May they call this tool? [Options.AllowTool], applied to tools/list and
+//     tools/call alike. A hidden tool is answered exactly as a missing one.
+//  4. Is this object theirs? Only the tool knows: it receives a sealed
+//     [Caller] carrying the subject.
+//  5. Are they calling too much? [Options.RateLimit] (per subject, in
+//     process or shared by several processes through store counters) or
+//     [Options.RateLimitFunc].
+//
+// With a [durable.Journal], a tools/call carrying a work key (by default the
+// client's _meta.idempotencyKey) is a unit of work named by the subject, the
+// tool and the key: a repeat returns the first outcome, a concurrent repeat
+// gets run_busy and the same key with other arguments gets key_reused. A
+// client-chosen key alone never names work across callers.
+//
+// Everything is built from go-sdk receiving middleware around an ordinary
+// [mcp.Server]: schema validation, progress, cancellation and the rest of the
+// protocol stay the go-sdk's.
+package server

@@ -1,0 +1,151 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/gatehouse-dev/gatehouse/durable"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+const (
+	methodListTools = "tools/list"
+	methodCallTool  = "tools/call"
+)
+
+// middleware is the receiving middleware that applies identity,
+// authorization, rate limits and dedup to tools/list and tools/call. Every
+// other method goes straight to the go-sdk.
+func (s *Server) middleware(local bool) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			switch method {
+			case methodListTools:
+				return s.listTools(ctx, local, next, method, req)
+			case methodCallTool:
+				if creq, ok := req.(*mcp.CallToolRequest); ok {
+					return s.callTool(ctx, local, next, method, creq)
+				}
+			}
+			return next(ctx, method, req)
+		}
+	}
+}
+
+// identify returns the caller's subject, or ok=false when Identify cannot
+// place the caller. It reads only what the transport authenticated: the
+// TokenInfo of this request's Extra.
+func (s *Server) identify(ctx context.Context, local bool, req mcp.Request) (Subject, bool) {
+	if local {
+		return s.opts.StdioSubject, true
+	}
+	if s.opts.Identify == nil {
+		return "", true
+	}
+	var info RequestInfo
+	if ex := req.GetExtra(); ex != nil {
+		info.TokenInfo = ex.TokenInfo
+	}
+	// Identify gets a context with ctx's cancellation and none of its
+	// values: in stateful HTTP those belong to the request that opened the
+	// session, not to this one.
+	ictx, cancel := context.WithCancel(context.Background())
+	stop := context.AfterFunc(ctx, cancel)
+	sub, err := s.opts.Identify(ictx, info)
+	stop()
+	cancel()
+	if err != nil {
+		s.logger.Debug("server: caller not identified", "err", err)
+		return "", false
+	}
+	return sub, true
+}
+
+func (s *Server) allowed(name string, subject Subject) bool {
+	return s.opts.AllowTool == nil || s.opts.AllowTool(name, subject)
+}
+
+// unknownTool is exactly the go-sdk's answer for a tool it does not have,
+// so a hidden tool cannot be told from a missing one.
+func unknownTool(name string) error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", name)}
+}
+
+func (s *Server) listTools(ctx context.Context, local bool, next mcp.MethodHandler, method string, req mcp.Request) (mcp.Result, error) {
+	subject, identified := s.identify(ctx, local, req)
+	res, err := next(ctx, method, req)
+	if err != nil || (identified && s.opts.AllowTool == nil) {
+		return res, err
+	}
+	lr, ok := res.(*mcp.ListToolsResult)
+	if !ok || lr == nil {
+		return res, err
+	}
+	out := *lr // never modify what the go-sdk handed us
+	out.Tools = make([]*mcp.Tool, 0, len(lr.Tools))
+	if identified {
+		for _, t := range lr.Tools {
+			if s.allowed(t.Name, subject) {
+				out.Tools = append(out.Tools, t)
+			}
+		}
+	}
+	// The list depends on the caller: no shared cache may serve it to
+	// another one.
+	out.CacheScope = "private"
+	return &out, nil
+}
+
+func (s *Server) callTool(ctx context.Context, local bool, next mcp.MethodHandler, method string, req *mcp.CallToolRequest) (mcp.Result, error) {
+	name := req.Params.Name
+	subject, identified := s.identify(ctx, local, req)
+	if !identified {
+		return nil, unknownTool(name)
+	}
+	// The rate limit comes before authorization so a hidden tool and a
+	// missing one cost the caller the same.
+	if s.limiter != nil {
+		ok, retryAfter, err := s.limiter.allow(ctx, subject, name)
+		if err != nil {
+			s.logger.Error("server: rate limit unavailable; call refused", "tool", name, "err", err)
+			return nil, err
+		}
+		if !ok {
+			return rateLimited(retryAfter), nil
+		}
+	}
+	if !s.allowed(name, subject) {
+		return nil, unknownTool(name)
+	}
+	key := s.workKey(req)
+	if key == "" || s.opts.Journal == nil {
+		ctx = context.WithValue(ctx, callerKey{}, Caller{subject: subject, tool: name})
+		return next(ctx, method, req)
+	}
+	return s.dedup(ctx, next, method, req, subject, key)
+}
+
+// workKey returns the call's work key: WorkKey's answer, or the client's
+// _meta.idempotencyKey when WorkKey is nil.
+func (s *Server) workKey(req *mcp.CallToolRequest) string {
+	if s.opts.WorkKey != nil {
+		return s.opts.WorkKey(req)
+	}
+	k, _ := req.Params.Meta["idempotencyKey"].(string)
+	return k
+}
+
+func rateLimited(retryAfter time.Duration) *mcp.CallToolResult {
+	if retryAfter <= 0 {
+		retryAfter = time.Millisecond
+	}
+	e := &durable.Error{
+		Code:       durable.CodeRateLimited,
+		Retryable:  true,
+		Message:    fmt.Sprintf("too many calls; retry in %v", retryAfter.Round(time.Millisecond)),
+		RetryAfter: retryAfter,
+	}
+	return e.Result()
+}
