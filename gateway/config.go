@@ -10,11 +10,16 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/gatehouse-dev/gatehouse/diag"
+	"github.com/gatehouse-dev/gatehouse/plugin"
+	"github.com/gatehouse-dev/gatehouse/toolset"
 )
 
 // Defaults of the gateway config (docs/gateway.md lists them all).
@@ -23,6 +28,9 @@ const (
 	DefaultStore           = "sqlite:.gatehouse/gatehouse.db"
 	DefaultBudgetTokens    = 20000
 	DefaultRateLimitWindow = time.Minute
+	DefaultShutdownTimeout = 10 * time.Second
+	DefaultJournalLease    = 30 * time.Second
+	DefaultJournalTTL      = 24 * time.Hour
 )
 
 // Config is the gateway configuration of CONTRACTS.md §4. It is read from
@@ -44,6 +52,14 @@ type Config struct {
 	RateLimit    *RateLimit `yaml:"rateLimit" json:"rateLimit"`
 	Disclosure   Disclosure `yaml:"disclosure" json:"disclosure"`
 	Firewall     Firewall   `yaml:"firewall" json:"firewall"`
+	// ShutdownTimeout bounds graceful shutdown: in-flight calls get this
+	// long to finish before they are cancelled (and journaled in doubt).
+	ShutdownTimeout time.Duration `yaml:"shutdownTimeout" json:"shutdownTimeout"`
+	// Journal tunes the effect journal behind dedup and approvals.
+	Journal Journal `yaml:"journal" json:"journal"`
+	// StrictPlugins makes a rejected plugin a startup error instead of a
+	// logged, skipped plugin reported by /readyz.
+	StrictPlugins bool `yaml:"strictPlugins" json:"strictPlugins"`
 
 	// Dir is the directory relative paths resolve against (the config
 	// file's directory, or the working directory without a file). It is
@@ -51,6 +67,26 @@ type Config struct {
 	Dir string `yaml:"-" json:"-"`
 	// File is the config file's path ("" for the built-in default).
 	File string `yaml:"-" json:"-"`
+
+	// inline holds the servers: entries parsed by plugin.ParseServer.
+	inline []inlineServer
+}
+
+// inlineServer is one validated servers: entry.
+type inlineServer struct {
+	cfg    plugin.ServerConfig
+	prefix *string
+	warn   []diag.Diagnostic
+}
+
+// Journal tunes the effect journal.
+type Journal struct {
+	// Lease is how long a claimed call stays busy without renewal: after a
+	// crash, a retry gets run_busy until the lease runs out, then in_doubt.
+	// Default 30s.
+	Lease time.Duration `yaml:"lease" json:"lease"`
+	// TTL is how long journal records (and so replays) are kept. Default 24h.
+	TTL time.Duration `yaml:"ttl" json:"ttl"`
 }
 
 // ServerEntry is one inline server: the mcp.json server shape plus an
@@ -213,6 +249,15 @@ func (c *Config) applyDefaults() error {
 	if c.RateLimit != nil && c.RateLimit.Window == 0 {
 		c.RateLimit.Window = DefaultRateLimitWindow
 	}
+	if c.ShutdownTimeout == 0 {
+		c.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if c.Journal.Lease == 0 {
+		c.Journal.Lease = DefaultJournalLease
+	}
+	if c.Journal.TTL == 0 {
+		c.Journal.TTL = max(DefaultJournalTTL, c.Journal.Lease)
+	}
 	return nil
 }
 
@@ -225,8 +270,8 @@ func (c *Config) errf(field, fix, format string, args ...any) error {
 }
 
 func (c *Config) validate() error {
-	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
-		return c.errf("listen", "use host:port, for example 127.0.0.1:8080", "%q is not a host:port address", c.Listen)
+	if err := c.checkListen(); err != nil {
+		return err
 	}
 	for i, p := range c.Plugins {
 		if strings.TrimSpace(p) == "" {
@@ -246,6 +291,7 @@ func (c *Config) validate() error {
 				"auth is configured but has no tokens")
 		}
 		seen := map[string]bool{}
+		subjects := map[string]string{}
 		for i, t := range c.Auth.Tokens {
 			f := fmt.Sprintf("auth.tokens[%d]", i)
 			h := strings.ToLower(t.SHA256)
@@ -266,6 +312,14 @@ func (c *Config) validate() error {
 					return c.errf(fmt.Sprintf("%s.scopes[%d]", f, j), `use "tool:<projected name>" or "tool:*"`, "%q is not a tool scope", s)
 				}
 			}
+			// Visibility is decided per subject: two tokens of one subject
+			// must not disagree on what it may see.
+			key := scopeKey(t.Scopes)
+			if prev, ok := subjects[t.Subject]; ok && prev != key {
+				return c.errf(f+".scopes", "give every token of one subject the same scopes, or use distinct subjects",
+					"subject %q already has a token with other scopes", t.Subject)
+			}
+			subjects[t.Subject] = key
 		}
 	}
 	if len(c.Tools.Allow) > 0 && len(c.Tools.Block) > 0 {
@@ -285,6 +339,15 @@ func (c *Config) validate() error {
 	if c.Firewall.MaxCallsPerRun < 0 {
 		return c.errf("firewall.maxCallsPerRun", "use 0 for no cap or a positive number", "must not be negative")
 	}
+	if c.ShutdownTimeout < 0 {
+		return c.errf("shutdownTimeout", "use a positive duration such as 10s", "must not be negative")
+	}
+	if c.Journal.Lease < time.Second {
+		return c.errf("journal.lease", "use a duration of at least 1s (default 30s)", "lease %v is too short", c.Journal.Lease)
+	}
+	if c.Journal.TTL < c.Journal.Lease {
+		return c.errf("journal.ttl", "use a TTL at least as long as journal.lease (default 24h)", "ttl %v is shorter than the lease %v", c.Journal.TTL, c.Journal.Lease)
+	}
 	names := make([]string, 0, len(c.Servers))
 	for n := range c.Servers {
 		names = append(names, n)
@@ -294,11 +357,67 @@ func (c *Config) validate() error {
 		if n == "" {
 			return c.errf("servers", "give every server a name", "a server has an empty name")
 		}
-		if len(c.Servers[n].Raw) == 0 || string(c.Servers[n].Raw) == "null" {
+		e := c.Servers[n]
+		if len(e.Raw) == 0 || string(e.Raw) == "null" {
 			return c.errf("servers."+n, "give the server a type and a command or url, as in mcp.json", "empty server entry")
 		}
+		sc, ds, ok := plugin.ParseServer(n, e.Raw, plugin.Vars{Root: c.Dir, Data: filepath.Join(c.Dir, ".gatehouse", "data", n)})
+		if !ok {
+			msgs := make([]string, 0, len(ds))
+			for _, d := range ds {
+				if d.Rule != diag.SecretInConfig {
+					msgs = append(msgs, fmt.Sprintf("%s (%s)", d.Message, d.Rule))
+				}
+			}
+			return c.errf("servers."+n, "write the entry as an mcp.json server (type stdio with command/args/env/cwd, or streamable-http/sse with url/headers) plus an optional prefix; see docs/gateway.md",
+				"%s", strings.Join(msgs, "; "))
+		}
+		c.inline = append(c.inline, inlineServer{cfg: sc, prefix: e.Prefix, warn: ds})
 	}
 	return nil
+}
+
+// checkListen checks listen, and that a gateway without auth serves only
+// on loopback.
+func (c *Config) checkListen() error {
+	host, _, err := net.SplitHostPort(c.Listen)
+	if err != nil {
+		return c.errf("listen", "use host:port, for example 127.0.0.1:8080", "%q is not a host:port address", c.Listen)
+	}
+	if c.Auth == nil && !isLoopback(host) {
+		return c.errf("listen", "configure auth.tokens, or listen on a loopback address such as 127.0.0.1:8080",
+			"%q is not a loopback address and auth is not configured: anyone who can reach it could call every tool", c.Listen)
+	}
+	return nil
+}
+
+// SetListen replaces Listen (the --listen flag) and checks it again.
+func (c *Config) SetListen(addr string) error {
+	old := c.Listen
+	c.Listen = addr
+	if err := c.checkListen(); err != nil {
+		c.Listen = old
+		return err
+	}
+	return nil
+}
+
+// isLoopback reports whether host is localhost or a loopback IP literal.
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func scopeKey(scopes []string) string {
+	if scopes == nil {
+		return "*"
+	}
+	s := append([]string(nil), scopes...)
+	sort.Strings(s)
+	return strings.Join(s, "\x00")
 }
 
 // PluginDirs returns the plugin directories resolved against Dir.
@@ -322,4 +441,17 @@ func (c *Config) StoreDSN() string {
 		return "sqlite:" + filepath.Join(c.Dir, rest)
 	}
 	return dsn
+}
+
+// InlineServers returns the servers: entries as toolset servers, validated
+// by plugin.ParseServer with the config file's directory as their root
+// ("./" commands, ${PLUGIN_ROOT}) and DIR/.gatehouse/data/NAME as their
+// PLUGIN_DATA, each with its prefix and its disclosure.alwaysLoad flag.
+func (c *Config) InlineServers() []toolset.Server {
+	out := make([]toolset.Server, 0, len(c.inline))
+	for _, in := range c.inline {
+		out = append(out, toolset.Server{Config: in.cfg, Prefix: in.prefix,
+			AlwaysLoad: slices.Contains(c.Disclosure.AlwaysLoad, in.cfg.Name)})
+	}
+	return out
 }

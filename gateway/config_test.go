@@ -114,6 +114,17 @@ func TestConfigErrors(t *testing.T) {
 		{"negative cap", "firewall: {maxCallsPerRun: -2}\n", "firewall.maxCallsPerRun", "negative"},
 		{"empty server", "servers: {x: }\n", "servers.x", "empty server entry"},
 		{"bad prefix", "servers: {x: {type: stdio, command: a, prefix: [1]}}\n", "", "prefix must be a string"},
+		{"open listen without auth", "listen: 0.0.0.0:8080\n", "listen", "not a loopback address"},
+		{"all interfaces without auth", "listen: ':8080'\n", "listen", "not a loopback address"},
+		{"negative shutdown", "shutdownTimeout: -1s\n", "shutdownTimeout", "negative"},
+		{"tiny lease", "journal: {lease: 10ms}\n", "journal.lease", "too short"},
+		{"ttl under lease", "journal: {lease: 1m, ttl: 30s}\n", "journal.ttl", "shorter than the lease"},
+		{"server command with spaces", "servers: {x: {type: stdio, command: 'rm -rf'}}\n", "servers.x", "single executable token"},
+		{"server unknown type", "servers: {x: {type: http, url: 'https://a.example/mcp'}}\n", "servers.x", "unknown type"},
+		{"server unknown field", "servers: {x: {type: stdio, command: a, comand: b}}\n", "servers.x", "comand"},
+		{"server absolute command", "servers: {x: {type: stdio, command: /bin/sh}}\n", "servers.x", "bare executable"},
+		{"server bad url", "servers: {x: {type: sse, url: 'ftp://a'}}\n", "servers.x", "invalid-url"},
+		{"subject with two scope sets", "auth: {tokens: [{sha256: " + hash + ", subject: a}, {sha256: " + strings.Repeat("1", 64) + ", subject: a, scopes: ['tool:x']}]}\n", "auth.tokens[1].scopes", "other scopes"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -176,4 +187,32 @@ func FuzzParseConfig(f *testing.F) {
 			t.Fatal("accepted allow and block together")
 		}
 	})
+}
+
+func TestListenAndInlineServers(t *testing.T) {
+	if _, err := ParseConfig([]byte("listen: 0.0.0.0:9000\nauth: {tokens: [{sha256: "+strings.Repeat("a", 64)+", subject: s}]}\n"), "x", "/srv"); err != nil {
+		t.Fatalf("non-loopback with auth: %v", err)
+	}
+	for _, ok := range []string{"127.0.0.1:0", "localhost:1", "[::1]:2"} {
+		c, _ := ParseConfig(nil, "x", "/srv")
+		if err := c.SetListen(ok); err != nil {
+			t.Errorf("SetListen(%s): %v", ok, err)
+		}
+	}
+	c, _ := ParseConfig(nil, "x", "/srv")
+	var ce *ConfigError
+	if err := c.SetListen("10.0.0.1:80"); !errors.As(err, &ce) || ce.Field != "listen" || c.Listen != DefaultListen {
+		t.Errorf("SetListen to a private address without auth: %v (listen now %q)", err, c.Listen)
+	}
+	c, err := ParseConfig([]byte(fullConfig), "gh.yaml", "/etc/gh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.inline) != 2 || c.inline[0].cfg.Name != "local" || c.inline[0].cfg.PluginRoot != "/etc/gh" ||
+		c.inline[0].cfg.PluginData != "/etc/gh/.gatehouse/data/local" || c.inline[0].prefix == nil || *c.inline[0].prefix != "" {
+		t.Errorf("inline servers %+v", c.inline)
+	}
+	if c.ShutdownTimeout != DefaultShutdownTimeout || c.Journal.Lease != DefaultJournalLease || c.Journal.TTL != DefaultJournalTTL {
+		t.Errorf("defaults: %v %+v", c.ShutdownTimeout, c.Journal)
+	}
 }

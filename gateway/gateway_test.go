@@ -1,0 +1,152 @@
+package gateway
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/gatehouse-dev/gatehouse/toolset"
+)
+
+func hashOf(tok string) string {
+	s := sha256.Sum256([]byte(tok))
+	return hex.EncodeToString(s[:])
+}
+
+// A caller who knows the config (the hashes) but not the tokens gets in
+// nowhere; a prefix or a case change of a token is not the token.
+func TestVerifierAttacks(t *testing.T) {
+	au := newAuthenticator(&Auth{Tokens: []Token{
+		{SHA256: hashOf("s3cret-alice"), Subject: "alice"},
+		{SHA256: hashOf("s3cret-bob"), Subject: "bob", Scopes: []string{"tool:a__x"}},
+	}})
+	for _, bad := range []string{"", hashOf("s3cret-alice"), "s3cret-alic", "S3CRET-ALICE", "s3cret-alice ", "s3cret-alice\x00"} {
+		if _, err := au.verify(context.Background(), bad, nil); !errors.Is(err, auth.ErrInvalidToken) {
+			t.Errorf("token %q: %v, want ErrInvalidToken", bad, err)
+		}
+	}
+	ti, err := au.verify(context.Background(), "s3cret-bob", nil)
+	if err != nil || ti.UserID != "bob" || ti.Expiration.IsZero() {
+		t.Fatalf("bob: %+v %v", ti, err)
+	}
+	if !au.allows("bob", "a__x") || au.allows("bob", "a__y") || !au.allows("alice", "a__y") || au.allows("mallory", "a__x") {
+		t.Error("scopes decide wrongly")
+	}
+	if open := newAuthenticator(nil); !open.allows("local", "anything") {
+		t.Error("without auth every tool is in scope")
+	}
+}
+
+// One caller's key never names another caller's work, and the raw key
+// never goes upstream.
+func TestUnitOfWork(t *testing.T) {
+	r1, c1 := unitOfWork("alice", "bank__pay", "order-42")
+	r2, c2 := unitOfWork("bob", "bank__pay", "order-42")
+	r3, c3 := unitOfWork("alice", "bank__refund", "order-42")
+	if c1 == c2 || r1 == r2 || c1 == c3 || r1 == r3 {
+		t.Error("units of work collide across subjects or tools")
+	}
+	if r, c := unitOfWork("alice", "bank__pay", "order-42"); r != r1 || c != c1 {
+		t.Error("unit of work is not a pure function")
+	}
+	// Separator games: ("a\x00b", "c") vs ("a", "b\x00c").
+	_, x := unitOfWork("a\x00b", "c", "k")
+	_, y := unitOfWork("a", "b\x00c", "k")
+	if x == y {
+		t.Error("subject/tool boundary is ambiguous")
+	}
+	if strings.Contains(r1+":"+c1, "order-42") || !strings.HasPrefix(r1, "gw_") {
+		t.Errorf("upstream key %s:%s", r1, c1)
+	}
+}
+
+// The caller's reserved and consumed _meta keys never go upstream, and the
+// caller's map is not shared.
+func TestForwardMeta(t *testing.T) {
+	in := mcp.Meta{"idempotencyKey": "k", "runId": "r", "progressToken": 1, "custom": "v",
+		"io.modelcontextprotocol/related-task": map[string]any{"taskId": "t"}}
+	out := forwardMeta(in)
+	if len(out) != 1 || out["custom"] != "v" {
+		t.Fatalf("forwarded %v", out)
+	}
+	out["custom"] = "changed"
+	if in["custom"] != "v" {
+		t.Error("the caller's map was shared")
+	}
+	if forwardMeta(mcp.Meta{"idempotencyKey": "k"}) != nil {
+		t.Error("nothing to forward should be nil")
+	}
+}
+
+func TestGatewayRun(t *testing.T) {
+	req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Meta: mcp.Meta{"runId": "job"}}}
+	if a, b := gatewayRun("alice", req), gatewayRun("bob", req); a == b || a == "" {
+		t.Errorf("runs %q %q: a runId must be scoped to the subject", a, b)
+	}
+	if gatewayRun("alice", &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{}}) != "" {
+		t.Error("no runId and no session: no run")
+	}
+}
+
+func TestBackoff(t *testing.T) {
+	now := time.Unix(1000, 0)
+	h := newHealthBook(func() time.Time { return now })
+	lost := &toolset.Error{Code: toolset.CodeConnectionFailed, Server: "s"}
+	if _, down := h.down("s"); down {
+		t.Fatal("down before any failure")
+	}
+	var waits []time.Duration
+	for range 8 {
+		h.observe("s", lost, false)
+		w, down := h.down("s")
+		if !down {
+			t.Fatal("not down after a lost connection")
+		}
+		waits = append(waits, w)
+		now = now.Add(w)
+	}
+	if waits[0] != backoffMin || waits[1] != 2*backoffMin || waits[7] != backoffMax {
+		t.Errorf("backoff %v", waits)
+	}
+	h.observe("s", lost, true) // a cancelled call says nothing
+	if _, down := h.down("s"); down {
+		t.Error("a cancelled call put the server in backoff")
+	}
+	h.observe("s", nil, false)
+	h.observe("s", lost, false)
+	if w, _ := h.down("s"); w != backoffMin {
+		t.Errorf("success did not reset the backoff: %v", w)
+	}
+	h.observe("s", errors.New("tool said no"), false)
+	if _, down := h.down("s"); down {
+		t.Error("an ordinary error is not a lost connection")
+	}
+}
+
+func TestInflightDrain(t *testing.T) {
+	var f inflight
+	if !f.enter() {
+		t.Fatal("enter refused")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if f.drain(ctx) {
+		t.Error("drain with a call running and ctx done reported done")
+	}
+	if f.enter() {
+		t.Error("enter admitted a call after drain began")
+	}
+	done := make(chan bool)
+	go func() { done <- f.drain(context.Background()) }()
+	f.leave()
+	if !<-done {
+		t.Error("drain did not finish when the last call left")
+	}
+}

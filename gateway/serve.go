@@ -1,0 +1,186 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/gatehouse-dev/gatehouse/diag"
+	"github.com/gatehouse-dev/gatehouse/server"
+)
+
+// Handler returns the gateway's HTTP handler: the MCP endpoint at /mcp
+// (behind bearer auth when configured), /healthz and /readyz.
+func (g *Gateway) Handler() (http.Handler, error) {
+	ho := &server.HTTPOptions{JSONResponse: true}
+	if g.cfg.Auth != nil {
+		ho.Verifier = g.auth.verify
+	}
+	mcpH, err := g.srv.Handler(ho)
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	// POSTs are counted until their response is written, so that shutdown
+	// closes no session with an answer still on its way.
+	mux.Handle("/mcp", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			g.posts.add()
+			defer g.posts.leave()
+		}
+		mcpH.ServeHTTP(w, r)
+	}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"ok":true}` + "\n"))
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		rep := g.Ready(r.Context())
+		w.Header().Set("Content-Type", "application/json")
+		if !rep.Ready {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+		_ = json.NewEncoder(w).Encode(rep)
+	})
+	return mux, nil
+}
+
+// Readiness is the body of /readyz.
+type Readiness struct {
+	// Ready is true when the store answers, the gateway is not shutting
+	// down, and every configured server is connected or reported.
+	Ready bool `json:"ready"`
+	// Store is "ok" or "unreachable".
+	Store string `json:"store"`
+	// Servers are the configured servers and their state: "connected",
+	// "skipped" (a diagnostic says why; see the logs), or "unavailable"
+	// (lost, waiting for its restart backoff).
+	Servers []ServerState `json:"servers"`
+	// Plugins are the configured plugins; a rejected one has loaded false.
+	Plugins []PluginState `json:"plugins"`
+	// Tools is the number of tools served.
+	Tools int `json:"tools"`
+	// Draining is true while the gateway shuts down.
+	Draining bool `json:"draining,omitempty"`
+}
+
+// ServerState is one server in Readiness.
+type ServerState struct {
+	Name  string `json:"name"`
+	State string `json:"state"`
+	Rule  string `json:"rule,omitempty"`
+}
+
+// PluginState is one plugin in Readiness (diagnostic texts stay in the
+// logs: /readyz answers without authentication).
+type PluginState struct {
+	Dir    string `json:"dir"`
+	Name   string `json:"name,omitempty"`
+	Loaded bool   `json:"loaded"`
+}
+
+// skipRules are the diagnostics that mean a server is not served.
+var skipRules = []diag.Rule{diag.ConnectionFailure, diag.HostNotAllowed, diag.UnsupportedTransport,
+	diag.PathEscapesPluginRoot, diag.InvalidServerEntry, diag.ReservedEnvName, diag.UnsafeAddress}
+
+// Ready reports the gateway's readiness.
+func (g *Gateway) Ready(ctx context.Context) Readiness {
+	rep := Readiness{Store: "ok", Tools: len(g.Tools())}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if _, err := g.st.GetCounter(ctx, "gatehouse/readyz", time.Now()); err != nil {
+		rep.Store = "unreachable"
+	}
+	skipped := map[string]string{}
+	for _, d := range g.ts.Diagnostics() {
+		if slices.Contains(skipRules, d.Rule) {
+			skipped[d.Origin] = string(d.Rule)
+		}
+	}
+	down := g.health.snapshot()
+	for _, name := range g.servers {
+		s := ServerState{Name: name, State: "connected"}
+		if r, ok := skipped[name]; ok {
+			s.State, s.Rule = "skipped", r
+		} else if _, ok := down[name]; ok {
+			s.State = "unavailable"
+		}
+		rep.Servers = append(rep.Servers, s)
+	}
+	for _, p := range g.plugins {
+		rep.Plugins = append(rep.Plugins, PluginState{Dir: p.Dir, Name: p.Name, Loaded: p.Loaded})
+	}
+	rep.Draining = g.calls.isClosed()
+	rep.Ready = rep.Store == "ok" && !rep.Draining
+	return rep
+}
+
+// Serve serves HTTP on ln until ctx ends, then shuts down gracefully: it
+// stops accepting connections and new calls (they get `unavailable`),
+// waits up to the config's shutdownTimeout for calls in flight (their
+// outcomes are journaled as usual), cancels the ones still running (a
+// keyed call is then journaled in doubt), and closes every session. It
+// returns nil after a shutdown caused by ctx.
+func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
+	h, err := g.Handler()
+	if err != nil {
+		return err
+	}
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	g.log.Info("gateway: shutting down", "inflight", g.calls.count(), "timeout", g.cfg.ShutdownTimeout.String())
+	sctx, cancel := context.WithTimeout(context.Background(), g.cfg.ShutdownTimeout)
+	defer cancel()
+	shut := make(chan struct{})
+	go func() {
+		defer close(shut)
+		_ = hs.Shutdown(sctx) // stop accepting; idle connections close
+	}()
+	if !g.calls.drain(sctx) {
+		g.log.Warn("gateway: shutdown timeout: cancelling calls still running", "inflight", g.calls.count())
+		g.stop()
+		wctx, wcancel := context.WithTimeout(context.Background(), 15*time.Second)
+		g.calls.drain(wctx) // the journal records their outcomes
+		wcancel()
+	}
+	// Answers on their way out are written before sessions close.
+	wctx, wcancel := context.WithTimeout(context.Background(), 5*time.Second)
+	g.posts.drain(wctx)
+	wcancel()
+	// Calls are done: close the sessions (ending streams held open by
+	// clients) and the listener's remaining connections.
+	_ = g.srv.Close()
+	cancel()
+	<-shut
+	_ = hs.Close()
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	g.log.Info("gateway: stopped")
+	return nil
+}
+
+// ServeStdio serves one MCP session over stdin/stdout until the peer
+// closes it or ctx ends. The peer is trusted as a whole (subject "local").
+func (g *Gateway) ServeStdio(ctx context.Context) error {
+	err := g.srv.ServeStdio(ctx)
+	wctx, cancel := context.WithTimeout(context.Background(), g.cfg.ShutdownTimeout)
+	defer cancel()
+	if !g.calls.drain(wctx) {
+		g.stop()
+	}
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
