@@ -3,11 +3,14 @@ package toolset
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/internal/testserver"
+	"github.com/gatehouse-dev/gatehouse/plugin"
+	"github.com/gatehouse-dev/gatehouse/store/sqlite"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -113,12 +116,95 @@ func BenchmarkBuild1000(b *testing.B) {
 		})
 	}
 	results := []listing{{ok: true, tools: listed}}
+	var fp fingerprinted
+	fp.prints, fp.diags = printsOf("big", listed)
+	ts.conns[0].judge(&results[0], fp, nil, false)
 	b.ReportAllocs()
 	start := cpuTime()
 	defer reportCPU(b, start)
 	for b.Loop() {
-		if cat := ts.build(results); len(cat.tools) < 1000 {
+		if cat := ts.build(results, nil); len(cat.tools) < 1000 {
 			b.Fatal(len(cat.tools))
 		}
+	}
+}
+
+// The wake benchmarks compare getting the tool map of a 200-tool HTTP
+// server back from SQLite (no round trip) with a cold connect + list of the
+// same server. Run with -bench 'Wake200|Cold200'.
+func benchServer200(b *testing.B) (Server, string) {
+	fx := startHTTP(b, "127.0.0.1:0", "-generate", "200")
+	srv := remote("big", fx.url(""), plugin.TransportStreamableHTTP)
+	db := filepath.Join(b.TempDir(), "g.db")
+	st, err := sqlite.Open(context.Background(), db, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	ts, err := Open(context.Background(), []Server{srv}, &Options{Store: st})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if list, err := ts.Tools(context.Background()); err != nil || len(list) < 200 {
+		b.Fatalf("%d tools, %v", len(list), err)
+	}
+	ts.Close()
+	return srv, db
+}
+
+func BenchmarkCold200(b *testing.B) {
+	srv, _ := benchServer200(b)
+	ctx := context.Background()
+	for b.Loop() {
+		ts, err := Open(ctx, []Server{srv}, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if list, err := ts.Tools(ctx); err != nil || len(list) < 200 {
+			b.Fatalf("%d tools, %v", len(list), err)
+		}
+		ts.Close()
+	}
+}
+
+func BenchmarkWake200(b *testing.B) {
+	srv, db := benchServer200(b)
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, db, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	for b.Loop() {
+		ts, err := Open(ctx, []Server{srv}, &Options{Store: st, Wake: true, DeferReconcile: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if list, err := ts.Tools(ctx); err != nil || len(list) < 200 {
+			b.Fatalf("%d tools, %v", len(list), err)
+		}
+		ts.Close()
+	}
+}
+
+// BenchmarkWake200OpenStore includes opening the SQLite file, as a fresh
+// serverless worker would.
+func BenchmarkWake200OpenStore(b *testing.B) {
+	srv, db := benchServer200(b)
+	ctx := context.Background()
+	for b.Loop() {
+		st, err := sqlite.Open(ctx, db, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ts, err := Open(ctx, []Server{srv}, &Options{Store: st, Wake: true, DeferReconcile: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if list, err := ts.Tools(ctx); err != nil || len(list) < 200 {
+			b.Fatalf("%d tools, %v", len(list), err)
+		}
+		ts.Close()
+		st.Close()
 	}
 }

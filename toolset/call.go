@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"syscall"
 
 	"github.com/gatehouse-dev/gatehouse/internal/projection"
+	"github.com/gatehouse-dev/gatehouse/pin"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -47,9 +49,9 @@ func (t *Toolset) Call(ctx context.Context, name string, args any, info CallInfo
 		}
 		return nil, &Error{Code: CodeCallFailed, Tool: name, Err: err}
 	}
-	e, ok := cat.byName[name]
-	if !ok {
-		return nil, &Error{Code: CodeUnknownTool, Tool: name}
+	e, err := t.callable(cat, name)
+	if err != nil {
+		return nil, err
 	}
 	arguments, err := normalizeArgs(args)
 	if err != nil {
@@ -58,7 +60,46 @@ func (t *Toolset) Call(ctx context.Context, name string, args any, info CallInfo
 	if e.describe {
 		return t.describeCall(cat, arguments)
 	}
+	if t.pending(e.conn) {
+		// Woken from the store and not reconciled yet: list the server
+		// and judge its contracts before the first call reaches it.
+		if err := e.conn.reconcile(ctx, true); err != nil {
+			var te *Error
+			if errors.As(err, &te) {
+				te.Tool = name
+			}
+			return nil, err
+		}
+		if e, err = t.callable(t.current(), name); err != nil {
+			return nil, err
+		}
+	}
 	return e.conn.call(ctx, name, e.info.RemoteName, arguments, info)
+}
+
+// current returns the current catalog (nil before the first load).
+func (t *Toolset) current() *catalog {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.cat
+}
+
+// callable finds name in cat and refuses quarantined and withdrawn tools.
+func (t *Toolset) callable(cat *catalog, name string) (*entry, error) {
+	e, ok := cat.byName[name]
+	if !ok {
+		if w, gone := cat.withdrawn[name]; gone {
+			return nil, &Error{Code: CodeToolWithdrawn, Server: w.server, Tool: name,
+				Err: fmt.Errorf("MCP tool %s is no longer published by server %s", name, pin.SanitizeName(w.server))}
+		}
+		return nil, &Error{Code: CodeUnknownTool, Tool: name}
+	}
+	if e.info.State == Quarantined {
+		s := pin.SanitizeName(e.info.Server)
+		return nil, &Error{Code: CodeQuarantined, Server: e.info.Server, Tool: name,
+			Err: fmt.Errorf("MCP tool %s is quarantined: its contract on server %s changed after it was trusted, so calls are refused until an operator reviews the change and re-trusts the server (gatehouse trust %s)", name, s, s)}
+	}
+	return e, nil
 }
 
 // normalizeArgs checks that args will encode to a JSON object.
@@ -137,13 +178,21 @@ func (c *conn) call(ctx context.Context, name, remote string, args any, info Cal
 		if sess, err = c.reconnect(ctx, sess); err != nil {
 			return nil, fail(CodeConnectionFailed, fmt.Errorf("reconnecting: %w", err))
 		}
+		// The new session's listing may have changed the tool.
+		if e, err := c.ts.callable(c.ts.current(), name); err != nil {
+			return nil, err
+		} else if e.conn != c || e.info.RemoteName != remote {
+			return nil, &Error{Code: CodeToolWithdrawn, Server: c.name, Tool: name,
+				Err: fmt.Errorf("MCP tool %s is no longer published by server %s", name, pin.SanitizeName(c.name))}
+		}
 	}
 }
 
 // sessionLost reports errors after which a new session may succeed.
 func sessionLost(err error) bool {
 	return errors.Is(err, mcp.ErrSessionMissing) || errors.Is(err, mcp.ErrConnectionClosed) ||
-		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.EPIPE) // a dead stdio child: the request was never read
 }
 
 // describeCall answers mcp__describe_tool locally.

@@ -7,15 +7,22 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/diag"
 	"github.com/gatehouse-dev/gatehouse/internal/projection"
+	"github.com/gatehouse-dev/gatehouse/pin"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // catalog is the tool map built from one round of listings.
 type catalog struct {
-	tools  []ToolInfo
-	byName map[string]*entry
-	prompt []projection.ServerTools
-	diags  []diag.Diagnostic
+	tools     []ToolInfo
+	byName    map[string]*entry
+	prompt    []projection.ServerTools
+	diags     []diag.Diagnostic
+	withdrawn map[string]withdrawal // projected names no longer published
+}
+
+// withdrawal remembers a tool its server stopped publishing.
+type withdrawal struct {
+	server, remote string
 }
 
 // entry is one registered tool: what the model sees and where calls go.
@@ -41,22 +48,16 @@ func (e *entry) summary() Summary {
 	}
 }
 
-// reconcile is where the next issue's pinning check goes: between listing a
-// server's tools and building the map, it will compare each tool's contract
-// with its trusted fingerprint, quarantine changed tools, withhold new ones
-// and log removed ones. For now every listed tool is active.
-func (t *Toolset) reconcile(_ *conn, tools []*mcp.Tool) ([]*mcp.Tool, []State, []diag.Diagnostic) {
-	states := make([]State, len(tools))
-	for i := range states {
-		states[i] = Active
-	}
-	return tools, states, nil
-}
+// quarantineSchema is the input schema of a quarantined tool.
+func quarantineSchema() map[string]any { return map[string]any{"type": "object"} }
 
-// build projects every listed tool: filter, sanitize, plan disclosure,
-// register names.
-func (t *Toolset) build(results []listing) *catalog {
-	cat := &catalog{byName: map[string]*entry{}}
+// build projects every listed tool by its drift decision (trusted and new
+// tools as published, quarantined ones with our text, withheld ones not at
+// all), then filters, sanitizes, plans disclosure and registers names. prev
+// is the catalog it replaces, if any: names it had that are gone are
+// remembered as withdrawn.
+func (t *Toolset) build(results []listing, prev *catalog) *catalog {
+	cat := &catalog{byName: map[string]*entry{}, withdrawn: map[string]withdrawal{}}
 	var all []*entry
 	deferred := false
 	for i, c := range t.conns {
@@ -64,19 +65,25 @@ func (t *Toolset) build(results []listing) *catalog {
 		if r.diag != nil {
 			cat.diags = append(cat.diags, *r.diag)
 		}
+		cat.diags = append(cat.diags, r.drift...)
 		if !r.ok {
 			continue
 		}
-		tools, states, ds := t.reconcile(c, r.tools)
-		cat.diags = append(cat.diags, ds...)
+		for _, remote := range r.removed {
+			cat.withdrawn[projection.Name(c.prefix, remote)] = withdrawal{server: c.name, remote: remote}
+		}
 		var entries []*entry
 		var ptools []projection.Tool
 		seen := map[string]bool{}
-		for j, tool := range tools {
+		for _, tool := range r.tools {
 			if tool == nil || seen[tool.Name] {
 				continue // a server listing a name twice: the first one counts
 			}
 			seen[tool.Name] = true
+			d, judged := r.decisions[tool.Name]
+			if !judged || !(d.Callable() || d.Action == pin.Quarantined) {
+				continue // withheld (or not fingerprintable)
+			}
 			name := projection.Name(c.prefix, tool.Name)
 			if !c.srv.Filter.Keep(tool.Name, name) {
 				continue
@@ -92,10 +99,20 @@ func (t *Toolset) build(results []listing) *catalog {
 					RemoteName:   tool.Name,
 					Title:        projection.Sanitize(tool.Title),
 					Description:  projection.Sanitize(tool.Description),
-					State:        states[j],
+					State:        Active,
 					Annotations:  sanitizeAnnotations(tool.Annotations),
 					ContractHash: ContractHash(tool),
+					ServerID:     c.id,
 				},
+			}
+			if d.Action == pin.Quarantined {
+				// Nothing the server wrote about this tool reaches the
+				// model: our description, an empty schema, no title, no
+				// annotations.
+				e.full, e.output = quarantineSchema(), nil
+				e.info.Title, e.info.Annotations = "", nil
+				e.info.Description = pin.QuarantineDescription(c.name, tool.Name)
+				e.info.State = Quarantined
 			}
 			entries = append(entries, e)
 			ptools = append(ptools, projection.Tool{Name: name, Server: c.name, RemoteName: tool.Name,
@@ -154,6 +171,19 @@ func (t *Toolset) build(results []listing) *catalog {
 		cat.tools = append(cat.tools, e.info)
 	}
 	sortTools(cat.tools)
+	if prev != nil {
+		for name, w := range prev.withdrawn {
+			cat.withdrawn[name] = w
+		}
+		for name, e := range prev.byName {
+			if e.conn != nil {
+				cat.withdrawn[name] = withdrawal{server: e.conn.name, remote: e.info.RemoteName}
+			}
+		}
+	}
+	for name := range cat.byName {
+		delete(cat.withdrawn, name)
+	}
 	return cat
 }
 

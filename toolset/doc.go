@@ -18,4 +18,36 @@
 // from their plugin root with the command and working directory re-checked
 // through realpath just before spawning, in their own process group, and are
 // reaped on Close.
+//
+// # Drift, storage and wake
+//
+// Every listing (first use, Reconcile, a reconnect's re-listing) is
+// fingerprinted with package pin and judged against the server's trust
+// baseline in Options.Store (any store.ServerStore; nil means an in-memory
+// store). On first sight the baseline is recorded; afterwards a changed tool
+// is quarantined (it keeps its name, gets pin.QuarantineDescription and an
+// empty schema, and calls to it fail with ErrQuarantined), an added tool is
+// withheld, a removed one dropped (calls fail with ErrToolWithdrawn), each
+// with a tool-drift diagnostic; a changed instructions fingerprint is a
+// tool-drift diagnostic too. No drifted text reaches Tools, Describe,
+// SystemPrompt, mcp__describe_tool, diagnostics or logs. Baselines are
+// insert-only; Retrust is the only way to replace one, and WatchTrust notices
+// a re-trust made by another process.
+//
+// A server's row ID is ServerID(config) ("<plugin>/<server>", or
+// "config:<server>" without a plugin) unless Server.ID sets one. A row
+// holds the id, name, transport type, the URL without userinfo, query or
+// fragment (empty for stdio), the last published catalogue and the
+// baseline; never a token, header, auth output or environment.
+//
+// With Options.Wake, the first use builds the map from the stored
+// catalogues with no request to any server and no launch, then reconciles
+// in the background (AwaitReconcile waits; DeferReconcile leaves it to the
+// first Call of each server, or to Reconcile). Tools returns snapshots: a
+// reconcile corrects the map in place for the next Tools and every Call,
+// never a slice already returned. A server without a row, or whose row's
+// type or URL no longer matches the configuration, is not connected at all
+// (a connection-failure diagnostic); a stored catalogue that no longer
+// parses is dropped until the reconcile lists the server again. OnChange
+// tells a caller (the gateway) that the map changed.
 package toolset

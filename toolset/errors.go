@@ -21,6 +21,18 @@ const (
 	CodeCallFailed = "call_failed"
 	// CodeClosed: the toolset was closed.
 	CodeClosed = "closed"
+	// CodeQuarantined: the tool's contract changed after it was trusted
+	// (see the pin package); calls are refused until an operator re-trusts
+	// the server (Retrust, `gatehouse trust`).
+	CodeQuarantined = "quarantined"
+	// CodeToolWithdrawn: the tool was in the tool map (or the trusted
+	// baseline) but its server no longer publishes it.
+	CodeToolWithdrawn = "tool_withdrawn"
+	// CodeUnknownServer: Retrust was given a name that is no configured
+	// server (or one that names several; the message says so).
+	CodeUnknownServer = "unknown_server"
+	// CodeStoreFailed: the trust store failed (Retrust, WatchTrust).
+	CodeStoreFailed = "store_failed"
 )
 
 // Error is the error Call (and the other methods) return. Branch on it with
@@ -54,6 +66,17 @@ func (e *Error) Error() string {
 	return msg
 }
 
+// Reason returns a sentence a person (or a model) can act on, without the
+// "toolset:" prefix: the underlying error's text for quarantined and
+// tool_withdrawn refusals, Error() otherwise. It never carries text a
+// server controls beyond sanitized names.
+func (e *Error) Reason() string {
+	if (e.Code == CodeQuarantined || e.Code == CodeToolWithdrawn) && e.Err != nil {
+		return e.Err.Error()
+	}
+	return e.Error()
+}
+
 // Unwrap returns the underlying error.
 func (e *Error) Unwrap() error { return e.Err }
 
@@ -75,6 +98,10 @@ var (
 	ErrInvalidArguments = &Error{Code: CodeInvalidArguments}
 	ErrCallFailed       = &Error{Code: CodeCallFailed}
 	ErrClosed           = &Error{Code: CodeClosed}
+	ErrQuarantined      = &Error{Code: CodeQuarantined}
+	ErrToolWithdrawn    = &Error{Code: CodeToolWithdrawn}
+	ErrUnknownServer    = &Error{Code: CodeUnknownServer}
+	ErrStoreFailed      = &Error{Code: CodeStoreFailed}
 )
 
 // Wiring errors returned by Open.

@@ -121,7 +121,7 @@ func call(t *testing.T, ts *Toolset, name string, args any) string {
 
 // httpFixture is the fixture binary serving HTTP on 127.0.0.1.
 type httpFixture struct {
-	t      *testing.T
+	t      testing.TB
 	addr   string // host:port
 	record string
 	args   []string
@@ -130,7 +130,7 @@ type httpFixture struct {
 
 // startHTTP starts the fixture over HTTP (streamable, or SSE with "-sse" in
 // args) on addr ("127.0.0.1:0" for any port), recording requests.
-func startHTTP(t *testing.T, addr string, args ...string) *httpFixture {
+func startHTTP(t testing.TB, addr string, args ...string) *httpFixture {
 	t.Helper()
 	f := &httpFixture{t: t, record: filepath.Join(t.TempDir(), "requests.jsonl"), args: args}
 	f.start(addr)

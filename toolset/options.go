@@ -27,6 +27,9 @@ type Server struct {
 	// AlwaysLoad exempts the server from the disclosure budget: its schemas
 	// are always inline.
 	AlwaysLoad bool
+	// ID is the server's row ID in Options.Store; empty means
+	// ServerID(Config).
+	ID string
 
 	// transport, when set (tests and benchmarks only), replaces the
 	// transport built from Config: it is called for each (re)connection.
@@ -85,6 +88,28 @@ type Options struct {
 	// Logger receives the toolset's logs; nil discards them. Server
 	// instructions are never logged.
 	Logger *slog.Logger
+
+	// Store keeps server rows (the last published catalogue) and trust
+	// baselines (see package pin). store.ServerStore satisfies it. Nil
+	// means an in-memory store: drift is still judged on every re-listing
+	// (a reconnect), against the first listing this Toolset saw.
+	Store Store
+	// Wake builds the tool map from the catalogues in Store with no
+	// connection, launch or request to any server, then reconciles in the
+	// background (see Reconcile). A server without a row in Store gets a
+	// connection-failure diagnostic and is not connected: a wake is never a
+	// cold start.
+	Wake bool
+	// DeferReconcile, with Wake, does not start the background reconcile:
+	// each server is reconciled on its first Call, or all at once by
+	// Reconcile.
+	DeferReconcile bool
+	// OnChange, when set, is called after the tool map changed after it
+	// was first built (a reconcile, a reconnect's re-listing, a re-trust
+	// noticed by WatchTrust or made by Retrust). It is called from the
+	// goroutine that made the change, holding no lock of the Toolset: it
+	// may call Tools.
+	OnChange func()
 }
 
 const (
@@ -137,6 +162,8 @@ type ToolInfo struct {
 	Disclosure projection.Tier `json:"disclosure"`
 	// State is active or quarantined.
 	State State `json:"state"`
+	// ServerID is the server's row ID in the store (see ServerID).
+	ServerID string `json:"serverId,omitempty"`
 	// Annotations are the server's hints, as information only: nothing in
 	// Gatehouse decides on them.
 	Annotations *mcp.ToolAnnotations `json:"annotations,omitempty"`

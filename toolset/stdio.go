@@ -121,9 +121,14 @@ func prepareLaunch(cfg plugin.ServerConfig, o *Options) (*launch, error) {
 		l.path = p
 		return l, nil
 	}
-	data, err := ensureData(cfg)
-	if err != nil {
-		return nil, err
+	// A server of a gateway config (a root, no plugin) has no plugin data
+	// directory: PLUGIN_DATA is empty for it.
+	var data string
+	if cfg.PluginName != "" || cfg.PluginData != "" {
+		var err error
+		if data, err = ensureData(cfg); err != nil {
+			return nil, err
+		}
 	}
 	spec, err := cfg.LaunchSpec(plugin.Vars{Root: cfg.PluginRoot, Data: data})
 	if err != nil {

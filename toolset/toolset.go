@@ -14,7 +14,9 @@ import (
 	"github.com/gatehouse-dev/gatehouse/diag"
 	"github.com/gatehouse-dev/gatehouse/egress"
 	"github.com/gatehouse-dev/gatehouse/internal/projection"
+	"github.com/gatehouse-dev/gatehouse/pin"
 	"github.com/gatehouse-dev/gatehouse/plugin"
+	"github.com/gatehouse-dev/gatehouse/store/memory"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -31,10 +33,17 @@ type Toolset struct {
 	stopLife context.CancelFunc
 	inflight sync.WaitGroup
 
-	loadMu sync.Mutex // serializes loading
-	mu     sync.Mutex // guards cat and closed
-	cat    *catalog
-	closed bool
+	store         Store
+	ownsStore     bool           // an in-memory store made by Open
+	bg            sync.WaitGroup // background reconciles
+	reconciled    chan struct{}  // closed when the wake's first reconcile round ended
+	reconcileOnce sync.Once
+
+	loadMu   sync.Mutex // serializes loading
+	mu       sync.Mutex // guards cat, listings and closed
+	cat      *catalog
+	listings []listing // one per conn: the current state the catalog is built from
+	closed   bool
 }
 
 // Open checks the wiring of servers and opts and returns a Toolset. It does
@@ -83,6 +92,15 @@ func Open(ctx context.Context, servers []Server, opts *Options) (*Toolset, error
 		client: mcp.NewClient(&mcp.Implementation{Name: "gatehouse", Version: "0.1.0"}, &mcp.ClientOptions{Logger: log}),
 	}
 	t.life, t.stopLife = context.WithCancel(context.Background())
+	t.reconciled = make(chan struct{})
+	t.store = o.Store
+	if t.store == nil {
+		m, err := memory.New(nil)
+		if err != nil {
+			return nil, fmt.Errorf("toolset: %w", err)
+		}
+		t.store, t.ownsStore = m, true
+	}
 
 	hosts := o.AllowedHosts
 	if o.AllowedHostsFunc != nil {
@@ -95,7 +113,10 @@ func Open(ctx context.Context, servers []Server, opts *Options) (*Toolset, error
 
 	refs := make([]projection.ServerRef, len(servers))
 	for i, s := range servers {
-		c := &conn{ts: t, srv: s, name: s.Config.Name}
+		c := &conn{ts: t, srv: s, name: s.Config.Name, idx: i, id: s.ID}
+		if c.id == "" {
+			c.id = ServerID(s.Config)
+		}
 		t.conns = append(t.conns, c)
 		refs[i] = projection.ServerRef{Name: s.Config.Name, Prefix: s.Prefix}
 		if s.transport != nil {
@@ -133,7 +154,28 @@ func Open(ctx context.Context, servers []Server, opts *Options) (*Toolset, error
 		c.prefix = prefixes[i]
 	}
 	t.static = append(t.static, ds...)
+	t.static = append(t.static, t.distinctIDs(refs)...)
+	t.listings = make([]listing, len(t.conns))
 	return t, nil
+}
+
+// distinctIDs gives two servers with one row ID distinct IDs (see ServerID).
+func (t *Toolset) distinctIDs(refs []projection.ServerRef) []diag.Diagnostic {
+	count := map[string]int{}
+	for _, c := range t.conns {
+		count[c.id]++
+	}
+	var ds []diag.Diagnostic
+	for i, c := range t.conns {
+		if count[c.id] < 2 {
+			continue
+		}
+		old := c.id
+		c.id = old + "#" + identityHash(refs[i].Identity)
+		ds = append(ds, diag.New(diag.ServerNameCollision, "", c.name,
+			"two servers have the store row ID %q; this one is stored as %q", old, c.id))
+	}
+	return ds
 }
 
 // Connect connects every server now (it is otherwise done on first use) and
@@ -213,6 +255,12 @@ func (t *Toolset) Close() error {
 	}
 	wg.Wait()
 	t.inflight.Wait()
+	t.bg.Wait()
+	if t.ownsStore {
+		if c, ok := t.store.(interface{ Close() error }); ok {
+			errs = append(errs, c.Close())
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -250,32 +298,56 @@ func (t *Toolset) ensure(ctx context.Context) (*catalog, error) {
 	}
 
 	results := make([]listing, len(t.conns))
-	var wg sync.WaitGroup
-	for i, c := range t.conns {
-		if c.skip {
-			continue
+	if t.opts.Wake {
+		for i, c := range t.conns {
+			if !c.skip {
+				results[i] = c.wake(ctx)
+			}
 		}
-		wg.Go(func() { results[i] = c.connectAndList(ctx) })
+	} else {
+		var wg sync.WaitGroup
+		for i, c := range t.conns {
+			if c.skip {
+				continue
+			}
+			wg.Go(func() { results[i] = c.connectAndList(ctx) })
+		}
+		wg.Wait()
 	}
-	wg.Wait()
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if t.isClosed() {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
 		return nil, &Error{Code: CodeClosed}
 	}
-	cat = t.build(results)
-	t.mu.Lock()
+	t.listings = results
+	cat = t.build(results, nil)
 	t.cat = cat
 	t.mu.Unlock()
+	if t.opts.Wake && !t.opts.DeferReconcile {
+		t.startReconcile()
+	}
 	return cat, nil
 }
 
-// listing is one server's connection outcome.
+// listing is one server's current state: what it published (or what the
+// store holds, while a wake is pending), judged against its baseline.
 type listing struct {
-	ok    bool
-	tools []*mcp.Tool
-	diag  *diag.Diagnostic
+	ok    bool             // tools are projected
+	tools []*mcp.Tool      // as published (or as stored)
+	diag  *diag.Diagnostic // why the server is absent, or a pending wake's trouble
+
+	decisions    map[string]pin.Decision // by remote name
+	removed      []string                // trusted tools no longer published
+	drift        []diag.Diagnostic
+	prints       map[string]string // remote name -> current fingerprint
+	fp           fingerprinted     // the listing's prints, for re-judging
+	baseline     pin.Baseline
+	instructions string // fingerprint, when listed from a live session
+	version      int64  // baseline version the decisions were made with
+	pending      bool   // projected from the store; not yet reconciled
 }
 
 // conn is one configured server and its live session.
@@ -285,6 +357,11 @@ type conn struct {
 	name   string
 	prefix string
 	skip   bool
+	idx    int    // index in ts.conns and ts.listings
+	id     string // store row ID
+	asleep bool   // a wake found no usable row: never connected
+
+	relistMu sync.Mutex // serializes reconciles and re-trusts of this server
 
 	httpClient *http.Client
 	token      atomic.Pointer[string] // current bearer, served by the egress hook
@@ -354,14 +431,13 @@ func (c *conn) connectAndList(ctx context.Context) listing {
 		}
 		return fail("%v", err)
 	}
-	var tools []*mcp.Tool
-	for tool, err := range sess.Tools(ctx, nil) {
-		if err != nil {
-			return fail("listing tools: %v", err)
-		}
-		tools = append(tools, tool)
+	p, err := listSession(ctx, sess)
+	if err != nil {
+		return fail("%v", err)
 	}
-	return listing{ok: true, tools: tools}
+	l := c.record(ctx, p)
+	c.logDrift(&l)
+	return l
 }
 
 // connectContext bounds one connection attempt by ConnectTimeout and by
@@ -490,10 +566,18 @@ func (c *conn) current(ctx context.Context) (*mcp.ClientSession, error) {
 // reconnect replaces old with a new session, unless another caller already
 // did.
 func (c *conn) reconnect(ctx context.Context, old *mcp.ClientSession) (*mcp.ClientSession, error) {
+	sess, relisted, err := c.reconnectLocked(ctx, old)
+	if relisted {
+		c.ts.changed()
+	}
+	return sess, err
+}
+
+func (c *conn) reconnectLocked(ctx context.Context, old *mcp.ClientSession) (_ *mcp.ClientSession, relisted bool, _ error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.session != old && c.session != nil {
-		return c.session, nil
+		return c.session, false, nil
 	}
 	if c.session != nil {
 		_ = c.session.Close()
@@ -502,9 +586,23 @@ func (c *conn) reconnect(ctx context.Context, old *mcp.ClientSession) (*mcp.Clie
 	c.ts.log.Info("toolset: reconnecting", "server", c.name)
 	ctx, cancel := c.connectContext(ctx)
 	defer cancel()
-	// Hook for the next issue: re-list and compare contracts here before the
-	// new session serves calls.
-	return c.connectLocked(ctx)
+	sess, err := c.connectLocked(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	// A new session may be a new server: re-list and judge its contracts
+	// before it serves calls.
+	p, err := listSession(ctx, sess)
+	if err != nil {
+		return nil, false, err
+	}
+	l := c.record(ctx, p)
+	if !l.ok {
+		return nil, false, errors.New(l.diag.Message)
+	}
+	c.logDrift(&l)
+	c.ts.update(c, l)
+	return sess, true, nil
 }
 
 func (c *conn) close() error {

@@ -13,6 +13,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/diag"
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/plugin"
+	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/toolset"
 )
 
@@ -20,17 +21,24 @@ import (
 type toolsReport struct {
 	Tools       []toolset.ToolInfo `json:"tools"`
 	Diagnostics []diag.Diagnostic  `json:"diagnostics"`
+	// Store is the store the run persisted to (password redacted), when
+	// one was given.
+	Store string `json:"store,omitempty"`
 }
 
 func newToolsCmd() *cobra.Command {
-	var configPath string
+	var configPath, storeDSN string
 	var plugins []string
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "tools [--config FILE] [--plugin DIR]...",
 		Short: "Connect every server of the given plugins and config, print the tool map an agent would see, and close",
 		Long: "Connects every MCP server of the given plugins (and of the config's plugins and servers),\n" +
-			"projects the tool map exactly as an agent would see it, and closes. Nothing is served.",
+			"projects the tool map exactly as an agent would see it, and closes. Nothing is served.\n\n" +
+			"With a store (--store, or the config's store when --config is given, or $GATEHOUSE_STORE),\n" +
+			"each server's catalogue is recorded, its tool contracts are pinned on first sight, and drift\n" +
+			"is reported: a changed tool is quarantined, a new one withheld, a removed one reported\n" +
+			"(tool-drift diagnostics). `gatehouse trust SERVER` re-trusts a server.",
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if configPath == "" && len(plugins) == 0 {
@@ -41,11 +49,24 @@ func newToolsCmd() *cobra.Command {
 				return err
 			}
 			servers, ds := collectServers(cfg, plugins)
-			ts, err := toolset.Open(cmd.Context(), servers, &toolset.Options{
+			opts := &toolset.Options{
 				AllowedHosts: cfg.AllowedHosts,
 				Budget:       cfg.Disclosure.Budget,
 				Stderr:       cmd.ErrOrStderr(),
-			})
+			}
+			var redacted string
+			if d := toolsStoreDSN(storeDSN, configPath, cfg); d != "" {
+				st, err := openStore(cmd.Context(), d)
+				if err != nil {
+					return err
+				}
+				defer st.Close()
+				opts.Store = st
+				if p, err := store.ParseDSN(d); err == nil {
+					redacted = p.String()
+				}
+			}
+			ts, err := toolset.Open(cmd.Context(), servers, opts)
 			if err != nil {
 				return err
 			}
@@ -54,7 +75,7 @@ func newToolsCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			rep := toolsReport{Tools: tools, Diagnostics: append(ds, ts.Diagnostics()...)}
+			rep := toolsReport{Tools: tools, Diagnostics: append(ds, ts.Diagnostics()...), Store: redacted}
 			if rep.Tools == nil {
 				rep.Tools = []toolset.ToolInfo{}
 			}
@@ -70,7 +91,22 @@ func newToolsCmd() *cobra.Command {
 	cmd.Flags().StringVar(&configPath, "config", "", "gateway config file (YAML): its plugins, servers, allowedHosts and disclosure apply")
 	cmd.Flags().StringArrayVar(&plugins, "plugin", nil, "a plugin directory (repeatable)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object (CONTRACTS.md §3)")
+	cmd.Flags().StringVar(&storeDSN, "store", "", "store DSN (sqlite:PATH, postgres://...): record the catalogues and trust baselines there and report drift against them")
 	return cmd
+}
+
+// toolsStoreDSN chooses the store `gatehouse tools` persists to: --store;
+// else, with --config, the config's store ($GATEHOUSE_STORE overriding
+// it); else $GATEHOUSE_STORE; else none (nothing is persisted and drift is
+// not judged across runs).
+func toolsStoreDSN(flag, configPath string, cfg *gateway.Config) string {
+	switch {
+	case flag != "":
+		return flag
+	case configPath != "":
+		return store.DSNFromEnv(cfg.StoreDSN())
+	}
+	return store.DSNFromEnv("")
 }
 
 func loadConfigOrDefault(path string) (*gateway.Config, error) {

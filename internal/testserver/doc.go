@@ -18,6 +18,9 @@
 //   - hygiene {}: a tool whose description contains bidi and zero-width
 //     characters; pair it with Config.Instructions to test prompt hygiene.
 //
+// Config.ToolsFile (flag -tools-file) serves the tools of a JSON file, read
+// at start, so a test can change a server's tools between runs.
+//
 // Config.Names adds one tool per name that returns its own name (for naming
 // tests) and
 // Config.Generate adds N tools with long descriptions and rich schemas (for

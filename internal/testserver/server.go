@@ -42,6 +42,22 @@ type Config struct {
 	EffectsFile string
 	// MarkerFile is written by block (see the package doc).
 	MarkerFile string
+	// ToolsFile names a JSON file holding an array of tools (name, title,
+	// description, inputSchema, outputSchema, annotations as in MCP), read
+	// when New runs; each returns its "text" argument, or its own name when
+	// there is none. A test changes the server's tools between runs by
+	// rewriting the file (see WriteToolsFile). New panics if the file
+	// cannot be read.
+	ToolsFile string
+}
+
+// WriteToolsFile writes tools as a ToolsFile.
+func WriteToolsFile(path string, tools []*mcp.Tool) error {
+	b, err := json.Marshal(tools)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o644)
 }
 
 // Fixture is a configured fixture server.
@@ -66,7 +82,7 @@ func New(cfg Config) *Fixture {
 	if cfg.Name == "" {
 		cfg.Name = "fixture"
 	}
-	if len(cfg.Tools) == 0 && len(cfg.Names) == 0 && cfg.Generate == 0 {
+	if len(cfg.Tools) == 0 && len(cfg.Names) == 0 && cfg.Generate == 0 && cfg.ToolsFile == "" {
 		cfg.Tools = []string{"echo"}
 	}
 	if cfg.DescriptionLen <= 0 {
@@ -84,6 +100,27 @@ func New(cfg Config) *Fixture {
 			func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 				return text(req.Params.Name), nil
 			})
+	}
+	if cfg.ToolsFile != "" {
+		b, err := os.ReadFile(cfg.ToolsFile)
+		if err != nil {
+			panic(fmt.Sprintf("testserver: tools file: %v", err))
+		}
+		var listed []*mcp.Tool
+		if err := json.Unmarshal(b, &listed); err != nil {
+			panic(fmt.Sprintf("testserver: tools file %s: %v", cfg.ToolsFile, err))
+		}
+		for _, t := range listed {
+			if t.InputSchema == nil {
+				t.InputSchema = map[string]any{"type": "object"}
+			}
+			f.add(t, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				if s, ok := args(req)["text"].(string); ok {
+					return text(s), nil
+				}
+				return text(req.Params.Name), nil
+			})
+		}
 	}
 	for i := range cfg.Generate {
 		f.add(generated(i, cfg.DescriptionLen), func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {

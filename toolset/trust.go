@@ -1,0 +1,578 @@
+package toolset
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"sort"
+	"strings"
+
+	"github.com/gatehouse-dev/gatehouse/diag"
+	"github.com/gatehouse-dev/gatehouse/pin"
+	"github.com/gatehouse-dev/gatehouse/plugin"
+	"github.com/gatehouse-dev/gatehouse/store"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Store is what a Toolset persists through: server rows (the last published
+// catalogue, for waking) and trust baselines (for drift). store.ServerStore,
+// and so every store implementation, satisfies it.
+type Store interface {
+	PutServer(ctx context.Context, s store.Server) error
+	GetServer(ctx context.Context, id string) (store.Server, error)
+	SaveBaseline(ctx context.Context, serverID string, fingerprints map[string]string) (added int, err error)
+	GetBaseline(ctx context.Context, serverID string) (map[string]string, error)
+	ClearBaseline(ctx context.Context, serverID string) (int64, error)
+	BaselineVersion(ctx context.Context, serverID string) (int64, error)
+}
+
+var _ Store = store.ServerStore(nil)
+
+// configIDPrefix starts the row ID of a server configured without a plugin.
+// It contains ':', which no plugin name may (Agent Plugins §5.5), so it
+// never collides with the ID of a plugin's server.
+const configIDPrefix = "config:"
+
+// ServerID returns the store row ID of a server: "<plugin name>/<server
+// name>" for a plugin's server and "config:<server name>" for a server
+// configured without a plugin (in a gateway config or in code). It is a pure
+// function of the configuration. Server.ID overrides it, and two servers of
+// one Toolset with the same ID both get "#" and 8 hex digits of the SHA-256
+// of their identity (URL, or resolved command and args) appended.
+func ServerID(cfg plugin.ServerConfig) string {
+	if cfg.PluginName != "" {
+		return cfg.PluginName + "/" + cfg.Name
+	}
+	return configIDPrefix + cfg.Name
+}
+
+// rowURL is the URL kept in a server row: the configured URL without
+// userinfo, query or fragment, which can carry credentials. Stdio servers
+// keep "".
+func rowURL(cfg plugin.ServerConfig) string {
+	if cfg.Type == plugin.TransportStdio || cfg.URL == "" {
+		return ""
+	}
+	u, err := url.Parse(cfg.URL)
+	if err != nil {
+		return ""
+	}
+	u.User, u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = nil, "", false, "", ""
+	return u.String()
+}
+
+// catalogueFormat names the JSON layout of a stored catalogue.
+const catalogueFormat = "gatehouse/catalogue/v1"
+
+type storedCatalogue struct {
+	Format string      `json:"format"`
+	Tools  []*mcp.Tool `json:"tools"`
+	// Prints caches each tool's pin (pin.Pin.String, by name), so a wake
+	// need not re-fingerprint. It is a cache like the rest: an entry that
+	// does not parse, or a tool without one, is fingerprinted again, and
+	// the reconcile judges the live listing from scratch.
+	Prints map[string]string `json:"prints,omitempty"`
+}
+
+// encodeCatalogue returns the stored form of a listing: the tools exactly
+// as listed (as the go-sdk client decoded them), and their fingerprints.
+func encodeCatalogue(tools []*mcp.Tool, prints []pin.ToolPrint) ([]byte, error) {
+	if tools == nil {
+		tools = []*mcp.Tool{}
+	}
+	c := storedCatalogue{Format: catalogueFormat, Tools: tools}
+	if len(prints) > 0 {
+		c.Prints = make(map[string]string, len(prints))
+		for _, p := range prints {
+			c.Prints[p.Name] = pin.Pin{Fingerprint: p.Fingerprint, Unnamed: p.Unnamed}.String()
+		}
+	}
+	return json.Marshal(c)
+}
+
+// errCatalogue is wrapped by decodeCatalogue's errors.
+var errCatalogue = errors.New("stored catalogue does not parse")
+
+// decodeCatalogue reads a stored catalogue: the versioned object, or a bare
+// JSON array of tools (rows written before the format was versioned). Every
+// tool must have a non-empty name.
+func decodeCatalogue(b []byte) ([]*mcp.Tool, error) {
+	tools, _, err := decodeCatalogueCached(b)
+	return tools, err
+}
+
+// decodeCatalogueCached is decodeCatalogue that also returns the cached
+// pins (nil when absent).
+func decodeCatalogueCached(b []byte) ([]*mcp.Tool, map[string]string, error) {
+	t := bytes.TrimSpace(b)
+	var tools []*mcp.Tool
+	var cached map[string]string
+	switch {
+	case len(t) > 0 && t[0] == '[':
+		if err := json.Unmarshal(t, &tools); err != nil {
+			return nil, nil, fmt.Errorf("%w: %v", errCatalogue, err)
+		}
+	case len(t) > 0 && t[0] == '{':
+		var c storedCatalogue
+		if err := json.Unmarshal(t, &c); err != nil {
+			return nil, nil, fmt.Errorf("%w: %v", errCatalogue, err)
+		}
+		if c.Format != catalogueFormat {
+			return nil, nil, fmt.Errorf("%w: unknown format %q", errCatalogue, pin.SanitizeName(c.Format))
+		}
+		tools, cached = c.Tools, c.Prints
+	default:
+		return nil, nil, fmt.Errorf("%w: not a JSON object or array", errCatalogue)
+	}
+	for i, tool := range tools {
+		if tool == nil || tool.Name == "" {
+			return nil, nil, fmt.Errorf("%w: tool %d has no name", errCatalogue, i)
+		}
+	}
+	return tools, cached, nil
+}
+
+// cachedPrints returns the pins of tools from a catalogue's cache,
+// fingerprinting the tools it lacks (or holds damaged).
+func cachedPrints(server string, tools []*mcp.Tool, cached map[string]string) ([]pin.ToolPrint, []diag.Diagnostic) {
+	out := make([]pin.ToolPrint, 0, len(tools))
+	var missing []*mcp.Tool
+	for _, tool := range tools {
+		p, err := pin.ParsePin(cached[tool.Name])
+		if err != nil || p.Unnamed == "" {
+			missing = append(missing, tool)
+			continue
+		}
+		out = append(out, pin.ToolPrint{Name: tool.Name, Fingerprint: p.Fingerprint, Unnamed: p.Unnamed})
+	}
+	more, ds := printsOf(server, missing)
+	return append(out, more...), ds
+}
+
+// contractOf is the part of a tool the pin package fingerprints.
+func contractOf(tool *mcp.Tool) (pin.Contract, error) {
+	c := pin.Contract{Name: tool.Name, Title: tool.Title, Description: tool.Description}
+	var err error
+	raw := func(v any) json.RawMessage {
+		if v == nil || err != nil {
+			return nil
+		}
+		var b []byte
+		b, err = json.Marshal(v)
+		return b
+	}
+	c.InputSchema = raw(tool.InputSchema)
+	c.OutputSchema = raw(tool.OutputSchema)
+	if tool.Annotations != nil {
+		c.Annotations = raw(tool.Annotations)
+	}
+	return c, err
+}
+
+// printsOf fingerprints a listing. A tool that cannot be fingerprinted
+// (its schema is not canonicalizable JSON) is left out and reported.
+func printsOf(server string, tools []*mcp.Tool) ([]pin.ToolPrint, []diag.Diagnostic) {
+	out := make([]pin.ToolPrint, 0, len(tools))
+	var ds []diag.Diagnostic
+	for _, tool := range tools {
+		if tool == nil {
+			continue
+		}
+		c, err := contractOf(tool)
+		var p pin.ToolPrint
+		if err == nil {
+			p, err = pin.NewToolPrint(c)
+		}
+		if err != nil {
+			ds = append(ds, diag.New(diag.ToolDrift, "", server,
+				"tool %s of server %s cannot be fingerprinted, so it cannot be trusted; it is withheld",
+				pin.SanitizeName(tool.Name), pin.SanitizeName(server)))
+			continue
+		}
+		out = append(out, p)
+	}
+	return out, ds
+}
+
+// baselineStrings is the stored form of a baseline.
+func baselineStrings(b pin.Baseline) map[string]string {
+	m := make(map[string]string, len(b)+1)
+	for name, p := range b {
+		m[name] = p.String()
+	}
+	return m
+}
+
+// parseBaseline reads a stored baseline: the tool pins and the
+// instructions fingerprint (ok false when none is stored). A damaged entry
+// is an error: a damaged baseline is never treated as absent.
+func parseBaseline(m map[string]string) (tools pin.Baseline, instructions string, hasInstructions bool, err error) {
+	tools = make(pin.Baseline, len(m))
+	for name, s := range m {
+		if name == store.InstructionsKey {
+			instructions, hasInstructions = s, true
+			continue
+		}
+		p, perr := pin.ParsePin(s)
+		if perr != nil {
+			return nil, "", false, fmt.Errorf("tool %s: %w", pin.SanitizeName(name), perr)
+		}
+		tools[name] = p
+	}
+	return tools, instructions, hasInstructions, nil
+}
+
+// published is one server's listing as the toolset received it, with
+// the instructions fingerprint when it came from a live session.
+type published struct {
+	tools        []*mcp.Tool
+	instructions string // fingerprint; "" when unknown (a wake)
+}
+
+// fingerprinted is a listing's tools with their prints.
+type fingerprinted struct {
+	prints []pin.ToolPrint
+	diags  []diag.Diagnostic // tools that could not be fingerprinted
+}
+
+// judge compares a listing with a baseline and fills the listing's
+// decisions and drift diagnostics. exists says whether a baseline was
+// recorded at all (even one with no tools: then every tool is new to it).
+func (c *conn) judge(l *listing, fp fingerprinted, base pin.Baseline, exists bool) {
+	prints := fp.prints
+	l.fp = fp
+	l.drift = append(l.drift, fp.diags...)
+	l.decisions = map[string]pin.Decision{}
+	l.prints = map[string]string{}
+	for _, p := range prints {
+		l.prints[p.Name] = p.Fingerprint
+	}
+	l.baseline = base
+	sname := pin.SanitizeName(c.name)
+	for _, d := range pin.Compare(base, prints) {
+		if d.Action == pin.New && exists {
+			d.Action = pin.Withheld
+		}
+		l.decisions[d.Tool] = d
+		tname := pin.SanitizeName(d.Tool)
+		var msg string
+		switch d.Action {
+		case pin.Quarantined:
+			if d.Conflict {
+				msg = fmt.Sprintf("server %s publishes tool %s more than once with different contracts; it is quarantined until the server is re-trusted", sname, tname)
+			} else {
+				msg = fmt.Sprintf("the contract of tool %s on server %s changed after it was trusted; it is quarantined (our description, an empty schema, calls refused) until an operator re-trusts the server: gatehouse trust %s", tname, sname, sname)
+			}
+		case pin.Withheld:
+			switch {
+			case d.RenamedFrom != "":
+				msg = fmt.Sprintf("tool %s of server %s was renamed to %s (same contract); the new name is withheld until an operator re-trusts the server: gatehouse trust %s", pin.SanitizeName(d.RenamedFrom), sname, tname, sname)
+			case d.Conflict:
+				msg = fmt.Sprintf("server %s publishes tool %s more than once with different contracts; it is withheld", sname, tname)
+			default:
+				msg = fmt.Sprintf("server %s published a new tool %s after it was trusted; it is withheld until an operator re-trusts the server: gatehouse trust %s", sname, tname, sname)
+			}
+		case pin.Removed:
+			l.removed = append(l.removed, d.Tool)
+			if d.RenamedTo != "" {
+				continue // reported with the new name
+			}
+			msg = fmt.Sprintf("server %s no longer publishes its trusted tool %s; it is dropped", sname, tname)
+		default:
+			continue
+		}
+		l.drift = append(l.drift, diag.New(diag.ToolDrift, "", c.name, "%s", msg))
+	}
+}
+
+// judgeInstructions reports a change of the server's instructions.
+func (c *conn) judgeInstructions(l *listing, trusted, now string) {
+	if trusted == "" || now == "" || trusted == now {
+		return
+	}
+	sname := pin.SanitizeName(c.name)
+	l.drift = append(l.drift, diag.New(diag.ToolDrift, "", c.name,
+		"the instructions of server %s changed after they were trusted (instructions never reach the model); re-trust the server to record them: gatehouse trust %s", sname, sname))
+}
+
+// logDrift writes the drift diagnostics of a fresh listing at warn level.
+// They carry names (sanitized), never descriptions or schemas.
+func (c *conn) logDrift(l *listing) {
+	for _, d := range l.drift {
+		c.ts.log.Warn("toolset: tool drift", "server", c.name, "message", d.Message)
+	}
+}
+
+// record applies a fresh listing: it reads the server's row and baseline,
+// records the baseline on first sight (or derives it from a row's stored
+// catalogue when the row predates baselines), stores the catalogue, and
+// judges the listing against the stored baseline. A store failure fails
+// the listing: a server that cannot be checked is not exposed.
+func (c *conn) record(ctx context.Context, p published) listing {
+	st := c.ts.store
+	failStore := func(err error) listing {
+		d := diag.New(diag.ConnectionFailure, "7.2.2", c.name,
+			"server %q is skipped: its tools cannot be checked against their trusted baseline: %v", c.name, err)
+		c.ts.log.Warn("toolset: server skipped", "server", c.name, "reason", d.Message)
+		return listing{diag: &d}
+	}
+	var fp fingerprinted
+	fp.prints, fp.diags = printsOf(c.name, p.tools)
+	catalogue, err := encodeCatalogue(p.tools, fp.prints)
+	if err != nil {
+		return failStore(fmt.Errorf("encoding the catalogue: %w", err))
+	}
+	row := store.Server{ID: c.id, Name: c.name, Type: string(c.srv.Config.Type), URL: rowURL(c.srv.Config), Catalogue: catalogue}
+	if c.srv.transport != nil && row.Type == "" {
+		row.Type = "internal"
+	}
+
+	old, err := st.GetServer(ctx, c.id)
+	found := err == nil
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return failStore(err)
+	}
+	version, stored, err := c.readBaseline(ctx, found)
+	if err != nil {
+		return failStore(err)
+	}
+	if len(stored) == 0 {
+		// No baseline. A row with a catalogue predates baselines: its
+		// baseline is what it stored, not what the server says now.
+		// Otherwise this is first sight.
+		seedPrints := fp.prints
+		if found && old.Catalogue != nil {
+			if prev, cached, err := decodeCatalogueCached(old.Catalogue); err == nil {
+				seedPrints, _ = cachedPrints(c.name, prev, cached)
+			}
+		}
+		seed := baselineStrings(pin.BaselineOf(seedPrints))
+		seed[store.InstructionsKey] = p.instructions
+		if !found { // the baseline's row must exist first
+			if err := st.PutServer(ctx, row); err != nil {
+				return failStore(err)
+			}
+		}
+		if _, err := st.SaveBaseline(ctx, c.id, seed); err != nil {
+			return failStore(err)
+		}
+		// Re-read: another process may have recorded first (saving is
+		// insert-only, so what is stored is what counts).
+		if version, stored, err = c.readBaseline(ctx, true); err != nil {
+			return failStore(err)
+		}
+	} else if _, ok := stored[store.InstructionsKey]; !ok && p.instructions != "" {
+		if _, err := st.SaveBaseline(ctx, c.id, map[string]string{store.InstructionsKey: p.instructions}); err != nil {
+			return failStore(err)
+		}
+		stored[store.InstructionsKey] = p.instructions
+	}
+	if err := st.PutServer(ctx, row); err != nil {
+		return failStore(err)
+	}
+	base, instr, _, err := parseBaseline(stored)
+	if err != nil {
+		return failStore(err)
+	}
+	l := listing{ok: true, tools: p.tools, version: version, instructions: p.instructions}
+	c.judge(&l, fp, base, len(stored) > 0)
+	c.judgeInstructions(&l, instr, p.instructions)
+	if found && old.Type != "" && (old.Type != row.Type || old.URL != row.URL) {
+		c.ts.log.Info("toolset: server row updated to the configured transport", "server", c.name, "id", c.id)
+	}
+	return l
+}
+
+// readBaseline reads the baseline version, then the baseline: a re-trust
+// made between the two reads shows as a newer version on the next poll.
+func (c *conn) readBaseline(ctx context.Context, found bool) (int64, map[string]string, error) {
+	if !found {
+		return 0, nil, nil
+	}
+	v, err := c.ts.store.BaselineVersion(ctx, c.id)
+	if err != nil {
+		return 0, nil, err
+	}
+	m, err := c.ts.store.GetBaseline(ctx, c.id)
+	if err != nil {
+		return 0, nil, err
+	}
+	return v, m, nil
+}
+
+// instructionsPrint fingerprints a session's instructions.
+func instructionsPrint(sess *mcp.ClientSession) string {
+	var s string
+	if res := sess.InitializeResult(); res != nil {
+		s = res.Instructions
+	}
+	return pin.InstructionsFingerprint(s)
+}
+
+// identityHash is 8 hex digits of the SHA-256 of a server's identity.
+func identityHash(identity string) string {
+	sum := sha256.Sum256([]byte(identity))
+	return hex.EncodeToString(sum[:4])
+}
+
+// TrustRecord is what Retrust recorded for one server.
+type TrustRecord struct {
+	// ServerID is the server's row ID.
+	ServerID string `json:"serverId"`
+	// Server is the configured server name.
+	Server string `json:"server"`
+	// Cleared is how many baseline entries the re-trust removed.
+	Cleared int64 `json:"cleared"`
+	// Tools are the trusted tools, sorted by name.
+	Tools []TrustedTool `json:"tools"`
+	// Instructions is the fingerprint of the server's instructions.
+	Instructions string `json:"instructions"`
+}
+
+// TrustedTool is one recorded tool contract.
+type TrustedTool struct {
+	// Name is the tool's name on its server.
+	Name string `json:"name"`
+	// Fingerprint is pin.ToolFingerprint of its contract.
+	Fingerprint string `json:"fingerprint"`
+}
+
+// lookupConn finds a configured server by name or row ID. A name shared by
+// several servers must be given as a row ID.
+func (t *Toolset) lookupConn(server string) (*conn, error) {
+	var byName []*conn
+	for _, c := range t.conns {
+		if c.id == server {
+			return c, nil
+		}
+		if c.name == server {
+			byName = append(byName, c)
+		}
+	}
+	switch len(byName) {
+	case 1:
+		return byName[0], nil
+	case 0:
+		return nil, &Error{Code: CodeUnknownServer, Server: server, Err: errors.New("no configured server has this name or row ID")}
+	}
+	ids := make([]string, len(byName))
+	for i, c := range byName {
+		ids[i] = c.id
+	}
+	sort.Strings(ids)
+	return nil, &Error{Code: CodeUnknownServer, Server: server,
+		Err: fmt.Errorf("several servers are named %q; name one by its row ID: %s", server, strings.Join(ids, ", "))}
+}
+
+// Retrust re-trusts a server's current tool contracts: it connects to the
+// server (or uses its live session; no other server is connected), lists
+// its tools, stores the catalogue,
+// clears the server's baseline and records the listing as the new
+// baseline, then re-applies it (quarantined tools become active again,
+// withheld ones visible). server is the configured name, or the row ID when
+// several servers share a name. This is the only way a baseline is
+// replaced.
+//
+// Other processes sharing the store notice the re-trust through
+// WatchTrust.
+func (t *Toolset) Retrust(ctx context.Context, server string) (TrustRecord, error) {
+	if t.isClosed() {
+		return TrustRecord{}, &Error{Code: CodeClosed}
+	}
+	c, err := t.lookupConn(server)
+	if err != nil {
+		return TrustRecord{}, err
+	}
+	if c.skip {
+		return TrustRecord{}, &Error{Code: CodeConnectionFailed, Server: c.name, Err: errors.New("the server is not run by this configuration (see its diagnostic)")}
+	}
+	c.relistMu.Lock()
+	defer c.relistMu.Unlock()
+	lctx, cancel := c.connectContext(ctx)
+	defer cancel()
+	p, err := c.list(lctx)
+	if err != nil {
+		return TrustRecord{}, &Error{Code: CodeConnectionFailed, Server: c.name, Err: err}
+	}
+	prints, _ := printsOf(c.name, p.tools)
+	base := pin.BaselineOf(prints)
+	seed := baselineStrings(base)
+	seed[store.InstructionsKey] = p.instructions
+	catalogue, err := encodeCatalogue(p.tools, prints)
+	if err != nil {
+		return TrustRecord{}, &Error{Code: CodeStoreFailed, Server: c.name, Err: err}
+	}
+	st := t.store
+	row := store.Server{ID: c.id, Name: c.name, Type: string(c.srv.Config.Type), URL: rowURL(c.srv.Config), Catalogue: catalogue}
+	if c.srv.transport != nil && row.Type == "" {
+		row.Type = "internal"
+	}
+	// Catalogue first: a process that sees the cleared baseline derives
+	// its baseline from the stored catalogue, which is then this listing.
+	if err := st.PutServer(ctx, row); err != nil {
+		return TrustRecord{}, &Error{Code: CodeStoreFailed, Server: c.name, Err: err}
+	}
+	cleared, err := st.ClearBaseline(ctx, c.id)
+	if err != nil {
+		return TrustRecord{}, &Error{Code: CodeStoreFailed, Server: c.name, Err: err}
+	}
+	if _, err := st.SaveBaseline(ctx, c.id, seed); err != nil {
+		return TrustRecord{}, &Error{Code: CodeStoreFailed, Server: c.name, Err: err}
+	}
+	c.ts.log.Info("toolset: server re-trusted", "server", c.name, "id", c.id, "tools", len(base))
+	l := c.record(ctx, p)
+	if l.ok {
+		t.update(c, l)
+		defer t.changed() // after relistMu is released
+	}
+	rec := TrustRecord{ServerID: c.id, Server: c.name, Cleared: cleared, Instructions: p.instructions, Tools: []TrustedTool{}}
+	for name, pn := range base {
+		rec.Tools = append(rec.Tools, TrustedTool{Name: name, Fingerprint: pn.Fingerprint})
+	}
+	sort.Slice(rec.Tools, func(i, j int) bool { return rec.Tools[i].Name < rec.Tools[j].Name })
+	return rec, nil
+}
+
+// list connects (or reuses the live session) and lists the server's tools.
+func (c *conn) list(ctx context.Context) (published, error) {
+	sess, err := c.connect(ctx)
+	if err != nil {
+		return published{}, err
+	}
+	return listSession(ctx, sess)
+}
+
+func listSession(ctx context.Context, sess *mcp.ClientSession) (published, error) {
+	var tools []*mcp.Tool
+	for tool, err := range sess.Tools(ctx, nil) {
+		if err != nil {
+			return published{}, fmt.Errorf("listing tools: %w", err)
+		}
+		tools = append(tools, tool)
+	}
+	return published{tools: tools, instructions: instructionsPrint(sess)}, nil
+}
+
+// Pinned reports a tool's trusted and current contract fingerprints
+// (pin.ToolFingerprint), so a *Toolset can serve as policy.Contracts.
+// server is the configured server name (or row ID) and tool the tool's name
+// on that server. pinned is "" when the baseline has no such tool; current
+// is "" when the server's last listing does not publish it.
+func (t *Toolset) Pinned(ctx context.Context, server, tool string) (pinned, current string, err error) {
+	if _, err := t.ensure(ctx); err != nil {
+		return "", "", err
+	}
+	c, err := t.lookupConn(server)
+	if err != nil {
+		return "", "", err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	l := t.listings[c.idx]
+	return l.baseline[tool].Fingerprint, l.prints[tool], nil
+}

@@ -1,0 +1,310 @@
+package toolset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/gatehouse-dev/gatehouse/diag"
+	"github.com/gatehouse-dev/gatehouse/pin"
+	"github.com/gatehouse-dev/gatehouse/plugin"
+	"github.com/gatehouse-dev/gatehouse/store"
+)
+
+// wake projects one server from its stored row: no connection, no launch,
+// no request. It reads the store and nothing else, and writes nothing.
+func (c *conn) wake(ctx context.Context) listing {
+	refuse := func(format string, args ...any) listing {
+		c.asleep = true
+		d := diag.New(diag.ConnectionFailure, "7.2.2", c.name, "server %q is skipped: "+format, append([]any{c.name}, args...)...)
+		c.ts.log.Warn("toolset: server skipped", "server", c.name, "reason", d.Message)
+		return listing{diag: &d}
+	}
+	row, err := c.ts.store.GetServer(ctx, c.id)
+	if errors.Is(err, store.ErrNotFound) {
+		return refuse("the store has no row %q to wake it from, and a wake never falls back to connecting; connect it once without waking (for example `gatehouse tools --store DSN`) to record it", c.id)
+	}
+	if err != nil {
+		return refuse("reading its row %q from the store: %v", c.id, err)
+	}
+	wantType := string(c.srv.Config.Type)
+	if c.srv.transport != nil && wantType == "" {
+		wantType = "internal"
+	}
+	if row.Type != wantType || row.URL != rowURL(c.srv.Config) {
+		return refuse("its stored row %q (type %q, URL %q) does not match the configuration (type %q, URL %q); the row is refused: connect the server without waking to record it again",
+			c.id, row.Type, row.URL, wantType, rowURL(c.srv.Config))
+	}
+	version, stored, err := c.readBaseline(ctx, true)
+	if err != nil {
+		return refuse("reading its trust baseline: %v", err)
+	}
+	base, _, _, err := parseBaseline(stored)
+	if err != nil {
+		return refuse("its trust baseline is damaged: %v", err)
+	}
+	l := listing{ok: true, pending: true, version: version}
+	tools, cached, err := decodeCatalogueCached(row.Catalogue)
+	if err != nil {
+		// The catalogue is a cache: drop it. The reconcile lists the
+		// server and judges the listing against the baseline.
+		d := diag.New(diag.ConnectionFailure, "7.2.2", c.name,
+			"the stored tool catalogue of server %q is dropped (%v); its tools appear once the server is reconciled", c.name, err)
+		c.ts.log.Warn("toolset: stored catalogue dropped", "server", c.name, "reason", d.Message)
+		l.diag = &d
+		l.tools = nil
+		l.baseline = base
+		l.decisions = map[string]pin.Decision{}
+		return l
+	}
+	var fp fingerprinted
+	fp.prints, fp.diags = cachedPrints(c.name, tools, cached)
+	if len(stored) == 0 {
+		// A row from before baselines: its baseline is its catalogue.
+		base = pin.BaselineOf(fp.prints)
+	}
+	l.tools = tools
+	c.judge(&l, fp, base, true)
+	return l
+}
+
+// update replaces a server's listing and rebuilds the tool map. The
+// caller calls t.changed once it holds no lock of the server.
+func (t *Toolset) update(c *conn, l listing) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed || t.cat == nil {
+		return
+	}
+	t.listings[c.idx] = l
+	t.cat = t.build(t.listings, t.cat)
+}
+
+// changed calls Options.OnChange. Callers hold no lock, so OnChange may
+// call any method of the Toolset.
+func (t *Toolset) changed() {
+	if t.opts.OnChange != nil && !t.isClosed() {
+		t.opts.OnChange()
+	}
+}
+
+// listingOf returns a server's current listing.
+func (t *Toolset) listingOf(c *conn) listing {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.listings[c.idx]
+}
+
+// pending reports whether a server's tools come from the store and have not
+// been reconciled yet.
+func (t *Toolset) pending(c *conn) bool {
+	return t.listingOf(c).pending
+}
+
+// startReconcile reconciles every woken server in the background, once.
+func (t *Toolset) startReconcile() {
+	t.reconcileOnce.Do(func() {
+		t.mu.Lock()
+		if t.closed {
+			t.mu.Unlock()
+			close(t.reconciled)
+			return
+		}
+		t.bg.Add(1)
+		t.mu.Unlock()
+		go func() {
+			defer t.bg.Done()
+			defer close(t.reconciled)
+			_ = t.reconcileAll(t.life, true)
+		}()
+	})
+}
+
+// Reconcile connects every server, lists its tools, judges them against
+// their trusted baselines and corrects the tool map in place: calls made
+// from an earlier Tools snapshot are routed by the corrected map (a tool
+// gone is tool_withdrawn, a changed one quarantined). A server that fails
+// keeps what it had (a woken server keeps its stored tools, and its calls
+// try again) and gets a diagnostic. A woken server without a usable row is
+// never connected. The error is non-nil only if ctx ended or the toolset
+// is closed.
+func (t *Toolset) Reconcile(ctx context.Context) error {
+	if _, err := t.ensure(ctx); err != nil {
+		return err
+	}
+	return t.reconcileAll(ctx, false)
+}
+
+func (t *Toolset) reconcileAll(ctx context.Context, onlyPending bool) error {
+	var wg sync.WaitGroup
+	for _, c := range t.conns {
+		if c.skip || c.asleep {
+			continue
+		}
+		wg.Go(func() { _ = c.reconcile(ctx, onlyPending) })
+	}
+	wg.Wait()
+	if t.isClosed() {
+		return &Error{Code: CodeClosed}
+	}
+	return ctx.Err()
+}
+
+// AwaitReconcile waits until the background reconcile that a wake starts
+// has ended (at once when there is none: no Wake, DeferReconcile, or not
+// yet woken). It returns ctx.Err() if ctx ends first.
+func (t *Toolset) AwaitReconcile(ctx context.Context) error {
+	if !t.opts.Wake || t.opts.DeferReconcile {
+		return nil
+	}
+	t.mu.Lock()
+	started := t.cat != nil
+	t.mu.Unlock()
+	if !started {
+		return nil
+	}
+	select {
+	case <-t.reconciled:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// reconcile lists one server and applies the listing. With onlyPending it
+// does nothing for a server already reconciled (a Call got there first).
+func (c *conn) reconcile(ctx context.Context, onlyPending bool) error {
+	err := c.reconcileLocked(ctx, onlyPending)
+	var te *Error
+	if err == nil || errors.As(err, &te) && te.Code == CodeConnectionFailed {
+		c.ts.changed()
+	}
+	if errors.Is(err, errNothingToDo) {
+		return nil
+	}
+	return err
+}
+
+// errNothingToDo: the server was already reconciled.
+var errNothingToDo = errors.New("toolset: already reconciled")
+
+func (c *conn) reconcileLocked(ctx context.Context, onlyPending bool) error {
+	c.relistMu.Lock()
+	defer c.relistMu.Unlock()
+	if onlyPending && !c.ts.pending(c) {
+		return errNothingToDo
+	}
+	lctx, cancel := c.connectContext(ctx)
+	defer cancel()
+	if err := c.refreshToken(lctx); err != nil {
+		return c.reconcileFailed(fmt.Errorf("auth: %w", err))
+	}
+	p, err := c.list(lctx)
+	if err != nil {
+		var pe *plugin.Error
+		if errors.As(err, &pe) {
+			return c.reconcileFailed(errors.New(pe.Diagnostic().Message))
+		}
+		return c.reconcileFailed(err)
+	}
+	l := c.record(lctx, p)
+	if !l.ok {
+		return c.reconcileFailed(errors.New(l.diag.Message))
+	}
+	c.logDrift(&l)
+	c.ts.update(c, l)
+	return nil
+}
+
+// reconcileFailed keeps the server's tools (a woken server stays pending,
+// so its calls try again) and records why.
+func (c *conn) reconcileFailed(err error) error {
+	d := diag.New(diag.ConnectionFailure, "7.2.2", c.name, "server %q could not be reconciled: %v", c.name, err)
+	c.ts.log.Warn("toolset: reconcile failed", "server", c.name, "reason", d.Message)
+	l := c.ts.listingOf(c)
+	l.diag = &d
+	c.ts.update(c, l)
+	return &Error{Code: CodeConnectionFailed, Server: c.name, Err: err}
+}
+
+// WatchTrust polls the store every interval (0 means one second) for a
+// re-trust made by another process (`gatehouse trust`, another replica's
+// Retrust) and re-applies the new baseline to the server's last listing:
+// quarantined tools become active again, withheld ones visible. It compares
+// each server's baseline version for change, not growth. It blocks until
+// ctx ends or the toolset is closed, and returns ctx.Err() or ErrClosed;
+// run it in its own goroutine. A store error is logged and retried at the
+// next tick.
+func (t *Toolset) WatchTrust(ctx context.Context, every time.Duration) error {
+	if every <= 0 {
+		every = time.Second
+	}
+	if _, err := t.ensure(ctx); err != nil {
+		return err
+	}
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.life.Done():
+			return &Error{Code: CodeClosed}
+		case <-tick.C:
+		}
+		for _, c := range t.conns {
+			if c.skip || c.asleep {
+				continue
+			}
+			if err := c.checkTrust(ctx); err != nil && ctx.Err() == nil && !t.isClosed() {
+				t.log.Warn("toolset: checking the trust baseline", "server", c.name, "err", err)
+			}
+		}
+	}
+}
+
+// checkTrust re-applies the server's baseline when its version changed.
+func (c *conn) checkTrust(ctx context.Context) error {
+	changed, err := c.checkTrustLocked(ctx)
+	if changed {
+		c.ts.changed()
+	}
+	return err
+}
+
+func (c *conn) checkTrustLocked(ctx context.Context) (bool, error) {
+	cur := c.ts.listingOf(c)
+	if !cur.ok {
+		return false, nil
+	}
+	v, err := c.ts.store.BaselineVersion(ctx, c.id)
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil || v == cur.version {
+		return false, err
+	}
+	c.relistMu.Lock()
+	defer c.relistMu.Unlock()
+	cur = c.ts.listingOf(c)
+	version, stored, err := c.readBaseline(ctx, true)
+	if err != nil {
+		return false, err
+	}
+	if len(stored) == 0 {
+		return false, nil // a re-trust in progress: cleared, not yet recorded
+	}
+	base, instr, _, err := parseBaseline(stored)
+	if err != nil {
+		return false, err
+	}
+	l := listing{ok: true, tools: cur.tools, diag: cur.diag, pending: cur.pending,
+		instructions: cur.instructions, version: version}
+	c.judge(&l, cur.fp, base, true)
+	c.judgeInstructions(&l, instr, cur.instructions)
+	c.ts.log.Info("toolset: trust baseline changed in the store; re-applied", "server", c.name, "version", version)
+	c.ts.update(c, l)
+	return true, nil
+}
