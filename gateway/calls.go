@@ -80,25 +80,38 @@ func (g *Gateway) visible(name string, subject server.Subject) bool {
 	return g.auth.allows(string(subject), name)
 }
 
-// buildGuard composes the firewall (call caps per run) and the operator's
-// requireApproval list. The firewall counts per gateway run (see runKey).
+// buildGuard composes the firewall (call caps per run, contract pinning
+// against the toolset's baselines) and the operator's requireApproval
+// list. The firewall counts per gateway run (see runKey).
 func (g *Gateway) buildGuard() (policy.Guard, error) {
 	var guards []policy.Guard
-	if n := g.cfg.Firewall.MaxCallsPerRun; n > 0 {
-		fw, err := policy.NewFirewall(policy.FirewallOptions{
-			MaxCallsPerRun: n,
-			Counters:       g.st,
-			Scope:          JournalScope,
-			CounterTTL:     g.cfg.Journal.TTL,
-		})
-		if err != nil {
-			return nil, err
-		}
-		guards = append(guards, policy.GuardFunc(func(ctx context.Context, c policy.Call) (policy.Decision, error) {
-			c.RunID, _ = ctx.Value(runKey{}).(string)
-			return fw.Check(ctx, c)
-		}))
+	fw, err := policy.NewFirewall(policy.FirewallOptions{
+		MaxCallsPerRun: g.cfg.Firewall.MaxCallsPerRun,
+		Counters:       g.st,
+		Scope:          JournalScope,
+		CounterTTL:     g.cfg.Journal.TTL,
+		Contracts:      g.ts,
+		// The toolset pins every tool it serves on first sight, so a
+		// served tool without a pin means the map and the baseline
+		// disagree: refuse rather than ask for an approval that could
+		// only trust an unknown contract call by call.
+		Unpinned: policy.Deny,
+	})
+	if err != nil {
+		return nil, err
 	}
+	guards = append(guards, policy.GuardFunc(func(ctx context.Context, c policy.Call) (policy.Decision, error) {
+		c.RunID, _ = ctx.Value(runKey{}).(string)
+		if t, ok := g.tool(c.Tool); ok && t.ServerID != "" {
+			// The row ID names the server even when two share a name.
+			c.Server = t.ServerID
+		}
+		d, err := fw.Check(ctx, c)
+		if err == nil && d.Verdict == policy.RequireApproval && d.Reason == policy.ReasonContractChanged {
+			d = g.driftDecision(ctx, c)
+		}
+		return d, err
+	}))
 	if len(g.approval) > 0 {
 		guards = append(guards, policy.GuardFunc(func(_ context.Context, c policy.Call) (policy.Decision, error) {
 			if g.approval[c.Tool] {
@@ -179,7 +192,10 @@ func (g *Gateway) call(ctx context.Context, name string, req *mcp.CallToolReques
 	subject := caller.Subject()
 	if rec == nil { // stdio: no outer middleware; log here
 		rec = &callRecord{}
-		defer func() { g.logCall(string(subject), name, outcomeOf(rec, res, err), rec.replayed, time.Since(start)) }()
+		reqCtx := ctx // the call's own ctx is cancelled when it returns
+		defer func() {
+			g.finishCall(string(subject), name, outcomeOf(rec, res, err), rec.replayed, reqCtx.Err() != nil, time.Since(start))
+		}()
 	}
 	if !g.calls.enter() {
 		rec.outcome = CodeUnavailable
@@ -226,7 +242,13 @@ func (g *Gateway) call(ctx context.Context, name string, req *mcp.CallToolReques
 			a = args
 		}
 		r, err := g.ts.Call(ctx, name, a, toolset.CallInfo{RunID: runID, ToolCallID: callID, Meta: meta})
-		g.health.observe(info.Server, err, ctx.Err() != nil)
+		g.observeUpstream(info.Server, err, ctx.Err() != nil)
+		if de, ok := toolsetRefusal(err); ok {
+			// Quarantined or withdrawn since the check above: nothing was
+			// sent, and the same call gets the same answer (Failed: the
+			// journal records it as a failure, never in doubt).
+			return nil, durable.Failed(de)
+		}
 		return r, err
 	}
 
@@ -278,6 +300,10 @@ func (g *Gateway) answer(rec *callRecord, srv, name string, res *mcp.CallToolRes
 		if de.Err != nil {
 			g.log.Warn("gateway: call refused", "tool", name, "code", de.Code, "err", de.Err)
 		}
+		return de.Result(), nil
+	}
+	if de, ok := recordedRefusal(err); ok {
+		rec.outcome = de.Code
 		return de.Result(), nil
 	}
 	if res != nil && errors.Is(err, durable.ErrNotRecorded) {

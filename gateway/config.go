@@ -60,6 +60,9 @@ type Config struct {
 	// StrictPlugins makes a rejected plugin a startup error instead of a
 	// logged, skipped plugin reported by /readyz.
 	StrictPlugins bool `yaml:"strictPlugins" json:"strictPlugins"`
+	// Metrics, when set, serves Prometheus metrics on a listener of its
+	// own. Absent means no metrics endpoint.
+	Metrics *Metrics `yaml:"metrics" json:"metrics"`
 
 	// Dir is the directory relative paths resolve against (the config
 	// file's directory, or the working directory without a file). It is
@@ -160,6 +163,17 @@ type Disclosure struct {
 type Firewall struct {
 	// MaxCallsPerRun caps calls per tool per run (0: no cap).
 	MaxCallsPerRun int `yaml:"maxCallsPerRun" json:"maxCallsPerRun"`
+}
+
+// Metrics configures the Prometheus endpoint (/metrics on its own
+// listener). The endpoint has no authentication: it shows tool and server
+// names, outcome counts and latencies, never arguments or subjects.
+type Metrics struct {
+	// Listen is the metrics listen address (host:port). Required.
+	Listen string `yaml:"listen" json:"listen"`
+	// AllowRemote permits a non-loopback Listen. Without it a non-loopback
+	// address is a config error: the endpoint has no authentication.
+	AllowRemote bool `yaml:"allowRemote" json:"allowRemote"`
 }
 
 // ConfigError is a configuration mistake: it names the file, the field and
@@ -348,6 +362,9 @@ func (c *Config) validate() error {
 	if c.Journal.TTL < c.Journal.Lease {
 		return c.errf("journal.ttl", "use a TTL at least as long as journal.lease (default 24h)", "ttl %v is shorter than the lease %v", c.Journal.TTL, c.Journal.Lease)
 	}
+	if err := c.checkMetrics(); err != nil {
+		return err
+	}
 	names := make([]string, 0, len(c.Servers))
 	for n := range c.Servers {
 		names = append(names, n)
@@ -387,6 +404,30 @@ func (c *Config) checkListen() error {
 	if c.Auth == nil && !isLoopback(host) {
 		return c.errf("listen", "configure auth.tokens, or listen on a loopback address such as 127.0.0.1:8080",
 			"%q is not a loopback address and auth is not configured: anyone who can reach it could call every tool", c.Listen)
+	}
+	return nil
+}
+
+// checkMetrics checks metrics: a host:port, on loopback unless
+// allowRemote, and not the MCP listen address.
+func (c *Config) checkMetrics() error {
+	m := c.Metrics
+	if m == nil {
+		return nil
+	}
+	if m.Listen == "" {
+		return c.errf("metrics.listen", "give an address such as 127.0.0.1:9090, or remove metrics", "metrics is configured without listen")
+	}
+	host, port, err := net.SplitHostPort(m.Listen)
+	if err != nil {
+		return c.errf("metrics.listen", "use host:port, for example 127.0.0.1:9090", "%q is not a host:port address", m.Listen)
+	}
+	if !m.AllowRemote && !isLoopback(host) {
+		return c.errf("metrics.listen", "listen on a loopback address such as 127.0.0.1:9090 (scrape through a proxy or an SSH tunnel), or set metrics.allowRemote: true",
+			"%q is not a loopback address and the metrics endpoint has no authentication", m.Listen)
+	}
+	if port != "0" && m.Listen == c.Listen {
+		return c.errf("metrics.listen", "give metrics its own port", "%q is also the MCP listen address", m.Listen)
 	}
 	return nil
 }
@@ -452,6 +493,17 @@ func (c *Config) InlineServers() []toolset.Server {
 	for _, in := range c.inline {
 		out = append(out, toolset.Server{Config: in.cfg, Prefix: in.prefix,
 			AlwaysLoad: slices.Contains(c.Disclosure.AlwaysLoad, in.cfg.Name)})
+	}
+	return out
+}
+
+// InlineDiagnostics returns the warnings plugin.ParseServer gave the
+// servers: entries, in name order (an entry with an error is a
+// *ConfigError when the config loads, so only warnings remain).
+func (c *Config) InlineDiagnostics() []diag.Diagnostic {
+	var out []diag.Diagnostic
+	for _, in := range c.inline {
+		out = append(out, in.warn...)
 	}
 	return out
 }

@@ -124,6 +124,12 @@ func TestConfigErrors(t *testing.T) {
 		{"server unknown field", "servers: {x: {type: stdio, command: a, comand: b}}\n", "servers.x", "comand"},
 		{"server absolute command", "servers: {x: {type: stdio, command: /bin/sh}}\n", "servers.x", "bare executable"},
 		{"server bad url", "servers: {x: {type: sse, url: 'ftp://a'}}\n", "servers.x", "invalid-url"},
+		{"metrics without listen", "metrics: {}\n", "metrics.listen", "without listen"},
+		{"metrics bad listen", "metrics: {listen: '9090'}\n", "metrics.listen", "not a host:port"},
+		{"metrics on all interfaces", "metrics: {listen: ':9090'}\n", "metrics.listen", "no authentication"},
+		{"metrics remote not allowed", "metrics: {listen: '10.0.0.5:9090'}\n", "metrics.listen", "not a loopback address"},
+		{"metrics on the MCP address", "listen: 127.0.0.1:9000\nmetrics: {listen: '127.0.0.1:9000'}\n", "metrics.listen", "also the MCP listen address"},
+		{"metrics unknown field", "metrics: {listen: '127.0.0.1:1', auth: x}\n", "", "auth"},
 		{"subject with two scope sets", "auth: {tokens: [{sha256: " + hash + ", subject: a}, {sha256: " + strings.Repeat("1", 64) + ", subject: a, scopes: ['tool:x']}]}\n", "auth.tokens[1].scopes", "other scopes"},
 	}
 	for _, tc := range cases {
@@ -171,6 +177,7 @@ func FuzzParseConfig(f *testing.F) {
 	f.Add([]byte(""))
 	f.Add([]byte("servers: {a: {type: sse, url: 'http://127.0.0.1:1/sse', prefix: p}}"))
 	f.Add([]byte("rateLimit: {maxCalls: 1, window: 1h}"))
+	f.Add([]byte("metrics: {listen: '0.0.0.0:9090', allowRemote: true}"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := ParseConfig(data, "f.yaml", "/srv")
 		if err != nil {
@@ -214,5 +221,22 @@ func TestListenAndInlineServers(t *testing.T) {
 	}
 	if c.ShutdownTimeout != DefaultShutdownTimeout || c.Journal.Lease != DefaultJournalLease || c.Journal.TTL != DefaultJournalTTL {
 		t.Errorf("defaults: %v %+v", c.ShutdownTimeout, c.Journal)
+	}
+}
+
+func TestMetricsConfig(t *testing.T) {
+	c, err := ParseConfig(nil, "x", "/srv")
+	if err != nil || c.Metrics != nil {
+		t.Fatalf("metrics are off by default: %+v %v", c.Metrics, err)
+	}
+	for _, src := range []string{
+		"metrics: {listen: '127.0.0.1:9090'}\n",
+		"metrics: {listen: 'localhost:0'}\n",
+		"metrics: {listen: '0.0.0.0:9090', allowRemote: true}\n",
+	} {
+		c, err := ParseConfig([]byte(src), "x", "/srv")
+		if err != nil || c.Metrics == nil || c.Metrics.Listen == "" {
+			t.Errorf("%q: %v %+v", src, err, c)
+		}
 	}
 }

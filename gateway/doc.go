@@ -14,6 +14,17 @@
 // are read from the store on every call, so the admin commands act on a
 // running gateway, and replicas sharing a PostgreSQL store share them.
 //
+// Drift: the toolset pins every server's tool contracts in the store on
+// first sight; a re-listing that finds a changed tool quarantines it (our
+// description, calls refused `quarantined` before anything is journaled),
+// withholds an added one and drops a removed one, and the served map
+// follows (tools/list_changed). WatchTrust polls the store every second,
+// so `gatehouse trust SERVER` run by another process takes effect on a
+// running gateway. The firewall's contract pinning reads the same pins.
+//
+// Metrics (Config.Metrics, ServeMetrics): Prometheus text on a listener of
+// its own, from package internal/metrics.
+//
 // A server whose connection is lost is restarted on the first call after a
 // backoff; meanwhile its tools answer `unavailable`. Serve shuts down
 // gracefully: calls in flight finish (or are cancelled after the config's

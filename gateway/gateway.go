@@ -19,6 +19,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/diag"
 	"github.com/gatehouse-dev/gatehouse/durable"
+	"github.com/gatehouse-dev/gatehouse/internal/metrics"
 	"github.com/gatehouse-dev/gatehouse/plugin"
 	"github.com/gatehouse-dev/gatehouse/policy"
 	"github.com/gatehouse-dev/gatehouse/server"
@@ -84,6 +85,13 @@ type Gateway struct {
 
 	health *healthBook
 
+	registry  *metrics.Registry       // served by ServeMetrics
+	metrics   *metrics.GatewayMetrics // always recorded, served when configured
+	pending   pendingCache            // gatehouse_approvals_pending, cached
+	driftMu   sync.Mutex
+	driftSeen map[string]struct{} // tool-drift diagnostics already counted
+	bg        sync.WaitGroup      // WatchTrust
+
 	calls   inflight        // tool calls being served
 	posts   inflight        // HTTP POSTs being answered
 	stopCtx context.Context // cancelled when shutdown gives up waiting
@@ -95,6 +103,10 @@ type Gateway struct {
 
 // sweepEvery is how often expired journal records are deleted.
 const sweepEvery = 10 * time.Minute
+
+// trustEvery is how often the gateway polls the store for a re-trust made
+// by another process (`gatehouse trust`, another replica).
+const trustEvery = time.Second
 
 // PluginStatus is what became of one configured plugin directory.
 type PluginStatus struct {
@@ -128,9 +140,11 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 		cfg: cfg, log: log, now: o.Clock,
 		policyAllow: set(cfg.Tools.Allow), policyBlock: set(cfg.Tools.Block),
 		approval: set(cfg.Tools.RequireApproval), repeatable: set(cfg.Tools.Repeatable),
-		health: newHealthBook(o.Clock),
-		auth:   newAuthenticator(cfg.Auth),
+		health:   newHealthBook(o.Clock),
+		auth:     newAuthenticator(cfg.Auth),
+		registry: metrics.NewRegistry(nil),
 	}
+	g.metrics = metrics.NewGateway(g.registry)
 	g.stopCtx, g.stop = context.WithCancel(context.Background())
 
 	// Plugins and inline servers.
@@ -188,12 +202,16 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 		return nil, err
 	}
 
-	// The toolset: every server connects now, in parallel.
+	// The toolset: every server connects now, in parallel. Its catalogues
+	// and trust baselines live in the gateway's store, so replicas share
+	// them and `gatehouse trust` (another process) re-trusts through it.
 	ts, err := toolset.Open(ctx, servers, &toolset.Options{
 		AllowedHosts: cfg.AllowedHosts,
 		Budget:       cfg.Disclosure.Budget,
 		Logger:       log,
 		Stderr:       o.Stderr,
+		Store:        g.st,
+		OnChange:     g.toolsetChanged,
 	})
 	if err != nil {
 		return fail(fmt.Errorf("gateway: %w", err))
@@ -205,14 +223,11 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 	for _, d := range ts.Diagnostics() {
 		log.Warn("gateway: server diagnostic", "server", d.Origin, "rule", string(d.Rule), "message", d.Message)
 	}
-	list, err := ts.Tools(ctx)
-	if err != nil {
+	if err := g.Refresh(ctx); err != nil {
 		return fail(fmt.Errorf("gateway: listing tools: %w", err))
 	}
-	g.tools = make(map[string]toolset.ToolInfo, len(list))
-	for _, t := range list {
-		g.tools[t.Name] = t
-	}
+	g.countDrift()
+	g.initMetrics()
 
 	// The journal and the guards.
 	g.journal, err = durable.NewJournal(g.st, &durable.JournalOptions{
@@ -256,8 +271,11 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 	// Outermost: one log line per call, whoever answered it.
 	g.srv.MCPServer().AddReceivingMiddleware(g.logMiddleware)
 
-	names := slices.Sorted(maps.Keys(g.tools))
-	log.Info("gateway: ready", "tools", len(names), "servers", len(g.servers), "plugins", len(g.plugins))
+	// Re-trusts made in the store by other processes take effect here
+	// within trustEvery; the watcher ends with the gateway.
+	g.bg.Go(func() { _ = ts.WatchTrust(g.stopCtx, trustEvery) })
+
+	log.Info("gateway: ready", "tools", len(g.Tools()), "servers", len(g.servers), "plugins", len(g.plugins))
 	return g, nil
 }
 
@@ -341,7 +359,12 @@ func (g *Gateway) register(s *mcp.Server, t toolset.ToolInfo) {
 // clients with notifications/tools/list_changed. The drift work calls it
 // when the toolset's states change (a quarantine, a re-trust noticed in
 // the store).
+//
+// The snapshot is taken under the gateway's lock, so concurrent refreshes
+// apply in order and the last one leaves the newest map.
 func (g *Gateway) Refresh(ctx context.Context) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
 	list, err := g.ts.Tools(ctx)
 	if err != nil {
 		return err
@@ -350,8 +373,6 @@ func (g *Gateway) Refresh(ctx context.Context) error {
 	for _, t := range list {
 		next[t.Name] = t
 	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
 	var gone []string
 	for name := range g.tools {
 		if _, ok := next[name]; !ok {
@@ -402,6 +423,7 @@ func (g *Gateway) Close() error {
 	}
 	g.calls.close()
 	g.stop()
+	g.bg.Wait()
 	if g.stopSweep != nil {
 		g.stopSweep()
 	}

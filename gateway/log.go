@@ -43,7 +43,7 @@ func (g *Gateway) logMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		subject, _ := g.subjectOf(hasToken, user)
 		cres, _ := res.(*mcp.CallToolResult)
-		g.logCall(string(subject), creq.Params.Name, outcomeOf(rec, cres, err), rec.replayed, time.Since(start))
+		g.finishCall(string(subject), creq.Params.Name, outcomeOf(rec, cres, err), rec.replayed, ctx.Err() != nil, time.Since(start))
 		return res, err
 	}
 }
@@ -78,6 +78,12 @@ func outcomeOf(rec *callRecord, res *mcp.CallToolResult, err error) string {
 		return "tool_error"
 	}
 	return "ok"
+}
+
+// finishCall logs one call and counts it in the metrics.
+func (g *Gateway) finishCall(subject, tool, outcome string, replayed, cancelled bool, d time.Duration) {
+	g.logCall(subject, tool, outcome, replayed, d)
+	g.observeCall(tool, outcome, cancelled, d)
 }
 
 func (g *Gateway) logCall(subject, tool, outcome string, replayed bool, d time.Duration) {

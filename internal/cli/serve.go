@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -51,6 +52,22 @@ func newServeCmd() *cobra.Command {
 				return configErr(err)
 			}
 			defer g.Close()
+			if cfg.Metrics != nil {
+				mln, err := net.Listen("tcp", cfg.Metrics.Listen)
+				if err != nil {
+					return fmt.Errorf("listening on %s (metrics.listen): %w", cfg.Metrics.Listen, err)
+				}
+				mctx, stop := context.WithCancel(ctx)
+				done := make(chan struct{})
+				go func() {
+					defer close(done)
+					if err := g.ServeMetrics(mctx, mln); err != nil {
+						log.Error("gatehouse: metrics endpoint failed", "err", err)
+					}
+				}()
+				defer func() { stop(); <-done }()
+				log.Info("gatehouse: serving metrics", "url", "http://"+mln.Addr().String()+"/metrics", "addr", mln.Addr().String())
+			}
 			if stdio {
 				log.Info("gatehouse: serving over stdio", "tools", len(g.Tools()))
 				return g.ServeStdio(ctx)

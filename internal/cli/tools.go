@@ -3,8 +3,7 @@ package cli
 import (
 	"fmt"
 	"os"
-	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -120,40 +119,26 @@ func loadConfigOrDefault(path string) (*gateway.Config, error) {
 	return gateway.ParseConfig(nil, "", wd)
 }
 
-// collectServers loads the config's plugins, the extra plugin directories
-// and the config's inline servers, and returns the servers to connect plus
-// the diagnostics of everything that was skipped.
+// collectServers loads the config's plugins and the extra plugin
+// directories, adds the config's inline servers (parsed once, by the
+// gateway's config: cfg.InlineServers), and returns the servers to connect
+// plus the diagnostics of everything that was skipped or warned about.
 func collectServers(cfg *gateway.Config, extraPlugins []string) ([]toolset.Server, []diag.Diagnostic) {
 	var servers []toolset.Server
 	var ds []diag.Diagnostic
-	alwaysLoad := map[string]bool{}
-	for _, s := range cfg.Disclosure.AlwaysLoad {
-		alwaysLoad[s] = true
-	}
 	dirs := append(cfg.PluginDirs(), extraPlugins...)
 	for _, dir := range dirs {
 		res := plugin.Load(dir)
 		ds = append(ds, res.Diagnostics...)
 		for _, s := range toolset.PluginServers(res.Plugin) {
-			s.AlwaysLoad = alwaysLoad[s.Config.Name]
+			// As the gateway does: a server or its plugin may be named.
+			s.AlwaysLoad = slices.Contains(cfg.Disclosure.AlwaysLoad, s.Config.Name) ||
+				slices.Contains(cfg.Disclosure.AlwaysLoad, res.Plugin.Manifest.Name)
 			servers = append(servers, s)
 		}
 	}
-	names := make([]string, 0, len(cfg.Servers))
-	for n := range cfg.Servers {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	root, _ := filepath.EvalSymlinks(cfg.Dir)
-	for _, n := range names {
-		e := cfg.Servers[n]
-		sc, sds, ok := plugin.ParseServer(n, e.Raw, plugin.Vars{Root: root})
-		ds = append(ds, sds...)
-		if ok {
-			servers = append(servers, toolset.Server{Config: sc, Prefix: e.Prefix, AlwaysLoad: alwaysLoad[n]})
-		}
-	}
-	return servers, ds
+	ds = append(ds, cfg.InlineDiagnostics()...)
+	return append(servers, cfg.InlineServers()...), ds
 }
 
 func writeToolsText(cmd *cobra.Command, rep toolsReport) error {
