@@ -47,6 +47,9 @@ type Guard struct {
 	innerDial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
+// defaultIdlePerHost is the least number of idle connections kept per host.
+const defaultIdlePerHost = 64
+
 // New returns a Guard configured by opts (nil means the zero Options).
 func New(opts *Options) *Guard {
 	if opts == nil {
@@ -70,6 +73,15 @@ func New(opts *Options) *Guard {
 		g.base = opts.Transport.Clone()
 	} else {
 		g.base = http.DefaultTransport.(*http.Transport).Clone()
+	}
+	// One MCP server is one host that sees many concurrent requests; Go's
+	// default of 2 idle connections per host makes a busy client dial (and
+	// close) a connection for most calls.
+	if g.base.MaxIdleConnsPerHost < defaultIdlePerHost {
+		g.base.MaxIdleConnsPerHost = defaultIdlePerHost
+	}
+	if g.base.MaxIdleConns != 0 && g.base.MaxIdleConns < defaultIdlePerHost {
+		g.base.MaxIdleConns = defaultIdlePerHost
 	}
 	g.innerDial = g.base.DialContext
 	if g.innerDial == nil {
