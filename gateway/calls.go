@@ -228,6 +228,8 @@ func (g *Gateway) call(ctx context.Context, name string, req *mcp.CallToolReques
 	}
 	args := json.RawMessage(req.Params.Arguments)
 	meta := forwardMeta(req.Params.Meta)
+	fcaller, progress, done := g.forwardCall(ctx, req) // forward_wiring.go
+	defer done()
 
 	// The call ends when the caller goes, or when shutdown stops waiting.
 	ctx, cancel := context.WithCancel(ctx)
@@ -241,7 +243,7 @@ func (g *Gateway) call(ctx context.Context, name string, req *mcp.CallToolReques
 		if len(args) > 0 {
 			a = args
 		}
-		r, err := g.ts.Call(ctx, name, a, toolset.CallInfo{RunID: runID, ToolCallID: callID, Meta: meta})
+		r, err := g.ts.Call(ctx, name, a, toolset.CallInfo{RunID: runID, ToolCallID: callID, Meta: meta, Caller: fcaller, ProgressToken: progress})
 		g.observeUpstream(info.Server, err, ctx.Err() != nil)
 		if de, ok := toolsetRefusal(err); ok {
 			// Quarantined or withdrawn since the check above: nothing was

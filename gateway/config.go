@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -24,13 +25,14 @@ import (
 
 // Defaults of the gateway config (docs/gateway.md lists them all).
 const (
-	DefaultListen          = "127.0.0.1:8080"
-	DefaultStore           = "sqlite:.gatehouse/gatehouse.db"
-	DefaultBudgetTokens    = 20000
-	DefaultRateLimitWindow = time.Minute
-	DefaultShutdownTimeout = 10 * time.Second
-	DefaultJournalLease    = 30 * time.Second
-	DefaultJournalTTL      = 24 * time.Hour
+	DefaultListen           = "127.0.0.1:8080"
+	DefaultStore            = "sqlite:.gatehouse/gatehouse.db"
+	DefaultBudgetTokens     = 20000
+	DefaultRateLimitWindow  = time.Minute
+	DefaultShutdownTimeout  = 10 * time.Second
+	DefaultJournalLease     = 30 * time.Second
+	DefaultJournalTTL       = 24 * time.Hour
+	DefaultUpstreamProtocol = "2025-11-25"
 )
 
 // Config is the gateway configuration of CONTRACTS.md §4. It is read from
@@ -63,6 +65,14 @@ type Config struct {
 	// Metrics, when set, serves Prometheus metrics on a listener of its
 	// own. Absent means no metrics endpoint.
 	Metrics *Metrics `yaml:"metrics" json:"metrics"`
+	// HTTP tunes the MCP endpoint toward callers.
+	HTTP HTTP `yaml:"http" json:"http"`
+	// UpstreamProtocol is the MCP revision the gateway asks its upstream
+	// servers for: a revision date, or "auto" to let the go-sdk negotiate
+	// (newest first, 2026-07-28 where the server offers it). Default
+	// 2025-11-25, the stateful revision over which sampling, elicitation,
+	// roots and log levels are forwarded.
+	UpstreamProtocol string `yaml:"upstreamProtocol" json:"upstreamProtocol"`
 
 	// Dir is the directory relative paths resolve against (the config
 	// file's directory, or the working directory without a file). It is
@@ -165,6 +175,21 @@ type Firewall struct {
 	MaxCallsPerRun int `yaml:"maxCallsPerRun" json:"maxCallsPerRun"`
 }
 
+// HTTP tunes how the MCP endpoint answers callers.
+type HTTP struct {
+	// JSONResponse answers each POST with one plain JSON body instead of an
+	// SSE stream. It is faster (no event framing), but progress, log
+	// messages and server-to-client requests made during a call then wait
+	// for the caller's standalone stream. Default false: SSE, as the MCP
+	// specification's reference servers answer.
+	JSONResponse bool `yaml:"jsonResponse" json:"jsonResponse"`
+	// Stateless serves without sessions (the stateless 2026-07-28
+	// revision; 2025-11-25 callers still work request by request). Server-
+	// to-client requests (sampling, elicitation, roots) need sessions and
+	// are not forwarded to stateless callers. Default false.
+	Stateless bool `yaml:"stateless" json:"stateless"`
+}
+
 // Metrics configures the Prometheus endpoint (/metrics on its own
 // listener). The endpoint has no authentication: it shows tool and server
 // names, outcome counts and latencies, never arguments or subjects.
@@ -254,6 +279,9 @@ func (c *Config) applyDefaults() error {
 	if c.Listen == "" {
 		c.Listen = DefaultListen
 	}
+	if c.UpstreamProtocol == "" {
+		c.UpstreamProtocol = DefaultUpstreamProtocol
+	}
 	if c.Store == "" {
 		c.Store = DefaultStore
 	}
@@ -284,6 +312,9 @@ func (c *Config) errf(field, fix, format string, args ...any) error {
 }
 
 func (c *Config) validate() error {
+	if p := c.UpstreamProtocol; p != "auto" && !revisionPattern.MatchString(p) {
+		return c.errf("upstreamProtocol", `use a revision date such as "2025-11-25", or "auto"`, "%q is not an MCP revision", p)
+	}
 	if err := c.checkListen(); err != nil {
 		return err
 	}
@@ -459,6 +490,18 @@ func scopeKey(scopes []string) string {
 	s := append([]string(nil), scopes...)
 	sort.Strings(s)
 	return strings.Join(s, "\x00")
+}
+
+// revisionPattern matches MCP revision identifiers (dates).
+var revisionPattern = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`)
+
+// UpstreamProtocolVersion is the revision to ask upstreams for ("" lets the
+// go-sdk negotiate).
+func (c *Config) UpstreamProtocolVersion() string {
+	if c.UpstreamProtocol == "auto" {
+		return ""
+	}
+	return c.UpstreamProtocol
 }
 
 // PluginDirs returns the plugin directories resolved against Dir.

@@ -110,6 +110,7 @@ func TestConfigErrors(t *testing.T) {
 		{"zero rate", "rateLimit: {maxCalls: 0, window: 1m}\n", "rateLimit.maxCalls", "positive"},
 		{"tiny window", "rateLimit: {maxCalls: 1, window: 1ms}\n", "rateLimit.window", "too short"},
 		{"bad window", "rateLimit: {maxCalls: 1, window: soon}\n", "", "soon"},
+		{"bad upstream protocol", "upstreamProtocol: latest\n", "upstreamProtocol", "not an MCP revision"},
 		{"negative budget", "disclosure: {budget: -1}\n", "disclosure.budget", "negative"},
 		{"negative cap", "firewall: {maxCallsPerRun: -2}\n", "firewall.maxCallsPerRun", "negative"},
 		{"empty server", "servers: {x: }\n", "servers.x", "empty server entry"},
@@ -237,6 +238,22 @@ func TestMetricsConfig(t *testing.T) {
 		c, err := ParseConfig([]byte(src), "x", "/srv")
 		if err != nil || c.Metrics == nil || c.Metrics.Listen == "" {
 			t.Errorf("%q: %v %+v", src, err, c)
+		}
+	}
+}
+
+func TestUpstreamProtocol(t *testing.T) {
+	for src, want := range map[string]string{
+		"":                               DefaultUpstreamProtocol,
+		"upstreamProtocol: auto\n":       "",
+		"upstreamProtocol: 2026-07-28\n": "2026-07-28",
+	} {
+		c, err := ParseConfig([]byte(src), "gh.yaml", "/srv")
+		if err != nil {
+			t.Fatalf("%q: %v", src, err)
+		}
+		if got := c.UpstreamProtocolVersion(); got != want {
+			t.Errorf("%q: UpstreamProtocolVersion() = %q, want %q", src, got, want)
 		}
 	}
 }

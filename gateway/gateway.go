@@ -19,6 +19,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/diag"
 	"github.com/gatehouse-dev/gatehouse/durable"
+	"github.com/gatehouse-dev/gatehouse/gateway/forward"
 	"github.com/gatehouse-dev/gatehouse/internal/metrics"
 	"github.com/gatehouse-dev/gatehouse/plugin"
 	"github.com/gatehouse-dev/gatehouse/policy"
@@ -82,6 +83,7 @@ type Gateway struct {
 	mu    sync.RWMutex
 	tools map[string]toolset.ToolInfo // the served tool map
 	mcps  []*mcp.Server               // every go-sdk server the tools are registered on
+	fwd   *forward.Forwarder          // everything beyond tools (forward_wiring.go)
 
 	health *healthBook
 
@@ -212,11 +214,17 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 		Stderr:       o.Stderr,
 		Store:        g.st,
 		OnChange:     g.toolsetChanged,
+		// The revision asked of every upstream (config upstreamProtocol).
+		ProtocolVersion: cfg.UpstreamProtocolVersion(),
+		// Resources, prompts and list changes (forward_wiring.go).
+		OnListChanged:     g.forwardListChanged,
+		OnResourceUpdated: g.forwardResourceUpdated,
 	})
 	if err != nil {
 		return fail(fmt.Errorf("gateway: %w", err))
 	}
 	g.ts = ts
+	g.fwd = g.newForwarder(ts)
 	if err := ts.Connect(ctx); err != nil {
 		return fail(fmt.Errorf("gateway: connecting servers: %w", err))
 	}
@@ -250,7 +258,7 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 	// The hardened server.
 	so := server.Options{
 		Implementation: &mcp.Implementation{Name: "gatehouse", Version: versionOr(o.Version)},
-		ServerOptions:  &mcp.ServerOptions{Instructions: Instructions, Logger: log},
+		ServerOptions:  g.fwd.ServerOptions(&mcp.ServerOptions{Instructions: Instructions, Logger: log}),
 		Setup:          g.setup,
 		Identify:       g.identify,
 		StdioSubject:   LocalSubject,
@@ -324,6 +332,7 @@ func openStore(ctx context.Context, d string) (store.Store, error) {
 // setup registers the served tools on one go-sdk server (the HTTP one at
 // New, the stdio one when ServeStdio starts).
 func (g *Gateway) setup(s *mcp.Server) {
+	g.fwd.Setup(s, g.srv != nil) // the stdio server is built after g.srv
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.mcps = append(g.mcps, s)

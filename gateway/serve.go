@@ -16,7 +16,7 @@ import (
 // Handler returns the gateway's HTTP handler: the MCP endpoint at /mcp
 // (behind bearer auth when configured), /healthz and /readyz.
 func (g *Gateway) Handler() (http.Handler, error) {
-	ho := &server.HTTPOptions{JSONResponse: true}
+	ho := &server.HTTPOptions{JSONResponse: g.cfg.HTTP.JSONResponse, Stateless: g.cfg.HTTP.Stateless}
 	if g.cfg.Auth != nil {
 		ho.Verifier = g.auth.verify
 	}

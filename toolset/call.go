@@ -157,13 +157,29 @@ func (c *conn) call(ctx context.Context, name, remote string, args any, info Cal
 	if err := c.refreshToken(ctx); err != nil {
 		return nil, fail(CodeAuthFailed, err)
 	}
-	sess, err := c.current(ctx)
+	st := c.ts.callerState(info.Caller)
+	if st != nil {
+		ctx = context.WithValue(ctx, callerCtxKey{}, st)
+	}
+	var token string
+	if info.ProgressToken != nil && st != nil {
+		var release func()
+		token, release = c.ts.newProgressToken(st, info.ProgressToken)
+		defer release()
+	}
+	sess, dedicated, err := c.ts.sessionFor(ctx, c, st)
 	if err != nil {
 		return nil, fail(CodeConnectionFailed, err)
 	}
 	for attempt := 0; ; attempt++ {
 		// A fresh params value per attempt: the go-sdk writes into Meta.
 		params := &mcp.CallToolParams{Name: remote, Arguments: args, Meta: callMeta(info)}
+		if token != "" {
+			if params.Meta == nil {
+				params.Meta = map[string]any{}
+			}
+			params.Meta["progressToken"] = token
+		}
 		res, err := sess.CallTool(ctx, params)
 		if err == nil {
 			return res, nil
@@ -175,7 +191,20 @@ func (c *conn) call(ctx context.Context, name, remote string, args any, info Cal
 			return nil, fail(CodeCallFailed, err)
 		}
 		c.ts.log.Info("toolset: session lost; reconnecting once", "server", c.name, "tool", name, "err", err)
-		if sess, err = c.reconnect(ctx, sess); err != nil {
+		shared := sess
+		if dedicated {
+			c.ts.dropDedicated(c, st, sess)
+			shared = c.liveSession()
+		}
+		// The shared session re-lists and judges the server's tools: a
+		// restarted server is checked before the call goes out again.
+		if shared != nil && (!dedicated || shared.Ping(ctx, nil) != nil) {
+			if _, err = c.reconnect(ctx, shared); err != nil {
+				return nil, fail(CodeConnectionFailed, fmt.Errorf("reconnecting: %w", err))
+			}
+			c.ts.resubscribe(ctx, c)
+		}
+		if sess, dedicated, err = c.ts.sessionFor(ctx, c, st); err != nil {
 			return nil, fail(CodeConnectionFailed, fmt.Errorf("reconnecting: %w", err))
 		}
 		// The new session's listing may have changed the tool.

@@ -110,6 +110,22 @@ type Options struct {
 	// goroutine that made the change, holding no lock of the Toolset: it
 	// may call Tools.
 	OnChange func()
+	// OnListChanged, when set, is told that a server announced a changed
+	// list (notifications/*/list_changed). A tools change has already
+	// started a re-listing judged by the drift checks (OnChange follows it);
+	// resources and prompts are listed live, so callers only need telling.
+	OnListChanged func(server string, what ListChange)
+	// OnResourceUpdated, when set, receives every upstream
+	// notifications/resources/updated once, instead of the subscribed
+	// callers' Handlers.ResourceUpdated (a gateway whose MCP server tracks
+	// subscriptions itself fans them out).
+	OnResourceUpdated func(ctx context.Context, params *mcp.ResourceUpdatedNotificationParams)
+
+	// ProtocolVersion, when set, is the MCP revision every upstream session
+	// asks for (e.g. "2025-11-25"); empty lets the go-sdk negotiate, newest
+	// first. Forwarding server-to-client requests (sampling, elicitation,
+	// roots) and log levels needs a stateful revision such as 2025-11-25.
+	ProtocolVersion string
 }
 
 const (
@@ -126,6 +142,14 @@ type CallInfo struct {
 	// Meta is copied into the call's _meta. Reserved keys
 	// (io.modelcontextprotocol/...) are dropped; the map is never modified.
 	Meta map[string]any
+	// Caller, when set, is the calling session the call is made for: its
+	// dedicated upstream session carries the call when it has one (see
+	// Caller), and what the server sends about the call is routed to it.
+	Caller *Caller
+	// ProgressToken, when set, is the caller's progress token: the call
+	// carries a token of the toolset's upstream, and the server's progress
+	// notifications reach Caller.Handlers.Progress with this token.
+	ProgressToken any
 }
 
 // State says whether a tool may be called.

@@ -44,6 +44,8 @@ type Toolset struct {
 	cat      *catalog
 	listings []listing // one per conn: the current state the catalog is built from
 	closed   bool
+
+	fwd forwarding // callers, progress routes, resource and prompt routing
 }
 
 // Open checks the wiring of servers and opts and returns a Toolset. It does
@@ -86,11 +88,9 @@ func Open(ctx context.Context, servers []Server, opts *Options) (*Toolset, error
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	t := &Toolset{
-		opts:   o,
-		log:    log,
-		client: mcp.NewClient(&mcp.Implementation{Name: "gatehouse", Version: "0.1.0"}, &mcp.ClientOptions{Logger: log}),
-	}
+	t := &Toolset{opts: o, log: log}
+	t.fwd.init()
+	t.client = mcp.NewClient(&mcp.Implementation{Name: "gatehouse", Version: "0.1.0"}, t.clientOptions(nil, false))
 	t.life, t.stopLife = context.WithCancel(context.Background())
 	t.reconciled = make(chan struct{})
 	t.store = o.Store
@@ -247,6 +247,15 @@ func (t *Toolset) Close() error {
 	t.closed = true
 	t.stopLife()
 	t.mu.Unlock()
+	t.fwd.mu.Lock()
+	ids := make([]string, 0, len(t.fwd.callers))
+	for id := range t.fwd.callers {
+		ids = append(ids, id)
+	}
+	t.fwd.mu.Unlock()
+	for _, id := range ids {
+		t.Release(id)
+	}
 
 	var wg sync.WaitGroup
 	errs := make([]error, len(t.conns))
@@ -467,7 +476,7 @@ func (c *conn) connectLocked(ctx context.Context) (*mcp.ClientSession, error) {
 	if err != nil {
 		return nil, err
 	}
-	sess, err := c.ts.client.Connect(ctx, tr, nil)
+	sess, err := c.ts.client.Connect(ctx, &routedTransport{inner: tr, t: c.ts}, c.ts.sessionOptions())
 	if err != nil {
 		return nil, fmt.Errorf("connecting: %w", err)
 	}
@@ -499,11 +508,13 @@ func (c *conn) transport(ctx context.Context) (mcp.Transport, error) {
 		if err := c.refreshToken(ctx); err != nil {
 			return nil, fmt.Errorf("auth: %w", err)
 		}
-		return &mcp.StreamableClientTransport{
-			Endpoint:             cfg.URL,
-			HTTPClient:           c.httpClient,
-			DisableStandaloneSSE: true,
-		}, nil
+		// The standalone SSE stream (list_changed, resources/updated) is
+		// opened with the Connect context: detach it from the connect
+		// timeout, like the legacy SSE stream.
+		return &detachedTransport{inner: &mcp.StreamableClientTransport{
+			Endpoint:   cfg.URL,
+			HTTPClient: c.httpClient,
+		}, life: c.ts.life}, nil
 	case plugin.TransportSSE:
 		if err := c.refreshToken(ctx); err != nil {
 			return nil, fmt.Errorf("auth: %w", err)
@@ -626,4 +637,12 @@ func (c *conn) close() error {
 // sortTools sorts by projected name.
 func sortTools(ts []ToolInfo) {
 	sort.Slice(ts, func(i, j int) bool { return ts[i].Name < ts[j].Name })
+}
+
+// sessionOptions are the options of every upstream session.
+func (t *Toolset) sessionOptions() *mcp.ClientSessionOptions {
+	if t.opts.ProtocolVersion == "" {
+		return nil
+	}
+	return &mcp.ClientSessionOptions{ProtocolVersion: t.opts.ProtocolVersion}
 }

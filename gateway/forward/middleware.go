@@ -1,0 +1,146 @@
+package forward
+
+//lint:file-ignore SA1019 forwarding sampling, elicitation, roots and logging (deprecated by SEP-2577, still in 2025-11-25) is this file's job.
+
+import (
+	"context"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// middleware answers the forwarded methods and passes the rest on.
+func (f *Forwarder) middleware(local bool) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "initialize" || method == "notifications/initialized" {
+				// The session's capabilities are known once it is initialized.
+			} else if sess := f.session(req); sess != nil {
+				sess.mu.Lock()
+				sess.local = local
+				sess.mu.Unlock()
+			}
+			ts := f.o.Toolset
+			switch method {
+			case "initialize", "server/discover":
+				res, err := next(ctx, method, req)
+				if err != nil {
+					return res, err
+				}
+				return f.advertise(ctx, res), nil
+			case "resources/list":
+				sess, allow := f.callerOf(ctx, req, local)
+				if p, _ := req.GetParams().(*mcp.ListResourcesParams); p != nil && p.Cursor != "" {
+					return &mcp.ListResourcesResult{Resources: []*mcp.Resource{}}, nil
+				}
+				rs, err := ts.ListResources(ctx, sess.caller, allow)
+				if err != nil {
+					return nil, err
+				}
+				if rs == nil {
+					rs = []*mcp.Resource{}
+				}
+				return &mcp.ListResourcesResult{Resources: rs}, nil
+			case "resources/templates/list":
+				sess, allow := f.callerOf(ctx, req, local)
+				if p, _ := req.GetParams().(*mcp.ListResourceTemplatesParams); p != nil && p.Cursor != "" {
+					return &mcp.ListResourceTemplatesResult{ResourceTemplates: []*mcp.ResourceTemplate{}}, nil
+				}
+				rs, err := ts.ListResourceTemplates(ctx, sess.caller, allow)
+				if err != nil {
+					return nil, err
+				}
+				if rs == nil {
+					rs = []*mcp.ResourceTemplate{}
+				}
+				return &mcp.ListResourceTemplatesResult{ResourceTemplates: rs}, nil
+			case "resources/read":
+				sess, allow := f.callerOf(ctx, req, local)
+				p, _ := req.GetParams().(*mcp.ReadResourceParams)
+				if p == nil {
+					break
+				}
+				_, done := f.Begin(ctx, req)
+				defer done()
+				return ts.ReadResource(ctx, sess.caller, p, allow)
+			case "prompts/list":
+				sess, allow := f.callerOf(ctx, req, local)
+				if p, _ := req.GetParams().(*mcp.ListPromptsParams); p != nil && p.Cursor != "" {
+					return &mcp.ListPromptsResult{Prompts: []*mcp.Prompt{}}, nil
+				}
+				ps, err := ts.ListPrompts(ctx, sess.caller, allow)
+				if err != nil {
+					return nil, err
+				}
+				if ps == nil {
+					ps = []*mcp.Prompt{}
+				}
+				return &mcp.ListPromptsResult{Prompts: ps}, nil
+			case "prompts/get":
+				sess, allow := f.callerOf(ctx, req, local)
+				p, _ := req.GetParams().(*mcp.GetPromptParams)
+				if p == nil {
+					break
+				}
+				_, done := f.Begin(ctx, req)
+				defer done()
+				return ts.GetPrompt(ctx, sess.caller, p, allow)
+			case "logging/setLevel":
+				res, err := next(ctx, method, req)
+				if err != nil {
+					return res, err
+				}
+				sess, allow := f.callerOf(ctx, req, local)
+				if p, _ := req.GetParams().(*mcp.SetLoggingLevelParams); p != nil && sess.caller != nil {
+					if err := ts.SetLoggingLevel(ctx, sess.caller, p.Level, allow); err != nil {
+						f.log.Debug("forward: setting the log level upstream", "err", err)
+					}
+				}
+				return res, nil
+			}
+			return next(ctx, method, req)
+		}
+	}
+}
+
+// advertise adds the upstreams' resources, prompts, completions and
+// logging capabilities to an initialize or discover result.
+func (f *Forwarder) advertise(ctx context.Context, res mcp.Result) mcp.Result {
+	up, err := f.o.Toolset.Capabilities(ctx)
+	if err != nil {
+		return res
+	}
+	merge := func(c *mcp.ServerCapabilities) *mcp.ServerCapabilities {
+		var out mcp.ServerCapabilities
+		if c != nil {
+			out = *c
+		}
+		if up.Resources != nil {
+			r := *up.Resources
+			out.Resources = &r
+		} else {
+			out.Resources = nil
+		}
+		if up.Prompts != nil {
+			out.Prompts = &mcp.PromptCapabilities{ListChanged: true}
+		} else {
+			out.Prompts = nil
+		}
+		if up.Completions != nil {
+			out.Completions = &mcp.CompletionCapabilities{}
+		} else {
+			out.Completions = nil
+		}
+		return &out
+	}
+	switch r := res.(type) {
+	case *mcp.InitializeResult:
+		cp := *r
+		cp.Capabilities = merge(r.Capabilities)
+		return &cp
+	case *mcp.DiscoverResult:
+		cp := *r
+		cp.Capabilities = merge(r.Capabilities)
+		return &cp
+	}
+	return res
+}
