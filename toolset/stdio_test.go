@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -141,11 +140,15 @@ func TestNoProcessLeftAfterClose(t *testing.T) {
 	if after := len(descendants(t)); after != before {
 		t.Errorf("processes left: %d before, %d after (%v)", before, after, descendants(t))
 	}
-	if grandchild == 0 || syscall.Kill(grandchild, 0) == nil {
-		// Kill(pid, 0) succeeds while the process exists (even as a zombie
-		// not yet reaped by init, which Close cannot wait for).
-		if st, err := os.ReadFile("/proc/" + strconv.Itoa(grandchild) + "/stat"); err == nil && !strings.Contains(string(st), ") Z ") {
-			t.Errorf("grandchild %d survived: %s", grandchild, st)
-		}
+	if grandchild == 0 {
+		t.Fatal("no grandchild pid recorded")
 	}
+	// The group's SIGKILL has been sent by the time Close returns; the
+	// kernel finishes the orphaned grandchild's exit asynchronously (a
+	// loaded machine shows it still running for a moment). Wait for it to
+	// be gone or a zombie awaiting init; a survivor fails the test.
+	waitFor(t, "the grandchild to die", func() bool {
+		st, err := os.ReadFile("/proc/" + strconv.Itoa(grandchild) + "/stat")
+		return err != nil || strings.Contains(string(st), ") Z ")
+	})
 }
