@@ -18,6 +18,9 @@ func (g *Gateway) newForwarder(ts *toolset.Toolset) *forward.Forwarder {
 		Subject: g.forwardSubject,
 		Visible: g.serverVisible,
 		Logger:  g.log,
+		// Stateless HTTP sessions last one request: no upstream session
+		// of their own.
+		Stateless: g.cfg.HTTP.Stateless,
 	})
 }
 

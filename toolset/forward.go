@@ -18,6 +18,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/internal/projection"
 	"github.com/gatehouse-dev/gatehouse/pin"
+	"github.com/gatehouse-dev/gatehouse/plugin"
 )
 
 // Caller is one calling session a Toolset forwards for (the gateway makes
@@ -43,6 +44,8 @@ type Caller struct {
 	// Handlers receive what upstream servers send for this caller. A nil
 	// handler refuses (requests) or drops (notifications).
 	Handlers CallerHandlers
+
+	released atomic.Bool // by Release: a late request registers nothing
 }
 
 // CallerHandlers deliver upstream traffic to a caller. Each gets the
@@ -167,6 +170,32 @@ func (t *Toolset) clientOptions(caps *mcp.ClientCapabilities, dedicated bool) *m
 	return o
 }
 
+// newSharedClient returns the client of the shared upstream sessions. It
+// answers roots/list only for the caller of a multi round-trip request in
+// ctx; other server-initiated requests are refused by its empty
+// capabilities.
+func (t *Toolset) newSharedClient() *mcp.Client {
+	c := mcp.NewClient(&mcp.Implementation{Name: "gatehouse", Version: "0.1.0"}, t.clientOptions(nil, false))
+	c.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method != "roots/list" {
+				return next(ctx, method, req)
+			}
+			st, _ := ctx.Value(callerCtxKey{}).(*callerState)
+			if st == nil || st.caller.Handlers.ListRoots == nil {
+				// Not the client's own (empty) list: nobody's roots.
+				return nil, errNoSessionCaller
+			}
+			p, _ := req.GetParams().(*mcp.ListRootsParams)
+			return st.caller.Handlers.ListRoots(ctx, p)
+		}
+	})
+	return c
+}
+
+var errNoSessionCaller = &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
+	Message: "roots/list: the gateway forwards server-to-client requests only to a caller with an upstream session of its own (a stateful caller that advertised sampling or elicitation)"}
+
 // ownerOf finds the caller a client-side request belongs to: the caller of
 // the request in ctx (a multi round-trip input request), else the owner of
 // the dedicated session.
@@ -283,6 +312,11 @@ func (t *Toolset) callerState(caller *Caller) *callerState {
 	}
 	t.fwd.mu.Lock()
 	defer t.fwd.mu.Unlock()
+	if caller.released.Load() {
+		// A request that outlived its session: served, but through nothing
+		// of the caller's own (sessionFor refuses a dedicated one).
+		return &callerState{caller: caller, sessions: map[int]*mcp.ClientSession{}, closed: true}
+	}
 	st := t.fwd.callers[caller.ID]
 	if st == nil {
 		st = &callerState{caller: caller, sessions: map[int]*mcp.ClientSession{}}
@@ -304,6 +338,9 @@ func (t *Toolset) Release(id string) {
 	t.fwd.mu.Lock()
 	st := t.fwd.callers[id]
 	delete(t.fwd.callers, id)
+	if st != nil {
+		st.caller.released.Store(true)
+	}
 	var unsub []string
 	if st != nil {
 		for tok, r := range t.fwd.progress {
@@ -342,7 +379,9 @@ func (t *Toolset) Release(id string) {
 	for _, uri := range unsub {
 		if c := t.routeURI(uri); c != nil {
 			if sess := c.liveSession(); sess != nil {
-				_ = sess.Unsubscribe(t.life, &mcp.UnsubscribeParams{URI: uri})
+				if err := sess.Unsubscribe(t.life, &mcp.UnsubscribeParams{URI: uri}); err != nil {
+					t.log.Debug("toolset: unsubscribing upstream", "server", c.name, "err", err)
+				}
 			}
 		}
 	}
@@ -357,6 +396,11 @@ func (c *conn) liveSession() *mcp.ClientSession {
 // sessionFor returns the session a caller's request to c goes through: its
 // dedicated one (created now if needed), else the shared one.
 func (t *Toolset) sessionFor(ctx context.Context, c *conn, st *callerState) (*mcp.ClientSession, bool, error) {
+	// Upstream sessions outlive the caller's request and must not carry
+	// its values: the go-sdk's HTTP server puts the caller's negotiated
+	// revision in the request context, and its HTTP client sends that as
+	// Mcp-Protocol-Version until the upstream session is initialized.
+	ctx = valuesFree{ctx}
 	if st == nil || !st.dedicated() {
 		s, err := c.current(ctx)
 		return s, false, err
@@ -423,6 +467,12 @@ func (t *Toolset) sessionFor(ctx context.Context, c *conn, st *callerState) (*mc
 	return s, true, nil
 }
 
+// valuesFree is a context with its parent's deadline and cancellation
+// but none of its values.
+type valuesFree struct{ context.Context }
+
+func (valuesFree) Value(any) any { return nil }
+
 // dropDedicated forgets a lost dedicated session.
 func (t *Toolset) dropDedicated(c *conn, st *callerState, s *mcp.ClientSession) {
 	st.mu.Lock()
@@ -464,14 +514,14 @@ func (t *Toolset) forward(ctx context.Context, c *conn, st *callerState, op func
 			// and judges its tools before anything else goes out.
 			if shared := c.liveSession(); shared != nil {
 				if perr := shared.Ping(ctx, nil); perr != nil && sessionLost(perr) {
-					if _, rerr := c.reconnect(ctx, shared); rerr != nil {
+					if _, rerr := c.reconnect(valuesFree{ctx}, shared); rerr != nil {
 						return &Error{Code: CodeConnectionFailed, Server: c.name, Err: fmt.Errorf("reconnecting: %w", rerr)}
 					}
 				}
 			}
 			continue
 		}
-		if _, err := c.reconnect(ctx, sess); err != nil {
+		if _, err := c.reconnect(valuesFree{ctx}, sess); err != nil {
 			return &Error{Code: CodeConnectionFailed, Server: c.name, Err: fmt.Errorf("reconnecting: %w", err)}
 		}
 		t.resubscribe(ctx, c)
@@ -816,17 +866,39 @@ func (t *Toolset) Subscribe(ctx context.Context, caller *Caller, uri string, all
 	st := t.callerState(caller)
 	if st != nil && !st.dedicated() {
 		t.fwd.mu.Lock()
-		m := t.fwd.subs[uri]
-		if m == nil {
-			m = map[string]*callerState{}
-			t.fwd.subs[uri] = m
+		if !caller.released.Load() { // Release sets it under fwd.mu
+			m := t.fwd.subs[uri]
+			if m == nil {
+				m = map[string]*callerState{}
+				t.fwd.subs[uri] = m
+			}
+			m[caller.ID] = st
 		}
-		m[caller.ID] = st
 		t.fwd.mu.Unlock()
 	}
 	return t.forward(ctx, c, st, func(s *mcp.ClientSession) error {
+		if err := c.canPush(s); err != nil {
+			return err
+		}
 		return s.Subscribe(ctx, &mcp.SubscribeParams{URI: uri})
 	})
+}
+
+// ErrNoPush is returned by Subscribe when the upstream cannot deliver
+// resource updates: a stateless streamable HTTP server spoken to over
+// 2025-11-25 has no session and so no stream to send them on.
+var ErrNoPush = &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
+	Message: "resources/subscribe: the upstream server is stateless and was negotiated at 2025-11-25, so it cannot send resource updates (set upstreamProtocol: auto to use 2026-07-28 subscriptions)"}
+
+// canPush reports whether s can receive server-initiated messages.
+func (c *conn) canPush(s *mcp.ClientSession) error {
+	if c.srv.transport != nil || c.srv.Config.Type != plugin.TransportStreamableHTTP {
+		return nil
+	}
+	if ir := s.InitializeResult(); s.ID() == "" && ir != nil && ir.ProtocolVersion < "2026-07-28" {
+		return ErrNoPush
+	}
+	return nil
 }
 
 // Unsubscribe ends the caller's subscription (upstream too when it was the
@@ -902,6 +974,7 @@ func (t *Toolset) Complete(ctx context.Context, caller *Caller, params *mcp.Comp
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "missing ref"}
 	}
 	p := *params
+	p.Meta = forwardMeta(params.Meta)
 	ref := *params.Ref
 	p.Ref = &ref
 	var c *conn

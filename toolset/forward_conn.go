@@ -3,8 +3,11 @@ package toolset
 //lint:file-ignore SA1019 forwarding sampling, elicitation, roots and logging (deprecated by SEP-2577, still in 2025-11-25) is this file's job.
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -15,6 +18,14 @@ import (
 // order: the go-sdk client queues notifications for a handler goroutine
 // while it hands responses over at once, so a handler could see a call's
 // progress after the call returned (and after its caller was answered).
+//
+// Streamable HTTP connections are not wrapped: the go-sdk tells its own
+// connection type when the session is initialized (an unexported method a
+// wrapper cannot forward), and without that the connection never opens
+// its standalone SSE stream (no resources/updated, no list_changed) and
+// sends no negotiated Mcp-Protocol-Version header. Their messages are
+// tapped in the HTTP response bodies instead (sseTap), which is the same
+// wire order.
 type routedTransport struct {
 	inner mcp.Transport
 	t     *Toolset
@@ -22,7 +33,29 @@ type routedTransport struct {
 }
 
 func (r *routedTransport) Connect(ctx context.Context) (mcp.Connection, error) {
-	c, err := r.inner.Connect(ctx)
+	inner := r.inner
+	if d, ok := inner.(*detachedTransport); ok {
+		if st, ok := d.inner.(*mcp.StreamableClientTransport); ok {
+			// The streamable client detaches its connection from ctx itself.
+			inner = st
+		}
+	}
+	if st, ok := inner.(*mcp.StreamableClientTransport); ok {
+		cp := *st
+		base := http.DefaultClient
+		if st.HTTPClient != nil {
+			base = st.HTTPClient
+		}
+		hc := *base
+		rt := hc.Transport
+		if rt == nil {
+			rt = http.DefaultTransport
+		}
+		hc.Transport = &sseTap{base: rt, t: r.t, owner: r.owner}
+		cp.HTTPClient = &hc
+		return cp.Connect(ctx)
+	}
+	c, err := inner.Connect(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -44,21 +77,128 @@ func (c *routedConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	if !ok || req.IsCall() {
 		return msg, nil
 	}
-	switch req.Method {
+	c.t.routeNotification(c.owner, req.Method, req.Params)
+	return msg, nil
+}
+
+// routeNotification delivers an upstream progress or log notification to
+// its caller (progress by token; log messages to the dedicated session's
+// owner).
+func (t *Toolset) routeNotification(owner *callerState, method string, params json.RawMessage) {
+	switch method {
 	case "notifications/progress":
 		var p mcp.ProgressNotificationParams
-		if json.Unmarshal(req.Params, &p) == nil {
-			c.t.routeProgress(context.Background(), &p)
+		if json.Unmarshal(params, &p) == nil {
+			t.routeProgress(context.Background(), &p)
 		}
 	case "notifications/message":
 		var p mcp.LoggingMessageParams
-		if json.Unmarshal(req.Params, &p) == nil {
-			if c.owner != nil && c.owner.caller.Handlers.Log != nil {
-				c.owner.caller.Handlers.Log(context.Background(), &p)
+		if json.Unmarshal(params, &p) == nil {
+			if owner != nil && owner.caller.Handlers.Log != nil {
+				owner.caller.Handlers.Log(context.Background(), &p)
 			} else {
-				c.t.log.Debug("toolset: upstream log message without a caller", "level", string(p.Level))
+				t.log.Debug("toolset: upstream log message without a caller", "level", string(p.Level))
 			}
 		}
 	}
-	return msg, nil
+}
+
+// sseTap routes the progress and log notifications of a streamable HTTP
+// upstream as the go-sdk reads them from a response body (an SSE stream or
+// one JSON message).
+type sseTap struct {
+	base  http.RoundTripper
+	t     *Toolset
+	owner *callerState
+}
+
+func (s *sseTap) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := s.base.RoundTrip(req)
+	if err != nil || resp.Body == nil {
+		return resp, err
+	}
+	if ct := resp.Header.Get("Content-Type"); len(ct) >= 17 && ct[:17] == "text/event-stream" {
+		resp.Body = &tapBody{ReadCloser: resp.Body, tap: s}
+	}
+	return resp, nil
+}
+
+// tapBody scans SSE lines as they are read; each event's data is routed
+// when the blank line ending it has been read.
+type tapBody struct {
+	io.ReadCloser
+	tap  *sseTap
+	line []byte // the incomplete last line
+	data []byte // the current event's data
+}
+
+// maxTapLine bounds what is buffered of one line; a longer line (a large
+// result) is not a notification worth routing and is skipped.
+const maxTapLine = 1 << 20
+
+func (b *tapBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	chunk := p[:n]
+	for len(chunk) > 0 {
+		i := bytes.IndexByte(chunk, '\n')
+		if i < 0 {
+			if len(b.line)+len(chunk) <= maxTapLine {
+				b.line = append(b.line, chunk...)
+			} else {
+				b.line = append(b.line[:0], 0) // poisoned: not a data line
+			}
+			break
+		}
+		var line []byte
+		if len(b.line) > 0 {
+			b.line = append(b.line, chunk[:i]...)
+			line = b.line
+		} else {
+			line = chunk[:i]
+		}
+		b.onLine(bytes.TrimSuffix(line, []byte("\r")))
+		b.line = b.line[:0]
+		chunk = chunk[i+1:]
+	}
+	return n, err
+}
+
+var (
+	dataPrefix   = []byte("data:")
+	notification = []byte(`"notifications/`)
+)
+
+func (b *tapBody) onLine(line []byte) {
+	if len(line) == 0 {
+		if len(b.data) > 0 {
+			b.route(b.data)
+			b.data = b.data[:0]
+		}
+		return
+	}
+	if !bytes.HasPrefix(line, dataPrefix) {
+		return
+	}
+	v := bytes.TrimPrefix(line[len(dataPrefix):], []byte(" "))
+	if len(b.data) > 0 {
+		b.data = append(b.data, '\n')
+	}
+	if len(b.data)+len(v) <= maxTapLine {
+		b.data = append(b.data, v...)
+	}
+}
+
+func (b *tapBody) route(data []byte) {
+	if !bytes.Contains(data, notification) {
+		return // responses and requests pass untouched
+	}
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Params json.RawMessage `json:"params"`
+	}
+	if json.Unmarshal(data, &m) != nil || len(m.ID) > 0 {
+		return
+	}
+	b.tap.t.routeNotification(b.tap.owner, m.Method, m.Params)
 }

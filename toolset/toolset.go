@@ -90,7 +90,7 @@ func Open(ctx context.Context, servers []Server, opts *Options) (*Toolset, error
 	}
 	t := &Toolset{opts: o, log: log}
 	t.fwd.init()
-	t.client = mcp.NewClient(&mcp.Implementation{Name: "gatehouse", Version: "0.1.0"}, t.clientOptions(nil, false))
+	t.client = t.newSharedClient()
 	t.life, t.stopLife = context.WithCancel(context.Background())
 	t.reconciled = make(chan struct{})
 	t.store = o.Store

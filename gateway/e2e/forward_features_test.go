@@ -146,42 +146,78 @@ func (fc *fwdClient) counts() (progress, logs int, tokens []any) {
 }
 
 // gatewayFor writes a config with the upstream as inline server "up",
-// prefix "", and starts the gateway.
-func gatewayFor(t *testing.T, dir, entry string) *gw {
+// prefix "", and starts the gateway. head is prepended to the config
+// (upstreamProtocol, http).
+func gatewayFor(t *testing.T, dir, entry string, head ...string) *gw {
 	t.Helper()
-	writeConfig(t, dir, "store: sqlite:"+filepath.Join(dir, "gh.db")+"\nservers:\n  up:\n"+entry+"    prefix: \"\"\n")
+	writeConfig(t, dir, "store: sqlite:"+filepath.Join(dir, "gh.db")+"\n"+strings.Join(head, "")+"servers:\n  up:\n"+entry+"    prefix: \"\"\n")
 	return startGateway(t, dir)
 }
 
-// TestForwardPairings checks every forwarded feature through the gateway
-// (a stateful 2025-11-25 caller) for each kind of upstream: stateful HTTP
-// (2025-11-25), stateless HTTP and stdio (both 2026-07-28, negotiated with
-// server/discover).
+// pairing is one combination of caller revision and upstream.
+type pairing struct {
+	statelessCaller bool   // http.stateless: the caller negotiates 2026-07-28
+	mode            string // stdio, http-stateful, http-stateless
+	proto           string // upstreamProtocol
+}
+
+// upstreamModern: the gateway's upstream sessions speak 2026-07-28 (a
+// stateful streamable HTTP server settles on 2025-11-25 whatever is asked).
+func (p pairing) upstreamModern() bool { return p.proto == "auto" && p.mode != "http-stateful" }
+
+func (p pairing) config(t *testing.T, dir, cancelled string) (entry, head string) {
+	switch p.mode {
+	case "stdio":
+		fwdServer(t) // on the gateway's PATH
+		entry = "    type: stdio\n    command: fwdmcp\n    args: [\"-cancelled\", \"" + cancelled + "\"]\n"
+	default:
+		u := startUpstream(t, dir, "127.0.0.1:0", p.mode == "http-stateless", cancelled)
+		entry = "    type: streamable-http\n    url: http://" + u.addr + "/mcp\n"
+	}
+	head = "upstreamProtocol: \"" + p.proto + "\"\n"
+	if p.statelessCaller {
+		// The cancelled wait call keeps running upstream (see the known gap
+		// in checkForwarding): do not wait long for it at shutdown.
+		head += "http:\n  stateless: true\nshutdownTimeout: 500ms\n"
+	}
+	return entry, head
+}
+
+// TestForwardPairings runs every forwarded feature through the gateway for
+// each revision pairing: callers stateful (2025-11-25) and stateless
+// (2026-07-28, http.stateless), upstreams over stdio, stateful HTTP and
+// stateless HTTP, asked for 2025-11-25 or left to negotiate ("auto").
+// What a pairing cannot carry fails with a specific error, never a hang.
 func TestForwardPairings(t *testing.T) {
-	for _, mode := range []string{"stdio", "http-stateful", "http-stateless"} {
-		t.Run(mode, func(t *testing.T) {
-			dir := t.TempDir()
-			cancelled := filepath.Join(dir, "cancelled")
-			var entry string
-			switch mode {
-			case "stdio":
-				fwdServer(t) // on the gateway's PATH
-				entry = "    type: stdio\n    command: fwdmcp\n    args: [\"-cancelled\", \"" + cancelled + "\"]\n"
-			default:
-				u := startUpstream(t, dir, "127.0.0.1:0", mode == "http-stateless", cancelled)
-				entry = "    type: streamable-http\n    url: http://" + u.addr + "/mcp\n"
+	for _, sc := range []bool{false, true} {
+		for _, mode := range []string{"stdio", "http-stateful", "http-stateless"} {
+			for _, proto := range []string{"2025-11-25", "auto"} {
+				p := pairing{statelessCaller: sc, mode: mode, proto: proto}
+				name := "caller-stateful/"
+				if sc {
+					name = "caller-stateless/"
+				}
+				t.Run(name+mode+"/"+proto, func(t *testing.T) {
+					dir := t.TempDir()
+					cancelled := filepath.Join(dir, "cancelled")
+					entry, head := p.config(t, dir, cancelled)
+					g := gatewayFor(t, dir, entry, head)
+					a, b := connectFwd(t, g.url), connectFwd(t, g.url)
+					want := "2025-11-25"
+					if sc {
+						want = "2026-07-28"
+					}
+					if v := a.cs.InitializeResult().ProtocolVersion; v != want {
+						t.Fatalf("caller negotiated %s, want %s", v, want)
+					}
+					checkForwarding(t, p, a, b, cancelled)
+				})
 			}
-			g := gatewayFor(t, dir, entry)
-			fc := connectFwd(t, g.url)
-			// Over stdio and stateless HTTP the go-sdk negotiates 2026-07-28
-			// (server/discover): no sessions, so no logging/setLevel, no
-			// server-initiated requests and no subscriptions upstream.
-			checkForwarding(t, fc, cancelled, mode == "http-stateful", mode != "http-stateless")
-		})
+		}
 	}
 }
 
-func checkForwarding(t *testing.T, fc *fwdClient, cancelled string, stateful, cancelSeen bool) {
+func checkForwarding(t *testing.T, p pairing, fc, other *fwdClient, cancelled string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cs := fc.cs
@@ -228,12 +264,25 @@ func checkForwarding(t *testing.T, fc *fwdClient, cancelled string, stateful, ca
 	if err != nil || strings.Join(cr.Completion.Values, ",") != "ref/prompt,red" {
 		t.Fatalf("completion/complete = %+v, %v", cr, err)
 	}
+	cr, err = cs.Complete(ctx, &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/resource", URI: "fwd://items/{id}"},
+		Argument: mcp.CompleteParamsArgument{Name: "id", Value: "g"}})
+	if err != nil || strings.Join(cr.Completion.Values, ",") != "ref/resource,green" {
+		t.Fatalf("completion/complete (template) = %+v, %v", cr, err)
+	}
 
-	// Logging and progress: the caller's token comes back; the upstream
-	// saw the gateway's own.
-	if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
+	// Logging: logging/setLevel needs a session on both sides (2026-07-28
+	// has no such method; the go-sdk client sends it without the _meta the
+	// stateless revision requires, and the gateway refuses it).
+	err = cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"})
+	if p.statelessCaller {
+		if err == nil || !strings.Contains(err.Error(), "protocolVersion") {
+			t.Fatalf("logging/setLevel from a stateless caller: %v, want a protocolVersion error", err)
+		}
+	} else if err != nil {
 		t.Fatal(err)
 	}
+	// Progress: the caller's token comes back; the upstream saw the
+	// gateway's own.
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "work", Meta: mcp.Meta{"progressToken": "tok-1"}})
 	if err != nil || res.IsError {
 		t.Fatalf("work: %+v, %v", res, err)
@@ -241,13 +290,16 @@ func checkForwarding(t *testing.T, fc *fwdClient, cancelled string, stateful, ca
 	if got := text(res); !strings.HasPrefix(got, "token=gatehouse/") {
 		t.Fatalf("upstream saw progress token %q, want the gateway's", got)
 	}
-	fwdWait(t, "3 progress notifications and a log message", func() bool {
+	wantLogs := 0
+	if !p.statelessCaller && !p.upstreamModern() {
+		wantLogs = 1
+	}
+	fwdWait(t, "3 progress notifications and the log messages", func() bool {
 		p, l, _ := fc.counts()
-		// A 2026-07-28 upstream has no logging/setLevel: no log messages.
-		return p == 3 && (l >= 1 || !stateful)
+		return p == 3 && l >= wantLogs
 	})
-	if _, _, tokens := fc.counts(); tokens[0] != "tok-1" {
-		t.Fatalf("progress tokens = %v, want tok-1", tokens)
+	if n, l, tokens := fc.counts(); tokens[0] != "tok-1" || n != 3 || l != wantLogs {
+		t.Fatalf("progress tokens = %v, logs %d (want %d)", tokens, l, wantLogs)
 	}
 
 	// Cancellation reaches the upstream.
@@ -262,34 +314,119 @@ func checkForwarding(t *testing.T, fc *fwdClient, cancelled string, stateful, ca
 	if err := <-errc; err == nil {
 		t.Fatal("cancelled call succeeded")
 	}
-	if !cancelSeen {
-		return // KNOWN GAP: a stateless HTTP upstream does not see it (see report)
+	if p.mode != "http-stateless" && !p.statelessCaller {
+		// KNOWN GAP (go-sdk, stateless HTTP servers, the gateway with
+		// http.stateless included): notifications/cancelled arrives in a
+		// POST of its own, served by a new session that does not know the
+		// request, and the go-sdk client keeps the call's POST open; the
+		// call ends for the caller but the server does not see it.
+		fwdWait(t, "the upstream to see the cancellation", func() bool {
+			b, _ := os.ReadFile(cancelled)
+			return strings.Count(string(b), "cancelled") == 1
+		})
 	}
-	fwdWait(t, "the upstream to see the cancellation", func() bool {
-		b, _ := os.ReadFile(cancelled)
-		return strings.Count(string(b), "cancelled") == 1
-	})
 
-	if !stateful {
-		return // server-to-client requests and subscriptions need sessions
-	}
-	// Server-to-client requests reach this caller.
-	for tool, want := range map[string]string{"sample": "sampled: pong", "ask": "accept ada", "roots": "roots: file:///work"} {
+	// Server-to-client requests reach a caller only where both sides keep
+	// sessions; otherwise each fails with its own error.
+	for _, tool := range []string{"sample", "ask", "roots"} {
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool})
-		if err != nil || text(res) != want {
-			t.Fatalf("%s = %q (%v), want %q", tool, text(res), err, want)
+		if err != nil {
+			t.Fatalf("%s: %v", tool, err)
+		}
+		want, isErr := serverRequestOutcome(p, tool)
+		if got := text(res); res.IsError != isErr || !strings.Contains(got, want) {
+			t.Fatalf("%s = %q (isError %v), want %q (isError %v)", tool, got, res.IsError, want, isErr)
 		}
 	}
-	// Subscriptions: the update reaches the subscriber.
-	if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "fwd://static/hello"}); err != nil {
+
+	// Subscriptions: the update reaches the subscriber, and only it.
+	err = cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "fwd://static/hello"})
+	if p.mode == "http-stateless" && !p.upstreamModern() {
+		if p.statelessCaller {
+			return // KNOWN GAP: the go-sdk client drops the error of subscriptions/listen
+		}
+		if err == nil || !strings.Contains(err.Error(), "upstream server is stateless") {
+			t.Fatalf("subscribe through a stateless 2025-11-25 upstream: %v, want the stateless-upstream error", err)
+		}
+		return
+	}
+	if err != nil {
 		t.Fatal(err)
 	}
-	// KNOWN GAP: the upstream's notifications/resources/updated does not
-	// reach the subscriber yet (see report); subscribe and unsubscribe are
-	// forwarded.
+	touch := func(c *fwdClient) {
+		t.Helper()
+		res, err := c.cs.CallTool(ctx, &mcp.CallToolParams{Name: "touch", Arguments: map[string]any{"uri": "fwd://static/hello"}})
+		if err != nil || text(res) != "touched" {
+			t.Fatalf("touch: %q %v", text(res), err)
+		}
+	}
+	// Over stdio each upstream session is a process of its own: the
+	// subscriber's update comes from a touch on its own session.
+	toucher, second := other, fc
+	if p.mode == "stdio" {
+		toucher, second = fc, other
+	}
+	touch(toucher)
+	select {
+	case uri := <-fc.updated:
+		if uri != "fwd://static/hello" {
+			t.Fatalf("updated %q", uri)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("resources/updated did not reach the subscriber")
+	}
+	if _, err := other.cs.ListResources(ctx, nil); err != nil { // a round trip after the fan-out
+		t.Fatal(err)
+	}
+	if len(other.updated) != 0 {
+		t.Fatal("resources/updated reached a caller that did not subscribe")
+	}
 	if err := cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: "fwd://static/hello"}); err != nil {
 		t.Fatal(err)
 	}
+	// Now only other subscribes: fc hears nothing more.
+	if err := other.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "fwd://static/hello"}); err != nil {
+		t.Fatal(err)
+	}
+	touch(second)
+	select {
+	case <-other.updated:
+	case <-time.After(20 * time.Second):
+		t.Fatal("resources/updated did not reach the second subscriber")
+	}
+	if _, err := cs.ListResources(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if len(fc.updated) != 0 {
+		t.Fatal("resources/updated reached a caller after it unsubscribed")
+	}
+}
+
+// serverRequestOutcome is what a server-to-client request (the fixture's
+// sample, ask and roots tools) comes back as in pairing p.
+func serverRequestOutcome(p pairing, tool string) (want string, isError bool) {
+	ok := map[string]string{"sample": "sampled: pong", "ask": "accept ada", "roots": "roots: file:///work"}
+	method := map[string]string{"sample": "sampling/createMessage", "ask": "elicitation/create", "roots": "roots/list"}
+	switch {
+	case p.upstreamModern():
+		// The fixture asks as a 2025-11-25 server would; the go-sdk
+		// requires multi round-trip requests on 2026-07-28.
+		return method[tool] + "\" cannot be sent while serving a request on protocol version 2026-07-28", true
+	case p.mode == "http-stateless":
+		if tool == "ask" {
+			return "client does not support elicitation", true
+		}
+		return "stateless servers cannot make requests", true
+	case p.statelessCaller:
+		switch tool {
+		case "sample":
+			return "client does not support CreateMessage", true
+		case "ask":
+			return "client does not support elicitation", true
+		}
+		return "only to a caller with an upstream session of its own", true
+	}
+	return ok[tool], false
 }
 
 // TestForwardIsolation: one caller's progress and logs never reach another
@@ -324,33 +461,51 @@ func TestForwardIsolation(t *testing.T) {
 }
 
 // TestForwardUpstreamRestart: the upstream restarts between two requests
-// of one caller; the caller's next requests succeed.
+// of one caller, stateful (its own upstream session) or stateless (the
+// shared one); the caller's next requests succeed.
 func TestForwardUpstreamRestart(t *testing.T) {
-	dir := t.TempDir()
-	cancelled := filepath.Join(dir, "cancelled")
-	u := startUpstream(t, dir, "127.0.0.1:0", false, cancelled)
-	addr := u.addr
-	g := gatewayFor(t, dir, "    type: streamable-http\n    url: http://"+addr+"/mcp\n")
-	fc := connectFwd(t, g.url)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	if _, err := fc.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "fwd://static/hello"}); err != nil {
-		t.Fatal(err)
-	}
-	if res, err := fc.cs.CallTool(ctx, &mcp.CallToolParams{Name: "sample"}); err != nil || text(res) != "sampled: pong" {
-		t.Fatalf("sample before restart: %q %v", text(res), err)
-	}
-	u.stop()
-	startUpstream(t, dir, addr, false, cancelled) // same address, new process, no sessions
-	rr, err := fc.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "fwd://static/hello"})
-	if err != nil || rr.Contents[0].Text != "hello from upstream" {
-		t.Fatalf("read after restart: %+v, %v", rr, err)
-	}
-	if res, err := fc.cs.CallTool(ctx, &mcp.CallToolParams{Name: "sample"}); err != nil || text(res) != "sampled: pong" {
-		t.Fatalf("sample after restart: %q %v", text(res), err)
-	}
-	if res, err := fc.cs.CallTool(ctx, &mcp.CallToolParams{Name: "work"}); err != nil || res.IsError {
-		t.Fatalf("work after restart: %+v %v", res, err)
+	for _, stateless := range []bool{false, true} {
+		name := "caller-stateful"
+		if stateless {
+			name = "caller-stateless"
+		}
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			cancelled := filepath.Join(dir, "cancelled")
+			u := startUpstream(t, dir, "127.0.0.1:0", false, cancelled)
+			addr := u.addr
+			head := ""
+			if stateless {
+				head = "http:\n  stateless: true\n"
+			}
+			g := gatewayFor(t, dir, "    type: streamable-http\n    url: http://"+addr+"/mcp\n", head)
+			fc := connectFwd(t, g.url)
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			use := func(when string) {
+				t.Helper()
+				rr, err := fc.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "fwd://static/hello"})
+				if err != nil || rr.Contents[0].Text != "hello from upstream" {
+					t.Fatalf("read %s: %+v, %v", when, rr, err)
+				}
+				gp, err := fc.cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "greet", Arguments: map[string]string{"color": "blue"}})
+				if err != nil || gp.Messages[0].Content.(*mcp.TextContent).Text != "hello in blue" {
+					t.Fatalf("prompt %s: %+v, %v", when, gp, err)
+				}
+				if !stateless {
+					if res, err := fc.cs.CallTool(ctx, &mcp.CallToolParams{Name: "sample"}); err != nil || text(res) != "sampled: pong" {
+						t.Fatalf("sample %s: %q %v", when, text(res), err)
+					}
+				}
+				if res, err := fc.cs.CallTool(ctx, &mcp.CallToolParams{Name: "work"}); err != nil || res.IsError {
+					t.Fatalf("work %s: %+v %v", when, res, err)
+				}
+			}
+			use("before the restart")
+			u.stop()
+			startUpstream(t, dir, addr, false, cancelled) // same address, new process, no sessions
+			use("after the restart")
+		})
 	}
 }
 

@@ -46,6 +46,11 @@ type Options struct {
 	Visible func(server, subject string) bool
 	// Logger receives debug logs. Nil discards them.
 	Logger *slog.Logger
+	// Stateless tells that the HTTP server serves without sessions
+	// (config http.stateless): each request is a session of its own, so
+	// no HTTP caller gets upstream sessions of its own, whatever it
+	// advertises or asks (logging/setLevel).
+	Stateless bool
 }
 
 // Forwarder forwards non-tool MCP traffic. Make one with New.
@@ -66,6 +71,9 @@ type session struct {
 	mu     sync.Mutex
 	active map[uint64]context.Context // requests being served, for routing
 	local  bool                       // served by the stdio server
+	// stateless: the session lasts one request (http.stateless, or a
+	// 2026-07-28 caller); nothing upstream is kept for it.
+	stateless bool
 }
 
 // New returns a Forwarder.
@@ -90,6 +98,23 @@ func (f *Forwarder) Setup(s *mcp.Server, local bool) {
 // track subscriptions and completion on a server the Forwarder serves, and
 // returns so.
 func (f *Forwarder) ServerOptions(so *mcp.ServerOptions) *mcp.ServerOptions {
+	// The go-sdk grants subscriptions (resources/subscribe and, on
+	// 2026-07-28, subscriptions/listen) and list_changed listening only
+	// for capabilities it believes it has; the gateway registers none of
+	// the upstreams' resources or prompts, so it declares them here. What
+	// callers see is the upstreams' union (advertise).
+	caps := &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}}
+	if so.Capabilities != nil {
+		c := *so.Capabilities
+		caps = &c
+	}
+	if caps.Resources == nil {
+		caps.Resources = &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true}
+	}
+	if caps.Prompts == nil {
+		caps.Prompts = &mcp.PromptCapabilities{ListChanged: true}
+	}
+	so.Capabilities = caps
 	so.SubscribeHandler = func(ctx context.Context, req *mcp.SubscribeRequest) error {
 		sess, allow := f.callerOf(ctx, req, f.isLocal(req))
 		return f.o.Toolset.Subscribe(ctx, sess.caller, req.Params.URI, allow)
@@ -191,8 +216,11 @@ func (sess *session) routeCtx(ctx context.Context) context.Context {
 }
 
 // session returns the state of the request's session, making it on first
-// sight.
-func (f *Forwarder) session(req mcp.Request) *session {
+// sight (the middleware sees every request first and says whether it is
+// the stdio server's: sessionOf).
+func (f *Forwarder) session(req mcp.Request) *session { return f.sessionOf(req, false) }
+
+func (f *Forwarder) sessionOf(req mcp.Request, local bool) *session {
 	ss, _ := req.GetSession().(*mcp.ServerSession)
 	if ss == nil {
 		return nil
@@ -202,9 +230,13 @@ func (f *Forwarder) session(req mcp.Request) *session {
 	if s := f.sessions[ss]; s != nil {
 		return s
 	}
-	s := &session{ss: ss, active: map[uint64]context.Context{}}
+	s := &session{ss: ss, active: map[uint64]context.Context{}, local: local, stateless: f.o.Stateless && !local}
 	caller := &toolset.Caller{ID: "s" + strconv.FormatUint(f.seq.Add(1), 36)}
-	if ip := ss.InitializeParams(); ip != nil && ip.Capabilities != nil && ip.ProtocolVersion < "2026-07-28" {
+	ip := ss.InitializeParams()
+	if ip == nil || ip.ProtocolVersion >= "2026-07-28" {
+		s.stateless = true
+	}
+	if ip != nil && ip.Capabilities != nil && !s.stateless {
 		caps := ip.Capabilities
 		caller.Capabilities = caps
 		// Server-initiated requests reach a stateful caller only through an

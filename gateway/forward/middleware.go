@@ -14,7 +14,7 @@ func (f *Forwarder) middleware(local bool) mcp.Middleware {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			if method == "initialize" || method == "notifications/initialized" {
 				// The session's capabilities are known once it is initialized.
-			} else if sess := f.session(req); sess != nil {
+			} else if sess := f.sessionOf(req, local); sess != nil {
 				sess.mu.Lock()
 				sess.local = local
 				sess.mu.Unlock()
@@ -90,7 +90,8 @@ func (f *Forwarder) middleware(local bool) mcp.Middleware {
 					return res, err
 				}
 				sess, allow := f.callerOf(ctx, req, local)
-				if p, _ := req.GetParams().(*mcp.SetLoggingLevelParams); p != nil && sess.caller != nil {
+				// A session that lasts one request keeps no level upstream.
+				if p, _ := req.GetParams().(*mcp.SetLoggingLevelParams); p != nil && sess.caller != nil && !sess.stateless {
 					if err := ts.SetLoggingLevel(ctx, sess.caller, p.Level, allow); err != nil {
 						f.log.Debug("forward: setting the log level upstream", "err", err)
 					}
