@@ -235,7 +235,11 @@ func (g *Gateway) call(ctx context.Context, name string, req *mcp.CallToolReques
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer context.AfterFunc(g.stopCtx, cancel)()
-	ctx = context.WithValue(ctx, runKey{}, gatewayRun(subject, req))
+	if g.cfg.Firewall.MaxCallsPerRun > 0 {
+		// Only the call cap reads the run: without one, the key and its
+		// context cost four allocations a call for nothing.
+		ctx = context.WithValue(ctx, runKey{}, gatewayRun(subject, req))
+	}
 
 	var runID, callID string
 	effect := func(ctx context.Context, ikey string) (*mcp.CallToolResult, error) {
@@ -245,6 +249,9 @@ func (g *Gateway) call(ctx context.Context, name string, req *mcp.CallToolReques
 		}
 		r, err := g.ts.Call(ctx, name, a, toolset.CallInfo{RunID: runID, ToolCallID: callID, Meta: meta, Caller: fcaller, ProgressToken: progress})
 		g.observeUpstream(info.Server, err, ctx.Err() != nil)
+		if err == nil {
+			return r, nil
+		}
 		if de, ok := toolsetRefusal(err); ok {
 			// Quarantined or withdrawn since the check above: nothing was
 			// sent, and the same call gets the same answer (Failed: the

@@ -82,8 +82,11 @@ type Gateway struct {
 
 	mu    sync.RWMutex
 	tools map[string]toolset.ToolInfo // the served tool map
-	mcps  []*mcp.Server               // every go-sdk server the tools are registered on
-	fwd   *forward.Forwarder          // everything beyond tools (forward_wiring.go)
+	// served is tools for the call path, read without the lock: Refresh
+	// publishes each new map here and never changes a published one.
+	served atomic.Pointer[map[string]toolset.ToolInfo]
+	mcps   []*mcp.Server      // every go-sdk server the tools are registered on
+	fwd    *forward.Forwarder // everything beyond tools (forward_wiring.go)
 
 	health *healthBook
 
@@ -399,14 +402,19 @@ func (g *Gateway) Refresh(ctx context.Context) error {
 		}
 	}
 	g.tools = next
+	g.served.Store(&next)
 	return nil
 }
 
-// tool returns the served tool called name.
+// tool returns the served tool called name. It takes no lock (it runs
+// several times on every call; the RWMutex cost 1% of the gateway's CPU
+// at 8 sessions).
 func (g *Gateway) tool(name string) (toolset.ToolInfo, bool) {
-	g.mu.RLock()
-	defer g.mu.RUnlock()
-	t, ok := g.tools[name]
+	m := g.served.Load()
+	if m == nil {
+		return toolset.ToolInfo{}, false
+	}
+	t, ok := (*m)[name]
 	return t, ok
 }
 
