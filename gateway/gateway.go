@@ -106,7 +106,7 @@ type Gateway struct {
 	stopSweep func() // ends the journal sweeper
 }
 
-// sweepEvery is how often expired journal records are deleted.
+// sweepEvery is how often expired journal records and counters are deleted.
 const sweepEvery = 10 * time.Minute
 
 // trustEvery is how often the gateway polls the store for a re-trust made
@@ -252,7 +252,7 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 	if err != nil {
 		return fail(fmt.Errorf("gateway: %w", err))
 	}
-	g.stopSweep = g.journal.StartSweeper(g.stopCtx, sweepEvery)
+	g.stopSweep = g.startSweeper(g.stopCtx)
 	g.guard, err = g.buildGuard()
 	if err != nil {
 		return fail(fmt.Errorf("gateway: %w", err))
@@ -455,4 +455,33 @@ func (g *Gateway) Close() error {
 		errs = append(errs, g.st.Close())
 	}
 	return errors.Join(errs...)
+}
+
+// startSweeper deletes expired journal records and expired counters (rate
+// limit windows, call caps) every sweepEvery, until ctx ends; stop waits
+// for it.
+func (g *Gateway) startSweeper(ctx context.Context) (stop func()) {
+	stopJournal := g.journal.StartSweeper(ctx, sweepEvery)
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(sweepEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			if n, err := g.st.SweepCounters(ctx, g.now()); err != nil {
+				if ctx.Err() == nil {
+					g.log.Error("gateway: sweeping counters failed", "err", err)
+				}
+			} else if n > 0 {
+				g.log.Debug("gateway: swept expired counters", "count", n)
+			}
+		}
+	}()
+	return func() { cancel(); <-done; stopJournal() }
 }

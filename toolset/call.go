@@ -199,7 +199,9 @@ func (c *conn) call(ctx context.Context, name, remote string, args any, info Cal
 		// The shared session re-lists and judges the server's tools: a
 		// restarted server is checked before the call goes out again.
 		if shared != nil && (!dedicated || shared.Ping(ctx, nil) != nil) {
-			if _, err = c.reconnect(ctx, shared); err != nil {
+			// The new session is shared: it must not carry this caller's
+			// request values (e.g. its negotiated protocol revision).
+			if _, err = c.reconnect(valuesFree{ctx}, shared); err != nil {
 				return nil, fail(CodeConnectionFailed, fmt.Errorf("reconnecting: %w", err))
 			}
 			c.ts.resubscribe(ctx, c)
