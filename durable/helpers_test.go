@@ -2,17 +2,15 @@ package durable
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/gatehouse-dev/gatehouse/internal/pgtest"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/goleak"
 
@@ -48,19 +46,11 @@ func ctxT(t testing.TB) context.Context {
 	return ctx
 }
 
-func randHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
 // storeKind is one store under test.
 type storeKind struct {
 	name string
 	open func(t testing.TB) (store.Store, string) // the store and a DSN another process can open
 }
-
-const envPG = "GATEHOUSE_TEST_POSTGRES"
 
 func storeKinds(t testing.TB, withMemory bool) []storeKind {
 	var ks []storeKind
@@ -98,42 +88,7 @@ func storeKinds(t testing.TB, withMemory bool) []storeKind {
 // pgSchema creates a schema of its own for one test and returns a URL
 // whose search_path selects it; the schema is dropped at cleanup.
 func pgSchema(t testing.TB) string {
-	t.Helper()
-	base := os.Getenv(envPG)
-	if base == "" {
-		t.Skipf("PostgreSQL tests need $%s (a postgres:// URL); it is unset", envPG)
-	}
-	schema := "durable_" + randHex(6)
-	ctx := ctxT(t)
-	conn, err := pgx.Connect(ctx, base)
-	if err != nil {
-		t.Fatalf("connect %s: %v", store.Redact(base), err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		c, err := pgx.Connect(ctx, base)
-		if err != nil {
-			t.Errorf("drop schema: %v", err)
-			return
-		}
-		defer c.Close(ctx)
-		if _, err := c.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
-			t.Errorf("drop schema: %v", err)
-		}
-	})
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
+	return pgtest.Schema(t, "durable", "the journal's PostgreSQL tests")
 }
 
 // openDSN opens a DSN made by storeKinds (in a child process).

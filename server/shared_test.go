@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"net"
@@ -18,8 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/internal/pgtest"
+
 	"github.com/gatehouse-dev/gatehouse/store/postgres"
-	"github.com/jackc/pgx/v5"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -87,37 +86,7 @@ func childMain() int {
 
 // pgSchema makes a fresh schema for one test and returns a URL using it.
 func pgSchema(t *testing.T) string {
-	t.Helper()
-	base := os.Getenv(pgEnv)
-	if base == "" {
-		t.Skipf("%s is not set: skipping the test of a rate limit shared by two processes through PostgreSQL", pgEnv)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, base)
-	if err != nil {
-		t.Fatalf("connect %s: %v", pgEnv, err)
-	}
-	defer conn.Close(ctx)
-	b := make([]byte, 6)
-	rand.Read(b)
-	schema := "srv_test_" + hex.EncodeToString(b)
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if c, err := pgx.Connect(ctx, base); err == nil {
-			c.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE")
-			c.Close(ctx)
-		}
-	})
-	sep := "?"
-	if strings.Contains(base, "?") {
-		sep = "&"
-	}
-	return base + sep + "search_path=" + schema
+	return pgtest.Schema(t, "srv_test", "the test of a rate limit shared by two processes through PostgreSQL")
 }
 
 // startChild re-executes the test binary as a child server.

@@ -2,8 +2,6 @@ package toolset
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -14,13 +12,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/internal/pgtest"
+
 	"github.com/gatehouse-dev/gatehouse/diag"
 	"github.com/gatehouse-dev/gatehouse/internal/testserver"
 	"github.com/gatehouse-dev/gatehouse/plugin"
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/store/postgres"
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -321,41 +319,8 @@ func TestWatchTrustSeesRetrustFromAnotherHandle(t *testing.T) {
 // pgStore opens a PostgreSQL store in a fresh schema dropped at cleanup.
 func pgStore(t *testing.T) *postgres.Store {
 	t.Helper()
-	dsn := os.Getenv("GATEHOUSE_TEST_POSTGRES")
-	if dsn == "" {
-		t.Skip("GATEHOUSE_TEST_POSTGRES is not set: skipping the PostgreSQL drift test (set it to a PostgreSQL DSN to run it)")
-	}
-	b := make([]byte, 6)
-	rand.Read(b)
-	schema := "gh_toolset_test_" + hex.EncodeToString(b)
-	ctx := ctxT(t)
-	admin, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatalf("connect to GATEHOUSE_TEST_POSTGRES: %v", err)
-	}
-	defer admin.Close(ctx)
-	if _, err := admin.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		c, err := pgx.Connect(ctx, dsn)
-		if err != nil {
-			t.Errorf("cleanup: %v", err)
-			return
-		}
-		defer c.Close(ctx)
-		if _, err := c.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
-			t.Errorf("cleanup: %v", err)
-		}
-	})
-	cfg, err := pgxpool.ParseConfig(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.ConnConfig.RuntimeParams["search_path"] = schema
-	st, err := postgres.OpenConfig(ctx, cfg, nil)
+	dsn := pgtest.Schema(t, "gh_toolset_test", "the PostgreSQL drift test")
+	st, err := postgres.Open(ctxT(t), dsn, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,9 +9,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/gatehouse-dev/gatehouse/internal/pgtest"
 )
 
 // everythingVersion pins @modelcontextprotocol/server-everything (as the
@@ -23,37 +20,7 @@ const everythingVersion = "2026.8.31"
 // pgStore returns a DSN for a fresh schema of GATEHOUSE_TEST_POSTGRES, or
 // skips the test.
 func pgStore(t *testing.T) string {
-	t.Helper()
-	base := os.Getenv("GATEHOUSE_TEST_POSTGRES")
-	if base == "" {
-		t.Skip("GATEHOUSE_TEST_POSTGRES is not set: the two-replica tests need a PostgreSQL (.ci/run starts one)")
-	}
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	schema := "gh_e2e_" + hex.EncodeToString(b)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	c, err := pgx.Connect(ctx, base)
-	if err != nil {
-		t.Fatalf("connect to GATEHOUSE_TEST_POSTGRES: %v", err)
-	}
-	defer c.Close(ctx)
-	if _, err := c.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		if c, err := pgx.Connect(ctx, base); err == nil {
-			_, _ = c.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE")
-			c.Close(ctx)
-		}
-	})
-	sep := "?"
-	if strings.Contains(base, "?") {
-		sep = "&"
-	}
-	return base + sep + "search_path=" + schema
+	return pgtest.Schema(t, "gh_e2e", "the two-replica tests")
 }
 
 // TestReplicasOnPostgres: two gateways on one PostgreSQL share the journal
