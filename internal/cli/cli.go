@@ -64,7 +64,8 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		Use:   "gatehouse",
 		Short: "Load Agent Plugins, connect their MCP servers safely, and serve them",
 		Long: "Gatehouse loads Agent Plugins (plugin.json, skills/, mcp.json), connects their MCP servers\n" +
-			"behind an egress guard, and projects their tools under provider-legal names.",
+			"behind an egress guard, projects their tools under provider-legal names, and serves them as one\n" +
+			"hardened MCP endpoint (gatehouse serve) with a durable journal under every call.",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		// A bare `gatehouse` is a usage error, not a success.
