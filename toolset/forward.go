@@ -618,46 +618,31 @@ func (t *Toolset) Capabilities(ctx context.Context) (*mcp.ServerCapabilities, er
 // ListResources lists the resources of every server the filter allows,
 // URIs as the servers publish them. A URI published by two servers is
 // withheld (both) and logged: nobody shadows anybody. Names, titles and
-// descriptions are sanitized.
-func (t *Toolset) ListResources(ctx context.Context, caller *Caller, allow ServerFilter) ([]*mcp.Resource, error) {
-	conns, err := t.forwardable(ctx, allow)
-	if err != nil {
-		return nil, err
-	}
-	all, err := t.listAll(ctx, nil)
-	if err != nil {
-		return nil, err
-	}
-	_ = caller
-	var out []*mcp.Resource
-	for _, c := range conns {
-		out = append(out, all.resources[c]...)
-	}
+// descriptions are sanitized. The caller is accepted for symmetry with the
+// other forwarded requests; listings do not depend on it.
+func (t *Toolset) ListResources(ctx context.Context, _ *Caller, allow ServerFilter) ([]*mcp.Resource, error) {
+	out, err := collectListed(ctx, t, allow, func(l *listed) map[*conn][]*mcp.Resource { return l.resources })
 	sort.Slice(out, func(i, j int) bool { return out[i].URI < out[j].URI })
-	return out, nil
+	return out, err
 }
 
 // ListResourceTemplates lists the resource templates of every allowed
 // server.
-func (t *Toolset) ListResourceTemplates(ctx context.Context, caller *Caller, allow ServerFilter) ([]*mcp.ResourceTemplate, error) {
-	conns, err := t.forwardable(ctx, allow)
-	if err != nil {
-		return nil, err
-	}
-	all, err := t.listAll(ctx, nil)
-	if err != nil {
-		return nil, err
-	}
-	var out []*mcp.ResourceTemplate
-	for _, c := range conns {
-		out = append(out, all.templates[c]...)
-	}
-	return out, nil
+func (t *Toolset) ListResourceTemplates(ctx context.Context, _ *Caller, allow ServerFilter) ([]*mcp.ResourceTemplate, error) {
+	return collectListed(ctx, t, allow, func(l *listed) map[*conn][]*mcp.ResourceTemplate { return l.templates })
 }
 
 // ListPrompts lists the prompts of every allowed server under projected
 // names (the tools' rules: prefix__name, or the name alone with prefix "").
-func (t *Toolset) ListPrompts(ctx context.Context, caller *Caller, allow ServerFilter) ([]*mcp.Prompt, error) {
+func (t *Toolset) ListPrompts(ctx context.Context, _ *Caller, allow ServerFilter) ([]*mcp.Prompt, error) {
+	out, err := collectListed(ctx, t, allow, func(l *listed) map[*conn][]*mcp.Prompt { return l.prompts })
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, err
+}
+
+// collectListed gathers one kind of listing from every server allow lets
+// through, in server order.
+func collectListed[T any](ctx context.Context, t *Toolset, allow ServerFilter, pick func(*listed) map[*conn][]T) ([]T, error) {
 	conns, err := t.forwardable(ctx, allow)
 	if err != nil {
 		return nil, err
@@ -666,11 +651,11 @@ func (t *Toolset) ListPrompts(ctx context.Context, caller *Caller, allow ServerF
 	if err != nil {
 		return nil, err
 	}
-	var out []*mcp.Prompt
+	byConn := pick(all)
+	var out []T
 	for _, c := range conns {
-		out = append(out, all.prompts[c]...)
+		out = append(out, byConn[c]...)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
 }
 
