@@ -92,7 +92,7 @@ type Gateway struct {
 
 	registry  *metrics.Registry       // served by ServeMetrics
 	metrics   *metrics.GatewayMetrics // always recorded, served when configured
-	pending   pendingCache            // gatehouse_approvals_pending, cached
+	pending   pendingCache            // approvals pending and journal lag, cached for scrapes
 	driftMu   sync.Mutex
 	driftSeen map[string]struct{} // tool-drift diagnostics already counted
 	bg        sync.WaitGroup      // WatchTrust

@@ -13,18 +13,43 @@ import (
 	"github.com/gatehouse-dev/gatehouse/store"
 )
 
-// Bounds of the approvals-pending query made at scrape time.
+// Bounds of the store queries made at scrape time (approvals pending,
+// oldest started journal record).
 const (
 	pendingTTL     = time.Second            // answers are reused this long
 	pendingTimeout = 500 * time.Millisecond // a slow store omits the sample
 )
 
-// pendingCache caches the number of pending approvals between scrapes.
+// pendingCache caches the answers of the store queries made at scrape
+// time, each for pendingTTL, so that frequent scrapes (or several
+// scrapers) cost the store at most one query of each kind a second.
 type pendingCache struct {
+	approvals scrapeCache[int]       // gatehouse_approvals_pending
+	journal   scrapeCache[time.Time] // gatehouse_journal_lag_seconds
+}
+
+// scrapeCache is one cached store answer, with its error.
+type scrapeCache[T any] struct {
 	mu  sync.Mutex
 	at  time.Time
-	n   int
+	v   T
 	err error
+}
+
+// get returns the cached answer when it is younger than pendingTTL, and
+// otherwise asks fetch, bounded by pendingTimeout and by ctx.
+func (c *scrapeCache[T]) get(ctx context.Context, fetch func(context.Context) (T, error)) (T, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := time.Now()
+	if !c.at.IsZero() && now.Sub(c.at) < pendingTTL {
+		return c.v, c.err
+	}
+	ctx, cancel := context.WithTimeout(ctx, pendingTimeout)
+	defer cancel()
+	c.v, c.err = fetch(ctx)
+	c.at = now
+	return c.v, c.err
 }
 
 // initMetrics sets what the gateway knows at start: every configured
@@ -40,26 +65,23 @@ func (g *Gateway) initMetrics() {
 		g.metrics.SetUpstreamUp(name, !skipped[name])
 	}
 	g.metrics.SetApprovalsPendingSource(g.approvalsPending)
-	// gatehouse_journal_lag_seconds has no source: the store has no query
-	// for the oldest started record yet, so the family is exported
-	// without a sample.
+	g.metrics.SetJournalSource(g.journalOldestStarted)
 }
 
 // approvalsPending counts the store's pending approvals (every replica's),
 // at most once per pendingTTL.
 func (g *Gateway) approvalsPending() (int, error) {
-	c := &g.pending
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	now := time.Now()
-	if !c.at.IsZero() && now.Sub(c.at) < pendingTTL {
-		return c.n, c.err
-	}
-	ctx, cancel := context.WithTimeout(g.stopCtx, pendingTimeout)
-	defer cancel()
-	list, err := g.st.ListApprovals(ctx, store.ApprovalPending)
-	c.at, c.n, c.err = now, len(list), err
-	return c.n, c.err
+	return g.pending.approvals.get(g.stopCtx, func(ctx context.Context) (int, error) {
+		list, err := g.st.ListApprovals(ctx, store.ApprovalPending)
+		return len(list), err
+	})
+}
+
+// journalOldestStarted returns when the store's oldest started journal
+// record (every replica's) was created, the zero time when there is none,
+// at most once per pendingTTL.
+func (g *Gateway) journalOldestStarted() (time.Time, error) {
+	return g.pending.journal.get(g.stopCtx, g.st.OldestStarted)
 }
 
 // observeUpstream records a server's health after one upstream call.

@@ -73,6 +73,9 @@
 //     one transaction and returns the total. Sweep deletes records whose
 //     non-zero expiry has passed; RenewLease and TakeOver push a non-zero
 //     expiry up to the new lease so a live lease is never swept.
+//     OldestStarted is one MIN(created_at) over started records, for the
+//     journal-lag metric; journal has no index on state, so it reads the
+//     table (bounded by Sweep). Started records are few by design.
 //   - IncrBy is one UPSERT ... RETURNING. A counter whose expiry has passed
 //     by the store's clock (Options.Now) restarts from zero; otherwise its
 //     expiry becomes the later of the two. Fixed-window rate limits put the

@@ -179,6 +179,12 @@ type JournalStore interface {
 	// Sweep deletes the records whose ExpiresAt is non-zero and at or
 	// before now, and returns how many.
 	Sweep(ctx context.Context, now time.Time) (int64, error)
+	// OldestStarted returns the CreatedAt of the oldest record in state
+	// started, across every scope, run and owner, or the zero time when
+	// there is none. It is for monitoring (journal lag), not for
+	// correctness; the SQL stores answer it by scanning the journal (no
+	// index on state), so callers should cache it.
+	OldestStarted(ctx context.Context) (time.Time, error)
 }
 
 // CounterStore holds atomic counters (rate limits, call caps) shared by

@@ -466,6 +466,21 @@ func (m *Store) Sweep(ctx context.Context, now time.Time) (int64, error) {
 	return n, nil
 }
 
+// OldestStarted implements store.JournalStore.
+func (m *Store) OldestStarted(ctx context.Context) (time.Time, error) {
+	if err := m.lock(ctx); err != nil {
+		return time.Time{}, err
+	}
+	defer m.mu.Unlock()
+	var oldest time.Time
+	for _, r := range m.journal {
+		if r.State == store.StateStarted && (oldest.IsZero() || r.CreatedAt.Before(oldest)) {
+			oldest = r.CreatedAt
+		}
+	}
+	return oldest, nil
+}
+
 // IncrBy implements store.CounterStore.
 func (m *Store) IncrBy(ctx context.Context, key string, delta int64, expiresAt time.Time) (int64, error) {
 	if key == "" {

@@ -51,6 +51,7 @@ func Run(t *testing.T, open Opener) {
 		{"ListRunsAndRecords", testListRuns},
 		{"Purge", testPurge},
 		{"Sweep", testSweep},
+		{"OldestStarted", testOldestStarted},
 		{"Counters", testCounters},
 		{"CountersConcurrent", testCountersConcurrent},
 		{"CounterWindowRestart", testCounterWindow},
@@ -747,6 +748,73 @@ func testSweep(t *testing.T, s store.Store) {
 	}
 	if n := get(s.Sweep(ctx, at(100*365*24*time.Hour))).ok(t); n != 1 {
 		t.Fatalf("far sweep deleted %d, want 1 (the never-expiring one stays)", n)
+	}
+}
+
+func testOldestStarted(t *testing.T, s store.Store) {
+	ctx := ctxT(t)
+	if got := get(s.OldestStarted(ctx)).ok(t); !got.IsZero() {
+		t.Fatalf("OldestStarted of an empty store = %v, want the zero time", got)
+	}
+	claimAt := func(run, call string, created time.Duration) store.RecordKey {
+		t.Helper()
+		k := key(run, call)
+		r := rec(k, "alice", "A", time.Hour)
+		r.CreatedAt = at(created)
+		get(claimOK(ctx, s, r)).ok(t)
+		return k
+	}
+	// The oldest records end in other states: succeeded, failed, in doubt.
+	done := claimAt("r1", "succeeded", 1*time.Second)
+	failed := claimAt("r1", "failed", 2*time.Second)
+	doubt := claimAt("r2", "in-doubt", 3*time.Second)
+	if err := s.Complete(ctx, done, "A", store.StateSucceeded, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Complete(ctx, failed, "A", store.StateFailed, nil); err != nil {
+		t.Fatal(err)
+	}
+	if ok := get(s.MarkInDoubt(ctx, doubt, at(2*time.Hour))).ok(t); !ok {
+		t.Fatal("MarkInDoubt refused")
+	}
+	if got := get(s.OldestStarted(ctx)).ok(t); !got.IsZero() {
+		t.Fatalf("OldestStarted with no started record = %v, want the zero time", got)
+	}
+	// Started records in several runs, scopes and owners, claimed out of
+	// order.
+	third := claimAt("r3", "third", 30*time.Second)
+	first := claimAt("r2", "first", 10*time.Second)
+	other := rec(store.RecordKey{Scope: "server", RunID: "r9", ToolCallID: "second"}, "bob", "B", time.Hour)
+	other.CreatedAt = at(20 * time.Second)
+	get(claimOK(ctx, s, other)).ok(t)
+	if got := get(s.OldestStarted(ctx)).ok(t); !got.Equal(at(10 * time.Second)) {
+		t.Fatalf("OldestStarted = %v, want %v", got, at(10*time.Second))
+	}
+	// Completing the oldest makes the next one the oldest; a taken-over
+	// record is still started and keeps its CreatedAt.
+	if err := s.Complete(ctx, first, "A", store.StateSucceeded, []byte("ok")); err != nil {
+		t.Fatal(err)
+	}
+	if got := get(s.OldestStarted(ctx)).ok(t); !got.Equal(at(20 * time.Second)) {
+		t.Fatalf("OldestStarted after completing the oldest = %v, want %v", got, at(20*time.Second))
+	}
+	if ok := get(s.TakeOver(ctx, other.RecordKey, "C", at(3*time.Hour), at(2*time.Hour))).ok(t); !ok {
+		t.Fatal("TakeOver refused")
+	}
+	if got := get(s.OldestStarted(ctx)).ok(t); !got.Equal(at(20 * time.Second)) {
+		t.Fatalf("OldestStarted after a take-over = %v, want %v", got, at(20*time.Second))
+	}
+	if err := s.Complete(ctx, other.RecordKey, "C", store.StateFailed, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := get(s.OldestStarted(ctx)).ok(t); !got.Equal(at(30 * time.Second)) {
+		t.Fatalf("OldestStarted = %v, want %v", got, at(30*time.Second))
+	}
+	if err := s.Complete(ctx, third, "A", store.StateSucceeded, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := get(s.OldestStarted(ctx)).ok(t); !got.IsZero() {
+		t.Fatalf("OldestStarted after completing every record = %v, want the zero time", got)
 	}
 }
 

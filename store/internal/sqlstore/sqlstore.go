@@ -461,6 +461,20 @@ func (s *Store) Sweep(ctx context.Context, now time.Time) (int64, error) {
 	return n, nil
 }
 
+// OldestStarted implements store.JournalStore. There is no index on
+// state: the query reads every journal row (bounded by Sweep's retention).
+// Started records are few by design (calls in flight and their leases), so
+// a partial index on (created_at) WHERE state = 'started' would be the
+// migration to add if the journal ever grows large.
+func (s *Store) OldestStarted(ctx context.Context) (time.Time, error) {
+	var ms int64
+	if err := s.db.QueryRow(ctx, `SELECT COALESCE(MIN(created_at), 0) FROM journal WHERE state = $1`,
+		string(store.StateStarted)).Scan(&ms); err != nil {
+		return time.Time{}, fmt.Errorf("store: oldest started record: %w", err)
+	}
+	return norm.Time(ms), nil
+}
+
 // ---- counters ----
 
 // IncrBy implements store.CounterStore in one UPSERT ... RETURNING.
