@@ -200,14 +200,23 @@ func parseAuthor(raw json.RawMessage) (*Author, string) {
 }
 
 // pluginNameProblem returns why s violates §5.5, or "" when it is valid.
-func pluginNameProblem(s string) string {
+func pluginNameProblem(s string) string { return nameProblem(s, true) }
+
+// nameProblem checks the shape plugin names (§5.5) and skill names (Agent
+// Skills) share: 1–64 of a-z, 0-9 and "-" (and "." for plugins), starting
+// and ending alphanumeric, with no doubled punctuation. It returns why s
+// fails, or "".
+func nameProblem(s string, periods bool) string {
 	if n := len(s); n < 1 || n > 64 {
 		return fmt.Sprintf("it must be 1 to 64 characters long, not %d", n)
 	}
+	punct, charset := "-", "use only lowercase letters a-z, digits and hyphens"
+	if periods {
+		punct, charset = "-.", "use only lowercase letters a-z, digits, hyphens and periods"
+	}
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '.') {
-			return "use only lowercase letters a-z, digits, hyphens and periods"
+		if c := s[i]; !isAlnum(c) && strings.IndexByte(punct, c) < 0 {
+			return charset
 		}
 	}
 	if !isAlnum(s[0]) || !isAlnum(s[len(s)-1]) {

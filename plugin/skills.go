@@ -278,24 +278,7 @@ func yamlStringMap(n *yaml.Node) (map[string]string, string) {
 }
 
 // skillNameProblem returns why s is not a valid Agent Skills name, or "".
-func skillNameProblem(s string) string {
-	if n := len(s); n < 1 || n > 64 {
-		return fmt.Sprintf("it must be 1 to 64 characters long, not %d", n)
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
-			return "use only lowercase letters a-z, digits and hyphens"
-		}
-	}
-	if s[0] == '-' || s[len(s)-1] == '-' {
-		return "it must not start or end with a hyphen"
-	}
-	if strings.Contains(s, "--") {
-		return "consecutive hyphens are not allowed"
-	}
-	return ""
-}
+func skillNameProblem(s string) string { return nameProblem(s, false) }
 
 // Body reads the skill's SKILL.md again and returns the markdown after the
 // front matter. It re-checks that SKILL.md still resolves to a regular file
