@@ -218,21 +218,27 @@ func variantOf(field string) string {
 	return ""
 }
 
-func (p *serverParser) stdio(fields map[string]json.RawMessage, sc *ServerConfig) bool {
-	ok := true
-	rawCmd, present := fields["command"]
-	cmd, isStr := asString(rawCmd)
+// requiredString reads a required, non-empty string field of an entry,
+// reporting invalid-server-entry when it is missing, not a string or empty.
+func (p *serverParser) requiredString(fields map[string]json.RawMessage, name string) (string, bool) {
+	raw, present := fields[name]
+	v, isStr := asString(raw)
 	switch {
 	case !present:
-		p.fail(diag.InvalidServerEntry, "7.2.1", "the required field \"command\" is missing")
-		ok = false
+		p.fail(diag.InvalidServerEntry, "7.2.1", "the required field %q is missing", name)
 	case !isStr:
-		p.fail(diag.InvalidServerEntry, "7.2.1", "\"command\" must be a string, not %s", kindOf(rawCmd))
-		ok = false
-	case cmd == "":
-		p.fail(diag.InvalidServerEntry, "7.2.1", "\"command\" must not be empty")
-		ok = false
+		p.fail(diag.InvalidServerEntry, "7.2.1", "%q must be a string, not %s", name, kindOf(raw))
+	case v == "":
+		p.fail(diag.InvalidServerEntry, "7.2.1", "%q must not be empty", name)
 	default:
+		return v, true
+	}
+	return "", false
+}
+
+func (p *serverParser) stdio(fields map[string]json.RawMessage, sc *ServerConfig) bool {
+	cmd, ok := p.requiredString(fields, "command")
+	if ok {
 		if rule, section, why := checkCommand(cmd, p.vars.Root); why != "" {
 			p.fail(rule, section, "%s", why)
 			ok = false
@@ -436,20 +442,8 @@ func cwdTarget(cwd string, form cwdForm, v Vars) (target, base string) {
 }
 
 func (p *serverParser) remote(fields map[string]json.RawMessage, sc *ServerConfig) bool {
-	ok := true
-	rawURL, present := fields["url"]
-	u, isStr := asString(rawURL)
-	switch {
-	case !present:
-		p.fail(diag.InvalidServerEntry, "7.2.1", "the required field \"url\" is missing")
-		ok = false
-	case !isStr:
-		p.fail(diag.InvalidServerEntry, "7.2.1", "\"url\" must be a string, not %s", kindOf(rawURL))
-		ok = false
-	case u == "":
-		p.fail(diag.InvalidServerEntry, "7.2.1", "\"url\" must not be empty")
-		ok = false
-	default:
+	u, ok := p.requiredString(fields, "url")
+	if ok {
 		if why := urlProblem(u); why != "" {
 			shown := u
 			if pu, err := url.Parse(u); err == nil && pu.User != nil {
