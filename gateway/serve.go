@@ -20,6 +20,10 @@ func (g *Gateway) Handler() (http.Handler, error) {
 	if g.cfg.Auth != nil {
 		ho.Verifier = g.auth.verify
 	}
+	if !g.cfg.HTTP.Stateless {
+		// tools/call without the go-sdk where nothing changes (raw.go).
+		ho.Inner = newRawPath(g, server.DefaultIdleTimeout).handler
+	}
 	mcpH, err := g.srv.Handler(ho)
 	if err != nil {
 		return nil, err

@@ -52,6 +52,11 @@ type HTTPOptions struct {
 	// requests are accepted cross-origin. Other cross-origin browser
 	// requests get 403 (http.CrossOriginProtection).
 	TrustedOrigins []string
+	// Inner, when set, wraps the go-sdk's handler inside every check above
+	// (Host, cross-origin, body bound, bearer token): a request it passes
+	// to next reaches the go-sdk unchanged. The gateway serves its raw
+	// tools/call path here.
+	Inner func(next http.Handler) http.Handler
 }
 
 // Handler returns the streamable HTTP handler of the MCP endpoint. From the
@@ -82,6 +87,9 @@ func (s *Server) Handler(opts *HTTPOptions) (http.Handler, error) {
 		MaxRequestBodyBytes: o.MaxBodyBytes,
 		Logger:              s.opts.Logger,
 	})
+	if o.Inner != nil {
+		h = o.Inner(h)
+	}
 	if o.Verifier != nil {
 		h = withWWWAuthenticate(auth.RequireBearerToken(o.Verifier, o.Bearer)(h))
 	} else {

@@ -41,12 +41,17 @@ func (s *Server) identify(ctx context.Context, local bool, req mcp.Request) (Sub
 	if local {
 		return s.opts.StdioSubject, true
 	}
-	if s.opts.Identify == nil {
-		return "", true
-	}
 	var info RequestInfo
 	if ex := req.GetExtra(); ex != nil {
 		info.TokenInfo = ex.TokenInfo
+	}
+	return s.identifyInfo(ctx, info)
+}
+
+// identifyInfo is identify for what the transport authenticated.
+func (s *Server) identifyInfo(ctx context.Context, info RequestInfo) (Subject, bool) {
+	if s.opts.Identify == nil {
+		return "", true
 	}
 	// Identify gets a context with ctx's cancellation and none of its
 	// values: in stateful HTTP those belong to the request that opened the
@@ -105,6 +110,20 @@ func (s *Server) listTools(ctx context.Context, local bool, next mcp.MethodHandl
 func (s *Server) callTool(ctx context.Context, local bool, next mcp.MethodHandler, method string, req *mcp.CallToolRequest) (mcp.Result, error) {
 	name := req.Params.Name
 	subject, identified := s.identify(ctx, local, req)
+	if res, err := s.admit(ctx, subject, identified, name); res != nil || err != nil {
+		return res, err
+	}
+	key := s.workKey(req)
+	if key == "" || s.opts.Journal == nil {
+		ctx = context.WithValue(ctx, callerKey{}, Caller{subject: subject, tool: name})
+		return next(ctx, method, req)
+	}
+	return s.dedup(ctx, next, method, req, subject, key)
+}
+
+// admit applies identity, the rate limit and authorization to a call of
+// tool name: a non-nil result or error refuses it.
+func (s *Server) admit(ctx context.Context, subject Subject, identified bool, name string) (*mcp.CallToolResult, error) {
 	if !identified {
 		return nil, unknownTool(name)
 	}
@@ -123,12 +142,21 @@ func (s *Server) callTool(ctx context.Context, local bool, next mcp.MethodHandle
 	if !s.allowed(name, subject) {
 		return nil, unknownTool(name)
 	}
-	key := s.workKey(req)
-	if key == "" || s.opts.Journal == nil {
-		ctx = context.WithValue(ctx, callerKey{}, Caller{subject: subject, tool: name})
-		return next(ctx, method, req)
-	}
-	return s.dedup(ctx, next, method, req, subject, key)
+	return nil, nil
+}
+
+// AdmitCall applies to a tools/call the gateway serves outside the go-sdk's
+// request flow (its raw path, for calls without a work key) exactly what
+// the middleware applies to one inside it: identity from info (what the
+// HTTP transport authenticated), the rate limit, then authorization. It
+// returns the caller's subject when the call may go on; otherwise res (a
+// rate_limited refusal) or err (the go-sdk's unknown-tool error, or the
+// rate limiter's failure) is the answer. Calls with a work key must go
+// through the go-sdk (dedup needs the request).
+func (s *Server) AdmitCall(ctx context.Context, info RequestInfo, tool string) (Subject, *mcp.CallToolResult, error) {
+	subject, identified := s.identifyInfo(ctx, info)
+	res, err := s.admit(ctx, subject, identified, tool)
+	return subject, res, err
 }
 
 // workKey returns the call's work key: WorkKey's answer, or the client's

@@ -325,6 +325,25 @@ func (t *Toolset) callerState(caller *Caller) *callerState {
 	return st
 }
 
+// Shares reports whether caller's requests go through the shared upstream
+// sessions: it asked for no sessions of its own (Caller.Dedicated) and set
+// no logging level, and it is not released. A nil caller shares.
+func (t *Toolset) Shares(caller *Caller) bool {
+	if caller == nil {
+		return true
+	}
+	if caller.released.Load() {
+		return false
+	}
+	t.fwd.mu.Lock()
+	st := t.fwd.callers[caller.ID]
+	t.fwd.mu.Unlock()
+	if st == nil {
+		return !caller.Dedicated
+	}
+	return !st.dedicated()
+}
+
 func (st *callerState) dedicated() bool {
 	st.mu.Lock()
 	defer st.mu.Unlock()

@@ -46,6 +46,8 @@ type Toolset struct {
 	closed   bool
 
 	fwd forwarding // callers, progress routes, resource and prompt routing
+
+	rawIDs atomic.Uint64 // JSON-RPC IDs of CallRaw's requests
 }
 
 // Open checks the wiring of servers and opts and returns a Toolset. It does

@@ -28,6 +28,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -61,6 +62,7 @@ type Forwarder struct {
 
 	mu       sync.Mutex
 	sessions map[*mcp.ServerSession]*session
+	byID     map[string]*session // stateful HTTP sessions by Mcp-Session-Id
 	servers  []*mcp.Server
 }
 
@@ -74,6 +76,10 @@ type session struct {
 	// stateless: the session lasts one request (http.stateless, or a
 	// 2026-07-28 caller); nothing upstream is kept for it.
 	stateless bool
+	userID    string       // the token's user on the session's first request
+	protocol  string       // the negotiated revision
+	toolsSeen bool         // tools/list or tools/call went through the go-sdk
+	lastSeen  atomic.Int64 // Unix ns of the last request the go-sdk served
 }
 
 // New returns a Forwarder.
@@ -82,7 +88,7 @@ func New(o Options) *Forwarder {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Forwarder{o: o, log: log, sessions: map[*mcp.ServerSession]*session{}}
+	return &Forwarder{o: o, log: log, sessions: map[*mcp.ServerSession]*session{}, byID: map[string]*session{}}
 }
 
 // Setup adds the forwarding middleware to s. local marks the stdio
@@ -236,6 +242,12 @@ func (f *Forwarder) sessionOf(req mcp.Request, local bool) *session {
 	if ip == nil || ip.ProtocolVersion >= "2026-07-28" {
 		s.stateless = true
 	}
+	if ip != nil {
+		s.protocol = ip.ProtocolVersion
+	}
+	if ex := req.GetExtra(); ex != nil && ex.TokenInfo != nil {
+		s.userID = ex.TokenInfo.UserID
+	}
 	if ip != nil && ip.Capabilities != nil && !s.stateless {
 		caps := ip.Capabilities
 		caller.Capabilities = caps
@@ -262,10 +274,17 @@ func (f *Forwarder) sessionOf(req mcp.Request, local bool) *session {
 	}
 	s.caller = caller
 	f.sessions[ss] = s
+	id := ss.ID()
+	if id != "" && !s.stateless && !local {
+		f.byID[id] = s
+	}
 	go func() {
 		_ = ss.Wait()
 		f.mu.Lock()
 		delete(f.sessions, ss)
+		if f.byID[id] == s {
+			delete(f.byID, id)
+		}
 		f.mu.Unlock()
 		f.o.Toolset.Release(caller.ID)
 	}()
@@ -298,4 +317,43 @@ func (f *Forwarder) isLocal(req mcp.Request) bool {
 	sess.mu.Lock()
 	defer sess.mu.Unlock()
 	return sess.local
+}
+
+// Direct is what the gateway's raw path needs of a calling session.
+type Direct struct {
+	// Caller is the session's toolset caller.
+	Caller *toolset.Caller
+	// UserID is the verified token's user the session was opened with
+	// ("" without auth): a request with another token is not the
+	// session's.
+	UserID string
+	// ProtocolVersion is the revision the session asked for in initialize
+	// (the one its requests carry once negotiated).
+	ProtocolVersion string
+	// LastSeen is when the go-sdk last served a request of the session
+	// (its idle timer runs from there).
+	LastSeen time.Time
+}
+
+// Direct returns the stateful HTTP session id when its tools/call requests
+// may bypass the go-sdk's server: the session is initialized and has
+// listed or called tools through it, is not the stdio one, keeps state
+// across requests (a revision before 2026-07-28, not http.stateless), and
+// has no upstream sessions of its own (it advertised neither sampling nor
+// elicitation and set no logging level), so nothing upstream can need to
+// reach it during a call. ok=false for any other or unknown session.
+func (f *Forwarder) Direct(id string) (Direct, bool) {
+	f.mu.Lock()
+	s := f.byID[id]
+	f.mu.Unlock()
+	if s == nil {
+		return Direct{}, false
+	}
+	s.mu.Lock()
+	ok := s.toolsSeen && !s.local && !s.stateless
+	s.mu.Unlock()
+	if !ok || !f.o.Toolset.Shares(s.caller) {
+		return Direct{}, false
+	}
+	return Direct{Caller: s.caller, UserID: s.userID, ProtocolVersion: s.protocol, LastSeen: time.Unix(0, s.lastSeen.Load())}, true
 }

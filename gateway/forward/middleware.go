@@ -4,6 +4,7 @@ package forward
 
 import (
 	"context"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -15,8 +16,12 @@ func (f *Forwarder) middleware(local bool) mcp.Middleware {
 			if method == "initialize" || method == "notifications/initialized" {
 				// The session's capabilities are known once it is initialized.
 			} else if sess := f.sessionOf(req, local); sess != nil {
+				sess.lastSeen.Store(time.Now().UnixNano())
 				sess.mu.Lock()
 				sess.local = local
+				if method == "tools/list" || method == "tools/call" {
+					sess.toolsSeen = true
+				}
 				sess.mu.Unlock()
 			}
 			ts := f.o.Toolset
