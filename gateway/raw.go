@@ -367,8 +367,9 @@ func (p *rawPath) write(w http.ResponseWriter, id, result []byte, res *mcp.CallT
 	ev = append(ev, "event: message\ndata: "...)
 	ev = append(ev, msg...)
 	ev = append(ev, "\n\n"...)
+	// Not flushed: the handler returns at once and net/http writes the
+	// whole answer in one piece.
 	_, _ = w.Write(ev)
-	_ = http.NewResponseController(w).Flush()
 }
 
 // encodeAnswer encodes a result value or an error as the go-sdk does.

@@ -185,6 +185,10 @@ func (c *conn) postCall(ctx context.Context, sid, proto string, n uint64, remote
 
 	resp, err := c.post(ctx, sid, proto, body)
 	if err != nil {
+		if ctx.Err() != nil {
+			// The request may have been read: the server may be running it.
+			c.cancelRaw(sid, proto, id)
+		}
 		return nil, false, err
 	}
 	defer resp.Body.Close()
@@ -201,19 +205,24 @@ func (c *conn) postCall(ctx context.Context, sid, proto string, n uint64, remote
 		c.cancelRaw(sid, proto, id)
 	}
 	if err == nil {
-		drain(resp.Body)
+		// The caller is answered now; the rest of the stream is read
+		// meanwhile.
+		body := resp.Body
+		resp.Body = http.NoBody
+		go drain(body)
 	}
 	return res, false, err
 }
 
 // drain reads what is left of a response stream after the answer (the
-// server ends it once it has answered): a body read to its end returns
-// its connection to the pool instead of closing it. A server that keeps
-// the stream open is cut after a moment.
+// server ends it once it has answered) and closes it: a body read to its
+// end returns its connection to the pool instead of closing it. A server
+// that keeps the stream open is cut after a moment.
 func drain(body io.ReadCloser) {
 	t := time.AfterFunc(100*time.Millisecond, func() { body.Close() })
 	_, _ = io.Copy(io.Discard, io.LimitReader(body, 64<<10))
 	t.Stop()
+	body.Close()
 }
 
 // post POSTs one JSON-RPC message on session sid.

@@ -1,0 +1,291 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// rawUpstream is a go-sdk server over streamable HTTP on 127.0.0.1 that
+// records the JSON-RPC IDs of the tools/call requests it gets.
+type rawUpstream struct {
+	url       string
+	mu        sync.Mutex
+	ids       []string
+	cancelled chan string
+}
+
+func newRawUpstream(t *testing.T) *rawUpstream {
+	t.Helper()
+	u := &rawUpstream{cancelled: make(chan string, 4)}
+	s := mcp.NewServer(&mcp.Implementation{Name: "up", Version: "1"}, nil)
+	for _, name := range []string{"echo", "secret"} {
+		s.AddTool(&mcp.Tool{Name: name, InputSchema: map[string]any{"type": "object"}}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var in struct {
+				Text string `json:"text"`
+			}
+			_ = json.Unmarshal(req.Params.Arguments, &in)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil
+		})
+	}
+	s.AddTool(&mcp.Tool{Name: "block", InputSchema: map[string]any{"type": "object"}}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		<-ctx.Done()
+		u.cancelled <- "block"
+		return nil, ctx.Err()
+	})
+	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			var m struct {
+				ID     json.RawMessage `json:"id"`
+				Method string          `json:"method"`
+			}
+			if json.Unmarshal(body, &m) == nil && m.Method == "tools/call" {
+				u.mu.Lock()
+				u.ids = append(u.ids, string(m.ID))
+				u.mu.Unlock()
+			}
+		}
+		sdk.ServeHTTP(w, r)
+	}))
+	t.Cleanup(hs.Close)
+	u.url = hs.URL + "/mcp"
+	return u
+}
+
+// calls returns how many tools/call the upstream got by the raw path
+// (string IDs "gatehouse-N") and by the go-sdk's client (numbers).
+func (u *rawUpstream) calls() (raw, sdk int) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for _, id := range u.ids {
+		if strings.HasPrefix(id, `"gatehouse-`) {
+			raw++
+		} else {
+			sdk++
+		}
+	}
+	return raw, sdk
+}
+
+// rawGateway serves a gateway in front of up on 127.0.0.1 with extra
+// config lines, with tokens "alice" (every tool) and "bob" (echo, block).
+func rawGateway(t *testing.T, up *rawUpstream, extra string) (*Gateway, string) {
+	t.Helper()
+	dir := t.TempDir()
+	yml := fmt.Sprintf(`listen: 127.0.0.1:0
+store: sqlite:%s
+auth:
+  tokens:
+    - {sha256: %s, subject: alice}
+    - {sha256: %s, subject: bob, scopes: ["tool:echo", "tool:block"]}
+servers:
+  up:
+    type: streamable-http
+    url: %s
+    prefix: ""
+%s`, filepath.Join(dir, "gh.db"), hashOf("alice-token"), hashOf("bob-token"), up.url, extra)
+	cfg, err := ParseConfig([]byte(yml), filepath.Join(dir, "gatehouse.yaml"), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := New(context.Background(), cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = g.Close() })
+	h, err := g.Handler()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(h)
+	t.Cleanup(hs.Close)
+	return g, hs.URL + "/mcp"
+}
+
+type bearer struct{ tok string }
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.tok)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// session opens a go-sdk client session with token and lists the tools
+// (the raw path serves sessions it has seen do that).
+func session(t *testing.T, url, token string) *mcp.ClientSession {
+	t.Helper()
+	c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url,
+		HTTPClient: &http.Client{Transport: bearer{token}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	if _, err := cs.ListTools(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
+
+// post sends one JSON-RPC message on cs's session with token and returns
+// the status, the Content-Type and Cache-Control headers and the body.
+func post(t *testing.T, url string, cs *mcp.ClientSession, token, msg string) (int, string, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(msg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", cs.ID())
+	req.Header.Set("Mcp-Protocol-Version", cs.InitializeResult().ProtocolVersion)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, resp.Header.Get("Content-Type") + "|" + resp.Header.Get("Cache-Control"), body
+}
+
+// TestRawPathAnswersAsTheGoSDK: the raw path's answers are byte for byte
+// those of the go-sdk path (results, refusals, hidden tools), with SSE and
+// with JSON answers.
+func TestRawPathAnswersAsTheGoSDK(t *testing.T) {
+	for _, mode := range []string{"sse", "json"} {
+		t.Run(mode, func(t *testing.T) {
+			up := newRawUpstream(t)
+			extra := ""
+			if mode == "json" {
+				extra = "http:\n  jsonResponse: true\n"
+			}
+			_, url := rawGateway(t, up, extra)
+			alice := session(t, url, "alice-token")
+			call := func(id int, name, meta string) string {
+				return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":{"text":"h\u00e9 \"x\" <&>"}%s}}`, id, name, meta)
+			}
+			// A progress token sends the call the go-sdk's way.
+			viaSDK := `,"_meta":{"progressToken":"p1"}`
+			s1, h1, raw := post(t, url, alice, "alice-token", call(7, "echo", ""))
+			s2, h2, sdk := post(t, url, alice, "alice-token", call(7, "echo", viaSDK))
+			if r, s := up.calls(); r != 1 || s != 1 {
+				t.Fatalf("upstream calls: %d raw, %d by the go-sdk; want 1 and 1", r, s)
+			}
+			if s1 != 200 || s1 != s2 || h1 != h2 || !bytes.Equal(raw, sdk) {
+				t.Fatalf("raw path: %d %s %q\ngo-sdk:   %d %s %q", s1, h1, raw, s2, h2, sdk)
+			}
+			if !bytes.Contains(raw, []byte(`h\u00e9`)) && !bytes.Contains(raw, []byte("hé")) {
+				t.Fatalf("the echo is not in the answer: %q", raw)
+			}
+
+			// A tool hidden from bob answers as one that does not exist.
+			bob := session(t, url, "bob-token")
+			_, _, hidden := post(t, url, bob, "bob-token", call(8, "secret", ""))
+			_, _, missing := post(t, url, bob, "bob-token", call(8, "nosuch", ""))
+			if !bytes.Equal(hidden, bytes.ReplaceAll(missing, []byte("nosuch"), []byte("secret"))) {
+				t.Fatalf("hidden: %q\nmissing: %q", hidden, missing)
+			}
+			if r, s := up.calls(); r != 1 || s != 1 {
+				t.Fatalf("a hidden tool reached the upstream: %d raw, %d by the go-sdk", r, s)
+			}
+
+			// Bob's token on alice's session is refused as the go-sdk
+			// refuses it, and nothing is sent.
+			status, _, body := post(t, url, alice, "bob-token", call(9, "echo", ""))
+			if status != http.StatusForbidden || !bytes.Contains(body, []byte("session user mismatch")) {
+				t.Fatalf("another token on alice's session: %d %q", status, body)
+			}
+			if r, s := up.calls(); r != 1 || s != 1 {
+				t.Fatalf("a hijacked session's call reached the upstream: %d raw, %d by the go-sdk", r, s)
+			}
+		})
+	}
+}
+
+// TestRawPathRateLimitAndKeys: the rate limit counts raw calls; a keyed
+// call goes the go-sdk's way and is journaled.
+func TestRawPathRateLimitAndKeys(t *testing.T) {
+	up := newRawUpstream(t)
+	g, url := rawGateway(t, up, "rateLimit: {maxCalls: 2, window: 1h}\n")
+	cs := session(t, url, "alice-token")
+	ctx := context.Background()
+	for i := range 3 {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "x"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if limited := res.IsError && strings.Contains(fmt.Sprint(res.StructuredContent), "rate_limited"); limited != (i == 2) {
+			t.Fatalf("call %d: isError=%v %v", i, res.IsError, res.StructuredContent)
+		}
+	}
+	if r, s := up.calls(); r != 2 || s != 0 {
+		t.Fatalf("upstream calls: %d raw, %d by the go-sdk; want 2 and 0", r, s)
+	}
+
+	up2 := newRawUpstream(t)
+	g, url = rawGateway(t, up2, "")
+	cs = session(t, url, "alice-token")
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "k"},
+		Meta: mcp.Meta{"idempotencyKey": "key-1"}})
+	if err != nil || res.IsError {
+		t.Fatalf("keyed call: %v %+v", err, res)
+	}
+	if r, s := up2.calls(); r != 0 || s != 1 {
+		t.Fatalf("keyed call: %d raw, %d by the go-sdk; want 0 and 1", r, s)
+	}
+	if !g.recorded(ctx, "alice", "echo", "key-1") {
+		t.Error("the keyed call was not journaled")
+	}
+}
+
+// TestRawPathCancel: a caller's notifications/cancelled reaches a raw call
+// and, through it, the upstream's handler.
+func TestRawPathCancel(t *testing.T) {
+	up := newRawUpstream(t)
+	g, url := rawGateway(t, up, "")
+	cs := session(t, url, "alice-token")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "block", Arguments: map[string]any{}})
+		done <- err
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if r, _ := up.calls(); r == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the call did not reach the upstream")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err == nil {
+		t.Fatal("a cancelled call returned no error")
+	}
+	select {
+	case <-up.cancelled:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the upstream handler was not cancelled")
+	}
+	_ = g
+}
