@@ -21,6 +21,9 @@
 // follows (tools/list_changed). WatchTrust polls the store every second,
 // so `gatehouse trust SERVER` run by another process takes effect on a
 // running gateway. The firewall's contract pinning reads the same pins.
+// Prompts and resource templates are pinned alongside: a changed one is not
+// listed and its requests are refused `quarantined`; their drift is counted
+// like a tool's (plain resources are not pinned).
 //
 // Metrics (Config.Metrics, ServeMetrics): Prometheus text on a listener of
 // its own, from package internal/metrics.

@@ -1,6 +1,6 @@
 // Package pin computes the fingerprints Gatehouse pins MCP tool contracts
-// with, and decides what happens to each tool when a server's listing drifts
-// from its trusted baseline.
+// (and prompts and resource templates) with, and decides what happens to
+// each tool when a server's listing drifts from its trusted baseline.
 //
 // Everything here is a pure function: no I/O, no storage, no clock. The store
 // keeps baselines (one string per tool, Pin.String) and the toolset applies
@@ -65,6 +65,23 @@
 //
 // where S and T are JSON strings and A is the JCS form of the call's
 // arguments, or {} when they are absent or null.
+//
+// Prompt (PromptFingerprint), DOMAIN "gatehouse/prompt-contract/v1", PAYLOAD
+// the JCS form of
+//
+//	{"arguments":[{"description":D,"name":N,"required":R,"title":T},...],"description":D,"name":N,"title":T}
+//
+// with the arguments in the order the server lists them ([] when none) and R
+// a JSON boolean.
+//
+// Resource template (TemplateFingerprint), DOMAIN
+// "gatehouse/resource-template-contract/v1", PAYLOAD the JCS form of
+//
+//	{"annotations":A,"description":D,"mimeType":M,"name":N,"title":T,"uriTemplate":U}
+//
+// with A the JCS form of the annotations, or null. Compare decides prompts
+// and templates too: a ToolPrint's Name is then the prompt's name or the URI
+// template, and Unnamed is "" (no rename detection).
 //
 // Any implementation that produces RFC 8785 output can reproduce these
 // fingerprints; the tests pin golden values computed independently.

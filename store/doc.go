@@ -58,7 +58,10 @@
 //   - Baselines are insert-only (INSERT ... ON CONFLICT DO NOTHING): saving
 //     never replaces a (server, tool) fingerprint. Only ClearBaseline (the
 //     first step of a re-trust) removes them. The server's instructions use
-//     the key InstructionsKey (""), which no MCP tool name can take.
+//     the key InstructionsKey (""), which no MCP tool name can take; its
+//     prompts and resource templates use keys with a space (PromptKeyPrefix,
+//     TemplateKeyPrefix, PromptsPinnedKey, TemplatesPinnedKey), which no MCP
+//     tool name can contain either. The store treats every key alike.
 //     baseline_version grows on every save that adds an entry and on every
 //     clear; a running process polls BaselineVersion (or ListServers) to
 //     notice a re-trust made by another process. A deleted and re-created

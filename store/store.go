@@ -37,6 +37,26 @@ type Server struct {
 // collide with a tool.
 const InstructionsKey = ""
 
+// Baseline keys of what a server publishes besides tools. Each contains a
+// space, which no MCP tool name can (tool names are [A-Za-z0-9_.-]; the
+// toolset refuses to pin a tool whose name has a space), so they never
+// collide with a tool's key; NUL, the other byte tool names cannot hold, is
+// not used because PostgreSQL text cannot store it.
+//
+//   - PromptKeyPrefix + prompt name: a prompt's fingerprint.
+//   - TemplateKeyPrefix + URI template: a resource template's fingerprint.
+//   - PromptsPinnedKey, TemplatesPinnedKey: present once the server's
+//     prompts (resource templates) were pinned, even when it had none, so
+//     a baseline recorded before they were pinned is told apart from one
+//     that pinned an empty list. Their value is PinnedMarker.
+const (
+	PromptKeyPrefix    = "prompt "
+	TemplateKeyPrefix  = "resource-template "
+	PromptsPinnedKey   = "pinned prompts"
+	TemplatesPinnedKey = "pinned resource-templates"
+	PinnedMarker       = "v1"
+)
+
 // ServerStore persists server rows and their trust baselines.
 type ServerStore interface {
 	// PutServer inserts or replaces the row's id, name, type, url and
@@ -50,7 +70,8 @@ type ServerStore interface {
 	DeleteServer(ctx context.Context, id string) error
 
 	// SaveBaseline records fingerprints (tool name -> fingerprint; the key
-	// InstructionsKey is the server's instructions). It is insert-only: an
+	// InstructionsKey is the server's instructions, and the keys with a
+	// space are its prompts and resource templates, see PromptKeyPrefix). It is insert-only: an
 	// existing entry is never replaced, whatever the new value. It returns
 	// how many entries were added, and ErrNotFound if the server row does
 	// not exist.

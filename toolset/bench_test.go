@@ -118,7 +118,7 @@ func BenchmarkBuild1000(b *testing.B) {
 	results := []listing{{ok: true, tools: listed}}
 	var fp fingerprinted
 	fp.prints, fp.diags = printsOf("big", listed)
-	ts.conns[0].judge(&results[0], fp, nil, false)
+	ts.conns[0].judge(&results[0], fp, trustBase{}, false)
 	b.ReportAllocs()
 	start := cpuTime()
 	defer reportCPU(b, start)

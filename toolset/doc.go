@@ -34,6 +34,14 @@
 // insert-only; Retrust is the only way to replace one, and WatchTrust notices
 // a re-trust made by another process.
 //
+// Prompts and resource templates are pinned in the same baseline (keys with
+// a space, see store.PromptKeyPrefix; a tool whose name has a space is
+// withheld). Every listing of them, including what ListPrompts and
+// ListResourceTemplates list, is judged: a changed one is not listed and its
+// GetPrompt, Complete, or a ReadResource of a URI only it matches fails with
+// ErrQuarantined; a new one is withheld (unknown); a removed one disappears;
+// each is a tool-drift diagnostic. Plain resources are not pinned.
+//
 // A server's row ID is ServerID(config) ("<plugin>/<server>", or
 // "config:<server>" without a plugin) unless Server.ID sets one. A row
 // holds the id, name, transport type, the URL without userinfo, query or

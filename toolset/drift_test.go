@@ -130,7 +130,9 @@ func TestDriftQuarantineWithholdRemoveRenameRetrust(t *testing.T) {
 		t.Fatalf("row %+v catalogue %s", row, row.Catalogue)
 	}
 	base1, err := st.GetBaseline(ctxT(t), "config:bank")
-	if err != nil || len(base1) != 5 { // 4 tools + instructions
+	// 4 tools, the instructions, and the markers of the (empty) prompts
+	// and resource templates.
+	if err != nil || len(base1) != 7 || base1[store.PromptsPinnedKey] != store.PinnedMarker || base1[store.TemplatesPinnedKey] != store.PinnedMarker {
 		t.Fatalf("baseline %v %v", base1, err)
 	}
 	if _, ok := base1[store.InstructionsKey]; !ok {
@@ -240,7 +242,7 @@ func TestDriftQuarantineWithholdRemoveRenameRetrust(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec.ServerID != "config:bank" || len(rec.Tools) != 4 || rec.Cleared != 7 {
+	if rec.ServerID != "config:bank" || len(rec.Tools) != 4 || rec.Cleared != 9 || len(rec.Prompts) != 0 || rec.Prompts == nil {
 		t.Fatalf("record %+v", rec)
 	}
 	m = tools(t, ts)
@@ -252,7 +254,7 @@ func TestDriftQuarantineWithholdRemoveRenameRetrust(t *testing.T) {
 		t.Fatalf("transfer after re-trust %q", got)
 	}
 	base3, _ := st.GetBaseline(ctxT(t), "config:bank")
-	if len(base3) != 5 || base3["transfer"] == base1["transfer"] {
+	if len(base3) != 7 || base3["transfer"] == base1["transfer"] {
 		t.Fatalf("baseline after re-trust %v", base3)
 	}
 	if ds := ts.Diagnostics(); ruleCount(ds, diag.ToolDrift, "") != 0 {

@@ -86,8 +86,12 @@ type forwarding struct {
 	seq       atomic.Uint64
 	uris      map[string]*conn // resource URI -> server (collisions removed)
 	templates []routedTemplate
-	prompts   map[string]promptRoute             // projected name -> server and remote name
-	subs      map[string]map[string]*callerState // URI -> caller ID -> caller (shared sessions)
+	prompts   map[string]promptRoute // projected name -> server and remote name
+	// Prompts and templates whose contract changed after trust: not
+	// listed, their requests refused (pinforward.go).
+	qprompts   map[string]promptRoute
+	qtemplates []routedTemplate
+	subs       map[string]map[string]*callerState // URI -> caller ID -> caller (shared sessions)
 }
 
 type callerState struct {
@@ -107,12 +111,21 @@ type progressRoute struct {
 type routedTemplate struct {
 	tmpl *uritemplate.Template
 	conn *conn
+	gen  uint64 // conn.judged when listed
 }
 
 type promptRoute struct {
 	conn   *conn
 	remote string
+	gen    uint64 // conn.judged when listed
 }
+
+// fresh reports whether no listing of the route's server was judged since
+// the route was listed: a route to a prompt or template that was trusted
+// then may have drifted since, so a stale one is listed (and judged)
+// again before it is used.
+func (r promptRoute) fresh() bool    { return r.gen == r.conn.judged.Load() }
+func (r routedTemplate) fresh() bool { return r.gen == r.conn.judged.Load() }
 
 type callerCtxKey struct{}
 
@@ -122,6 +135,7 @@ func (f *forwarding) init() {
 	f.progress = map[string]progressRoute{}
 	f.uris = map[string]*conn{}
 	f.prompts = map[string]promptRoute{}
+	f.qprompts = map[string]promptRoute{}
 	f.subs = map[string]map[string]*callerState{}
 }
 
@@ -272,7 +286,10 @@ func (t *Toolset) onResourceUpdated(ctx context.Context, r *mcp.ResourceUpdatedN
 }
 
 // onListChanged re-lists a server's tools (judged by the drift checks,
-// then OnChange) or reports a resources/prompts change.
+// then OnChange) and reports the change. A prompts or resources change
+// re-lists the server too (coalesced), so its prompts and resource
+// templates are judged against their pins and drift is reported; callers
+// are told at once, and what they then list is judged as it is listed.
 func (t *Toolset) onListChanged(sess *mcp.ClientSession, what ListChange) {
 	var c *conn
 	for _, x := range t.conns {
@@ -299,6 +316,8 @@ func (t *Toolset) onListChanged(sess *mcp.ClientSession, what ListChange) {
 			defer t.bg.Done()
 			_ = c.reconcile(t.life, false)
 		}()
+	} else {
+		c.relistSoon()
 	}
 	if f := t.opts.OnListChanged; f != nil {
 		f(c.name, what)
@@ -396,7 +415,7 @@ func (t *Toolset) Release(id string) {
 	}
 	// The last subscriber of a URI on a shared session: unsubscribe upstream.
 	for _, uri := range unsub {
-		if c := t.routeURI(uri); c != nil {
+		if c, _ := t.routeURI(uri); c != nil {
 			if sess := c.liveSession(); sess != nil {
 				if err := sess.Unsubscribe(t.life, &mcp.UnsubscribeParams{URI: uri}); err != nil {
 					t.log.Debug("toolset: unsubscribing upstream", "server", c.name, "err", err)
@@ -552,7 +571,7 @@ func (t *Toolset) resubscribe(ctx context.Context, c *conn) {
 	t.fwd.mu.Lock()
 	var uris []string
 	for uri := range t.fwd.subs {
-		if t.fwd.uris[uri] == c || t.matchTemplateLocked(uri) == c {
+		if m, _ := t.matchTemplateLocked(uri); t.fwd.uris[uri] == c || m == c {
 			uris = append(uris, uri)
 		}
 	}
@@ -685,7 +704,10 @@ type listed struct {
 }
 
 // listAll lists resources, templates and prompts of every live server
-// (through the shared sessions) and rebuilds the routing maps.
+// (through the shared sessions) and rebuilds the routing maps. Prompts and
+// templates are judged against their server's pins as they are listed:
+// only trusted ones are listed and routed; changed ones are remembered for
+// their refusal (admit).
 func (t *Toolset) listAll(ctx context.Context, _ *callerState) (*listed, error) {
 	conns, err := t.forwardable(ctx, nil)
 	if err != nil {
@@ -694,9 +716,21 @@ func (t *Toolset) listAll(ctx context.Context, _ *callerState) (*listed, error) 
 	l := &listed{resources: map[*conn][]*mcp.Resource{}, templates: map[*conn][]*mcp.ResourceTemplate{}, prompts: map[*conn][]*mcp.Prompt{}}
 	owner := map[string][]*conn{}
 	powner := map[string][]promptRoute{}
-	var tmpls []routedTemplate
+	qprompts := map[string]promptRoute{}
+	var tmpls, qtmpls []routedTemplate
+	var relist []*conn
 	for _, c := range conns {
+		if c.liveSession() == nil {
+			// A woken server is connected on first use: this is one.
+			if _, err := c.current(valuesFree{ctx}); err != nil {
+				t.log.Debug("toolset: connecting to list", "server", c.name, "err", err)
+				continue
+			}
+		}
+		gen := c.judged.Load() // before the listing: a judgement after it makes these routes stale
 		caps := c.capabilities()
+		pins := t.listingOf(c).items
+		unjudged := false
 		if caps.Resources != nil {
 			_ = t.forward(ctx, c, nil, func(s *mcp.ClientSession) error {
 				l.resources[c] = nil
@@ -710,31 +744,67 @@ func (t *Toolset) listAll(ctx context.Context, _ *callerState) (*listed, error) 
 				}
 				return nil
 			})
-			_ = t.forward(ctx, c, nil, func(s *mcp.ClientSession) error {
-				l.templates[c] = nil
+			var live []*mcp.ResourceTemplate
+			err := t.forward(ctx, c, nil, func(s *mcp.ClientSession) error {
+				live = nil
 				for r, err := range s.ResourceTemplates(ctx, nil) {
 					if err != nil {
 						return err
 					}
-					cp := *r
-					cp.Name, cp.Title, cp.Description = projection.Sanitize(r.Name), projection.Sanitize(r.Title), projection.Sanitize(r.Description)
-					l.templates[c] = append(l.templates[c], &cp)
-					if tm, err := uritemplate.New(r.URITemplate); err == nil {
-						tmpls = append(tmpls, routedTemplate{tmpl: tm, conn: c})
-					}
+					live = append(live, r)
 				}
 				return nil
 			})
+			if err == nil {
+				a := admit(pins[kindTemplate], printsOfItems(c.name, kindTemplate, live, templatePrint, templateID))
+				unjudged = unjudged || a.unjudged
+				l.templates[c] = nil
+				for _, r := range live {
+					tm, terr := uritemplate.New(r.URITemplate)
+					switch {
+					case a.quarantined[r.URITemplate]:
+						if terr == nil {
+							qtmpls = append(qtmpls, routedTemplate{tmpl: tm, conn: c, gen: gen})
+						}
+						continue
+					case !a.trusted[r.URITemplate]:
+						continue
+					}
+					cp := *r
+					cp.Name, cp.Title, cp.Description = projection.Sanitize(r.Name), projection.Sanitize(r.Title), projection.Sanitize(r.Description)
+					l.templates[c] = append(l.templates[c], &cp)
+					if terr == nil {
+						tmpls = append(tmpls, routedTemplate{tmpl: tm, conn: c, gen: gen})
+					}
+				}
+			}
 			for _, r := range l.resources[c] {
 				owner[r.URI] = append(owner[r.URI], c)
 			}
 		}
 		if caps.Prompts != nil {
-			_ = t.forward(ctx, c, nil, func(s *mcp.ClientSession) error {
-				l.prompts[c] = nil
+			var live []*mcp.Prompt
+			err := t.forward(ctx, c, nil, func(s *mcp.ClientSession) error {
+				live = nil
 				for p, err := range s.Prompts(ctx, nil) {
 					if err != nil {
 						return err
+					}
+					live = append(live, p)
+				}
+				return nil
+			})
+			if err == nil {
+				a := admit(pins[kindPrompt], printsOfItems(c.name, kindPrompt, live, promptPrint, promptID))
+				unjudged = unjudged || a.unjudged
+				l.prompts[c] = nil
+				for _, p := range live {
+					if a.quarantined[p.Name] {
+						qprompts[projection.Name(c.prefix, p.Name)] = promptRoute{conn: c, remote: p.Name, gen: gen}
+						continue
+					}
+					if !a.trusted[p.Name] {
+						continue
 					}
 					cp := *p
 					cp.Name = projection.Name(c.prefix, p.Name)
@@ -748,11 +818,16 @@ func (t *Toolset) listAll(ctx context.Context, _ *callerState) (*listed, error) 
 						}
 					}
 					l.prompts[c] = append(l.prompts[c], &cp)
-					powner[cp.Name] = append(powner[cp.Name], promptRoute{conn: c, remote: p.Name})
+					powner[cp.Name] = append(powner[cp.Name], promptRoute{conn: c, remote: p.Name, gen: gen})
 				}
-				return nil
-			})
+			}
 		}
+		if unjudged {
+			relist = append(relist, c)
+		}
+	}
+	for _, c := range relist {
+		c.relistSoon()
 	}
 	uris := map[string]*conn{}
 	for uri, cs := range owner {
@@ -778,6 +853,7 @@ func (t *Toolset) listAll(ctx context.Context, _ *callerState) (*listed, error) 
 	}
 	t.fwd.mu.Lock()
 	t.fwd.uris, t.fwd.templates, t.fwd.prompts = uris, tmpls, prompts
+	t.fwd.qprompts, t.fwd.qtemplates = qprompts, qtmpls
 	t.fwd.mu.Unlock()
 	return l, nil
 }
@@ -802,42 +878,65 @@ func withoutPrompt(ps []*mcp.Prompt, name string) []*mcp.Prompt {
 	return out
 }
 
-func (t *Toolset) matchTemplateLocked(uri string) *conn {
-	var found *conn
+// matchTemplateLocked returns the server of the templates uri matches
+// (nil when none, or several servers'), and whether one of them is stale
+// (see promptRoute.fresh).
+func (t *Toolset) matchTemplateLocked(uri string) (found *conn, stale bool) {
 	for _, rt := range t.fwd.templates {
 		if rt.tmpl.Regexp().MatchString(uri) {
+			stale = stale || !rt.fresh()
 			if found != nil && found != rt.conn {
-				return nil // ambiguous: nobody
+				return nil, stale // ambiguous: nobody
 			}
 			found = rt.conn
 		}
 	}
-	return found
+	return found, stale
 }
 
-// routeURI returns the server of a resource URI from the last listing.
-func (t *Toolset) routeURI(uri string) *conn {
+// routeURI returns the server of a resource URI from the last listing, and
+// whether it was routed by a stale template.
+func (t *Toolset) routeURI(uri string) (*conn, bool) {
 	t.fwd.mu.Lock()
 	defer t.fwd.mu.Unlock()
 	if c := t.fwd.uris[uri]; c != nil {
-		return c
+		return c, false
 	}
 	return t.matchTemplateLocked(uri)
 }
 
-// resolveURI routes a URI, listing again once when it is unknown.
+// resolveURI routes a URI, listing again once when it is unknown or was
+// routed by a template listed before its server was last judged.
 func (t *Toolset) resolveURI(ctx context.Context, uri string, allow ServerFilter) (*conn, error) {
-	c := t.routeURI(uri)
-	if c == nil {
+	c, stale := t.routeURI(uri)
+	if c == nil || stale {
 		if _, err := t.listAll(ctx, nil); err != nil {
 			return nil, err
 		}
-		c = t.routeURI(uri)
+		c, _ = t.routeURI(uri)
+	}
+	if c == nil {
+		if q, raw := t.quarantinedTemplate(uri, false); q != nil && allow.allows(q.name) {
+			return nil, quarantinedItem(q, kindTemplate, raw)
+		}
 	}
 	if c == nil || !allow.allows(c.name) {
 		return nil, mcp.ResourceNotFoundError(uri)
 	}
 	return c, nil
+}
+
+// quarantinedTemplate returns the server and URI template of a quarantined
+// resource template that uri matches (or, with raw, that is uri).
+func (t *Toolset) quarantinedTemplate(uri string, raw bool) (*conn, string) {
+	t.fwd.mu.Lock()
+	defer t.fwd.mu.Unlock()
+	for _, rt := range t.fwd.qtemplates {
+		if raw && rt.tmpl.Raw() == uri || !raw && rt.tmpl.Regexp().MatchString(uri) {
+			return rt.conn, rt.tmpl.Raw()
+		}
+	}
+	return nil, ""
 }
 
 // ReadResource reads a resource from the server that publishes its URI
@@ -941,11 +1040,19 @@ func (t *Toolset) resolvePrompt(ctx context.Context, name string, allow ServerFi
 		return r, ok
 	}
 	r, ok := get()
-	if !ok {
+	if !ok || !r.fresh() {
 		if _, err := t.listAll(ctx, nil); err != nil {
 			return promptRoute{}, err
 		}
 		r, ok = get()
+	}
+	if !ok {
+		t.fwd.mu.Lock()
+		q, quarantined := t.fwd.qprompts[name]
+		t.fwd.mu.Unlock()
+		if quarantined && allow.allows(q.conn.name) {
+			return promptRoute{}, quarantinedItem(q.conn, kindPrompt, q.remote)
+		}
 	}
 	if !ok || !allow.allows(r.conn.name) {
 		return promptRoute{}, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown prompt %q", name)}
@@ -990,12 +1097,18 @@ func (t *Toolset) Complete(ctx context.Context, caller *Caller, params *mcp.Comp
 		}
 		c, ref.Name = r.conn, r.remote
 	case "ref/resource":
-		c = t.templateOwner(ref.URI)
-		if c == nil {
+		var stale bool
+		c, stale = t.templateOwner(ref.URI)
+		if c == nil || stale {
 			if _, err := t.listAll(ctx, nil); err != nil {
 				return nil, err
 			}
-			c = t.templateOwner(ref.URI)
+			c, _ = t.templateOwner(ref.URI)
+		}
+		if c == nil {
+			if q, raw := t.quarantinedTemplate(ref.URI, true); q != nil && allow.allows(q.name) {
+				return nil, quarantinedItem(q, kindTemplate, raw)
+			}
 		}
 		if c == nil {
 			// A concrete URI in the ref: route it like a read.
@@ -1019,19 +1132,21 @@ func (t *Toolset) Complete(ctx context.Context, caller *Caller, params *mcp.Comp
 	return res, err
 }
 
-func (t *Toolset) templateOwner(tmpl string) *conn {
+// templateOwner returns the server of a URI template (nil when none, or
+// several servers'), and whether its route is stale.
+func (t *Toolset) templateOwner(tmpl string) (found *conn, stale bool) {
 	t.fwd.mu.Lock()
 	defer t.fwd.mu.Unlock()
-	var found *conn
 	for _, rt := range t.fwd.templates {
 		if rt.tmpl.Raw() == tmpl {
+			stale = stale || !rt.fresh()
 			if found != nil && found != rt.conn {
-				return nil
+				return nil, stale
 			}
 			found = rt.conn
 		}
 	}
-	return found
+	return found, stale
 }
 
 // SetLoggingLevel sets the caller's log level. The caller then gets

@@ -359,6 +359,8 @@ type listing struct {
 	instructions string // fingerprint, when listed from a live session
 	version      int64  // baseline version the decisions were made with
 	pending      bool   // projected from the store; not yet reconciled
+
+	items [numKinds]itemState // prompts and resource templates: pins, decisions
 }
 
 // conn is one configured server and its live session.
@@ -372,7 +374,11 @@ type conn struct {
 	id     string // store row ID
 	asleep bool   // a wake found no usable row: never connected
 
-	relistMu sync.Mutex // serializes reconciles and re-trusts of this server
+	relistMu     sync.Mutex  // serializes reconciles and re-trusts of this server
+	relistQueued atomic.Bool // a relistSoon is waiting (pinforward.go)
+	// judged counts the listings applied (update): forwarded routes made
+	// before the last one are re-checked before use (promptRoute.fresh).
+	judged atomic.Uint64
 
 	httpClient *http.Client
 	token      atomic.Pointer[string] // current bearer, served by the egress hook

@@ -183,6 +183,14 @@ func printsOf(server string, tools []*mcp.Tool) ([]pin.ToolPrint, []diag.Diagnos
 		if tool == nil {
 			continue
 		}
+		if reservedKey(tool.Name) {
+			// A name with a space is no MCP tool name, and its baseline key
+			// would be in the namespace of prompts and resource templates.
+			ds = append(ds, diag.New(diag.ToolDrift, "", server,
+				"tool %s of server %s has a space in its name, which MCP tool names cannot have, so it cannot be trusted; it is withheld",
+				pin.SanitizeName(tool.Name), pin.SanitizeName(server)))
+			continue
+		}
 		c, err := contractOf(tool)
 		var p pin.ToolPrint
 		if err == nil {
@@ -208,42 +216,35 @@ func baselineStrings(b pin.Baseline) map[string]string {
 	return m
 }
 
-// parseBaseline reads a stored baseline: the tool pins and the
-// instructions fingerprint (ok false when none is stored). A damaged entry
-// is an error: a damaged baseline is never treated as absent.
-func parseBaseline(m map[string]string) (tools pin.Baseline, instructions string, hasInstructions bool, err error) {
-	tools = make(pin.Baseline, len(m))
-	for name, s := range m {
-		if name == store.InstructionsKey {
-			instructions, hasInstructions = s, true
-			continue
-		}
-		p, perr := pin.ParsePin(s)
-		if perr != nil {
-			return nil, "", false, fmt.Errorf("tool %s: %w", pin.SanitizeName(name), perr)
-		}
-		tools[name] = p
-	}
-	return tools, instructions, hasInstructions, nil
-}
-
 // published is one server's listing as the toolset received it, with
 // the instructions fingerprint when it came from a live session.
 type published struct {
 	tools        []*mcp.Tool
 	instructions string // fingerprint; "" when unknown (a wake)
+
+	// Prompts and resource templates (pinforward.go). A kind is listed
+	// when the listing succeeded or the server lacks the capability.
+	prompts         []*mcp.Prompt
+	templates       []*mcp.ResourceTemplate
+	promptsListed   bool
+	templatesListed bool
+	itemErrs        []error // why a kind was not listed
 }
 
 // fingerprinted is a listing's tools with their prints.
 type fingerprinted struct {
 	prints []pin.ToolPrint
 	diags  []diag.Diagnostic // tools that could not be fingerprinted
+	items  [numKinds]itemPrints
 }
 
 // judge compares a listing with a baseline and fills the listing's
-// decisions and drift diagnostics. exists says whether a baseline was
-// recorded at all (even one with no tools: then every tool is new to it).
-func (c *conn) judge(l *listing, fp fingerprinted, base pin.Baseline, exists bool) {
+// decisions and drift diagnostics, and does the same for the listing's
+// prompts and resource templates against their pins (judgeItems). exists
+// says whether a baseline was recorded at all (even one with no tools: then
+// every tool is new to it).
+func (c *conn) judge(l *listing, fp fingerprinted, tb trustBase, exists bool) {
+	base := tb.tools
 	prints := fp.prints
 	l.fp = fp
 	l.drift = append(l.drift, fp.diags...)
@@ -288,6 +289,10 @@ func (c *conn) judge(l *listing, fp fingerprinted, base pin.Baseline, exists boo
 		}
 		l.drift = append(l.drift, diag.New(diag.ToolDrift, "", c.name, "%s", msg))
 	}
+	for k := itemKind(0); k < numKinds; k++ {
+		l.items[k] = itemState{itemBase: tb.items[k]}
+		c.judgeItems(l, k, fp.items[k])
+	}
 }
 
 // judgeInstructions reports a change of the server's instructions.
@@ -323,6 +328,10 @@ func (c *conn) record(ctx context.Context, p published) listing {
 	}
 	var fp fingerprinted
 	fp.prints, fp.diags = printsOf(c.name, p.tools)
+	fingerprintItems(c.name, p, &fp)
+	for _, err := range p.itemErrs {
+		c.ts.log.Warn("toolset: listing failed; the kind is not judged by this listing", "server", c.name, "err", err)
+	}
 	catalogue, err := encodeCatalogue(p.tools, fp.prints)
 	if err != nil {
 		return failStore(fmt.Errorf("encoding the catalogue: %w", err))
@@ -353,6 +362,7 @@ func (c *conn) record(ctx context.Context, p published) listing {
 		}
 		seed := baselineStrings(pin.BaselineOf(seedPrints))
 		seed[store.InstructionsKey] = p.instructions
+		seedItems(seed, &fp, nil)
 		if !found { // the baseline's row must exist first
 			if err := st.PutServer(ctx, row); err != nil {
 				return failStore(err)
@@ -366,22 +376,33 @@ func (c *conn) record(ctx context.Context, p published) listing {
 		if version, stored, err = c.readBaseline(ctx, true); err != nil {
 			return failStore(err)
 		}
-	} else if _, ok := stored[store.InstructionsKey]; !ok && p.instructions != "" {
-		if _, err := st.SaveBaseline(ctx, c.id, map[string]string{store.InstructionsKey: p.instructions}); err != nil {
-			return failStore(err)
+	} else {
+		// A baseline from before the instructions, prompts or resource
+		// templates were pinned: pin them now (first sight for them).
+		more := map[string]string{}
+		if _, ok := stored[store.InstructionsKey]; !ok && p.instructions != "" {
+			more[store.InstructionsKey] = p.instructions
 		}
-		stored[store.InstructionsKey] = p.instructions
+		seedItems(more, &fp, stored)
+		if len(more) > 0 {
+			if _, err := st.SaveBaseline(ctx, c.id, more); err != nil {
+				return failStore(err)
+			}
+			if version, stored, err = c.readBaseline(ctx, true); err != nil {
+				return failStore(err)
+			}
+		}
 	}
 	if err := st.PutServer(ctx, row); err != nil {
 		return failStore(err)
 	}
-	base, instr, _, err := parseBaseline(stored)
+	tb, err := parseBaseline(stored)
 	if err != nil {
 		return failStore(err)
 	}
 	l := listing{ok: true, tools: p.tools, version: version, instructions: p.instructions}
-	c.judge(&l, fp, base, len(stored) > 0)
-	c.judgeInstructions(&l, instr, p.instructions)
+	c.judge(&l, fp, tb, len(stored) > 0)
+	c.judgeInstructions(&l, tb.instructions, p.instructions)
 	if found && old.Type != "" && (old.Type != row.Type || old.URL != row.URL) {
 		c.ts.log.Info("toolset: server row updated to the configured transport", "server", c.name, "id", c.id)
 	}
@@ -432,9 +453,16 @@ type TrustRecord struct {
 	Tools []TrustedTool `json:"tools"`
 	// Instructions is the fingerprint of the server's instructions.
 	Instructions string `json:"instructions"`
+	// Prompts are the trusted prompts (Fingerprint is
+	// pin.PromptFingerprint), sorted by name.
+	Prompts []TrustedTool `json:"prompts"`
+	// ResourceTemplates are the trusted resource templates (Name is the
+	// URI template, Fingerprint pin.TemplateFingerprint), sorted.
+	ResourceTemplates []TrustedTool `json:"resourceTemplates"`
 }
 
-// TrustedTool is one recorded tool contract.
+// TrustedTool is one recorded tool contract (or prompt, or resource
+// template).
 type TrustedTool struct {
 	// Name is the tool's name on its server.
 	Name string `json:"name"`
@@ -469,9 +497,10 @@ func (t *Toolset) lookupConn(server string) (*conn, error) {
 		Err: fmt.Errorf("several servers are named %q; name one by its row ID: %s", server, strings.Join(ids, ", "))}
 }
 
-// Retrust re-trusts a server's current tool contracts: it connects to the
+// Retrust re-trusts a server's current tool contracts, and its prompts and
+// resource templates: it connects to the
 // server (or uses its live session; no other server is connected), lists
-// its tools, stores the catalogue,
+// its tools, prompts and resource templates, stores the catalogue,
 // clears the server's baseline and records the listing as the new
 // baseline, then re-applies it (quarantined tools become active again,
 // withheld ones visible). server is the configured name, or the row ID when
@@ -503,6 +532,9 @@ func (t *Toolset) Retrust(ctx context.Context, server string) (TrustRecord, erro
 	base := pin.BaselineOf(prints)
 	seed := baselineStrings(base)
 	seed[store.InstructionsKey] = p.instructions
+	var fp fingerprinted
+	fingerprintItems(c.name, p, &fp)
+	seedItems(seed, &fp, nil)
 	catalogue, err := encodeCatalogue(p.tools, prints)
 	if err != nil {
 		return TrustRecord{}, &Error{Code: CodeStoreFailed, Server: c.name, Err: err}
@@ -528,9 +560,11 @@ func (t *Toolset) Retrust(ctx context.Context, server string) (TrustRecord, erro
 	l := c.record(ctx, p)
 	if l.ok {
 		t.update(c, l)
+		defer t.announceItems(c)
 		defer t.changed() // after relistMu is released
 	}
-	rec := TrustRecord{ServerID: c.id, Server: c.name, Cleared: cleared, Instructions: p.instructions, Tools: []TrustedTool{}}
+	rec := TrustRecord{ServerID: c.id, Server: c.name, Cleared: cleared, Instructions: p.instructions, Tools: []TrustedTool{},
+		Prompts: trustedItems(&fp, kindPrompt), ResourceTemplates: trustedItems(&fp, kindTemplate)}
 	for name, pn := range base {
 		rec.Tools = append(rec.Tools, TrustedTool{Name: name, Fingerprint: pn.Fingerprint})
 	}
@@ -555,7 +589,9 @@ func listSession(ctx context.Context, sess *mcp.ClientSession) (published, error
 		}
 		tools = append(tools, tool)
 	}
-	return published{tools: tools, instructions: instructionsPrint(sess)}, nil
+	p := published{tools: tools, instructions: instructionsPrint(sess)}
+	p.itemErrs = listItems(ctx, sess, &p)
+	return p, nil
 }
 
 // Pinned reports a tool's trusted and current contract fingerprints

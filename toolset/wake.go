@@ -41,10 +41,11 @@ func (c *conn) wake(ctx context.Context) listing {
 	if err != nil {
 		return refuse("reading its trust baseline: %v", err)
 	}
-	base, _, _, err := parseBaseline(stored)
+	tb, err := parseBaseline(stored)
 	if err != nil {
 		return refuse("its trust baseline is damaged: %v", err)
 	}
+	base := tb.tools
 	l := listing{ok: true, pending: true, version: version}
 	tools, cached, err := decodeCatalogueCached(row.Catalogue)
 	if err != nil {
@@ -57,16 +58,19 @@ func (c *conn) wake(ctx context.Context) listing {
 		l.tools = nil
 		l.baseline = base
 		l.decisions = map[string]pin.Decision{}
+		for k := range l.items {
+			l.items[k] = itemState{itemBase: tb.items[k]}
+		}
 		return l
 	}
 	var fp fingerprinted
 	fp.prints, fp.diags = cachedPrints(c.name, tools, cached)
 	if len(stored) == 0 {
 		// A row from before baselines: its baseline is its catalogue.
-		base = pin.BaselineOf(fp.prints)
+		tb.tools = pin.BaselineOf(fp.prints)
 	}
 	l.tools = tools
-	c.judge(&l, fp, base, true)
+	c.judge(&l, fp, tb, true)
 	return l
 }
 
@@ -79,6 +83,7 @@ func (t *Toolset) update(c *conn, l listing) {
 		return
 	}
 	t.listings[c.idx] = l
+	c.judged.Add(1)
 	t.cat = t.build(t.listings, t.cat)
 }
 
@@ -270,6 +275,7 @@ func (c *conn) checkTrust(ctx context.Context) error {
 	changed, err := c.checkTrustLocked(ctx)
 	if changed {
 		c.ts.changed()
+		c.ts.announceItems(c)
 	}
 	return err
 }
@@ -296,14 +302,14 @@ func (c *conn) checkTrustLocked(ctx context.Context) (bool, error) {
 	if len(stored) == 0 {
 		return false, nil // a re-trust in progress: cleared, not yet recorded
 	}
-	base, instr, _, err := parseBaseline(stored)
+	tb, err := parseBaseline(stored)
 	if err != nil {
 		return false, err
 	}
 	l := listing{ok: true, tools: cur.tools, diag: cur.diag, pending: cur.pending,
 		instructions: cur.instructions, version: version}
-	c.judge(&l, cur.fp, base, true)
-	c.judgeInstructions(&l, instr, cur.instructions)
+	c.judge(&l, cur.fp, tb, true)
+	c.judgeInstructions(&l, tb.instructions, cur.instructions)
 	c.ts.log.Info("toolset: trust baseline changed in the store; re-applied", "server", c.name, "version", version)
 	c.ts.update(c, l)
 	return true, nil

@@ -69,6 +69,12 @@ func newTrustCmd() *cobra.Command {
 			for _, t := range rec.Tools {
 				fmt.Fprintf(tw, "%s\t%s\n", t.Name, t.Fingerprint)
 			}
+			for _, p := range rec.Prompts {
+				fmt.Fprintf(tw, "(prompt) %s\t%s\n", p.Name, p.Fingerprint)
+			}
+			for _, r := range rec.ResourceTemplates {
+				fmt.Fprintf(tw, "(resource template) %s\t%s\n", r.Name, r.Fingerprint)
+			}
 			fmt.Fprintf(tw, "(instructions)\t%s\n", rec.Instructions)
 			return tw.Flush()
 		},
