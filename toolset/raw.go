@@ -343,9 +343,19 @@ func readLimited(body io.Reader, n int64) ([]byte, error) {
 }
 
 // events reads SSE events until the response to the call (done) or the
-// end of the stream. buf holds the stream from the start of the current
-// event; a single data line (the usual case) is not copied.
+// end of the stream.
 func (r *rawReader) events(body io.Reader) (json.RawMessage, bool, error) {
+	return scanEvents(body, r.message, func(id string) { r.lastEvent = id }, func(d time.Duration) { r.retry = d })
+}
+
+// scanEvents reads the SSE stream body (lines ending in LF or CRLF, as
+// the go-sdk reads them) and calls onData with each event's data (data
+// lines joined by LF; events without data are skipped), onID with each id
+// field and onRetry with each valid retry field, until onData reports done
+// or an error, or the stream ends (done=false, err=nil). buf holds the
+// stream from the start of the current event; a single data line (the
+// usual case) is not copied.
+func scanEvents(body io.Reader, onData func([]byte) (json.RawMessage, bool, error), onID func(string), onRetry func(time.Duration)) (json.RawMessage, bool, error) {
 	buf := make([]byte, 0, 4096)
 	pos := 0                  // first byte not yet split into lines
 	dataOff, dataLen := -1, 0 // the event's only data line, in buf
@@ -370,7 +380,7 @@ func (r *rawReader) events(body io.Reader) (json.RawMessage, bool, error) {
 				}
 				dataOff, dataLen, multi = -1, 0, nil
 				if len(ev) > 0 {
-					res, done, err := r.message(ev)
+					res, done, err := onData(ev)
 					if done || err != nil {
 						return res, done, err
 					}
@@ -393,10 +403,10 @@ func (r *rawReader) events(body io.Reader) (json.RawMessage, bool, error) {
 					dataOff, dataLen = lineOff+(len(line)-len(value)), len(value)
 				}
 			case "id":
-				r.lastEvent = string(value)
+				onID(string(value))
 			case "retry":
 				if ms, err := strconv.Atoi(string(value)); err == nil && ms >= 0 {
-					r.retry = time.Duration(ms) * time.Millisecond
+					onRetry(time.Duration(ms) * time.Millisecond)
 				}
 			}
 		}
