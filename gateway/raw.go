@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -549,9 +550,10 @@ func forwardMetaRaw(meta []byte) (out []byte, runID string, ok bool) {
 	return out, runID, true
 }
 
-// plainString decodes a JSON string without escapes.
+// plainString decodes a JSON string without escapes (and in valid UTF-8,
+// which decoders would otherwise replace).
 func plainString(v []byte) (string, bool) {
-	if len(v) < 2 || v[0] != '"' || v[len(v)-1] != '"' || bytes.IndexByte(v, '\\') >= 0 {
+	if len(v) < 2 || v[0] != '"' || v[len(v)-1] != '"' || bytes.IndexByte(v, '\\') >= 0 || !utf8.Valid(v) {
 		return "", false
 	}
 	return string(v[1 : len(v)-1]), true
