@@ -153,6 +153,28 @@ pids+=($!)
 wait_port "$gw_port" || { log "the gateway did not start"; cat "$work/gateway-server.log" >&2; exit 1; }
 run_suite gateway "http://127.0.0.1:$gw_port/mcp"
 
+# And in front of a third instance over streamable HTTP (-stateless=false,
+# as the baseline runs): the gateway's own upstream client, its raw
+# tools/call path and its resumption of response streams.
+port=$(free_port)
+"$work/bin/everything-server" -http "127.0.0.1:$port" -stateless=false >"$work/upstream-http.log" 2>&1 &
+pids+=($!)
+wait_port "$port" || { log "the HTTP upstream did not start"; cat "$work/upstream-http.log" >&2; exit 1; }
+mkdir -p "$work/gateway-http"
+cat >"$work/gateway-http/gatehouse.yaml" <<YAML
+store: sqlite:$work/gateway-http/gatehouse.db
+servers:
+  everything:
+    type: streamable-http
+    url: http://127.0.0.1:$port/mcp
+    prefix: ""
+YAML
+gw_port=$(free_port)
+"$work/bin/gatehouse" serve --config "$work/gateway-http/gatehouse.yaml" --listen "127.0.0.1:$gw_port" >"$work/gateway-http-server.log" 2>&1 &
+pids+=($!)
+wait_port "$gw_port" || { log "the gateway (HTTP upstream) did not start"; cat "$work/gateway-http-server.log" >&2; exit 1; }
+run_suite gateway-http "http://127.0.0.1:$gw_port/mcp"
+
 read -r base_pass base_fail < <(totals "$work/baseline.out")
 log "baseline (go-sdk everything-server $GO_SDK_VERSION): $base_pass passed, $base_fail failed"
 
@@ -187,5 +209,6 @@ compare() {
 failed=0
 compare ours || { echo "conformance: FAIL: ours: scenario(s) pass on the baseline but not here"; failed=1; }
 compare gateway || { echo "conformance: FAIL: gateway: scenario(s) pass on the baseline but not through the gateway"; failed=1; }
+compare gateway-http || { echo "conformance: FAIL: gateway-http: scenario(s) pass on the baseline but not through the gateway over HTTP"; failed=1; }
 if [ "$failed" -ne 0 ]; then exit 1; fi
-echo "conformance: OK: every check the baseline passes passes on ours and through the gateway"
+echo "conformance: OK: every check the baseline passes passes on ours and through the gateway (stdio and HTTP upstreams)"

@@ -87,7 +87,7 @@ type hostile struct {
 	url     string
 	mu      sync.Mutex
 	answer  func(w http.ResponseWriter, id string)
-	posted  []string // bodies of the raw path's other POSTs (refusals, cancellations)
+	posted  []string     // bodies of the raw path's other POSTs (refusals, cancellations)
 	handled atomic.Int64 // tools/call run by the server
 	raw     atomic.Int64 // tools/call with the raw path's IDs
 	resume  string       // the answer to a GET with Last-Event-ID
