@@ -215,10 +215,16 @@ func (p *rawPath) serve(w http.ResponseWriter, r *http.Request, body []byte) boo
 		}
 		return g.rawCall(ctx, rec, subject, sid, req, d.Caller)
 	}()
-	if result != nil {
+	switch {
+	case result != nil:
 		rec.outcome = rawOutcome(result)
+		p.write(w, id, result, nil, nil)
+	case errors.Is(err, errNoAnswer):
+		p.endStream(w)
+		err = nil
+	default:
+		p.write(w, id, nil, res, err)
 	}
-	p.write(w, id, result, res, err)
 	g.finishCall(string(subject), req.name, outcomeOf(rec, res, err), false, r.Context().Err() != nil, time.Since(start))
 	return true
 }
@@ -311,9 +317,22 @@ func (g *Gateway) rawCall(ctx context.Context, rec *callRecord, subject server.S
 	if err == nil && res == nil && result != nil {
 		return result, nil, nil
 	}
+	if errors.Is(err, toolset.ErrStreamEnded) && !g.cfg.HTTP.JSONResponse {
+		rec.outcome = outcomeNoAnswer
+		return nil, nil, errNoAnswer
+	}
 	res, err = g.answer(rec, info.Server, name, res, err)
 	return nil, res, err
 }
+
+// outcomeNoAnswer is the outcome of a call whose upstream ended its
+// response stream without answering (toolset.ErrStreamEnded).
+const outcomeNoAnswer = "no_answer"
+
+// errNoAnswer tells serve to end the caller's stream as the upstream ended
+// its own: without an answer (the caller would see the same talking to
+// the upstream directly).
+var errNoAnswer = errors.New("gateway: the upstream ended the stream without answering")
 
 // runOf is gatewayRun for the raw path.
 func runOf(subject server.Subject, runID, sid string) string {
@@ -371,6 +390,15 @@ func (p *rawPath) write(w http.ResponseWriter, id, result []byte, res *mcp.CallT
 	// Not flushed: the handler returns at once and net/http writes the
 	// whole answer in one piece.
 	_, _ = w.Write(ev)
+}
+
+// endStream ends the caller's SSE stream without a message.
+func (p *rawPath) endStream(w http.ResponseWriter) {
+	h := w.Header()
+	h.Set("Cache-Control", "no-cache, no-transform")
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Connection", "keep-alive")
+	w.WriteHeader(http.StatusOK)
 }
 
 // encodeAnswer encodes a result value or an error as the go-sdk does.

@@ -44,6 +44,14 @@ func newRawUpstream(t *testing.T) *rawUpstream {
 		u.cancelled <- "block"
 		return nil, ctx.Err()
 	})
+	s.AddTool(&mcp.Tool{Name: "hangup", InputSchema: map[string]any{"type": "object"}}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		// As the everything-server's test_reconnection: end the response
+		// stream (no event store: no event ID), answer later.
+		if ex := req.GetExtra(); ex != nil && ex.CloseSSEStream != nil {
+			ex.CloseSSEStream(mcp.CloseSSEStreamArgs{})
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "lost"}}}, nil
+	})
 	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost {
@@ -288,4 +296,28 @@ func TestRawPathCancel(t *testing.T) {
 		t.Fatal("the upstream handler was not cancelled")
 	}
 	_ = g
+}
+
+// TestRawPathMirrorsAnEndedStream: an upstream that ends the call's
+// response stream without answering (and without an event ID) has the
+// caller's stream ended the same way, as a direct caller would see it.
+func TestRawPathMirrorsAnEndedStream(t *testing.T) {
+	up := newRawUpstream(t)
+	_, url := rawGateway(t, up, "")
+	alice := session(t, url, "alice-token")
+	msg := `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"hangup","arguments":{}}}`
+	status, headers, body := post(t, url, alice, "alice-token", msg)
+	if r, _ := up.calls(); r != 1 {
+		t.Fatalf("raw calls at the upstream: %d, want 1", r)
+	}
+	direct := mcp.NewClient(&mcp.Implementation{Name: "direct", Version: "1"}, nil)
+	cs, err := direct.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: up.url}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	dstatus, dheaders, dbody := post(t, up.url, cs, "", msg)
+	if status != dstatus || headers != dheaders || !bytes.Equal(body, dbody) || len(body) != 0 {
+		t.Fatalf("through the gateway: %d %s %q\ndirect: %d %s %q", status, headers, body, dstatus, dheaders, dbody)
+	}
 }

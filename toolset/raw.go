@@ -23,6 +23,13 @@ import (
 // tool's server cannot be called with bytes: use Call.
 var ErrNoRawPath = errors.New("toolset: no raw path to this tool's server")
 
+// ErrStreamEnded is CallRaw's error when the server ended the call's
+// response stream without answering and without an event ID to resume it
+// by: the call may still be running there, and its answer, if any, goes
+// nowhere this path listens. A gateway mirrors it to its caller (it ends
+// the caller's stream the same way).
+var ErrStreamEnded = errors.New("toolset: the server ended the response stream without answering, with no event ID to resume it")
+
 // maxRawMessage bounds one upstream message read by CallRaw (the go-sdk's
 // DefaultMaxEventSize).
 const maxRawMessage = mcp.DefaultMaxEventSize
@@ -93,6 +100,9 @@ func (t *Toolset) CallRaw(ctx context.Context, name string, args, meta json.RawM
 				}
 				if ctx.Err() != nil {
 					return nil, fail(CodeCallFailed, ctx.Err())
+				}
+				if errors.Is(err, ErrStreamEnded) {
+					return nil, fail(CodeCallFailed, err)
 				}
 				return nil, fail(CodeConnectionFailed, err)
 			}
@@ -285,8 +295,11 @@ func (r *rawReader) read(resp *http.Response) (json.RawMessage, error) {
 		}
 		// The stream ended before the response: resume it, as the go-sdk
 		// client does, when the server gave event IDs.
-		if r.lastEvent == "" || resumes >= maxResumes {
-			return nil, fmt.Errorf("%w: the server closed the response stream before answering", io.ErrUnexpectedEOF)
+		if r.lastEvent == "" {
+			return nil, ErrStreamEnded
+		}
+		if resumes >= maxResumes {
+			return nil, fmt.Errorf("%w: the server closed the response stream %d times before answering", io.ErrUnexpectedEOF, resumes+1)
 		}
 		if r.retry > 0 {
 			t := time.NewTimer(min(r.retry, 10*time.Second))

@@ -117,6 +117,10 @@ func newHostile(t *testing.T) *hostile {
 			h.mu.Lock()
 			ev := h.resume
 			h.mu.Unlock()
+			if r.Header.Get("Last-Event-ID") == "never" {
+				sse(w, "id: never\ndata: \n\n") // closed again, no progress
+				return
+			}
 			if r.Header.Get("Last-Event-ID") == "s1_1" && ev != "" {
 				sse(w, ev)
 				return
@@ -223,7 +227,10 @@ func TestCallRawHostileServer(t *testing.T) {
 		}, "not a JSON object"},
 		{"only an answer to another ID, then the end", func(w http.ResponseWriter, id string) {
 			sse(w, "data: {\"jsonrpc\":\"2.0\",\"id\":\"gatehouse-999999\",\"result\":{\"content\":[]}}\n\n")
-		}, "closed the response stream before answering"},
+		}, "without answering"},
+		{"a stream closed again and again after an event ID", func(w http.ResponseWriter, id string) {
+			sse(w, "id: never\ndata: \n\n")
+		}, "times before answering"},
 		{"HTTP 500", func(w http.ResponseWriter, id string) {
 			http.Error(w, "boom", http.StatusInternalServerError)
 		}, "HTTP 500"},
