@@ -271,6 +271,14 @@ func (g *Gateway) call(ctx context.Context, name string, req *mcp.CallToolReques
 		res, err = g.unkeyed(ctx, subject, name, info, args, effect)
 	}
 	rec.replayed = replayed
+	if errors.Is(err, toolset.ErrStreamEnded) && !g.cfg.HTTP.JSONResponse && req.Extra != nil && req.Extra.CloseSSEStream != nil {
+		// The upstream ended the call's stream without answering: so does
+		// the gateway (the answer below goes nowhere), as a direct caller
+		// would see it.
+		rec.outcome = outcomeNoAnswer
+		req.Extra.CloseSSEStream(mcp.CloseSSEStreamArgs{})
+		return nil, err
+	}
 	return g.answer(rec, info.Server, name, res, err)
 }
 

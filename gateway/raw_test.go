@@ -320,4 +320,27 @@ func TestRawPathMirrorsAnEndedStream(t *testing.T) {
 	if status != dstatus || headers != dheaders || !bytes.Equal(body, dbody) || len(body) != 0 {
 		t.Fatalf("through the gateway: %d %s %q\ndirect: %d %s %q", status, headers, body, dstatus, dheaders, dbody)
 	}
+
+	// The go-sdk path does the same: a caller that advertised sampling
+	// has an upstream session of its own (no raw path).
+	c := mcp.NewClient(&mcp.Implementation{Name: "sampler", Version: "1"}, &mcp.ClientOptions{
+		CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			return &mcp.CreateMessageResult{Content: &mcp.TextContent{Text: "x"}, Model: "m", Role: "assistant"}, nil
+		}})
+	sampler, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url,
+		HTTPClient: &http.Client{Transport: bearer{"alice-token"}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sampler.Close()
+	if _, err := sampler.ListTools(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	status, headers, body = post(t, url, sampler, "alice-token", msg)
+	if r, s := up.calls(); r != 1 || s != 2 { // the direct call and this one
+		t.Fatalf("upstream calls: %d raw, %d by the go-sdk; want 1 and 2", r, s)
+	}
+	if status != dstatus || headers != dheaders || !bytes.Equal(body, dbody) {
+		t.Fatalf("go-sdk path: %d %s %q\ndirect: %d %s %q", status, headers, body, dstatus, dheaders, dbody)
+	}
 }

@@ -187,6 +187,9 @@ func (c *conn) call(ctx context.Context, name, remote string, args any, info Cal
 		if ctx.Err() != nil {
 			return nil, fail(CodeCallFailed, ctx.Err())
 		}
+		if streamEnded(err) {
+			return nil, fail(CodeCallFailed, fmt.Errorf("%w (%v)", ErrStreamEnded, err))
+		}
 		if attempt > 0 || !sessionLost(err) {
 			return nil, fail(CodeCallFailed, err)
 		}
@@ -217,6 +220,13 @@ func (c *conn) call(ctx context.Context, name, remote string, args any, info Cal
 				Err: fmt.Errorf("MCP tool %s is no longer published by server %s", name, pin.SanitizeName(c.name))}
 		}
 	}
+}
+
+// streamEnded reports the go-sdk client's error for a call whose response
+// stream the server ended without answering and without an event ID (it
+// has no exported value for it).
+func streamEnded(err error) bool {
+	return strings.HasSuffix(err.Error(), "request terminated without response")
 }
 
 // sessionLost reports errors after which a new session may succeed.

@@ -23,11 +23,12 @@ import (
 // tool's server cannot be called with bytes: use Call.
 var ErrNoRawPath = errors.New("toolset: no raw path to this tool's server")
 
-// ErrStreamEnded is CallRaw's error when the server ended the call's
-// response stream without answering and without an event ID to resume it
-// by: the call may still be running there, and its answer, if any, goes
-// nowhere this path listens. A gateway mirrors it to its caller (it ends
-// the caller's stream the same way).
+// ErrStreamEnded is the error (inside an *Error) of Call and CallRaw when
+// the server ended the call's response stream without answering and
+// without an event ID to resume it by: the call may still be running
+// there, and its answer, if any, goes nowhere the toolset listens. A
+// gateway mirrors it to its caller (it ends the caller's stream the same
+// way).
 var ErrStreamEnded = errors.New("toolset: the server ended the response stream without answering, with no event ID to resume it")
 
 // maxRawMessage bounds one upstream message read by CallRaw (the go-sdk's
