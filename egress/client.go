@@ -93,25 +93,40 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.URL == nil {
 		return nil, errors.New("egress: request has no URL")
 	}
-	out := req.Clone(req.Context())
-	if out.Header == nil {
-		out.Header = make(http.Header)
-	}
 	if originOf(req.URL) == rt.origin {
+		var dyn http.Header
+		if rt.dynamic != nil {
+			dyn = rt.dynamic(req)
+		}
+		if len(rt.headers) == 0 && len(dyn) == 0 {
+			return rt.t.RoundTrip(req) // nothing to add: no copy
+		}
+		out := req.Clone(req.Context())
+		if out.Header == nil {
+			out.Header = make(http.Header)
+		}
 		for k, v := range rt.headers {
 			if _, set := out.Header[k]; !set {
 				out.Header[k] = slices.Clone(v)
 			}
 		}
-		if rt.dynamic != nil {
-			for k, v := range rt.dynamic(out) {
-				out.Header[http.CanonicalHeaderKey(k)] = slices.Clone(v)
-			}
+		for k, v := range dyn {
+			out.Header[http.CanonicalHeaderKey(k)] = slices.Clone(v)
 		}
-	} else {
-		for k := range rt.headers {
-			out.Header.Del(k)
+		return rt.t.RoundTrip(out)
+	}
+	strip := false
+	for k := range rt.headers {
+		if _, set := req.Header[k]; set {
+			strip = true
 		}
+	}
+	if !strip {
+		return rt.t.RoundTrip(req)
+	}
+	out := req.Clone(req.Context())
+	for k := range rt.headers {
+		out.Header.Del(k)
 	}
 	return rt.t.RoundTrip(out)
 }

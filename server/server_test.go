@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	sdkauth "github.com/modelcontextprotocol/go-sdk/auth"
 	"io"
 	"net/http"
 	"slices"
@@ -649,4 +650,37 @@ func jsonEqual(t testing.TB, a, b any) bool {
 	x, _ := json.Marshal(va)
 	y, _ := json.Marshal(vb)
 	return string(x) == string(y) && string(x) != "null"
+}
+
+// AdmitCall answers exactly as the middleware does: the same subject, the
+// go-sdk's unknown-tool error for hidden tools and unplaced callers, and
+// the rate limit counted on the same quota.
+func TestAdmitCall(t *testing.T) {
+	var eff effects
+	s, _ := newTestServer(t, &eff, nil, func(o *Options) { o.RateLimit = &RateLimit{MaxCalls: 2, Window: time.Hour} })
+	ctx := context.Background()
+	info := func(user string) RequestInfo { return RequestInfo{TokenInfo: &sdkauth.TokenInfo{UserID: user}} }
+
+	sub, res, err := s.AdmitCall(ctx, info("bob"), "secret")
+	if sub != "bob" || res != nil || err != nil {
+		t.Fatalf("bob: %q %v %v", sub, res, err)
+	}
+	want := unknownTool("secret").Error()
+	if _, res, err := s.AdmitCall(ctx, info("alice"), "secret"); res != nil || err == nil || err.Error() != want {
+		t.Errorf("hidden from alice: %v %v, want %q", res, err, want)
+	}
+	if _, res, err := s.AdmitCall(ctx, RequestInfo{}, "secret"); res != nil || err == nil || err.Error() != want {
+		t.Errorf("unplaced caller: %v %v, want %q", res, err, want)
+	}
+	// Bob's second call is his quota's last; the third is refused.
+	if _, res, err := s.AdmitCall(ctx, info("bob"), "secret"); res != nil || err != nil {
+		t.Fatalf("bob's second call: %v %v", res, err)
+	}
+	_, res, err = s.AdmitCall(ctx, info("bob"), "secret")
+	if err != nil || res == nil || !res.IsError || !strings.Contains(fmt.Sprint(res.StructuredContent), "rate_limited") {
+		t.Fatalf("bob's third call: %+v %v", res, err)
+	}
+	if eff.total() != 0 {
+		t.Error("AdmitCall ran a tool")
+	}
 }

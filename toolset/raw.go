@@ -194,7 +194,20 @@ func (c *conn) postCall(ctx context.Context, sid, proto string, n uint64, remote
 	}
 	body = append(body, "}}"...)
 
-	resp, err := c.post(ctx, sid, proto, body)
+	// The exchange ends with ctx until the answer is read; after that the
+	// rest of the stream is read to its end whatever ctx does (the
+	// caller's request ends as soon as it is answered), so that the
+	// connection goes back to the pool.
+	rctx, rcancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, rcancel)
+	draining := false
+	defer func() {
+		if !draining {
+			stop()
+			rcancel()
+		}
+	}()
+	resp, err := c.post(rctx, sid, proto, body)
 	if err != nil {
 		if ctx.Err() != nil {
 			// The request may have been read: the server may be running it.
@@ -210,20 +223,37 @@ func (c *conn) postCall(ctx context.Context, sid, proto string, n uint64, remote
 		snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 256))
 		return nil, false, fmt.Errorf("the server answered HTTP %d: %s", resp.StatusCode, bytes.TrimSpace(snippet))
 	}
-	r := &rawReader{c: c, ctx: ctx, sid: sid, proto: proto, id: id}
+	r := &rawReader{c: c, ctx: rctx, sid: sid, proto: proto, id: id}
 	res, err := r.read(resp)
 	if err != nil && ctx.Err() != nil {
 		c.cancelRaw(sid, proto, id)
 	}
-	if err == nil {
-		// The caller is answered now; the rest of the stream is read
-		// meanwhile.
+	if err == nil && stop() {
+		// The rest of the stream (the server ends it right after the
+		// answer) is read before the next call can want a connection: a
+		// moment in line here, or a goroutine when it takes longer.
+		draining = true
 		body := resp.Body
 		resp.Body = http.NoBody
-		go drain(body)
+		done := make(chan struct{})
+		go func() {
+			drain(body)
+			rcancel()
+			close(done)
+		}()
+		t := time.NewTimer(drainWait)
+		select {
+		case <-done:
+		case <-t.C:
+		}
+		t.Stop()
 	}
 	return res, false, err
 }
+
+// drainWait is how long a call waits for the end of its response stream
+// before it leaves the reading to a goroutine (BenchmarkCallRaw).
+const drainWait = 2 * time.Millisecond
 
 // drain reads what is left of a response stream after the answer (the
 // server ends it once it has answered) and closes it: a body read to its
@@ -370,7 +400,7 @@ func (r *rawReader) events(body io.Reader) (json.RawMessage, bool, error) {
 // stream from the start of the current event; a single data line (the
 // usual case) is not copied.
 func scanEvents(body io.Reader, onData func([]byte) (json.RawMessage, bool, error), onID func(string), onRetry func(time.Duration)) (json.RawMessage, bool, error) {
-	buf := make([]byte, 0, 4096)
+	buf := make([]byte, 0, 1024)
 	pos := 0                  // first byte not yet split into lines
 	dataOff, dataLen := -1, 0 // the event's only data line, in buf
 	var multi []byte          // the event's data when it spans lines
@@ -433,7 +463,7 @@ func scanEvents(body io.Reader, onData func([]byte) (json.RawMessage, bool, erro
 		if len(buf) > maxRawMessage || len(multi) > maxRawMessage {
 			return nil, false, fmt.Errorf("an event from the server exceeds %d bytes", maxRawMessage)
 		}
-		if cap(buf)-len(buf) < 2048 {
+		if cap(buf)-len(buf) < 512 {
 			grown := make([]byte, len(buf), 2*cap(buf)+4096)
 			copy(grown, buf)
 			buf = grown

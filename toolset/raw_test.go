@@ -332,3 +332,48 @@ func TestCallRawCancel(t *testing.T) {
 		t.Errorf("no notifications/cancelled for the raw request: %v", h.otherPosts())
 	}
 }
+
+// TestCallRawReusesConnections: raw calls return their connection to the
+// pool (the rest of each response stream is read), so a closed loop of
+// calls does not dial one connection per call.
+func TestCallRawReusesConnections(t *testing.T) {
+	s := mcp.NewServer(&mcp.Implementation{Name: "echo", Version: "1"}, nil)
+	s.AddTool(&mcp.Tool{Name: "echo", InputSchema: map[string]any{"type": "object"}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
+	})
+	var conns atomic.Int64
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{
+		Handler: mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil),
+		ConnState: func(_ net.Conn, st http.ConnState) {
+			if st == http.StateNew {
+				conns.Add(1)
+			}
+		},
+	}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	ts := open(t, []Server{remote("e", "http://"+ln.Addr().String()+"/mcp", plugin.TransportStreamableHTTP)}, nil)
+	if got := call(t, ts, "e__echo", nil); got != "ok" {
+		t.Fatalf("echo %q", got)
+	}
+	before := conns.Load()
+	for range 200 {
+		// As in a gateway: the call's context ends as soon as it returns
+		// (the caller's HTTP request is answered).
+		ctx, cancel := context.WithCancel(ctxT(t))
+		b, err := ts.CallRaw(ctx, "e__echo", json.RawMessage(`{}`), nil)
+		cancel()
+		if err != nil || !strings.Contains(string(b), `"ok"`) {
+			t.Fatalf("raw echo %s %v", b, err)
+		}
+	}
+	// A call may start before the previous stream's end is read: a few
+	// connections, not one a call.
+	if n := conns.Load() - before; n > 8 {
+		t.Errorf("200 raw calls opened %d connections", n)
+	}
+}
