@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	sdkauth "github.com/modelcontextprotocol/go-sdk/auth"
 	"io"
 	"net/http"
 	"slices"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/store"
+	sdkauth "github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
