@@ -65,7 +65,7 @@ func (p *rawPath) handler(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		body, err := io.ReadAll(r.Body)
+		body, err := readBody(r)
 		if err != nil {
 			r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), errReader{err}))
 			next.ServeHTTP(w, r)
@@ -76,6 +76,24 @@ func (p *rawPath) handler(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 		}
 	})
+}
+
+// readBody reads a request body, in one allocation when its length is
+// known (limitBody has bounded it).
+func readBody(r *http.Request) ([]byte, error) {
+	if r.ContentLength <= 0 || r.ContentLength > 64<<20 {
+		return io.ReadAll(r.Body)
+	}
+	buf := make([]byte, r.ContentLength+1) // +1: the read that sees EOF
+	n, err := io.ReadFull(r.Body, buf)
+	switch err {
+	case io.ErrUnexpectedEOF: // shorter than announced: what there is
+		return buf[:n], nil
+	case nil: // longer than announced: the rest too
+		rest, err := io.ReadAll(r.Body)
+		return append(buf, rest...), err
+	}
+	return buf[:n], err
 }
 
 type errReader struct{ err error }
@@ -360,36 +378,43 @@ func rawOutcome(result []byte) string {
 // write answers the call as the go-sdk would: one SSE event, or one JSON
 // body with http.jsonResponse.
 func (p *rawPath) write(w http.ResponseWriter, id, result []byte, res *mcp.CallToolResult, err error) {
-	var msg []byte
-	switch {
-	case result != nil:
-		msg = make([]byte, 0, len(result)+len(id)+32)
-		msg = append(msg, `{"jsonrpc":"2.0","id":`...)
-		msg = append(msg, id...)
-		msg = append(msg, `,"result":`...)
-		msg = append(msg, result...)
-		msg = append(msg, '}')
-	default:
-		msg = encodeAnswer(id, res, err)
+	sse := !p.g.cfg.HTTP.JSONResponse
+	// One buffer, one Write: the message, framed as an SSE event unless
+	// the answers are plain JSON.
+	var out []byte
+	if result != nil {
+		out = make([]byte, 0, len(result)+len(id)+64)
+		if sse {
+			out = append(out, "event: message\ndata: "...)
+		}
+		out = append(out, `{"jsonrpc":"2.0","id":`...)
+		out = append(out, id...)
+		out = append(out, `,"result":`...)
+		out = append(out, result...)
+		out = append(out, '}')
+	} else {
+		msg := encodeAnswer(id, res, err)
+		if sse {
+			out = append([]byte("event: message\ndata: "), msg...)
+		} else {
+			out = msg
+		}
 	}
 	h := w.Header()
 	h.Set("Cache-Control", "no-cache, no-transform")
-	if p.g.cfg.HTTP.JSONResponse {
+	if !sse {
 		h.Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusOK)
-		_, _ = w.Write(msg)
+		_, _ = w.Write(out)
 		return
 	}
+	out = append(out, "\n\n"...)
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Connection", "keep-alive")
 	w.WriteHeader(http.StatusOK)
-	ev := make([]byte, 0, len(msg)+24)
-	ev = append(ev, "event: message\ndata: "...)
-	ev = append(ev, msg...)
-	ev = append(ev, "\n\n"...)
 	// Not flushed: the handler returns at once and net/http writes the
 	// whole answer in one piece.
-	_, _ = w.Write(ev)
+	_, _ = w.Write(out)
 }
 
 // endStream ends the caller's SSE stream without a message.

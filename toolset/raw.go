@@ -179,20 +179,22 @@ func rawID(n uint64) []byte {
 func (c *conn) postCall(ctx context.Context, sid, proto string, n uint64, remote string, args, meta json.RawMessage) (_ json.RawMessage, lost bool, _ error) {
 	id := rawID(n)
 	name, _ := json.Marshal(remote)
-	body := make([]byte, 0, 96+len(name)+len(args)+len(meta))
-	body = append(body, `{"jsonrpc":"2.0","id":`...)
-	body = append(body, id...)
-	body = append(body, `,"method":"tools/call","params":{"name":`...)
-	body = append(body, name...)
+	// The message is sent in pieces: the arguments are not copied.
+	head := make([]byte, 0, 96+len(name))
+	head = append(head, `{"jsonrpc":"2.0","id":`...)
+	head = append(head, id...)
+	head = append(head, `,"method":"tools/call","params":{"name":`...)
+	head = append(head, name...)
 	if len(args) > 0 {
-		body = append(body, `,"arguments":`...)
-		body = append(body, args...)
+		head = append(head, `,"arguments":`...)
 	}
+	tail := make([]byte, 0, 16+len(meta))
 	if len(meta) > 0 {
-		body = append(body, `,"_meta":`...)
-		body = append(body, meta...)
+		tail = append(tail, `,"_meta":`...)
+		tail = append(tail, meta...)
 	}
-	body = append(body, "}}"...)
+	tail = append(tail, "}}"...)
+	body := [][]byte{head, args, tail}
 
 	// The exchange ends with ctx until the answer is read; after that the
 	// rest of the stream is read to its end whatever ctx does (the
@@ -207,7 +209,7 @@ func (c *conn) postCall(ctx context.Context, sid, proto string, n uint64, remote
 			rcancel()
 		}
 	}()
-	resp, err := c.post(rctx, sid, proto, body)
+	resp, err := c.post(rctx, sid, proto, body...)
 	if err != nil {
 		if ctx.Err() != nil {
 			// The request may have been read: the server may be running it.
@@ -261,22 +263,69 @@ const drainWait = 2 * time.Millisecond
 // that keeps the stream open is cut after a moment.
 func drain(body io.ReadCloser) {
 	t := time.AfterFunc(100*time.Millisecond, func() { body.Close() })
-	_, _ = io.Copy(io.Discard, io.LimitReader(body, 64<<10))
+	var b [512]byte
+	for n := 0; n < 64<<10; {
+		k, err := body.Read(b[:])
+		n += k
+		if err != nil {
+			break
+		}
+	}
 	t.Stop()
 	body.Close()
 }
 
-// post POSTs one JSON-RPC message on session sid.
-func (c *conn) post(ctx context.Context, sid, proto string, body []byte) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.srv.Config.URL, bytes.NewReader(body))
+// post POSTs one JSON-RPC message, the concatenation of parts, on
+// session sid.
+func (c *conn) post(ctx context.Context, sid, proto string, parts ...[]byte) (*http.Response, error) {
+	size := 0
+	for _, p := range parts {
+		size += len(p)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.srv.Config.URL, &partsReader{parts: parts})
 	if err != nil {
 		return nil, err
 	}
+	req.ContentLength = int64(size)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("Mcp-Session-Id", sid)
 	req.Header.Set("Mcp-Protocol-Version", proto)
 	return c.httpClient.Do(req)
+}
+
+// partsReader reads its parts one after the other. Its WriteTo writes
+// them as they are: net/http copies a body without one through a new
+// buffer (io.MultiReader's WriteTo does too).
+type partsReader struct{ parts [][]byte }
+
+func (r *partsReader) WriteTo(w io.Writer) (int64, error) {
+	var n int64
+	for len(r.parts) > 0 {
+		k, err := w.Write(r.parts[0])
+		n += int64(k)
+		r.parts[0] = r.parts[0][k:]
+		if err != nil {
+			return n, err
+		}
+		r.parts = r.parts[1:]
+	}
+	return n, nil
+}
+
+func (r *partsReader) Read(p []byte) (int, error) {
+	n := 0
+	for len(r.parts) > 0 && n < len(p) {
+		k := copy(p[n:], r.parts[0])
+		n += k
+		if r.parts[0] = r.parts[0][k:]; len(r.parts[0]) == 0 {
+			r.parts = r.parts[1:]
+		}
+	}
+	if n == 0 && len(r.parts) == 0 {
+		return 0, io.EOF
+	}
+	return n, nil
 }
 
 // cancelRaw tells the server that the caller gave up on request id.
@@ -389,18 +438,43 @@ func readLimited(body io.Reader, n int64) ([]byte, error) {
 // events reads SSE events until the response to the call (done) or the
 // end of the stream.
 func (r *rawReader) events(body io.Reader) (json.RawMessage, bool, error) {
-	return scanEvents(body, r.message, func(id string) { r.lastEvent = id }, func(d time.Duration) { r.retry = d })
+	bp := r.c.ts.getBuf()
+	defer r.c.ts.putBuf(bp)
+	res, done, err := scanEvents(body, bp, r.message, func(id string) { r.lastEvent = id }, func(d time.Duration) { r.retry = d })
+	if done && err == nil {
+		res = bytes.Clone(res) // the buffer goes back to the pool
+	}
+	return res, done, err
+}
+
+// getBuf returns a read buffer of the toolset's pool.
+func (t *Toolset) getBuf() *[]byte {
+	if bp, ok := t.bufs.Get().(*[]byte); ok {
+		return bp
+	}
+	b := make([]byte, 0, 4096)
+	return &b
+}
+
+// putBuf returns a buffer to the pool, unless it grew past 1 MiB.
+func (t *Toolset) putBuf(bp *[]byte) {
+	if cap(*bp) <= 1<<20 {
+		*bp = (*bp)[:0]
+		t.bufs.Put(bp)
+	}
 }
 
 // scanEvents reads the SSE stream body (lines ending in LF or CRLF, as
 // the go-sdk reads them) and calls onData with each event's data (data
 // lines joined by LF; events without data are skipped), onID with each id
 // field and onRetry with each valid retry field, until onData reports done
-// or an error, or the stream ends (done=false, err=nil). buf holds the
-// stream from the start of the current event; a single data line (the
-// usual case) is not copied.
-func scanEvents(body io.Reader, onData func([]byte) (json.RawMessage, bool, error), onID func(string), onRetry func(time.Duration)) (json.RawMessage, bool, error) {
-	buf := make([]byte, 0, 1024)
+// or an error, or the stream ends (done=false, err=nil). *bufp (its
+// capacity; it is grown and left grown) holds the stream from the start of
+// the current event; a single data line (the usual case) is not copied, so
+// what onData returns may point into *bufp.
+func scanEvents(body io.Reader, bufp *[]byte, onData func([]byte) (json.RawMessage, bool, error), onID func(string), onRetry func(time.Duration)) (json.RawMessage, bool, error) {
+	buf := (*bufp)[:0]
+	defer func() { *bufp = buf[:0] }()
 	pos := 0                  // first byte not yet split into lines
 	dataOff, dataLen := -1, 0 // the event's only data line, in buf
 	var multi []byte          // the event's data when it spans lines
@@ -463,7 +537,7 @@ func scanEvents(body io.Reader, onData func([]byte) (json.RawMessage, bool, erro
 		if len(buf) > maxRawMessage || len(multi) > maxRawMessage {
 			return nil, false, fmt.Errorf("an event from the server exceeds %d bytes", maxRawMessage)
 		}
-		if cap(buf)-len(buf) < 512 {
+		if cap(buf)-len(buf) < 2048 {
 			grown := make([]byte, len(buf), 2*cap(buf)+4096)
 			copy(grown, buf)
 			buf = grown

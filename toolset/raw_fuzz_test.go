@@ -58,7 +58,8 @@ func FuzzScanEvents(f *testing.F) {
 	f.Add([]byte("data\n\ndata:\ndata:\n\n"), uint8(200))
 	f.Fuzz(func(t *testing.T, stream []byte, size uint8) {
 		var got [][]byte
-		_, done, err := scanEvents(&chunked{b: stream, n: int(size%64) + 1},
+		buf := make([]byte, 0, int(size%8)*16) // small buffers grow
+		_, done, err := scanEvents(&chunked{b: stream, n: int(size%64) + 1}, &buf,
 			func(b []byte) (json.RawMessage, bool, error) {
 				got = append(got, append([]byte(nil), b...))
 				return nil, false, nil

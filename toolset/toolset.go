@@ -48,6 +48,7 @@ type Toolset struct {
 	fwd forwarding // callers, progress routes, resource and prompt routing
 
 	rawIDs atomic.Uint64 // JSON-RPC IDs of CallRaw's requests
+	bufs   sync.Pool     // CallRaw's read buffers (*[]byte)
 }
 
 // Open checks the wiring of servers and opts and returns a Toolset. It does
