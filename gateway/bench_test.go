@@ -37,23 +37,8 @@ func BenchmarkGatewayCall(b *testing.B) {
 	dir := b.TempDir()
 	yml := fmt.Sprintf("listen: 127.0.0.1:0\nstore: sqlite:%s\nservers:\n  echo:\n    type: streamable-http\n    url: %s/mcp\n    prefix: \"\"\n",
 		filepath.Join(dir, "gh.db"), up)
-	cfg, err := ParseConfig([]byte(yml), filepath.Join(dir, "gatehouse.yaml"), dir)
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx := context.Background()
-	g, err := New(ctx, cfg, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = g.Close() })
-	h, err := g.Handler()
-	if err != nil {
-		b.Fatal(err)
-	}
-	hs := httptest.NewServer(h)
-	b.Cleanup(hs.Close)
-	benchCalls(b, hs.URL+"/mcp")
+	_, url := serveGateway(b, yml, dir)
+	benchCalls(b, url)
 }
 
 // BenchmarkDirectCall is BenchmarkGatewayCall's client against the echo

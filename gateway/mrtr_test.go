@@ -42,21 +42,7 @@ func TestMultiRoundTripUpstream(t *testing.T) {
 	dir := t.TempDir()
 	yml := fmt.Sprintf("listen: 127.0.0.1:0\nstore: sqlite:%s\nupstreamProtocol: auto\nservers:\n  up:\n    type: streamable-http\n    url: %s/mcp\n    prefix: \"\"\n",
 		filepath.Join(dir, "gh.db"), up.URL)
-	cfg, err := ParseConfig([]byte(yml), filepath.Join(dir, "gatehouse.yaml"), dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := New(context.Background(), cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = g.Close() })
-	h, err := g.Handler()
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(h)
-	t.Cleanup(hs.Close)
+	_, url := serveGateway(t, yml, dir)
 
 	ctx := context.Background()
 	var asked atomic.Value
@@ -66,7 +52,7 @@ func TestMultiRoundTripUpstream(t *testing.T) {
 			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"answer": "yes"}}, nil
 		},
 	})
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: hs.URL + "/mcp"}, nil)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +73,7 @@ func TestMultiRoundTripUpstream(t *testing.T) {
 
 	// A caller that cannot answer: nobody is asked on its behalf.
 	plain := mcp.NewClient(&mcp.Implementation{Name: "plain", Version: "1"}, nil)
-	ps, err := plain.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: hs.URL + "/mcp"}, nil)
+	ps, err := plain.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

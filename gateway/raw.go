@@ -475,38 +475,15 @@ func parseEnvelope(body []byte) (method string, id, params []byte, ok bool) {
 	if !bytes.Contains(body, []byte(`"tools/call"`)) && !bytes.Contains(body, []byte(`"notifications/cancelled"`)) {
 		return "", nil, nil, false
 	}
-	var version, m []byte
-	seen := 0
-	whole := true // every member read (fn said no false)
-	ok = jsonscan.Object(body, func(key []byte, escaped bool, val []byte) bool {
-		whole = false
-		if escaped {
-			return false
-		}
-		var bit int
-		switch string(key) {
-		case "jsonrpc":
-			bit, version = 1, val
-		case "id":
-			bit, id = 2, val
-		case "method":
-			bit, m = 4, val
-		case "params":
-			bit, params = 8, val
-		default:
-			return false
-		}
-		if seen&bit != 0 {
-			return false
-		}
-		seen |= bit
-		whole = true
-		return true
-	})
-	if !ok || !whole || string(version) != `"2.0"` || len(params) == 0 || params[0] != '{' {
+	var v [4][]byte // jsonrpc, id, method, params
+	if !exactFields(body, []string{"jsonrpc", "id", "method", "params"}, v[:]) {
 		return "", nil, nil, false
 	}
-	method, ok = plainString(m)
+	id, params = v[1], v[3]
+	if string(v[0]) != `"2.0"` || len(params) == 0 || params[0] != '{' {
+		return "", nil, nil, false
+	}
+	method, ok = plainString(v[2])
 	if !ok || (id != nil && !plainID(id)) {
 		return "", nil, nil, false
 	}
@@ -516,47 +493,48 @@ func parseEnvelope(body []byte) (method string, id, params []byte, ok bool) {
 // parseCall reads tools/call params: name, arguments (an object), _meta.
 func parseCall(params []byte) (rawRequest, bool) {
 	var req rawRequest
-	var name, meta []byte
-	seen := 0
-	whole := true
-	ok := jsonscan.Object(params, func(key []byte, escaped bool, val []byte) bool {
-		whole = false
-		if escaped {
-			return false
-		}
-		var bit int
-		switch string(key) {
-		case "name":
-			bit, name = 1, val
-		case "arguments":
-			bit, req.args = 2, val
-		case "_meta":
-			bit, meta = 4, val
-		default:
-			return false
-		}
-		if seen&bit != 0 {
-			return false
-		}
-		seen |= bit
-		whole = true
-		return true
-	})
-	if !ok || !whole {
+	var v [3][]byte // name, arguments, _meta
+	if !exactFields(params, []string{"name", "arguments", "_meta"}, v[:]) {
 		return req, false
 	}
-	if req.name, ok = plainString(name); !ok || req.name == "" {
+	var ok bool
+	if req.name, ok = plainString(v[0]); !ok || req.name == "" {
 		return req, false
 	}
-	if req.args != nil && req.args[0] != '{' {
+	if req.args = v[1]; req.args != nil && req.args[0] != '{' {
 		return req, false
 	}
-	if meta != nil {
-		if req.meta, req.runID, ok = forwardMetaRaw(meta); !ok {
+	if v[2] != nil {
+		if req.meta, req.runID, ok = forwardMetaRaw(v[2]); !ok {
 			return req, false
 		}
 	}
 	return req, true
+}
+
+// exactFields reads the members of the JSON object obj into vals, by the
+// index of their key in names. ok=false when obj is not one valid object,
+// or a key is escaped, not in names, or repeated.
+func exactFields(obj []byte, names []string, vals [][]byte) bool {
+	whole := true // every member was one of names, once
+	ok := jsonscan.Object(obj, func(key []byte, escaped bool, val []byte) bool {
+		i := -1
+		if !escaped {
+			for j, n := range names {
+				if string(key) == n {
+					i = j
+					break
+				}
+			}
+		}
+		if i < 0 || vals[i] != nil {
+			whole = false
+			return false
+		}
+		vals[i] = val
+		return true
+	})
+	return ok && whole
 }
 
 // forwardMetaRaw is forwardMeta on bytes: the caller's _meta without

@@ -106,21 +106,28 @@ servers:
     url: %s
     prefix: ""
 %s`, filepath.Join(dir, "gh.db"), hashOf("alice-token"), hashOf("bob-token"), up.url, extra)
+	return serveGateway(t, yml, dir)
+}
+
+// serveGateway serves a gateway with config yml (its directory dir) on
+// 127.0.0.1 and returns it and its MCP endpoint's URL.
+func serveGateway(tb testing.TB, yml, dir string) (*Gateway, string) {
+	tb.Helper()
 	cfg, err := ParseConfig([]byte(yml), filepath.Join(dir, "gatehouse.yaml"), dir)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	g, err := New(context.Background(), cfg, nil)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	t.Cleanup(func() { _ = g.Close() })
+	tb.Cleanup(func() { _ = g.Close() })
 	h, err := g.Handler()
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	hs := httptest.NewServer(h)
-	t.Cleanup(hs.Close)
+	tb.Cleanup(hs.Close)
 	return g, hs.URL + "/mcp"
 }
 

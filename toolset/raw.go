@@ -350,7 +350,13 @@ type rawReader struct {
 	id        []byte
 	lastEvent string // the last SSE event ID seen
 	retry     time.Duration
+	refused   int // server-to-client requests refused so far
 }
+
+// maxRefusals bounds the refusals one call sends back: a server that
+// floods its response stream with requests is answered for the first
+// ones only.
+const maxRefusals = 16
 
 func (r *rawReader) read(resp *http.Response) (json.RawMessage, error) {
 	for resumes := 0; ; resumes++ {
@@ -582,7 +588,10 @@ func (r *rawReader) message(b []byte) (json.RawMessage, bool, error) {
 			r.c.ts.routeNotification(nil, m, params)
 			return nil, false, nil
 		}
-		r.refuse(id)
+		if r.refused < maxRefusals {
+			r.refused++
+			r.refuse(id)
+		}
 		return nil, false, nil
 	}
 	if !bytes.Equal(id, r.id) {

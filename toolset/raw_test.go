@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -375,5 +376,36 @@ func TestCallRawReusesConnections(t *testing.T) {
 	// connections, not one a call.
 	if n := conns.Load() - before; n > 8 {
 		t.Errorf("200 raw calls opened %d connections", n)
+	}
+}
+
+// TestCallRawRequestFlood: a server that floods the call's stream with
+// server-to-client requests gets a bounded number of refusals, and the
+// call still gets its answer.
+func TestCallRawRequestFlood(t *testing.T) {
+	h := newHostile(t)
+	ts := open(t, []Server{remote("h", h.url, plugin.TransportStreamableHTTP)}, nil)
+	if got := call(t, ts, "h__echo", map[string]any{"x": 1}); got != `{"x":1}` {
+		t.Fatalf("echo %q", got)
+	}
+	h.set(func(w http.ResponseWriter, id string) {
+		var evs []string
+		for i := range 200 {
+			evs = append(evs, fmt.Sprintf("data: {\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"roots/list\"}\n\n", 1000+i))
+		}
+		evs = append(evs, "data: {\"jsonrpc\":\"2.0\",\"id\":"+id+",\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"done\"}]}}\n\n")
+		sse(w, evs...)
+	})
+	if got := rawText(t, ts, "h__echo", `{}`); got != "done" {
+		t.Fatalf("answer after the flood: %q", got)
+	}
+	refusals := 0
+	for _, p := range h.otherPosts() {
+		if strings.Contains(p, `"error"`) {
+			refusals++
+		}
+	}
+	if refusals != maxRefusals {
+		t.Errorf("%d refusals sent, want %d", refusals, maxRefusals)
 	}
 }
