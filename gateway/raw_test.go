@@ -239,7 +239,7 @@ func TestRawPathAnswersAsTheGoSDK(t *testing.T) {
 // call goes the go-sdk's way and is journaled.
 func TestRawPathRateLimitAndKeys(t *testing.T) {
 	up := newRawUpstream(t)
-	g, url := rawGateway(t, up, "rateLimit: {maxCalls: 2, window: 1h}\n")
+	_, url := rawGateway(t, up, "rateLimit: {maxCalls: 2, window: 1h}\n")
 	cs := session(t, url, "alice-token")
 	ctx := context.Background()
 	for i := range 3 {
@@ -256,7 +256,7 @@ func TestRawPathRateLimitAndKeys(t *testing.T) {
 	}
 
 	up2 := newRawUpstream(t)
-	g, url = rawGateway(t, up2, "")
+	g, url := rawGateway(t, up2, "")
 	cs = session(t, url, "alice-token")
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "k"},
 		Meta: mcp.Meta{"idempotencyKey": "key-1"}})
@@ -328,11 +328,11 @@ func TestRawPathMirrorsAnEndedStream(t *testing.T) {
 		t.Fatalf("through the gateway: %d %s %q\ndirect: %d %s %q", status, headers, body, dstatus, dheaders, dbody)
 	}
 
-	// The go-sdk path does the same: a caller that advertised sampling
+	// The go-sdk path does the same: a caller that advertised elicitation
 	// has an upstream session of its own (no raw path).
-	c := mcp.NewClient(&mcp.Implementation{Name: "sampler", Version: "1"}, &mcp.ClientOptions{
-		CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-			return &mcp.CreateMessageResult{Content: &mcp.TextContent{Text: "x"}, Model: "m", Role: "assistant"}, nil
+	c := mcp.NewClient(&mcp.Implementation{Name: "asker", Version: "1"}, &mcp.ClientOptions{
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return &mcp.ElicitResult{Action: "decline"}, nil
 		}})
 	sampler, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url,
 		HTTPClient: &http.Client{Transport: bearer{"alice-token"}}}, nil)
