@@ -203,14 +203,9 @@ func (g *Gateway) call(ctx context.Context, name string, req *mcp.CallToolReques
 	}
 	defer g.calls.leave()
 
-	info, ok := g.tool(name)
-	if !ok {
-		rec.outcome = durable.CodeToolWithdrawn
-		return refusal(durable.CodeToolWithdrawn, false, 0, "tool %s is no longer offered", name), nil
-	}
-	if info.State == toolset.Quarantined {
-		rec.outcome = durable.CodeQuarantined
-		return refusal(durable.CodeQuarantined, false, 0, "tool %s changed since it was trusted and is quarantined until an operator re-trusts its server", name), nil
+	info, refused := g.servedTool(rec, name)
+	if refused != nil {
+		return refused, nil
 	}
 	if name == projection.DescribeToolName {
 		return g.describe(ctx, subject, req)
@@ -220,11 +215,10 @@ func (g *Gateway) call(ctx context.Context, name string, req *mcp.CallToolReques
 		rec.outcome = durable.CodeDenied
 		return refusal(durable.CodeDenied, false, 0, "_meta.idempotencyKey must be a non-empty string"), nil
 	}
-	if wait, down := g.health.down(info.Server); down && !g.recorded(ctx, subject, name, key) {
+	if down := g.serverDown(rec, info); down != nil && !g.recorded(ctx, subject, name, key) {
 		// Nothing is claimed or sent; a call already journaled is answered
 		// from the journal below (replay, in_doubt...), server or not.
-		rec.outcome = CodeUnavailable
-		return refusal(CodeUnavailable, true, wait, "server %s is unavailable (restarting); retry in %v", info.Server, wait.Round(time.Millisecond)), nil
+		return down, nil
 	}
 	args := json.RawMessage(req.Params.Arguments)
 	meta := forwardMeta(req.Params.Meta)
@@ -280,6 +274,32 @@ func (g *Gateway) call(ctx context.Context, name string, req *mcp.CallToolReques
 		return nil, err
 	}
 	return g.answer(rec, info.Server, name, res, err)
+}
+
+// servedTool returns the served tool called name, or the refusal for a
+// withdrawn or quarantined one (recorded in rec).
+func (g *Gateway) servedTool(rec *callRecord, name string) (toolset.ToolInfo, *mcp.CallToolResult) {
+	info, ok := g.tool(name)
+	if !ok {
+		rec.outcome = durable.CodeToolWithdrawn
+		return info, refusal(durable.CodeToolWithdrawn, false, 0, "tool %s is no longer offered", name)
+	}
+	if info.State == toolset.Quarantined {
+		rec.outcome = durable.CodeQuarantined
+		return info, refusal(durable.CodeQuarantined, false, 0, "tool %s changed since it was trusted and is quarantined until an operator re-trusts its server", name)
+	}
+	return info, nil
+}
+
+// serverDown returns the refusal for a call to a server waiting for its
+// restart backoff (recorded in rec), or nil.
+func (g *Gateway) serverDown(rec *callRecord, info toolset.ToolInfo) *mcp.CallToolResult {
+	wait, down := g.health.down(info.Server)
+	if !down {
+		return nil
+	}
+	rec.outcome = CodeUnavailable
+	return refusal(CodeUnavailable, true, wait, "server %s is unavailable (restarting); retry in %v", info.Server, wait.Round(time.Millisecond))
 }
 
 // unkeyed runs a call without a work key: guards apply, nothing is

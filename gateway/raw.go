@@ -279,18 +279,12 @@ func (g *Gateway) rawCall(ctx context.Context, rec *callRecord, subject server.S
 		return nil, refusal(CodeUnavailable, true, time.Second, "the gateway is shutting down; retry the same call"), nil
 	}
 	defer g.calls.leave()
-	info, ok := g.tool(name)
-	if !ok {
-		rec.outcome = durable.CodeToolWithdrawn
-		return nil, refusal(durable.CodeToolWithdrawn, false, 0, "tool %s is no longer offered", name), nil
+	info, refused := g.servedTool(rec, name)
+	if refused == nil {
+		refused = g.serverDown(rec, info)
 	}
-	if info.State == toolset.Quarantined {
-		rec.outcome = durable.CodeQuarantined
-		return nil, refusal(durable.CodeQuarantined, false, 0, "tool %s changed since it was trusted and is quarantined until an operator re-trusts its server", name), nil
-	}
-	if wait, down := g.health.down(info.Server); down {
-		rec.outcome = CodeUnavailable
-		return nil, refusal(CodeUnavailable, true, wait, "server %s is unavailable (restarting); retry in %v", info.Server, wait.Round(time.Millisecond)), nil
+	if refused != nil {
+		return nil, refused, nil
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
