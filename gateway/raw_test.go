@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -349,5 +351,32 @@ func TestRawPathMirrorsAnEndedStream(t *testing.T) {
 	}
 	if status != dstatus || headers != dheaders || !bytes.Equal(body, dbody) {
 		t.Fatalf("go-sdk path: %d %s %q\ndirect: %d %s %q", status, headers, body, dstatus, dheaders, dbody)
+	}
+}
+
+// TestListCursorRefused: the gateway answers lists in one page and hands
+// out no cursor, so a cursor is refused as the go-sdk refuses an invalid
+// one, and the first page is whole.
+func TestListCursorRefused(t *testing.T) {
+	up := newRawUpstream(t)
+	_, url := rawGateway(t, up, "")
+	cs := session(t, url, "alice-token")
+	ctx := context.Background()
+	for name, list := range map[string]func() error{
+		"resources": func() error { _, err := cs.ListResources(ctx, &mcp.ListResourcesParams{Cursor: "x"}); return err },
+		"templates": func() error {
+			_, err := cs.ListResourceTemplates(ctx, &mcp.ListResourceTemplatesParams{Cursor: "x"})
+			return err
+		},
+		"prompts": func() error { _, err := cs.ListPrompts(ctx, &mcp.ListPromptsParams{Cursor: "x"}); return err },
+	} {
+		var rpc *jsonrpc.Error
+		if err := list(); !errors.As(err, &rpc) || rpc.Code != jsonrpc.CodeInvalidParams {
+			t.Errorf("%s with a cursor: %v, want invalid params", name, err)
+		}
+	}
+	res, err := cs.ListPrompts(ctx, nil)
+	if err != nil || res.NextCursor != "" {
+		t.Fatalf("first page: %+v %v", res, err)
 	}
 }

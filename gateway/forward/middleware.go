@@ -6,6 +6,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -35,7 +36,7 @@ func (f *Forwarder) middleware(local bool) mcp.Middleware {
 			case "resources/list":
 				sess, allow := f.callerOf(ctx, req, local)
 				if p, _ := req.GetParams().(*mcp.ListResourcesParams); p != nil && p.Cursor != "" {
-					return &mcp.ListResourcesResult{Resources: []*mcp.Resource{}}, nil
+					return nil, errInvalidCursor
 				}
 				rs, err := ts.ListResources(ctx, sess.caller, allow)
 				if err != nil {
@@ -48,7 +49,7 @@ func (f *Forwarder) middleware(local bool) mcp.Middleware {
 			case "resources/templates/list":
 				sess, allow := f.callerOf(ctx, req, local)
 				if p, _ := req.GetParams().(*mcp.ListResourceTemplatesParams); p != nil && p.Cursor != "" {
-					return &mcp.ListResourceTemplatesResult{ResourceTemplates: []*mcp.ResourceTemplate{}}, nil
+					return nil, errInvalidCursor
 				}
 				rs, err := ts.ListResourceTemplates(ctx, sess.caller, allow)
 				if err != nil {
@@ -70,7 +71,7 @@ func (f *Forwarder) middleware(local bool) mcp.Middleware {
 			case "prompts/list":
 				sess, allow := f.callerOf(ctx, req, local)
 				if p, _ := req.GetParams().(*mcp.ListPromptsParams); p != nil && p.Cursor != "" {
-					return &mcp.ListPromptsResult{Prompts: []*mcp.Prompt{}}, nil
+					return nil, errInvalidCursor
 				}
 				ps, err := ts.ListPrompts(ctx, sess.caller, allow)
 				if err != nil {
@@ -107,6 +108,12 @@ func (f *Forwarder) middleware(local bool) mcp.Middleware {
 		}
 	}
 }
+
+// errInvalidCursor answers a list request with a cursor: the gateway
+// answers every list in one page and hands out no cursors, so any cursor
+// is invalid (JSON-RPC invalid params, as the go-sdk answers for its own
+// lists).
+var errInvalidCursor = &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "invalid cursor: the gateway answers lists in one page"}
 
 // advertise adds the upstreams' resources, prompts, completions and
 // logging capabilities to an initialize or discover result.
