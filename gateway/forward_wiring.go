@@ -2,6 +2,13 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/gatehouse-dev/gatehouse/durable"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -21,8 +28,36 @@ func (g *Gateway) newForwarder(ts *toolset.Toolset) *forward.Forwarder {
 		// Stateless HTTP sessions last one request: no upstream session
 		// of their own.
 		Stateless: g.cfg.HTTP.Stateless,
+		Limit:     g.forwardLimit,
 	})
 }
+
+// forwardLimit spends one call of the subject's rateLimit quota on a
+// forwarded request (tool calls and these share it). A refusal is a
+// JSON-RPC error carrying the refusal's fields as data: these methods have
+// no tool result to carry it.
+func (g *Gateway) forwardLimit(ctx context.Context, subject, method string) error {
+	if g.srv == nil {
+		return nil
+	}
+	ok, wait, err := g.srv.RateLimit(ctx, server.Subject(subject), method)
+	if err != nil {
+		g.log.Error("gateway: rate limit unavailable; request refused", "method", method, "err", err)
+		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the rate limit could not be checked; the request was not forwarded"}
+	}
+	if ok {
+		return nil
+	}
+	wait = max(wait, time.Millisecond)
+	data, _ := json.Marshal(map[string]any{"code": durable.CodeRateLimited, "retryable": true, "retryAfterMs": wait.Milliseconds()})
+	return &jsonrpc.Error{Code: CodeRateLimitedRPC, Data: data,
+		Message: fmt.Sprintf("[%s] too many requests; retry in %v", durable.CodeRateLimited, wait.Round(time.Millisecond))}
+}
+
+// CodeRateLimitedRPC is the JSON-RPC error code of a forwarded request
+// (not a tools/call) refused by the rate limit, in the range JSON-RPC
+// leaves to servers.
+const CodeRateLimitedRPC = -32029
 
 // forwardSubject identifies the caller of a forwarded request the way
 // tools/call does: from what the transport authenticated, never from ctx.

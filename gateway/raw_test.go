@@ -46,6 +46,12 @@ func newRawUpstream(t *testing.T) *rawUpstream {
 		u.cancelled <- "block"
 		return nil, ctx.Err()
 	})
+	s.AddPrompt(&mcp.Prompt{Name: "hello"}, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "hi"}}}}, nil
+	})
+	s.AddResource(&mcp.Resource{URI: "up://note", Name: "note"}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: "up://note", Text: "n"}}}, nil
+	})
 	s.AddTool(&mcp.Tool{Name: "hangup", InputSchema: map[string]any{"type": "object"}}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		// As the everything-server's test_reconnection: end the response
 		// stream (no event store: no event ID), answer later.
@@ -378,5 +384,49 @@ func TestListCursorRefused(t *testing.T) {
 	res, err := cs.ListPrompts(ctx, nil)
 	if err != nil || res.NextCursor != "" {
 		t.Fatalf("first page: %+v %v", res, err)
+	}
+}
+
+// TestForwardedRequestsShareTheRateLimit: prompts/get and resources/read
+// spend the subject's rateLimit quota as tool calls do; over it they are
+// refused with a JSON-RPC error carrying the refusal's fields.
+func TestForwardedRequestsShareTheRateLimit(t *testing.T) {
+	up := newRawUpstream(t)
+	_, url := rawGateway(t, up, "rateLimit: {maxCalls: 3, window: 1h}\n")
+	cs := session(t, url, "alice-token")
+	ctx := context.Background()
+	if _, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "hello"}); err != nil {
+		t.Fatalf("prompt 1: %v", err)
+	}
+	if _, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "up://note"}); err != nil {
+		t.Fatalf("read 1: %v", err)
+	}
+	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "x"}}); err != nil || res.IsError {
+		t.Fatalf("call 1: %v %+v", err, res)
+	}
+	_, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "hello"})
+	var rpc *jsonrpc.Error
+	if !errors.As(err, &rpc) || rpc.Code != CodeRateLimitedRPC || !strings.HasPrefix(rpc.Message, "[rate_limited]") {
+		t.Fatalf("prompt over the limit: %v", err)
+	}
+	var data struct {
+		Code         string `json:"code"`
+		Retryable    bool   `json:"retryable"`
+		RetryAfterMs int64  `json:"retryAfterMs"`
+	}
+	if err := json.Unmarshal(rpc.Data, &data); err != nil || data.Code != "rate_limited" || !data.Retryable || data.RetryAfterMs <= 0 {
+		t.Fatalf("refusal data %s: %v", rpc.Data, err)
+	}
+	if _, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "up://note"}); !errors.As(err, &rpc) || rpc.Code != CodeRateLimitedRPC {
+		t.Fatalf("read over the limit: %v", err)
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "x"}})
+	if err != nil || !res.IsError || !strings.Contains(fmt.Sprint(res.StructuredContent), "rate_limited") {
+		t.Fatalf("call over the limit: %v %+v", err, res)
+	}
+	// Bob has a quota of his own.
+	bob := session(t, url, "bob-token")
+	if _, err := bob.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "b"}}); err != nil {
+		t.Fatalf("bob: %v", err)
 	}
 }

@@ -159,6 +159,18 @@ func (s *Server) AdmitCall(ctx context.Context, info RequestInfo, tool string) (
 	return subject, res, err
 }
 
+// RateLimit spends one call of subject's quota (Options.RateLimit or
+// RateLimitFunc) on a request that is not a tools/call — what is the name
+// the limiter sees (a gateway passes the forwarded method) — and reports
+// whether it may go on, or how long to wait. Without a limit it always
+// may. Tool calls and these requests share one quota per subject.
+func (s *Server) RateLimit(ctx context.Context, subject Subject, what string) (ok bool, retryAfter time.Duration, err error) {
+	if s.limiter == nil {
+		return true, 0, nil
+	}
+	return s.limiter.allow(ctx, subject, what)
+}
+
 // workKey returns the call's work key: WorkKey's answer, or the client's
 // _meta.idempotencyKey when WorkKey is nil.
 func (s *Server) workKey(req *mcp.CallToolRequest) string {

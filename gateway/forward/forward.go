@@ -47,6 +47,11 @@ type Options struct {
 	Visible func(server, subject string) bool
 	// Logger receives debug logs. Nil discards them.
 	Logger *slog.Logger
+	// Limit, when set, is asked before a request that reaches an upstream
+	// on the caller's behalf (resources/read, resources/subscribe,
+	// prompts/get, completion/complete) is forwarded; an error refuses it
+	// and is the answer. Lists are not limited (as tools/list).
+	Limit func(ctx context.Context, subject, method string) error
 	// Stateless tells that the HTTP server serves without sessions
 	// (config http.stateless): each request is a session of its own, so
 	// no HTTP caller gets upstream sessions of its own, whatever it
@@ -123,6 +128,9 @@ func (f *Forwarder) ServerOptions(so *mcp.ServerOptions) *mcp.ServerOptions {
 	so.Capabilities = caps
 	so.SubscribeHandler = func(ctx context.Context, req *mcp.SubscribeRequest) error {
 		sess, allow := f.callerOf(ctx, req, f.isLocal(req))
+		if err := f.limit(ctx, req, f.isLocal(req), "resources/subscribe"); err != nil {
+			return err
+		}
 		return f.o.Toolset.Subscribe(ctx, sess.caller, req.Params.URI, allow)
 	}
 	so.UnsubscribeHandler = func(ctx context.Context, req *mcp.UnsubscribeRequest) error {
@@ -131,6 +139,9 @@ func (f *Forwarder) ServerOptions(so *mcp.ServerOptions) *mcp.ServerOptions {
 	}
 	so.CompletionHandler = func(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
 		sess, allow := f.callerOf(ctx, req, f.isLocal(req))
+		if err := f.limit(ctx, req, f.isLocal(req), "completion/complete"); err != nil {
+			return nil, err
+		}
 		return f.o.Toolset.Complete(ctx, sess.caller, req.Params, allow)
 	}
 	return so
@@ -306,6 +317,21 @@ func (f *Forwarder) callerOf(ctx context.Context, req mcp.Request, local bool) (
 		return ok && (f.o.Visible == nil || f.o.Visible(server, subject))
 	}
 	return sess, allow
+}
+
+// limit asks Options.Limit about a request of the caller's subject.
+func (f *Forwarder) limit(ctx context.Context, req mcp.Request, local bool, method string) error {
+	if f.o.Limit == nil {
+		return nil
+	}
+	subject, ok := "", true
+	if f.o.Subject != nil {
+		subject, ok = f.o.Subject(ctx, req, local)
+	}
+	if !ok {
+		return nil // an unplaced caller sees nothing: the request fails as for an unknown name
+	}
+	return f.o.Limit(ctx, subject, method)
 }
 
 // isLocal reports whether the request's session is served over stdio.

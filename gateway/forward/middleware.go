@@ -65,6 +65,9 @@ func (f *Forwarder) middleware(local bool) mcp.Middleware {
 				if p == nil {
 					break
 				}
+				if err := f.limit(ctx, req, local, method); err != nil {
+					return nil, err
+				}
 				_, done := f.Begin(ctx, req)
 				defer done()
 				return ts.ReadResource(ctx, sess.caller, p, allow)
@@ -86,6 +89,9 @@ func (f *Forwarder) middleware(local bool) mcp.Middleware {
 				p, _ := req.GetParams().(*mcp.GetPromptParams)
 				if p == nil {
 					break
+				}
+				if err := f.limit(ctx, req, local, method); err != nil {
+					return nil, err
 				}
 				_, done := f.Begin(ctx, req)
 				defer done()
