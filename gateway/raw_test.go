@@ -430,3 +430,48 @@ func TestForwardedRequestsShareTheRateLimit(t *testing.T) {
 		t.Fatalf("bob: %v", err)
 	}
 }
+
+// TestStatelessCallerCancels: with http.stateless, a 2026-07-28 caller that
+// gives up on a call (its POST ends) cancels it at the gateway and, through
+// it, at the upstream.
+func TestStatelessCallerCancels(t *testing.T) {
+	up := newRawUpstream(t)
+	_, url := rawGateway(t, up, "http:\n  stateless: true\n")
+	c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url,
+		HTTPClient: &http.Client{Transport: bearer{"alice-token"}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if v := cs.InitializeResult().ProtocolVersion; v < "2026-07-28" {
+		t.Fatalf("negotiated %s, want a stateless revision", v)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "block", Arguments: map[string]any{}})
+		done <- err
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, s := up.calls(); s == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the call did not reach the upstream")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	select {
+	case <-up.cancelled:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the upstream handler was not cancelled")
+	}
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the cancelled call did not return")
+	}
+}

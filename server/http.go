@@ -86,6 +86,9 @@ func (s *Server) Handler(opts *HTTPOptions) (http.Handler, error) {
 		SessionTimeout:      idle,
 		MaxRequestBodyBytes: o.MaxBodyBytes,
 		Logger:              s.opts.Logger,
+		// A 2026-07-28 request lives as long as its POST: a caller that
+		// goes away cancels the handler (and whatever it called).
+		PropagateRequestCancellation: true,
 	})
 	if o.Inner != nil {
 		h = o.Inner(h)
