@@ -413,15 +413,23 @@ func (t *Toolset) Release(id string) {
 	for _, s := range sessions {
 		_ = s.Close()
 	}
-	// The last subscriber of a URI on a shared session: unsubscribe upstream.
+	// The last subscriber of a URI on a shared session: unsubscribe
+	// upstream, unless someone subscribed meanwhile (see Subscribe).
 	for _, uri := range unsub {
-		if c, _ := t.routeURI(uri); c != nil {
-			if sess := c.liveSession(); sess != nil {
-				if err := sess.Unsubscribe(t.life, &mcp.UnsubscribeParams{URI: uri}); err != nil {
-					t.log.Debug("toolset: unsubscribing upstream", "server", c.name, "err", err)
-				}
+		c, _ := t.routeURI(uri)
+		if c == nil {
+			continue
+		}
+		c.subMu.Lock()
+		t.fwd.mu.Lock()
+		again := len(t.fwd.subs[uri]) > 0
+		t.fwd.mu.Unlock()
+		if sess := c.liveSession(); sess != nil && !again {
+			if err := sess.Unsubscribe(t.life, &mcp.UnsubscribeParams{URI: uri}); err != nil {
+				t.log.Debug("toolset: unsubscribing upstream", "server", c.name, "err", err)
 			}
 		}
+		c.subMu.Unlock()
 	}
 }
 
@@ -967,7 +975,15 @@ func (t *Toolset) Subscribe(ctx context.Context, caller *Caller, uri string, all
 		return err
 	}
 	st := t.callerState(caller)
-	if st != nil && !st.dedicated() {
+	shared := st == nil || !st.dedicated()
+	if shared {
+		// On the shared session, subscribing and the last unsubscribing
+		// of a server's URIs take turns: an unsubscribe decided before
+		// this subscribe cannot reach the server after it.
+		c.subMu.Lock()
+		defer c.subMu.Unlock()
+	}
+	if shared && st != nil {
 		t.fwd.mu.Lock()
 		if !caller.released.Load() { // Release sets it under fwd.mu
 			m := t.fwd.subs[uri]
@@ -1012,7 +1028,12 @@ func (t *Toolset) Unsubscribe(ctx context.Context, caller *Caller, uri string, a
 		return err
 	}
 	st := t.callerState(caller)
-	if st != nil && !st.dedicated() {
+	shared := st == nil || !st.dedicated()
+	if shared {
+		c.subMu.Lock() // see Subscribe
+		defer c.subMu.Unlock()
+	}
+	if shared && st != nil {
 		t.fwd.mu.Lock()
 		m := t.fwd.subs[uri]
 		delete(m, caller.ID)

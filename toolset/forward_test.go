@@ -3,11 +3,15 @@ package toolset
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/plugin"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -254,5 +258,49 @@ func TestForwardCallerIsolation(t *testing.T) {
 	ts.fwd.mu.Unlock()
 	if left != 0 {
 		t.Fatalf("a released caller's late request registered %d entries", left)
+	}
+}
+
+// TestSubscribeRacesLastUnsubscribe: the last subscriber leaving while
+// another arrives never leaves the upstream unsubscribed with a
+// subscriber registered (the unsubscribe and the subscribe take turns).
+func TestSubscribeRacesLastUnsubscribe(t *testing.T) {
+	var subscribed atomic.Bool
+	s := mcp.NewServer(&mcp.Implementation{Name: "subs", Version: "1"}, &mcp.ServerOptions{
+		SubscribeHandler: func(context.Context, *mcp.SubscribeRequest) error { subscribed.Store(true); return nil },
+		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error {
+			// A slow unsubscribe: a subscribe sent meanwhile would be
+			// undone by it.
+			time.Sleep(2 * time.Millisecond)
+			subscribed.Store(false)
+			return nil
+		},
+	})
+	s.AddResource(&mcp.Resource{URI: "x://r", Name: "r"}, func(_ context.Context, r *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: r.Params.URI, Text: "r"}}}, nil
+	})
+	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
+	t.Cleanup(hs.Close)
+	ts := open(t, []Server{remote("s", hs.URL+"/mcp", plugin.TransportStreamableHTTP)}, nil)
+	ctx := ctxT(t)
+	a, b := &Caller{ID: "a"}, &Caller{ID: "b"}
+	if err := ts.Subscribe(ctx, a, "x://r", nil); err != nil {
+		t.Fatal(err)
+	}
+	for round := range 40 {
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() { defer wg.Done(); _ = ts.Unsubscribe(ctx, a, "x://r", nil) }()
+		go func() { defer wg.Done(); _ = ts.Subscribe(ctx, b, "x://r", nil) }()
+		wg.Wait()
+		if !subscribed.Load() {
+			t.Fatalf("round %d: b is subscribed, the upstream is not", round)
+		}
+		if err := ts.Unsubscribe(ctx, b, "x://r", nil); err != nil || subscribed.Load() {
+			t.Fatalf("round %d: unsubscribing the last: %v, upstream subscribed %v", round, err, subscribed.Load())
+		}
+		if err := ts.Subscribe(ctx, a, "x://r", nil); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

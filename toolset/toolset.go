@@ -376,6 +376,7 @@ type conn struct {
 	asleep bool   // a wake found no usable row: never connected
 
 	relistMu     sync.Mutex  // serializes reconciles and re-trusts of this server
+	subMu        sync.Mutex  // orders subscribes and unsubscribes on the shared session (Subscribe)
 	relistQueued atomic.Bool // a relistSoon is waiting (pinforward.go)
 	// judged counts the listings applied (update): forwarded routes made
 	// before the last one are re-checked before use (promptRoute.fresh).
