@@ -254,7 +254,9 @@ func (c *conn) postCall(ctx context.Context, sid, proto string, n uint64, remote
 }
 
 // drainWait is how long a call waits for the end of its response stream
-// before it leaves the reading to a goroutine (BenchmarkCallRaw).
+// before it leaves the reading to a goroutine: long enough for the
+// chunk that ends a stream written right after the answer (see
+// docs/BENCHMARKS.md), short enough to bound a call's added latency.
 const drainWait = 2 * time.Millisecond
 
 // drain reads what is left of a response stream after the answer (the
