@@ -64,11 +64,13 @@ go build -o "$work/bin/gatehouse" ./cmd/gatehouse
 log "installing the go-sdk everything-server $GO_SDK_VERSION (baseline)"
 GOBIN="$work/bin" GOFLAGS= timeout 600 go install "github.com/modelcontextprotocol/go-sdk/conformance/everything-server@$GO_SDK_VERSION"
 
-# free_port prints a TCP port nothing listens on at 127.0.0.1.
+# free_port prints a TCP port nothing listens on at 127.0.0.1, below the
+# kernel's ephemeral range (32768 and up by default), so that no client
+# socket of this machine holds it either.
 free_port() {
   local p i
   for i in $(seq 1 100); do
-    p=$(( 20000 + RANDOM % 40000 ))
+    p=$(( 20000 + RANDOM % 12000 ))
     if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
       echo "$p"; return 0
     fi
@@ -76,14 +78,32 @@ free_port() {
   return 1
 }
 
-# wait_port waits until something accepts connections on 127.0.0.1:$1.
-wait_port() {
-  local i
-  for i in $(seq 1 200); do
-    if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return 0; fi
-    sleep 0.05
+# serve NAME COMMAND...: starts COMMAND (where @PORT@ stands for the port)
+# on a free port, output in $work/NAME.log, and waits until it accepts
+# connections; a command that dies (the port was taken meanwhile) is tried
+# again on another port. Sets $port; the process is stopped at exit.
+serve() {
+  local name=$1 attempt pid i arg
+  shift
+  for attempt in 1 2 3 4 5; do
+    port=$(free_port)
+    local argv=()
+    for arg in "$@"; do argv+=("${arg//@PORT@/$port}"); done
+    "${argv[@]}" >"$work/$name.log" 2>&1 &
+    pid=$!
+    for i in $(seq 1 200); do
+      if ! kill -0 "$pid" 2>/dev/null; then break; fi
+      if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+        pids+=("$pid"); return 0
+      fi
+      sleep 0.05
+    done
+    kill "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+    log "$name did not start on port $port (attempt $attempt)"
   done
-  return 1
+  cat "$work/$name.log" >&2
+  exit 1
 }
 
 # run_suite NAME URL: runs the suite, keeps its output in $work/NAME.out.
@@ -116,27 +136,18 @@ totals() {
 
 # Baseline: the go-sdk's own server, stateful (sampling and elicitation need
 # server-to-client requests).
-port=$(free_port)
-"$work/bin/everything-server" -http "127.0.0.1:$port" -stateless=false >"$work/baseline-server.log" 2>&1 &
-pids+=($!)
-wait_port "$port" || { log "baseline server did not start"; cat "$work/baseline-server.log" >&2; exit 1; }
+serve baseline-server "$work/bin/everything-server" -http "127.0.0.1:@PORT@" -stateless=false
 run_suite baseline "http://127.0.0.1:$port/mcp"
 
 # Ours, the same way.
-port=$(free_port)
-"$work/bin/ours" -http "127.0.0.1:$port" >"$work/ours-server.log" 2>&1 &
-pids+=($!)
-wait_port "$port" || { log "our server did not start"; cat "$work/ours-server.log" >&2; exit 1; }
+serve ours-server "$work/bin/ours" -http "127.0.0.1:@PORT@"
 run_suite ours "http://127.0.0.1:$port/mcp"
 
 # The gateway in front of the baseline server (a second instance, so the
-# two runs share no state), with prefix "" so every name is the server's own.
-# The upstream runs over stdio: the gateway asks it for 2025-11-25 (its
-# default upstreamProtocol), over which sampling, elicitation and log levels
-# are forwarded. (Over an HTTP upstream one check differs: the go-sdk client
-# cannot resume a POST stream that a server closes mid-call without an event
-# ID, which the everything-server's test_reconnection does; see
-# docs/gateway.md.)
+# runs share no state), with prefix "" so every name is the server's own,
+# first over stdio: the gateway asks it for 2025-11-25 (its default
+# upstreamProtocol), over which sampling, elicitation and log levels are
+# forwarded.
 mkdir -p "$work/gateway/bin"
 cp "$work/bin/everything-server" "$work/gateway/bin/everything-server"
 cat >"$work/gateway/gatehouse.yaml" <<YAML
@@ -147,19 +158,14 @@ servers:
     command: ./bin/everything-server
     prefix: ""
 YAML
-gw_port=$(free_port)
-"$work/bin/gatehouse" serve --config "$work/gateway/gatehouse.yaml" --listen "127.0.0.1:$gw_port" >"$work/gateway-server.log" 2>&1 &
-pids+=($!)
-wait_port "$gw_port" || { log "the gateway did not start"; cat "$work/gateway-server.log" >&2; exit 1; }
-run_suite gateway "http://127.0.0.1:$gw_port/mcp"
+serve gateway-server "$work/bin/gatehouse" serve --config "$work/gateway/gatehouse.yaml" --listen "127.0.0.1:@PORT@"
+run_suite gateway "http://127.0.0.1:$port/mcp"
 
 # And in front of a third instance over streamable HTTP (-stateless=false,
 # as the baseline runs): the gateway's own upstream client, its raw
-# tools/call path and its resumption of response streams.
-port=$(free_port)
-"$work/bin/everything-server" -http "127.0.0.1:$port" -stateless=false >"$work/upstream-http.log" 2>&1 &
-pids+=($!)
-wait_port "$port" || { log "the HTTP upstream did not start"; cat "$work/upstream-http.log" >&2; exit 1; }
+# tools/call path and its handling of response streams an upstream ends
+# early (docs/gateway.md).
+serve upstream-http "$work/bin/everything-server" -http "127.0.0.1:@PORT@" -stateless=false
 mkdir -p "$work/gateway-http"
 cat >"$work/gateway-http/gatehouse.yaml" <<YAML
 store: sqlite:$work/gateway-http/gatehouse.db
@@ -169,11 +175,8 @@ servers:
     url: http://127.0.0.1:$port/mcp
     prefix: ""
 YAML
-gw_port=$(free_port)
-"$work/bin/gatehouse" serve --config "$work/gateway-http/gatehouse.yaml" --listen "127.0.0.1:$gw_port" >"$work/gateway-http-server.log" 2>&1 &
-pids+=($!)
-wait_port "$gw_port" || { log "the gateway (HTTP upstream) did not start"; cat "$work/gateway-http-server.log" >&2; exit 1; }
-run_suite gateway-http "http://127.0.0.1:$gw_port/mcp"
+serve gateway-http-server "$work/bin/gatehouse" serve --config "$work/gateway-http/gatehouse.yaml" --listen "127.0.0.1:@PORT@"
+run_suite gateway-http "http://127.0.0.1:$port/mcp"
 
 read -r base_pass base_fail < <(totals "$work/baseline.out")
 log "baseline (go-sdk everything-server $GO_SDK_VERSION): $base_pass passed, $base_fail failed"
