@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"sort"
 	"strconv"
 	"strings"
@@ -688,6 +689,24 @@ func (t *Toolset) ListPrompts(ctx context.Context, _ *Caller, allow ServerFilter
 
 // collectListed gathers one kind of listing from every server allow lets
 // through, in server order.
+// listEvery lists every page of one kind of c's items on its shared
+// session (a lost session re-established once). On an error it returns
+// what was read before it.
+func listEvery[T any](ctx context.Context, t *Toolset, c *conn, list func(*mcp.ClientSession) iter.Seq2[T, error]) ([]T, error) {
+	var out []T
+	err := t.forward(ctx, c, nil, func(s *mcp.ClientSession) error {
+		out = out[:0]
+		for item, err := range list(s) {
+			if err != nil {
+				return err
+			}
+			out = append(out, item)
+		}
+		return nil
+	})
+	return out, err
+}
+
 func collectListed[T any](ctx context.Context, t *Toolset, allow ServerFilter, pick func(*listed) map[*conn][]T) ([]T, error) {
 	conns, err := t.forwardable(ctx, allow)
 	if err != nil {
@@ -740,28 +759,15 @@ func (t *Toolset) listAll(ctx context.Context, _ *callerState) (*listed, error) 
 		pins := t.listingOf(c).items
 		unjudged := false
 		if caps.Resources != nil {
-			_ = t.forward(ctx, c, nil, func(s *mcp.ClientSession) error {
-				l.resources[c] = nil
-				for r, err := range s.Resources(ctx, nil) {
-					if err != nil {
-						return err
-					}
-					cp := *r
-					cp.Name, cp.Title, cp.Description = projection.Sanitize(r.Name), projection.Sanitize(r.Title), projection.Sanitize(r.Description)
-					l.resources[c] = append(l.resources[c], &cp)
-				}
-				return nil
-			})
-			var live []*mcp.ResourceTemplate
-			err := t.forward(ctx, c, nil, func(s *mcp.ClientSession) error {
-				live = nil
-				for r, err := range s.ResourceTemplates(ctx, nil) {
-					if err != nil {
-						return err
-					}
-					live = append(live, r)
-				}
-				return nil
+			rs, _ := listEvery(ctx, t, c, func(s *mcp.ClientSession) iter.Seq2[*mcp.Resource, error] { return s.Resources(ctx, nil) })
+			l.resources[c] = make([]*mcp.Resource, 0, len(rs))
+			for _, r := range rs {
+				cp := *r
+				cp.Name, cp.Title, cp.Description = projection.Sanitize(r.Name), projection.Sanitize(r.Title), projection.Sanitize(r.Description)
+				l.resources[c] = append(l.resources[c], &cp)
+			}
+			live, err := listEvery(ctx, t, c, func(s *mcp.ClientSession) iter.Seq2[*mcp.ResourceTemplate, error] {
+				return s.ResourceTemplates(ctx, nil)
 			})
 			if err == nil {
 				a := admit(pins[kindTemplate], printsOfItems(c.name, kindTemplate, live, templatePrint, templateID))
@@ -791,17 +797,7 @@ func (t *Toolset) listAll(ctx context.Context, _ *callerState) (*listed, error) 
 			}
 		}
 		if caps.Prompts != nil {
-			var live []*mcp.Prompt
-			err := t.forward(ctx, c, nil, func(s *mcp.ClientSession) error {
-				live = nil
-				for p, err := range s.Prompts(ctx, nil) {
-					if err != nil {
-						return err
-					}
-					live = append(live, p)
-				}
-				return nil
-			})
+			live, err := listEvery(ctx, t, c, func(s *mcp.ClientSession) iter.Seq2[*mcp.Prompt, error] { return s.Prompts(ctx, nil) })
 			if err == nil {
 				a := admit(pins[kindPrompt], printsOfItems(c.name, kindPrompt, live, promptPrint, promptID))
 				unjudged = unjudged || a.unjudged

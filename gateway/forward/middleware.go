@@ -35,28 +35,18 @@ func (f *Forwarder) middleware(local bool) mcp.Middleware {
 				return f.advertise(ctx, res), nil
 			case "resources/list":
 				sess, allow := f.callerOf(ctx, req, local)
-				if p, _ := req.GetParams().(*mcp.ListResourcesParams); p != nil && p.Cursor != "" {
-					return nil, errInvalidCursor
-				}
-				rs, err := ts.ListResources(ctx, sess.caller, allow)
+				rs, err := onePage(req, func() ([]*mcp.Resource, error) { return ts.ListResources(ctx, sess.caller, allow) })
 				if err != nil {
 					return nil, err
-				}
-				if rs == nil {
-					rs = []*mcp.Resource{}
 				}
 				return &mcp.ListResourcesResult{Resources: rs}, nil
 			case "resources/templates/list":
 				sess, allow := f.callerOf(ctx, req, local)
-				if p, _ := req.GetParams().(*mcp.ListResourceTemplatesParams); p != nil && p.Cursor != "" {
-					return nil, errInvalidCursor
-				}
-				rs, err := ts.ListResourceTemplates(ctx, sess.caller, allow)
+				rs, err := onePage(req, func() ([]*mcp.ResourceTemplate, error) {
+					return ts.ListResourceTemplates(ctx, sess.caller, allow)
+				})
 				if err != nil {
 					return nil, err
-				}
-				if rs == nil {
-					rs = []*mcp.ResourceTemplate{}
 				}
 				return &mcp.ListResourceTemplatesResult{ResourceTemplates: rs}, nil
 			case "resources/read":
@@ -73,15 +63,9 @@ func (f *Forwarder) middleware(local bool) mcp.Middleware {
 				return ts.ReadResource(ctx, sess.caller, p, allow)
 			case "prompts/list":
 				sess, allow := f.callerOf(ctx, req, local)
-				if p, _ := req.GetParams().(*mcp.ListPromptsParams); p != nil && p.Cursor != "" {
-					return nil, errInvalidCursor
-				}
-				ps, err := ts.ListPrompts(ctx, sess.caller, allow)
+				ps, err := onePage(req, func() ([]*mcp.Prompt, error) { return ts.ListPrompts(ctx, sess.caller, allow) })
 				if err != nil {
 					return nil, err
-				}
-				if ps == nil {
-					ps = []*mcp.Prompt{}
 				}
 				return &mcp.ListPromptsResult{Prompts: ps}, nil
 			case "prompts/get":
@@ -113,6 +97,34 @@ func (f *Forwarder) middleware(local bool) mcp.Middleware {
 			return next(ctx, method, req)
 		}
 	}
+}
+
+// onePage answers a list request in one page: a cursor is invalid, and
+// no items is an empty list (never null on the wire).
+func onePage[T any](req mcp.Request, list func() ([]T, error)) ([]T, error) {
+	var cursor string // a request without params has none
+	switch p := req.GetParams().(type) {
+	case *mcp.ListResourcesParams:
+		if p != nil {
+			cursor = p.Cursor
+		}
+	case *mcp.ListResourceTemplatesParams:
+		if p != nil {
+			cursor = p.Cursor
+		}
+	case *mcp.ListPromptsParams:
+		if p != nil {
+			cursor = p.Cursor
+		}
+	}
+	if cursor != "" {
+		return nil, errInvalidCursor
+	}
+	items, err := list()
+	if items == nil && err == nil {
+		items = []T{}
+	}
+	return items, err
 }
 
 // errInvalidCursor answers a list request with a cursor: the gateway
