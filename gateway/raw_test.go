@@ -151,7 +151,14 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 // (the raw path serves sessions it has seen do that).
 func session(t *testing.T, url, token string) *mcp.ClientSession {
 	t.Helper()
-	c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+	return sessionWith(t, url, token, nil)
+}
+
+// sessionWith is session for a client with opts (handlers advertise
+// capabilities).
+func sessionWith(t *testing.T, url, token string, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
+	c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, opts)
 	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url,
 		HTTPClient: &http.Client{Transport: bearer{token}}}, nil)
 	if err != nil {
@@ -283,8 +290,17 @@ func TestRawPathRateLimitAndKeys(t *testing.T) {
 // and, through it, the upstream's handler.
 func TestRawPathCancel(t *testing.T) {
 	up := newRawUpstream(t)
-	g, url := rawGateway(t, up, "")
+	_, url := rawGateway(t, up, "")
 	cs := session(t, url, "alice-token")
+	cancelMidCall(t, cs, up, func(raw, _ int) bool { return raw == 1 })
+}
+
+// cancelMidCall calls the upstream's block tool on cs, waits until arrived
+// (given the upstream's raw and go-sdk call counts) says it got there,
+// cancels it, and checks that the upstream's handler was cancelled and the
+// call returned an error.
+func cancelMidCall(t *testing.T, cs *mcp.ClientSession, up *rawUpstream, arrived func(raw, sdk int) bool) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
@@ -292,25 +308,27 @@ func TestRawPathCancel(t *testing.T) {
 		done <- err
 	}()
 	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if r, _ := up.calls(); r == 1 {
-			break
-		}
+	for !arrived(up.calls()) {
 		if time.Now().After(deadline) {
+			cancel()
 			t.Fatal("the call did not reach the upstream")
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
 	cancel()
-	if err := <-done; err == nil {
-		t.Fatal("a cancelled call returned no error")
-	}
 	select {
 	case <-up.cancelled:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the upstream handler was not cancelled")
 	}
-	_ = g
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("a cancelled call returned no error")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the cancelled call did not return")
+	}
 }
 
 // TestRawPathMirrorsAnEndedStream: an upstream that ends the call's
@@ -338,20 +356,11 @@ func TestRawPathMirrorsAnEndedStream(t *testing.T) {
 
 	// The go-sdk path does the same: a caller that advertised elicitation
 	// has an upstream session of its own (no raw path).
-	c := mcp.NewClient(&mcp.Implementation{Name: "asker", Version: "1"}, &mcp.ClientOptions{
+	asker := sessionWith(t, url, "alice-token", &mcp.ClientOptions{
 		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 			return &mcp.ElicitResult{Action: "decline"}, nil
 		}})
-	sampler, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url,
-		HTTPClient: &http.Client{Transport: bearer{"alice-token"}}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sampler.Close()
-	if _, err := sampler.ListTools(context.Background(), nil); err != nil {
-		t.Fatal(err)
-	}
-	status, headers, body = post(t, url, sampler, "alice-token", msg)
+	status, headers, body = post(t, url, asker, "alice-token", msg)
 	if r, s := up.calls(); r != 1 || s != 2 { // the direct call and this one
 		t.Fatalf("upstream calls: %d raw, %d by the go-sdk; want 1 and 2", r, s)
 	}
@@ -437,41 +446,9 @@ func TestForwardedRequestsShareTheRateLimit(t *testing.T) {
 func TestStatelessCallerCancels(t *testing.T) {
 	up := newRawUpstream(t)
 	_, url := rawGateway(t, up, "http:\n  stateless: true\n")
-	c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
-	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url,
-		HTTPClient: &http.Client{Transport: bearer{"alice-token"}}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs := session(t, url, "alice-token")
 	if v := cs.InitializeResult().ProtocolVersion; v < "2026-07-28" {
 		t.Fatalf("negotiated %s, want a stateless revision", v)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "block", Arguments: map[string]any{}})
-		done <- err
-	}()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if _, s := up.calls(); s == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the call did not reach the upstream")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	cancel()
-	select {
-	case <-up.cancelled:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the upstream handler was not cancelled")
-	}
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the cancelled call did not return")
-	}
+	cancelMidCall(t, cs, up, func(_, sdk int) bool { return sdk == 1 })
 }
