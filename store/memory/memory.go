@@ -98,15 +98,26 @@ func (m *Store) PutServer(ctx context.Context, s store.Server) error {
 
 // GetServer implements store.ServerStore.
 func (m *Store) GetServer(ctx context.Context, id string) (store.Server, error) {
-	if err := m.lock(ctx); err != nil {
+	s, err := m.lockServer(ctx, id)
+	if err != nil {
 		return store.Server{}, err
 	}
 	defer m.mu.Unlock()
+	return copyServer(s), nil
+}
+
+// lockServer locks m and returns the server id. On an error (ctx ended,
+// closed, no such server) m is not locked; otherwise the caller unlocks.
+func (m *Store) lockServer(ctx context.Context, id string) (store.Server, error) {
+	if err := m.lock(ctx); err != nil {
+		return store.Server{}, err
+	}
 	s, ok := m.servers[id]
 	if !ok {
+		m.mu.Unlock()
 		return store.Server{}, norm.NotFound("server %q", id)
 	}
-	return copyServer(s), nil
+	return s, nil
 }
 
 // ListServers implements store.ServerStore.
@@ -124,13 +135,10 @@ func (m *Store) ListServers(ctx context.Context) ([]store.Server, error) {
 
 // DeleteServer implements store.ServerStore.
 func (m *Store) DeleteServer(ctx context.Context, id string) error {
-	if err := m.lock(ctx); err != nil {
+	if _, err := m.lockServer(ctx, id); err != nil {
 		return err
 	}
 	defer m.mu.Unlock()
-	if _, ok := m.servers[id]; !ok {
-		return norm.NotFound("server %q", id)
-	}
 	delete(m.servers, id)
 	delete(m.baselines, id)
 	return nil
@@ -138,14 +146,11 @@ func (m *Store) DeleteServer(ctx context.Context, id string) error {
 
 // SaveBaseline implements store.ServerStore.
 func (m *Store) SaveBaseline(ctx context.Context, serverID string, fps map[string]string) (int, error) {
-	if err := m.lock(ctx); err != nil {
+	s, err := m.lockServer(ctx, serverID)
+	if err != nil {
 		return 0, err
 	}
 	defer m.mu.Unlock()
-	s, ok := m.servers[serverID]
-	if !ok {
-		return 0, norm.NotFound("server %q", serverID)
-	}
 	b := m.baselines[serverID]
 	if b == nil {
 		b = map[string]string{}
@@ -167,13 +172,10 @@ func (m *Store) SaveBaseline(ctx context.Context, serverID string, fps map[strin
 
 // GetBaseline implements store.ServerStore.
 func (m *Store) GetBaseline(ctx context.Context, serverID string) (map[string]string, error) {
-	if err := m.lock(ctx); err != nil {
+	if _, err := m.lockServer(ctx, serverID); err != nil {
 		return nil, err
 	}
 	defer m.mu.Unlock()
-	if _, ok := m.servers[serverID]; !ok {
-		return nil, norm.NotFound("server %q", serverID)
-	}
 	out := maps.Clone(m.baselines[serverID])
 	if out == nil {
 		out = map[string]string{}
@@ -183,14 +185,11 @@ func (m *Store) GetBaseline(ctx context.Context, serverID string) (map[string]st
 
 // ClearBaseline implements store.ServerStore.
 func (m *Store) ClearBaseline(ctx context.Context, serverID string) (int64, error) {
-	if err := m.lock(ctx); err != nil {
+	s, err := m.lockServer(ctx, serverID)
+	if err != nil {
 		return 0, err
 	}
 	defer m.mu.Unlock()
-	s, ok := m.servers[serverID]
-	if !ok {
-		return 0, norm.NotFound("server %q", serverID)
-	}
 	n := int64(len(m.baselines[serverID]))
 	delete(m.baselines, serverID)
 	s.BaselineVersion++
@@ -200,14 +199,11 @@ func (m *Store) ClearBaseline(ctx context.Context, serverID string) (int64, erro
 
 // BaselineVersion implements store.ServerStore.
 func (m *Store) BaselineVersion(ctx context.Context, serverID string) (int64, error) {
-	if err := m.lock(ctx); err != nil {
+	s, err := m.lockServer(ctx, serverID)
+	if err != nil {
 		return 0, err
 	}
 	defer m.mu.Unlock()
-	s, ok := m.servers[serverID]
-	if !ok {
-		return 0, norm.NotFound("server %q", serverID)
-	}
 	return s.BaselineVersion, nil
 }
 
