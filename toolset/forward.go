@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -304,19 +305,9 @@ func (t *Toolset) onListChanged(sess *mcp.ClientSession, what ListChange) {
 		return // a dedicated session: the shared one tells the same
 	}
 	if what == ToolsChanged {
-		t.mu.Lock()
-		closed := t.closed
-		if !closed {
-			t.bg.Add(1)
-		}
-		t.mu.Unlock()
-		if closed {
+		if !t.background(func() { _ = c.reconcile(t.life, false) }) {
 			return
 		}
-		go func() {
-			defer t.bg.Done()
-			_ = c.reconcile(t.life, false)
-		}()
 	} else {
 		c.relistSoon()
 	}
@@ -863,23 +854,11 @@ func (t *Toolset) listAll(ctx context.Context, _ *callerState) (*listed, error) 
 }
 
 func withoutURI(rs []*mcp.Resource, uri string) []*mcp.Resource {
-	out := rs[:0:0]
-	for _, r := range rs {
-		if r.URI != uri {
-			out = append(out, r)
-		}
-	}
-	return out
+	return slices.DeleteFunc(slices.Clone(rs), func(r *mcp.Resource) bool { return r.URI == uri })
 }
 
 func withoutPrompt(ps []*mcp.Prompt, name string) []*mcp.Prompt {
-	out := ps[:0:0]
-	for _, p := range ps {
-		if p.Name != name {
-			out = append(out, p)
-		}
-	}
-	return out
+	return slices.DeleteFunc(slices.Clone(ps), func(p *mcp.Prompt) bool { return p.Name == name })
 }
 
 // matchTemplateLocked returns the server of the templates uri matches

@@ -317,25 +317,17 @@ func (c *conn) relistSoon() {
 	if c.relistQueued.Swap(true) {
 		return
 	}
-	t.mu.Lock()
-	closed := t.closed
-	if !closed {
-		t.bg.Add(1)
-	}
-	t.mu.Unlock()
-	if closed {
-		c.relistQueued.Store(false)
-		return
-	}
-	go func() {
-		defer t.bg.Done()
+	started := t.background(func() {
 		// A change announced before the flag is cleared is covered by the
 		// listing that follows.
 		c.relistMu.Lock()
 		c.relistQueued.Store(false)
 		c.relistMu.Unlock()
 		_ = c.reconcile(t.life, false)
-	}()
+	})
+	if !started {
+		c.relistQueued.Store(false)
+	}
 }
 
 // quarantinedItem is the refusal of a request for a prompt (by projected

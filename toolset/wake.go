@@ -111,20 +111,31 @@ func (t *Toolset) pending(c *conn) bool {
 // startReconcile reconciles every woken server in the background, once.
 func (t *Toolset) startReconcile() {
 	t.reconcileOnce.Do(func() {
-		t.mu.Lock()
-		if t.closed {
-			t.mu.Unlock()
-			close(t.reconciled)
-			return
-		}
-		t.bg.Add(1)
-		t.mu.Unlock()
-		go func() {
-			defer t.bg.Done()
+		started := t.background(func() {
 			defer close(t.reconciled)
 			_ = t.reconcileAll(t.life, true)
-		}()
+		})
+		if !started {
+			close(t.reconciled)
+		}
 	})
+}
+
+// background runs fn in a goroutine Close waits for, unless the toolset
+// is closed: then fn does not run and background reports false.
+func (t *Toolset) background(fn func()) bool {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return false
+	}
+	t.bg.Add(1)
+	t.mu.Unlock()
+	go func() {
+		defer t.bg.Done()
+		fn()
+	}()
+	return true
 }
 
 // Reconcile connects every server, lists its tools, judges them against
