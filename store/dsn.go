@@ -156,10 +156,7 @@ func parseSQLite(rest string) (DSN, error) {
 			if k != "durability" {
 				return DSN{}, dsnErr(nil, "unknown sqlite parameter %q (only durability is accepted; a path may not contain '?')", k)
 			}
-			if len(vs) != 1 {
-				return DSN{}, dsnErr(nil, "durability given %d times", len(vs))
-			}
-			dur, err := parseDurability(vs[0])
+			dur, err := durabilityParam(vs)
 			if err != nil {
 				return DSN{}, err
 			}
@@ -167,6 +164,14 @@ func parseSQLite(rest string) (DSN, error) {
 		}
 	}
 	return d, nil
+}
+
+// durabilityParam reads the values of a DSN's durability parameter: one.
+func durabilityParam(vs []string) (Durability, error) {
+	if len(vs) != 1 {
+		return "", dsnErr(nil, "durability given %d times", len(vs))
+	}
+	return parseDurability(vs[0])
 }
 
 func parsePostgres(s string) (DSN, error) {
@@ -181,10 +186,7 @@ func parsePostgres(s string) (DSN, error) {
 	d := DSN{Kind: KindPostgres}
 	q := u.Query()
 	if vs, ok := q["durability"]; ok {
-		if len(vs) != 1 {
-			return DSN{}, dsnErr(nil, "durability given %d times", len(vs))
-		}
-		dur, err := parseDurability(vs[0])
+		dur, err := durabilityParam(vs)
 		if err != nil {
 			return DSN{}, err
 		}
