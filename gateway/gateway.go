@@ -64,9 +64,12 @@ type Options struct {
 // Gateway serves the tools of the configured plugins and servers through
 // the hardened server. Make one with New; Serve or ServeStdio it; Close it.
 type Gateway struct {
-	cfg      *Config
-	log      *slog.Logger
-	now      func() time.Time
+	cfg *Config
+	log *slog.Logger
+	now func() time.Time
+	// idle closes a stateful caller session idle this long (the go-sdk's
+	// timer, which the raw path keeps fed); tests shorten it.
+	idle     time.Duration
 	st       store.Store
 	ownStore bool
 	ts       *toolset.Toolset
@@ -142,7 +145,7 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 		o.Stderr = os.Stderr
 	}
 	g := &Gateway{
-		cfg: cfg, log: log, now: o.Clock,
+		cfg: cfg, log: log, now: o.Clock, idle: server.DefaultIdleTimeout,
 		policyAllow: set(cfg.Tools.Allow), policyBlock: set(cfg.Tools.Block),
 		approval: set(cfg.Tools.RequireApproval), repeatable: set(cfg.Tools.Repeatable),
 		health:   newHealthBook(o.Clock),

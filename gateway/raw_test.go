@@ -99,7 +99,7 @@ func (u *rawUpstream) calls() (raw, sdk int) {
 
 // rawGateway serves a gateway in front of up on 127.0.0.1 with extra
 // config lines, with tokens "alice" (every tool) and "bob" (echo, block).
-func rawGateway(t *testing.T, up *rawUpstream, extra string) (*Gateway, string) {
+func rawGateway(t *testing.T, up *rawUpstream, extra string, tune ...func(*Gateway)) (*Gateway, string) {
 	t.Helper()
 	dir := t.TempDir()
 	yml := fmt.Sprintf(`listen: 127.0.0.1:0
@@ -114,12 +114,12 @@ servers:
     url: %s
     prefix: ""
 %s`, filepath.Join(dir, "gh.db"), hashOf("alice-token"), hashOf("bob-token"), up.url, extra)
-	return serveGateway(t, yml, dir)
+	return serveGateway(t, yml, dir, tune...)
 }
 
 // serveGateway serves a gateway with config yml (its directory dir) on
 // 127.0.0.1 and returns it and its MCP endpoint's URL.
-func serveGateway(tb testing.TB, yml, dir string) (*Gateway, string) {
+func serveGateway(tb testing.TB, yml, dir string, tune ...func(*Gateway)) (*Gateway, string) {
 	tb.Helper()
 	cfg, err := ParseConfig([]byte(yml), filepath.Join(dir, "gatehouse.yaml"), dir)
 	if err != nil {
@@ -130,6 +130,9 @@ func serveGateway(tb testing.TB, yml, dir string) (*Gateway, string) {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { _ = g.Close() })
+	for _, f := range tune {
+		f(g)
+	}
 	h, err := g.Handler()
 	if err != nil {
 		tb.Fatal(err)
@@ -451,4 +454,39 @@ func TestStatelessCallerCancels(t *testing.T) {
 		t.Fatalf("negotiated %s, want a stateless revision", v)
 	}
 	cancelMidCall(t, cs, up, func(_, sdk int) bool { return sdk == 1 })
+}
+
+// TestRawPathFeedsTheIdleTimer: a session whose calls all take the raw
+// path would look idle to the go-sdk, whose timer then closes it. Once
+// the go-sdk has not served the session for half the idle timeout, the
+// next call goes its way (and resets the timer); the one after is raw
+// again.
+func TestRawPathFeedsTheIdleTimer(t *testing.T) {
+	up := newRawUpstream(t)
+	const idle = 2 * time.Second
+	_, url := rawGateway(t, up, "", func(g *Gateway) { g.idle = idle })
+	cs := session(t, url, "alice-token")
+	ctx := context.Background()
+	echo := func() {
+		t.Helper()
+		if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "x"}}); err != nil || res.IsError {
+			t.Fatalf("echo: %v %+v", err, res)
+		}
+	}
+	echo()
+	if r, s := up.calls(); r != 1 || s != 0 {
+		t.Fatalf("first call: %d raw, %d by the go-sdk; want 1 and 0", r, s)
+	}
+	time.Sleep(idle/2 + 200*time.Millisecond)
+	echo()
+	if r, s := up.calls(); r != 1 || s != 1 {
+		t.Fatalf("after half the idle timeout: %d raw, %d by the go-sdk; want 1 and 1", r, s)
+	}
+	echo()
+	if r, s := up.calls(); r != 2 || s != 1 {
+		t.Fatalf("next call: %d raw, %d by the go-sdk; want 2 and 1", r, s)
+	}
+	// The session is alive: the go-sdk's timer was reset by the second call.
+	time.Sleep(idle/2 + 200*time.Millisecond)
+	echo()
 }

@@ -16,13 +16,13 @@ import (
 // Handler returns the gateway's HTTP handler: the MCP endpoint at /mcp
 // (behind bearer auth when configured), /healthz and /readyz.
 func (g *Gateway) Handler() (http.Handler, error) {
-	ho := &server.HTTPOptions{JSONResponse: g.cfg.HTTP.JSONResponse, Stateless: g.cfg.HTTP.Stateless}
+	ho := &server.HTTPOptions{JSONResponse: g.cfg.HTTP.JSONResponse, Stateless: g.cfg.HTTP.Stateless, IdleTimeout: g.idle}
 	if g.cfg.Auth != nil {
 		ho.Verifier = g.auth.verify
 	}
 	if !g.cfg.HTTP.Stateless {
 		// tools/call without the go-sdk where nothing changes (raw.go).
-		ho.Inner = newRawPath(g, server.DefaultIdleTimeout).handler
+		ho.Inner = newRawPath(g, g.idle).handler
 	}
 	mcpH, err := g.srv.Handler(ho)
 	if err != nil {
