@@ -178,9 +178,19 @@ func sessionWith(t *testing.T, url, token string, opts *mcp.ClientOptions) *mcp.
 // the status, the Content-Type and Cache-Control headers and the body.
 func post(t *testing.T, url string, cs *mcp.ClientSession, token, msg string) (int, string, []byte) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(msg))
+	status, headers, body, err := postErr(url, cs, token, msg)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return status, headers, body
+}
+
+// postErr is post for a goroutine other than the test's: it returns the
+// error.
+func postErr(url string, cs *mcp.ClientSession, token, msg string) (int, string, []byte, error) {
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(msg))
+	if err != nil {
+		return 0, "", nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
@@ -189,14 +199,11 @@ func post(t *testing.T, url string, cs *mcp.ClientSession, token, msg string) (i
 	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatal(err)
+		return 0, "", nil, err
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, resp.Header.Get("Content-Type") + "|" + resp.Header.Get("Cache-Control"), body
+	return resp.StatusCode, resp.Header.Get("Content-Type") + "|" + resp.Header.Get("Cache-Control"), body, err
 }
 
 // TestRawPathAnswersAsTheGoSDK: the raw path's answers are byte for byte
@@ -489,4 +496,51 @@ func TestRawPathFeedsTheIdleTimer(t *testing.T) {
 	// The session is alive: the go-sdk's timer was reset by the second call.
 	time.Sleep(idle/2 + 200*time.Millisecond)
 	echo()
+}
+
+// TestRawPathInFlightIDs: a second request with the ID of a raw call in
+// flight on the session is refused as the go-sdk refuses it, and
+// notifications/cancelled with that ID cancels the call (202, and the
+// upstream's handler is cancelled).
+func TestRawPathInFlightIDs(t *testing.T) {
+	up := newRawUpstream(t)
+	_, url := rawGateway(t, up, "")
+	cs := session(t, url, "alice-token")
+	call := `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"block","arguments":{}}}`
+	done := make(chan error, 1)
+	go func() {
+		_, _, _, err := postErr(url, cs, "alice-token", call)
+		done <- err
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for r, _ := up.calls(); r != 1; r, _ = up.calls() {
+		if time.Now().After(deadline) {
+			t.Fatal("the call did not reach the upstream")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	status, _, body := post(t, url, cs, "alice-token", call)
+	if status != http.StatusBadRequest || !bytes.Contains(body, []byte("duplicate in-flight request ID 5")) {
+		t.Fatalf("a second request with the same ID: %d %s", status, body)
+	}
+	status, _, body = post(t, url, cs, "alice-token", `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5}}`)
+	if status != http.StatusAccepted || len(body) != 0 {
+		t.Fatalf("cancelling: %d %q", status, body)
+	}
+	select {
+	case <-up.cancelled:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the upstream handler was not cancelled")
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("the cancelled call's request: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the cancelled call was not answered")
+	}
+	if r, _ := up.calls(); r != 1 {
+		t.Fatalf("raw calls at the upstream: %d, want 1 (the duplicate was not sent)", r)
+	}
 }
