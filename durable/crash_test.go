@@ -25,6 +25,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gatehouse-dev/gatehouse/durable/internal/effectserver"
+	"github.com/gatehouse-dev/gatehouse/refusal"
 	"github.com/gatehouse-dev/gatehouse/store"
 )
 
@@ -50,7 +51,7 @@ type childLine struct {
 	Replayed bool            `json:"replayed,omitempty"`
 	Result   json.RawMessage `json:"result,omitempty"`
 	Error    string          `json:"error,omitempty"`
-	Code     string          `json:"code,omitempty"`
+	Code     refusal.Code    `json:"code,omitempty"`
 }
 
 // childEnv is the environment of a re-executed test binary. Under -race a
@@ -127,14 +128,14 @@ func crashChild() int {
 		var line childLine
 		for {
 			res, replayed, err := j.Do(ctx, c, effect)
-			if e, ok := AsError(err); ok && e.Code == CodeRunBusy {
+			if e, ok := refusal.As(err); ok && e.Code == refusal.RunBusy {
 				time.Sleep(min(e.RetryAfter, 2*time.Second) + time.Millisecond)
 				continue
 			}
 			line = childLine{Call: cc.id, Replayed: replayed}
 			if err != nil {
 				line.Error = err.Error()
-				if e, ok := AsError(err); ok {
+				if e, ok := refusal.As(err); ok {
 					line.Code = e.Code
 				}
 			} else {
@@ -364,7 +365,7 @@ func crashOne(t *testing.T, s store.Store, env crashEnv, i int, st *crashStats) 
 		}
 		switch cc.tool {
 		case "charge", "reject":
-			if got.Code == CodeInDoubt {
+			if got.Code == refusal.InDoubt {
 				if hadRecord && (rec.State == store.StateSucceeded || rec.State == store.StateFailed) {
 					t.Errorf("%s: in doubt although its outcome was recorded (%+v)", key, rec)
 				}
@@ -466,10 +467,10 @@ func raceChild() int {
 			_, _, err := j.Do(ctx, c, effectOf(cs, "charge", args))
 			mu.Lock()
 			defer mu.Unlock()
-			switch e, _ := AsError(err); {
+			switch e, _ := refusal.As(err); {
 			case err == nil:
 				fmt.Println("ok")
-			case e != nil && e.Code == CodeRunBusy && e.Retryable && e.Message == MsgRunBusy:
+			case e != nil && e.Code == refusal.RunBusy && e.Retryable && e.Message == MsgRunBusy:
 				fmt.Println("busy")
 			default:
 				fmt.Println("error", err)

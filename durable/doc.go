@@ -20,7 +20,7 @@
 //	an error marked with Failed(err) (FromToolset   failed     the error / a *RecordedError, same text
 //	  marks refusals made before sending: unknown
 //	  tool, bad arguments, auth, closed)
-//	any other error: context cancelled or timed     in_doubt   *Error in_doubt wrapping it / in_doubt
+//	any other error: context cancelled or timed     in_doubt   *refusal.Error in_doubt wrapping it / in_doubt
 //	  out, connection lost, EOF, go-sdk closing       (started, lease released, for a repeatable tool:
 //	  codes, unknown errors; a panic                   the next call re-sends it with the same key)
 //	(the process dies before recording)             started    in_doubt once the lease has expired

@@ -8,6 +8,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gatehouse-dev/gatehouse/durable"
+	"github.com/gatehouse-dev/gatehouse/refusal"
 	"github.com/gatehouse-dev/gatehouse/store/memory"
 )
 
@@ -41,7 +42,7 @@ func Example_crashAndResume() {
 		}()
 		c := durable.Call{RunID: "order-42", ToolCallID: id, Server: "bank", Tool: "charge", Args: []byte(`{"amount":30}`)}
 		res, replayed, err := j.Do(ctx, c, effect)
-		if e, ok := durable.AsError(err); ok {
+		if e, ok := refusal.As(err); ok {
 			fmt.Printf("%s: refused %s (retryable %v)\n", id, e.Code, e.Retryable)
 			return
 		}
@@ -74,7 +75,7 @@ func Example_crashAndResume() {
 // A refusal as the tool result a model or an MCP client receives
 // (CONTRACTS.md §4).
 func ExampleError_Result() {
-	e := &durable.Error{Code: durable.CodeApprovalRequired, Retryable: true, ApprovalID: "apr_2f1c0e9b8a7d6c5e",
+	e := &refusal.Error{Code: refusal.ApprovalRequired, Retryable: true, ApprovalID: "apr_2f1c0e9b8a7d6c5e",
 		Message: "the call to bank__transfer needs an operator's approval"}
 	r := e.Result()
 	fmt.Println(r.IsError)

@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gatehouse-dev/gatehouse/policy"
+	"github.com/gatehouse-dev/gatehouse/refusal"
 	"github.com/gatehouse-dev/gatehouse/store"
 )
 
@@ -32,7 +33,7 @@ func ApprovalID(scope, runID, toolCallID string) string {
 //   - a call whose record exists is not put to the guard again: Do answers
 //     it (a replay, in_doubt, run_busy or key_reused), so a resumed run
 //     does not count its calls twice;
-//   - the guard's deny (or an error: fail closed) is an *Error with the
+//   - the guard's deny (or an error: fail closed) is an *refusal.Error with the
 //     decision's code (denied, call_limit, quarantined, ...) and the
 //     effect never runs;
 //   - require_approval records (idempotently) a pending store.Approval
@@ -62,7 +63,7 @@ func (j *Journal) Guarded(ctx context.Context, c Call, g policy.Guard, effect Ef
 	d, err := policy.Evaluate(ctx, g, policy.Call{RunID: c.RunID, ToolCallID: c.ToolCallID, Server: c.Server,
 		Tool: c.Tool, RemoteName: c.RemoteName, Args: c.Args, Subject: c.Owner})
 	if err != nil {
-		return nil, false, &Error{Code: CodeDenied, Message: d.Reason, Err: err}
+		return nil, false, &refusal.Error{Code: refusal.Denied, Message: d.Reason, Err: err}
 	}
 	switch d.Verdict {
 	case policy.Allow:
@@ -72,19 +73,19 @@ func (j *Journal) Guarded(ctx context.Context, c Call, g policy.Guard, effect Ef
 	default:
 		code := d.Code
 		if code == "" {
-			code = CodeDenied
+			code = refusal.Denied
 		}
 		msg := d.Reason
 		if msg == "" {
 			msg = fmt.Sprintf("the policy denied the call to %s", c.Tool)
 		}
-		return nil, false, &Error{Code: code, Message: msg}
+		return nil, false, &refusal.Error{Code: code, Message: msg}
 	}
 }
 
 func (j *Journal) approval(ctx context.Context, c Call, key store.RecordKey, fp, reason string, effect Effect) (*mcp.CallToolResult, bool, error) {
 	if j.o.Approvals == nil {
-		return nil, false, &Error{Code: CodeDenied,
+		return nil, false, &refusal.Error{Code: refusal.Denied,
 			Message: fmt.Sprintf("the call to %s needs an operator's approval (%s) and no approval store is configured", c.Tool, reason)}
 	}
 	id := ApprovalID(key.Scope, key.RunID, key.ToolCallID)
@@ -96,14 +97,14 @@ func (j *Journal) approval(ctx context.Context, c Call, key store.RecordKey, fp,
 		return nil, false, fmt.Errorf("durable: record approval %s: %w", id, err)
 	}
 	if a.ArgsFingerprint != fp || a.Owner != c.Owner || a.Server != c.Server || a.Tool != c.Tool {
-		return nil, false, &Error{Code: CodeKeyReused, ApprovalID: a.ID,
+		return nil, false, &refusal.Error{Code: refusal.KeyReused, ApprovalID: a.ID,
 			Message: fmt.Sprintf("key %s was used for another call awaiting approval; use a new tool call ID", c.IdempotencyKey())}
 	}
 	switch a.State {
 	case store.ApprovalApproved:
 		return j.Do(ctx, c, effect)
 	case store.ApprovalDenied:
-		return nil, false, &Error{Code: CodeApprovalDenied, ApprovalID: a.ID,
+		return nil, false, &refusal.Error{Code: refusal.ApprovalDenied, ApprovalID: a.ID,
 			Message: fmt.Sprintf("an operator denied the call to %s (approval %s)", c.Tool, a.ID)}
 	default:
 		msg := fmt.Sprintf("the call to %s needs an operator's approval", c.Tool)
@@ -111,6 +112,6 @@ func (j *Journal) approval(ctx context.Context, c Call, key store.RecordKey, fp,
 			msg += ": " + a.Reason
 		}
 		msg += fmt.Sprintf(" (approval %s); once approved, retry the same call with the same key", a.ID)
-		return nil, false, &Error{Code: CodeApprovalRequired, Retryable: true, ApprovalID: a.ID, Message: msg}
+		return nil, false, &refusal.Error{Code: refusal.ApprovalRequired, Retryable: true, ApprovalID: a.ID, Message: msg}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gatehouse-dev/gatehouse/policy"
+	"github.com/gatehouse-dev/gatehouse/refusal"
 	"github.com/gatehouse-dev/gatehouse/store"
 )
 
@@ -48,7 +49,7 @@ func TestGuardedApprovals(t *testing.T) {
 		var id string
 		for range 2 {
 			_, _, err := j.Guarded(ctx, c, guard, eff)
-			e := wantCode(t, err, CodeApprovalRequired)
+			e := wantCode(t, err, refusal.ApprovalRequired)
 			if !e.Retryable || e.ApprovalID != ApprovalID("agent", "run1", "t1") {
 				t.Fatalf("approval_required: %+v", e)
 			}
@@ -68,7 +69,7 @@ func TestGuardedApprovals(t *testing.T) {
 		c2 := c
 		c2.Args = json.RawMessage(`{"amount":100000}`)
 		_, _, err = j.Guarded(ctx, c2, guard, nil2(t))
-		wantCode(t, err, CodeKeyReused)
+		wantCode(t, err, refusal.KeyReused)
 
 		// The operator approves; a resumed run (a new journal, as after a
 		// restart) finds the approval and runs the call once.
@@ -96,13 +97,13 @@ func TestGuardedApprovals(t *testing.T) {
 		// Denied: approval_denied, every time; the effect never runs.
 		d := Call{RunID: "run1", ToolCallID: "t2", Server: "bank", Tool: "bank__charge", Args: args, Owner: "alice"}
 		_, _, err = j.Guarded(ctx, d, guard, nil2(t))
-		e := wantCode(t, err, CodeApprovalRequired)
+		e := wantCode(t, err, refusal.ApprovalRequired)
 		if _, err := s.DecideApproval(ctx, e.ApprovalID, false, "ops", time.Now()); err != nil {
 			t.Fatal(err)
 		}
 		for range 2 {
 			_, _, err = j.Guarded(ctx, d, guard, nil2(t))
-			if e := wantCode(t, err, CodeApprovalDenied); e.Retryable || e.ApprovalID == "" {
+			if e := wantCode(t, err, refusal.ApprovalDenied); e.Retryable || e.ApprovalID == "" {
 				t.Fatalf("%+v", e)
 			}
 		}
@@ -118,18 +119,18 @@ func TestGuardedDeny(t *testing.T) {
 		cases := []struct {
 			name  string
 			guard policy.Guard
-			code  string
+			code  refusal.Code
 		}{
-			{"readonly", policy.ReadOnly("bank__balance"), CodeDenied},
+			{"readonly", policy.ReadOnly("bank__balance"), refusal.Denied},
 			{"call_limit", policy.GuardFunc(func(context.Context, policy.Call) (policy.Decision, error) {
-				return policy.Denied(policy.CodeCallLimit, "bank__charge was called 20 times in this run"), nil
-			}), CodeCallLimit},
+				return policy.Denied(refusal.CallLimit, "bank__charge was called 20 times in this run"), nil
+			}), refusal.CallLimit},
 			{"error", policy.GuardFunc(func(context.Context, policy.Call) (policy.Decision, error) {
 				return policy.Decision{}, errors.New("counter store down")
-			}), CodeDenied},
+			}), refusal.Denied},
 			{"invalid", policy.GuardFunc(func(context.Context, policy.Call) (policy.Decision, error) {
 				return policy.Decision{}, nil
-			}), CodeDenied},
+			}), refusal.Denied},
 		}
 		j := newJournal(t, s, nil) // no approval store
 		for i, tc := range cases {
@@ -145,7 +146,7 @@ func TestGuardedDeny(t *testing.T) {
 		_, _, err := j.Guarded(ctx, c, policy.GuardFunc(func(context.Context, policy.Call) (policy.Decision, error) {
 			return policy.NeedsApproval("x"), nil
 		}), nil2(t))
-		wantCode(t, err, CodeDenied)
+		wantCode(t, err, refusal.Denied)
 		// Allowed: runs once.
 		var runs atomic.Int32
 		ok := func(context.Context, string) (*mcp.CallToolResult, error) {

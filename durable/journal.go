@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gatehouse-dev/gatehouse/pin"
+	"github.com/gatehouse-dev/gatehouse/refusal"
 	"github.com/gatehouse-dev/gatehouse/store"
 )
 
@@ -172,17 +173,17 @@ func Fingerprint(c Call) (string, error) {
 //     as succeeded or failed; Do returns the effect's own answer;
 //   - succeeded or failed: the recorded outcome is returned with
 //     replayed=true, and effect does not run;
-//   - another fingerprint or owner under the key: *Error key_reused;
-//   - started with a live lease: *Error run_busy (retryable);
-//   - started with an expired lease, or in_doubt: *Error in_doubt, unless
+//   - another fingerprint or owner under the key: *refusal.Error key_reused;
+//   - started with a live lease: *refusal.Error run_busy (retryable);
+//   - started with an expired lease, or in_doubt: *refusal.Error in_doubt, unless
 //     JournalOptions.Repeatable says the tool may be repeated and the record
 //     is still started, in which case this journal takes it over and sends
 //     it again with the same idempotency key.
 //
 // An effect error that leaves the outcome unknown (see the package
-// documentation) marks the record in_doubt and returns an in_doubt *Error
+// documentation) marks the record in_doubt and returns an in_doubt *refusal.Error
 // wrapping it (for a repeatable tool the claim is released instead, and
-// the *Error is retryable). Do uses two store writes on the fresh path: the
+// the *refusal.Error is retryable). Do uses two store writes on the fresh path: the
 // claim and the completion.
 func (j *Journal) Do(ctx context.Context, c Call, effect Effect) (res *mcp.CallToolResult, replayed bool, err error) {
 	if c.RunID == "" || c.ToolCallID == "" {
@@ -217,7 +218,7 @@ func (j *Journal) Do(ctx context.Context, c Call, effect Effect) (res *mcp.CallT
 			return j.run(ctx, c, key, effect)
 		}
 		if rec.Fingerprint != fp || rec.Owner != c.Owner {
-			return nil, false, &Error{Code: CodeKeyReused,
+			return nil, false, &refusal.Error{Code: refusal.KeyReused,
 				Message: fmt.Sprintf("key %s was used for another call (other server, tool, arguments or owner); use a new tool call ID", ikey)}
 		}
 		switch rec.State {
@@ -231,7 +232,7 @@ func (j *Journal) Do(ctx context.Context, c Call, effect Effect) (res *mcp.CallT
 			return nil, false, inDoubt(ikey, "")
 		case store.StateStarted:
 			if rec.LeaseUntil.After(now) {
-				return nil, false, &Error{Code: CodeRunBusy, Retryable: true, Message: MsgRunBusy,
+				return nil, false, &refusal.Error{Code: refusal.RunBusy, Retryable: true, Message: MsgRunBusy,
 					RetryAfter: rec.LeaseUntil.Sub(now)}
 			}
 			if j.repeatable(c) {
@@ -323,7 +324,7 @@ func (j *Journal) unknown(ctx context.Context, c Call, key store.RecordKey, caus
 	return inDoubtErr(ikey, cause, false)
 }
 
-func inDoubtErr(ikey string, cause error, retryable bool) *Error {
+func inDoubtErr(ikey string, cause error, retryable bool) *refusal.Error {
 	e := inDoubt(ikey, "")
 	e.Err = cause
 	if retryable {
@@ -378,6 +379,15 @@ type outcome struct {
 type storedError struct {
 	Message string         `json:"message"`
 	RPC     *jsonrpc.Error `json:"rpc,omitempty"`
+	Refusal *storedRefusal `json:"refusal,omitempty"`
+}
+
+// storedRefusal is a refusal recorded as a call's outcome (an effect that
+// answered Failed(&refusal.Error{...}): refused before anything was sent).
+type storedRefusal struct {
+	Code      refusal.Code `json:"code"`
+	Message   string       `json:"message,omitempty"`
+	Retryable bool         `json:"retryable,omitempty"`
 }
 
 // Local JSON-RPC codes the go-sdk makes up itself when a connection fails:
@@ -406,8 +416,9 @@ func classify(res *mcp.CallToolResult, err error) (store.State, []byte, bool) {
 	}
 	if knownFailure(err) {
 		se := &storedError{Message: err.Error()}
-		var we *jsonrpc.Error
-		if errors.As(err, &we) {
+		if r, ok := refusal.As(err); ok {
+			se.Refusal = &storedRefusal{Code: r.Code, Message: r.Message, Retryable: r.Retryable}
+		} else if we := (*jsonrpc.Error)(nil); errors.As(err, &we) {
 			se.RPC = &jsonrpc.Error{Code: we.Code, Message: we.Message, Data: we.Data}
 		}
 		return store.StateFailed, mustJSON(outcome{Error: se}), true
@@ -422,7 +433,7 @@ func knownFailure(err error) bool {
 	if errors.As(err, &fe) {
 		return true
 	}
-	var de *Error
+	var de *refusal.Error
 	if errors.As(err, &de) {
 		return false
 	}
@@ -460,9 +471,9 @@ func replay(b []byte) (replayed, error) {
 	}
 	switch {
 	case o.Error != nil:
-		re := &RecordedError{Message: o.Error.Message}
-		if o.Error.RPC != nil {
-			re.RPC = o.Error.RPC
+		re := &RecordedError{Message: o.Error.Message, RPC: o.Error.RPC}
+		if r := o.Error.Refusal; r != nil {
+			re.Refusal = &refusal.Error{Code: r.Code, Message: r.Message, Retryable: r.Retryable}
 		}
 		return replayed{err: re}, nil
 	case len(o.Result) > 0:

@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gatehouse-dev/gatehouse/durable/internal/effectserver"
+	"github.com/gatehouse-dev/gatehouse/refusal"
 	"github.com/gatehouse-dev/gatehouse/store"
 )
 
@@ -49,11 +50,11 @@ func getRecord(t testing.TB, s store.JournalStore, j *Journal, c Call) store.Rec
 	return r
 }
 
-func wantCode(t testing.TB, err error, code string) *Error {
+func wantCode(t testing.TB, err error, code refusal.Code) *refusal.Error {
 	t.Helper()
-	e, ok := AsError(err)
+	e, ok := refusal.As(err)
 	if !ok || e.Code != code {
-		t.Fatalf("err = %v, want a durable.Error with code %s", err, code)
+		t.Fatalf("err = %v, want a refusal.Error with code %s", err, code)
 	}
 	return e
 }
@@ -164,6 +165,25 @@ func TestReplayOfFailures(t *testing.T) {
 		if err == nil || !replayed || err2.Error() != "no such account: 7" || err.Error() != err2.Error() {
 			t.Fatalf("Failed: %v / %v", err, err2)
 		}
+		if _, ok := refusal.As(err2); ok {
+			t.Fatalf("a plain failure replays as a refusal: %#v", err2)
+		}
+
+		// A refusal marked Failed (refused before anything was sent)
+		// replays as the same refusal, found by type, not by its text.
+		c = Call{RunID: "r", ToolCallID: "refused", Server: "bank", Tool: "charge"}
+		_, _, err = j.Do(ctx, c, func(context.Context, string) (*mcp.CallToolResult, error) {
+			return nil, Failed(&refusal.Error{Code: refusal.Quarantined, Message: "tool charge is quarantined", Err: errors.New("detail")})
+		})
+		_, replayed, err2 = j.Do(ctx, c, nil2(t))
+		first := wantCode(t, err, refusal.Quarantined)
+		again := wantCode(t, err2, refusal.Quarantined)
+		if !replayed || again.Message != first.Message || again.Retryable || err.Error() != err2.Error() {
+			t.Fatalf("refusal replay: %v / %v (%+v)", err, err2, again)
+		}
+		if again.Err != nil {
+			t.Fatalf("a replayed refusal carries its cause: %v", again.Err)
+		}
 	})
 }
 
@@ -194,7 +214,7 @@ func TestKeyReused(t *testing.T) {
 			c2 := c
 			mut(&c2)
 			res, replayed, err := j.Do(ctx, c2, nil2(t))
-			e := wantCode(t, err, CodeKeyReused)
+			e := wantCode(t, err, refusal.KeyReused)
 			if res != nil || replayed || e.Retryable {
 				t.Fatalf("%s: res=%v replayed=%v retryable=%v", name, res, replayed, e.Retryable)
 			}
@@ -234,7 +254,7 @@ func TestUnknownOutcome(t *testing.T) {
 				runs.Add(1)
 				return nil, cause
 			})
-			e := wantCode(t, err, CodeInDoubt)
+			e := wantCode(t, err, refusal.InDoubt)
 			if e.Retryable || !errors.Is(err, cause) {
 				t.Fatalf("%s: %v (retryable %v)", name, err, e.Retryable)
 			}
@@ -244,7 +264,7 @@ func TestUnknownOutcome(t *testing.T) {
 			// Every later call: in doubt again, never sent.
 			for range 2 {
 				_, _, err := j.Do(ctx, c, nil2(t))
-				wantCode(t, err, CodeInDoubt)
+				wantCode(t, err, refusal.InDoubt)
 			}
 			if runs.Load() != 1 {
 				t.Fatalf("%s: ran %d times", name, runs.Load())
@@ -259,7 +279,7 @@ func TestUnknownOutcome(t *testing.T) {
 			<-ctx.Done()
 			return nil, ctx.Err()
 		})
-		wantCode(t, err, CodeInDoubt)
+		wantCode(t, err, refusal.InDoubt)
 		if r := getRecord(t, s, j, c); r.State != store.StateInDoubt {
 			t.Fatalf("cancelled: state %s", r.State)
 		}
@@ -287,12 +307,12 @@ func TestExpiredLease(t *testing.T) {
 
 		c := crashed("plain", "charge")
 		_, _, err := j.Do(ctx, c, nil2(t))
-		wantCode(t, err, CodeInDoubt)
+		wantCode(t, err, refusal.InDoubt)
 		if r := getRecord(t, s, j, c); r.State != store.StateInDoubt {
 			t.Fatalf("state %s", r.State)
 		}
 		_, _, err = j.Do(ctx, c, nil2(t))
-		wantCode(t, err, CodeInDoubt)
+		wantCode(t, err, refusal.InDoubt)
 
 		// A repeatable tool is taken over and re-sent with the same key.
 		c = crashed("rep", "charge_once")
@@ -317,7 +337,7 @@ func TestExpiredLease(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, _, err = j.Do(ctx, live, nil2(t))
-		e := wantCode(t, err, CodeRunBusy)
+		e := wantCode(t, err, refusal.RunBusy)
 		if !e.Retryable || e.Message != MsgRunBusy || e.RetryAfter <= 0 {
 			t.Fatalf("run_busy: %+v", e)
 		}
@@ -341,7 +361,7 @@ func TestRepeatableUnknownOutcome(t *testing.T) {
 			}
 			return nil, io.ErrUnexpectedEOF
 		})
-		e := wantCode(t, err, CodeInDoubt)
+		e := wantCode(t, err, refusal.InDoubt)
 		if !e.Retryable {
 			t.Fatalf("repeatable in doubt should be retryable: %+v", e)
 		}
@@ -393,7 +413,7 @@ func TestLeaseRenewal(t *testing.T) {
 			if err == nil {
 				continue // a already finished
 			}
-			wantCode(t, err, CodeRunBusy)
+			wantCode(t, err, refusal.RunBusy)
 			busy++
 		}
 		if busy < 3 {
@@ -487,8 +507,8 @@ func TestConcurrentGoroutines(t *testing.T) {
 				mu.Lock()
 				defer mu.Unlock()
 				if err != nil {
-					e, ok := AsError(err)
-					if !ok || e.Code != CodeRunBusy || !e.Retryable || e.Message != MsgRunBusy {
+					e, ok := refusal.As(err)
+					if !ok || e.Code != refusal.RunBusy || !e.Retryable || e.Message != MsgRunBusy {
 						t.Errorf("err %v", err)
 					}
 					busy++

@@ -18,15 +18,11 @@ import (
 	"github.com/gatehouse-dev/gatehouse/durable"
 	"github.com/gatehouse-dev/gatehouse/internal/projection"
 	"github.com/gatehouse-dev/gatehouse/policy"
+	"github.com/gatehouse-dev/gatehouse/refusal"
 	"github.com/gatehouse-dev/gatehouse/server"
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/toolset"
 )
-
-// CodeUnavailable is the gateway's refusal for a tool whose upstream server
-// is down (crashed and waiting for its restart backoff) or while the
-// gateway shuts down. It is retryable and carries retryAfterMs.
-const CodeUnavailable = "unavailable"
 
 // reservedMetaPrefix marks _meta keys the protocol reserves: a caller's are
 // never forwarded.
@@ -180,8 +176,8 @@ func forwardMeta(m mcp.Meta) map[string]any {
 }
 
 // refusal builds a gateway refusal result.
-func refusal(code string, retryable bool, retryAfter time.Duration, format string, args ...any) *mcp.CallToolResult {
-	return (&durable.Error{Code: code, Retryable: retryable, RetryAfter: retryAfter, Message: fmt.Sprintf(format, args...)}).Result()
+func refuse(code refusal.Code, retryable bool, retryAfter time.Duration, format string, args ...any) *mcp.CallToolResult {
+	return (&refusal.Error{Code: code, Retryable: retryable, RetryAfter: retryAfter, Message: fmt.Sprintf(format, args...)}).Result()
 }
 
 // call is the handler of every served tool.
@@ -198,8 +194,8 @@ func (g *Gateway) call(ctx context.Context, name string, req *mcp.CallToolReques
 		}()
 	}
 	if !g.calls.enter() {
-		rec.outcome = CodeUnavailable
-		return refusal(CodeUnavailable, true, time.Second, "the gateway is shutting down; retry the same call"), nil
+		rec.outcome = string(refusal.Unavailable)
+		return refuse(refusal.Unavailable, true, time.Second, "the gateway is shutting down; retry the same call"), nil
 	}
 	defer g.calls.leave()
 
@@ -212,8 +208,8 @@ func (g *Gateway) call(ctx context.Context, name string, req *mcp.CallToolReques
 	}
 	key, isString := req.Params.Meta[metaIdempotencyKey].(string)
 	if _, present := req.Params.Meta[metaIdempotencyKey]; present && (!isString || key == "") {
-		rec.outcome = durable.CodeDenied
-		return refusal(durable.CodeDenied, false, 0, "_meta.idempotencyKey must be a non-empty string"), nil
+		rec.outcome = string(refusal.Denied)
+		return refuse(refusal.Denied, false, 0, "_meta.idempotencyKey must be a non-empty string"), nil
 	}
 	if down := g.serverDown(rec, info); down != nil && !g.recorded(ctx, subject, name, key) {
 		// Nothing is claimed or sent; a call already journaled is answered
@@ -281,12 +277,12 @@ func (g *Gateway) call(ctx context.Context, name string, req *mcp.CallToolReques
 func (g *Gateway) servedTool(rec *callRecord, name string) (toolset.ToolInfo, *mcp.CallToolResult) {
 	info, ok := g.tool(name)
 	if !ok {
-		rec.outcome = durable.CodeToolWithdrawn
-		return info, refusal(durable.CodeToolWithdrawn, false, 0, "tool %s is no longer offered", name)
+		rec.outcome = string(refusal.ToolWithdrawn)
+		return info, refuse(refusal.ToolWithdrawn, false, 0, "tool %s is no longer offered", name)
 	}
 	if info.State == toolset.Quarantined {
-		rec.outcome = durable.CodeQuarantined
-		return info, refusal(durable.CodeQuarantined, false, 0, "tool %s changed since it was trusted and is quarantined until an operator re-trusts its server", name)
+		rec.outcome = string(refusal.Quarantined)
+		return info, refuse(refusal.Quarantined, false, 0, "tool %s changed since it was trusted and is quarantined until an operator re-trusts its server", name)
 	}
 	return info, nil
 }
@@ -298,8 +294,8 @@ func (g *Gateway) serverDown(rec *callRecord, info toolset.ToolInfo) *mcp.CallTo
 	if !down {
 		return nil
 	}
-	rec.outcome = CodeUnavailable
-	return refusal(CodeUnavailable, true, wait, "server %s is unavailable (restarting); retry in %v", info.Server, wait.Round(time.Millisecond))
+	rec.outcome = string(refusal.Unavailable)
+	return refuse(refusal.Unavailable, true, wait, "server %s is unavailable (restarting); retry in %v", info.Server, wait.Round(time.Millisecond))
 }
 
 // unkeyed runs a call without a work key: guards apply, nothing is
@@ -307,20 +303,20 @@ func (g *Gateway) serverDown(rec *callRecord, info toolset.ToolInfo) *mcp.CallTo
 func (g *Gateway) unkeyed(ctx context.Context, subject server.Subject, name string, info toolset.ToolInfo, args json.RawMessage, effect durable.Effect) (*mcp.CallToolResult, error) {
 	d, err := policy.Evaluate(ctx, g.guard, policy.Call{Server: info.Server, Tool: name, RemoteName: info.RemoteName, Args: args, Subject: string(subject)})
 	if err != nil {
-		return nil, &durable.Error{Code: durable.CodeDenied, Message: "the call could not be checked; it was not run", Err: err}
+		return nil, &refusal.Error{Code: refusal.Denied, Message: "the call could not be checked; it was not run", Err: err}
 	}
 	switch d.Verdict {
 	case policy.Allow:
 		return effect(ctx, "")
 	case policy.RequireApproval:
-		return nil, &durable.Error{Code: durable.CodeDenied,
+		return nil, &refusal.Error{Code: refusal.Denied,
 			Message: fmt.Sprintf("the call to %s needs an operator's approval; send it with _meta.idempotencyKey so the approved call can be retried", name)}
 	default:
 		code := d.Code
 		if code == "" {
-			code = durable.CodeDenied
+			code = refusal.Denied
 		}
-		return nil, &durable.Error{Code: code, Message: d.Reason}
+		return nil, &refusal.Error{Code: code, Message: d.Reason}
 	}
 }
 
@@ -332,15 +328,11 @@ func (g *Gateway) answer(rec *callRecord, srv, name string, res *mcp.CallToolRes
 		}
 		return res, nil
 	}
-	if de, ok := durable.AsError(err); ok {
-		rec.outcome = de.Code
+	if de, ok := refusal.As(err); ok {
+		rec.outcome = string(de.Code)
 		if de.Err != nil {
 			g.log.Warn("gateway: call refused", "tool", name, "code", de.Code, "err", de.Err)
 		}
-		return de.Result(), nil
-	}
-	if de, ok := recordedRefusal(err); ok {
-		rec.outcome = de.Code
 		return de.Result(), nil
 	}
 	if res != nil && errors.Is(err, durable.ErrNotRecorded) {
@@ -353,9 +345,9 @@ func (g *Gateway) answer(rec *callRecord, srv, name string, res *mcp.CallToolRes
 		return nil, &jsonrpc.Error{Code: rpc.Code, Message: rpc.Message, Data: rpc.Data}
 	}
 	if connectionLost(err) {
-		rec.outcome = CodeUnavailable
+		rec.outcome = string(refusal.Unavailable)
 		wait, _ := g.health.down(srv)
-		return refusal(CodeUnavailable, true, max(wait, time.Millisecond),
+		return refuse(refusal.Unavailable, true, max(wait, time.Millisecond),
 			"server %s is unavailable; the call may not have completed", srv), nil
 	}
 	g.log.Error("gateway: call failed", "tool", name, "err", err)

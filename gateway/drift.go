@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/diag"
-	"github.com/gatehouse-dev/gatehouse/durable"
 	"github.com/gatehouse-dev/gatehouse/internal/metrics"
 	"github.com/gatehouse-dev/gatehouse/policy"
+	"github.com/gatehouse-dev/gatehouse/refusal"
 	"github.com/gatehouse-dev/gatehouse/toolset"
 )
 
@@ -89,9 +89,9 @@ func (g *Gateway) driftDecision(ctx context.Context, c policy.Call) policy.Decis
 		remote = c.Tool
 	}
 	if _, current, err := g.ts.Pinned(ctx, c.Server, remote); err == nil && current == "" {
-		return policy.Denied(durable.CodeToolWithdrawn, fmt.Sprintf("tool %s is no longer published by its server", c.Tool))
+		return policy.Denied(refusal.ToolWithdrawn, fmt.Sprintf("tool %s is no longer published by its server", c.Tool))
 	}
-	return policy.Denied(durable.CodeQuarantined,
+	return policy.Denied(refusal.Quarantined,
 		fmt.Sprintf("tool %s changed since it was trusted and is quarantined until an operator re-trusts its server", c.Tool))
 }
 
@@ -99,29 +99,14 @@ func (g *Gateway) driftDecision(ctx context.Context, c policy.Call) policy.Decis
 // (the tool changed or went away between the gateway's check and the
 // call; nothing was sent) to the refusal of CONTRACTS.md §4, with the
 // toolset's own sentence.
-func toolsetRefusal(err error) (*durable.Error, bool) {
+func toolsetRefusal(err error) (*refusal.Error, bool) {
 	var te *toolset.Error
 	if err == nil || !errors.As(err, &te) {
 		return nil, false
 	}
 	switch te.Code {
 	case toolset.CodeQuarantined, toolset.CodeToolWithdrawn:
-		return &durable.Error{Code: te.Code, Message: te.Reason()}, true
-	}
-	return nil, false
-}
-
-// recordedRefusal rebuilds a toolsetRefusal from its journal record (a
-// replay of a keyed call that was refused after its claim).
-func recordedRefusal(err error) (*durable.Error, bool) {
-	var re *durable.RecordedError
-	if !errors.As(err, &re) {
-		return nil, false
-	}
-	for _, code := range []string{durable.CodeQuarantined, durable.CodeToolWithdrawn} {
-		if msg, ok := strings.CutPrefix(re.Message, "["+code+"] "); ok {
-			return &durable.Error{Code: code, Message: msg}, true
-		}
+		return &refusal.Error{Code: refusal.Code(te.Code), Message: te.Reason()}, true
 	}
 	return nil, false
 }

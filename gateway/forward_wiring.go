@@ -8,11 +8,10 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
-	"github.com/gatehouse-dev/gatehouse/durable"
-
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/forward"
+	"github.com/gatehouse-dev/gatehouse/refusal"
 	"github.com/gatehouse-dev/gatehouse/server"
 	"github.com/gatehouse-dev/gatehouse/toolset"
 )
@@ -49,9 +48,9 @@ func (g *Gateway) forwardLimit(ctx context.Context, subject, method string) erro
 		return nil
 	}
 	wait = max(wait, time.Millisecond)
-	data, _ := json.Marshal(map[string]any{"code": durable.CodeRateLimited, "retryable": true, "retryAfterMs": wait.Milliseconds()})
+	data, _ := json.Marshal(map[string]any{"code": refusal.RateLimited, "retryable": true, "retryAfterMs": wait.Milliseconds()})
 	return &jsonrpc.Error{Code: CodeRateLimitedRPC, Data: data,
-		Message: fmt.Sprintf("[%s] too many requests; retry in %v", durable.CodeRateLimited, wait.Round(time.Millisecond))}
+		Message: fmt.Sprintf("[%s] too many requests; retry in %v", refusal.RateLimited, wait.Round(time.Millisecond))}
 }
 
 // CodeRateLimitedRPC is the JSON-RPC error code of a forwarded request

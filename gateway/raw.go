@@ -22,6 +22,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/durable"
 	"github.com/gatehouse-dev/gatehouse/internal/jsonscan"
 	"github.com/gatehouse-dev/gatehouse/internal/projection"
+	"github.com/gatehouse-dev/gatehouse/refusal"
 	"github.com/gatehouse-dev/gatehouse/server"
 	"github.com/gatehouse-dev/gatehouse/toolset"
 )
@@ -275,8 +276,8 @@ func (p *rawPath) cancel(w http.ResponseWriter, sid string, params []byte) bool 
 func (g *Gateway) rawCall(ctx context.Context, rec *callRecord, subject server.Subject, sid string, req rawRequest, caller *toolset.Caller) (json.RawMessage, *mcp.CallToolResult, error) {
 	name := req.name
 	if !g.calls.enter() {
-		rec.outcome = CodeUnavailable
-		return nil, refusal(CodeUnavailable, true, time.Second, "the gateway is shutting down; retry the same call"), nil
+		rec.outcome = string(refusal.Unavailable)
+		return nil, refuse(refusal.Unavailable, true, time.Second, "the gateway is shutting down; retry the same call"), nil
 	}
 	defer g.calls.leave()
 	info, refused := g.servedTool(rec, name)

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gatehouse-dev/gatehouse/refusal"
 )
 
 // Counters are atomic counters shared by every process using one store.
@@ -139,11 +141,11 @@ func toSet(names []string) map[string]struct{} {
 // Check applies the firewall to c.
 func (f *Firewall) Check(ctx context.Context, c Call) (Decision, error) {
 	if _, ok := f.deny[c.Tool]; ok {
-		return Denied(CodeDenied, fmt.Sprintf("tool %q is blocked by the firewall's deny list", c.Tool)), nil
+		return Denied(refusal.Denied, fmt.Sprintf("tool %q is blocked by the firewall's deny list", c.Tool)), nil
 	}
 	if len(f.allow) > 0 {
 		if _, ok := f.allow[c.Tool]; !ok {
-			return Denied(CodeDenied, fmt.Sprintf("tool %q is not on the firewall's allow list", c.Tool)), nil
+			return Denied(refusal.Denied, fmt.Sprintf("tool %q is not on the firewall's allow list", c.Tool)), nil
 		}
 	}
 	if f.max > 0 && c.RunID != "" {
@@ -152,7 +154,7 @@ func (f *Firewall) Check(ctx context.Context, c Call) (Decision, error) {
 			return failClosed(err), err
 		}
 		if n > f.max {
-			return Denied(CodeCallLimit, fmt.Sprintf("tool %q may be called at most %d times per run", c.Tool, f.max)), nil
+			return Denied(refusal.CallLimit, fmt.Sprintf("tool %q may be called at most %d times per run", c.Tool, f.max)), nil
 		}
 	}
 	if f.contracts != nil && c.Server != "" {
@@ -166,7 +168,7 @@ func (f *Firewall) Check(ctx context.Context, c Call) (Decision, error) {
 			switch f.unpinned {
 			case Allow:
 			case Deny:
-				return Denied(CodeDenied, fmt.Sprintf("tool %q has no pinned contract", c.Tool)), nil
+				return Denied(refusal.Denied, fmt.Sprintf("tool %q has no pinned contract", c.Tool)), nil
 			default:
 				return NeedsApproval(ReasonNotPinned), nil
 			}

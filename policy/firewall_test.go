@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/policy"
+	"github.com/gatehouse-dev/gatehouse/refusal"
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/store/memory"
 	"github.com/gatehouse-dev/gatehouse/store/sqlite"
@@ -86,7 +87,7 @@ func TestFirewallLists(t *testing.T) {
 		if d.Verdict != c.want {
 			t.Errorf("%q: got %+v, want %v", c.tool, d, c.want)
 		}
-		if d.Verdict == policy.Deny && (d.Code != policy.CodeDenied || d.Reason == "") {
+		if d.Verdict == policy.Deny && (d.Code != refusal.Denied || d.Reason == "") {
 			t.Errorf("%q: deny without code or reason: %+v", c.tool, d)
 		}
 	}
@@ -191,7 +192,7 @@ func TestFirewallCallCap(t *testing.T) {
 				if d.Verdict != w {
 					t.Fatalf("call %d: got %+v, want %v", i, d, w)
 				}
-				if w == policy.Deny && d.Code != policy.CodeCallLimit {
+				if w == policy.Deny && d.Code != refusal.CallLimit {
 					t.Fatalf("call %d: code %q, want call_limit", i, d.Code)
 				}
 			}
@@ -212,7 +213,7 @@ func TestFirewallCallCap(t *testing.T) {
 			if d := check(t, g2, call("run-1", "bank__transfer", 1)); d.Verdict != policy.Allow {
 				t.Fatalf("resumed re-check of call-1: %+v", d)
 			}
-			if d := check(t, g2, call("run-1", "bank__transfer", 9)); d.Code != policy.CodeCallLimit {
+			if d := check(t, g2, call("run-1", "bank__transfer", 9)); d.Code != refusal.CallLimit {
 				t.Fatalf("resumed new call past the cap: %+v", d)
 			}
 			// The count is exactly the distinct calls.
@@ -265,7 +266,7 @@ func TestFirewallCapKeysCannotBeForged(t *testing.T) {
 	} {
 		d := check(t, g, c)
 		if c.Tool == "t" && c.RunID == "r" {
-			if d.Code != policy.CodeCallLimit {
+			if d.Code != refusal.CallLimit {
 				t.Errorf("%+v: got %+v, want call_limit", c, d)
 			}
 		} else if d.Verdict != policy.Allow {
@@ -285,7 +286,7 @@ func TestFirewallCapWithoutRunOrCallID(t *testing.T) {
 	}
 	// Without a call ID every check is a distinct call.
 	check(t, g, policy.Call{RunID: "r", Tool: "t"})
-	if d := check(t, g, policy.Call{RunID: "r", Tool: "t"}); d.Code != policy.CodeCallLimit {
+	if d := check(t, g, policy.Call{RunID: "r", Tool: "t"}); d.Code != refusal.CallLimit {
 		t.Fatalf("second anonymous call: %+v", d)
 	}
 }
@@ -309,7 +310,7 @@ func TestFirewallCounterTTL(t *testing.T) {
 	defer m.Close()
 	g := newFirewall(t, policy.FirewallOptions{MaxCallsPerRun: 1, Counters: m, CounterTTL: time.Hour, Clock: clock})
 	check(t, g, call("r", "t", 0))
-	if d := check(t, g, call("r", "t", 1)); d.Code != policy.CodeCallLimit {
+	if d := check(t, g, call("r", "t", 1)); d.Code != refusal.CallLimit {
 		t.Fatalf("before expiry: %+v", d)
 	}
 	now = now.Add(2 * time.Hour)
@@ -356,7 +357,7 @@ func TestFirewallCapConcurrent(t *testing.T) {
 				t.Error(err)
 			case d.Verdict == policy.Allow:
 				allowed++
-			case d.Code == policy.CodeCallLimit:
+			case d.Code == refusal.CallLimit:
 				limited++
 			}
 		}()
@@ -378,7 +379,7 @@ func TestFirewallComposedOrder(t *testing.T) {
 	if d := check(t, g, call("r", "ok", 2)); d.Verdict != policy.Allow {
 		t.Fatalf("%+v", d)
 	}
-	if d := check(t, g, call("r", "ok", 3)); d.Code != policy.CodeCallLimit {
+	if d := check(t, g, call("r", "ok", 3)); d.Code != refusal.CallLimit {
 		t.Fatalf("%+v", d)
 	}
 }

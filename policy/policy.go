@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+
+	"github.com/gatehouse-dev/gatehouse/refusal"
 )
 
 // Verdict is what a Guard decides about one call.
@@ -31,17 +33,6 @@ func (v Verdict) Valid() bool {
 	return false
 }
 
-// Refusal codes a Guard may put in Decision.Code for a denial. They are the
-// codes of CONTRACTS.md §4 that policy decisions produce.
-const (
-	// CodeDenied is the default code of a denial.
-	CodeDenied = "denied"
-	// CodeCallLimit is the code of a denial by the firewall's per-run cap.
-	CodeCallLimit = "call_limit"
-	// CodeQuarantined is the code of a denial of a quarantined tool.
-	CodeQuarantined = "quarantined"
-)
-
 // Decision is a Guard's answer about one call.
 type Decision struct {
 	// Verdict is allow, deny or require_approval.
@@ -49,18 +40,20 @@ type Decision struct {
 	// Reason is a sentence a person (or a model) can read: why the call
 	// was denied or needs approval. It never carries argument values.
 	Reason string
-	// Code is the refusal code of a denial ("denied", "call_limit",
-	// "quarantined", ...). Empty means CodeDenied for a denial.
-	Code string
+	// Code is the refusal code of a denial (refusal.Denied,
+	// refusal.CallLimit, refusal.Quarantined, ...). Empty means
+	// refusal.Denied for a denial.
+	Code refusal.Code
 }
 
 // Allowed returns an allow Decision.
 func Allowed() Decision { return Decision{Verdict: Allow} }
 
-// Denied returns a deny Decision with code (CodeDenied when empty) and reason.
-func Denied(code, reason string) Decision {
+// Denied returns a deny Decision with code (refusal.Denied when empty) and
+// reason.
+func Denied(code refusal.Code, reason string) Decision {
 	if code == "" {
-		code = CodeDenied
+		code = refusal.Denied
 	}
 	return Decision{Verdict: Deny, Code: code, Reason: reason}
 }
@@ -123,7 +116,7 @@ var ErrInvalidDecision = errors.New("policy: invalid decision")
 
 // failClosed is the decision that goes with an error.
 func failClosed(err error) Decision {
-	return Denied(CodeDenied, "the policy could not decide: "+err.Error())
+	return Denied(refusal.Denied, "the policy could not decide: "+err.Error())
 }
 
 // Evaluate asks g about c and normalises the answer, failing closed:
@@ -131,7 +124,7 @@ func failClosed(err error) Decision {
 //   - an error from g is returned with a deny Decision (code "denied");
 //   - an invalid verdict (including the zero Decision) is a deny Decision
 //     with an error wrapping ErrInvalidDecision;
-//   - a deny without a code gets CodeDenied.
+//   - a deny without a code gets refusal.Denied.
 //
 // Callers that enforce a Guard (the journal, the server) should call
 // Evaluate rather than g.Check, and must not run the call unless the
@@ -152,7 +145,7 @@ func Evaluate(ctx context.Context, g Guard, c Call) (Decision, error) {
 		return failClosed(err), err
 	}
 	if d.Verdict == Deny && d.Code == "" {
-		d.Code = CodeDenied
+		d.Code = refusal.Denied
 	}
 	return d, nil
 }
@@ -201,6 +194,6 @@ func ReadOnly(names ...string) Guard {
 		if _, ok := set[c.Tool]; ok {
 			return Allowed(), nil
 		}
-		return Denied(CodeDenied, fmt.Sprintf("tool %q is not allowed by the read-only policy", c.Tool)), nil
+		return Denied(refusal.Denied, fmt.Sprintf("tool %q is not allowed by the read-only policy", c.Tool)), nil
 	})
 }

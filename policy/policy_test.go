@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/gatehouse-dev/gatehouse/policy"
+	"github.com/gatehouse-dev/gatehouse/refusal"
 )
 
 var ctx = context.Background()
@@ -78,7 +79,7 @@ func TestComposeErrorFailsClosed(t *testing.T) {
 	if !errors.Is(err, boom) {
 		t.Fatalf("err = %v, want %v", err, boom)
 	}
-	if d.Verdict != policy.Deny || d.Code != policy.CodeDenied {
+	if d.Verdict != policy.Deny || d.Code != refusal.Denied {
 		t.Fatalf("decision with error = %+v, want deny/denied", d)
 	}
 	if after.asked != 0 {
@@ -129,10 +130,10 @@ func TestEvaluate(t *testing.T) {
 	d, err = policy.Evaluate(ctx, policy.GuardFunc(func(context.Context, policy.Call) (policy.Decision, error) {
 		return policy.Decision{Verdict: policy.Deny, Reason: "r"}, nil
 	}), policy.Call{})
-	if err != nil || d.Code != policy.CodeDenied || d.Reason != "r" {
+	if err != nil || d.Code != refusal.Denied || d.Reason != "r" {
 		t.Fatalf("deny without code: %+v %v", d, err)
 	}
-	if policy.Denied("", "x").Code != policy.CodeDenied {
+	if policy.Denied("", "x").Code != refusal.Denied {
 		t.Fatal("Denied with empty code")
 	}
 }
@@ -152,7 +153,7 @@ func TestReadOnly(t *testing.T) {
 		{Tool: ""},
 	} {
 		d, err := g.Check(ctx, c)
-		if err != nil || d.Verdict != policy.Deny || d.Code != policy.CodeDenied {
+		if err != nil || d.Verdict != policy.Deny || d.Code != refusal.Denied {
 			t.Fatalf("%+v: %+v %v", c, d, err)
 		}
 		if !strings.Contains(d.Reason, `"`+c.Tool+`"`) {

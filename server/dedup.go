@@ -8,8 +8,10 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/gatehouse-dev/gatehouse/durable"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/gatehouse-dev/gatehouse/durable"
+	"github.com/gatehouse-dev/gatehouse/refusal"
 )
 
 // unitOfWork names the journal record of a call: the run is the subject's
@@ -64,7 +66,7 @@ func (s *Server) dedup(ctx context.Context, next mcp.MethodHandler, method strin
 	if err == nil {
 		return res, nil
 	}
-	if de, ok := durable.AsError(err); ok {
+	if de, ok := refusal.As(err); ok {
 		return de.Result(), nil
 	}
 	if res != nil && errors.Is(err, durable.ErrNotRecorded) {

@@ -16,11 +16,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/durable"
-	"github.com/gatehouse-dev/gatehouse/store/memory"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/goleak"
+
+	"github.com/gatehouse-dev/gatehouse/durable"
+	"github.com/gatehouse-dev/gatehouse/store/memory"
 )
 
 func TestMain(m *testing.M) {

@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/durable"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/gatehouse-dev/gatehouse/refusal"
 )
 
 const (
@@ -185,8 +186,8 @@ func rateLimited(retryAfter time.Duration) *mcp.CallToolResult {
 	if retryAfter <= 0 {
 		retryAfter = time.Millisecond
 	}
-	e := &durable.Error{
-		Code:       durable.CodeRateLimited,
+	e := &refusal.Error{
+		Code:       refusal.RateLimited,
 		Retryable:  true,
 		Message:    fmt.Sprintf("too many calls; retry in %v", retryAfter.Round(time.Millisecond)),
 		RetryAfter: retryAfter,

@@ -10,9 +10,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/durable"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/gatehouse-dev/gatehouse/durable"
 )
 
 // Subject names a caller: whoever [Options.Identify] says the transport

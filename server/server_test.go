@@ -12,9 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/store"
 	sdkauth "github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/gatehouse-dev/gatehouse/store"
 )
 
 // newTestServer is a fully protected server with the test tools.

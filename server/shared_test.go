@@ -18,8 +18,9 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/internal/pgtest"
 
-	"github.com/gatehouse-dev/gatehouse/store/postgres"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/gatehouse-dev/gatehouse/store/postgres"
 )
 
 const (

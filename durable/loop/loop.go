@@ -16,6 +16,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/durable"
 	"github.com/gatehouse-dev/gatehouse/policy"
+	"github.com/gatehouse-dev/gatehouse/refusal"
 )
 
 // DefaultMaxTurns is the turn cap when Options.MaxTurns is zero.
@@ -302,7 +303,7 @@ func (r *runner) turn(ctx context.Context, n int, msgs []Message) (ModelResponse
 			}
 			return resp, false, nil
 		}
-		if de, ok := durable.AsError(err); ok && de.Code == durable.CodeInDoubt {
+		if de, ok := refusal.As(err); ok && de.Code == refusal.InDoubt {
 			continue // an earlier attempt died mid-turn; a turn has no effect: ask again
 		}
 		if err != nil {
@@ -429,11 +430,11 @@ func (r *runner) callTool(ctx context.Context, c ToolCall) (Message, string, err
 	if err != nil {
 		var te *toolError
 		var re *durable.RecordedError
-		if de, ok := durable.AsError(err); ok {
+		if de, ok := refusal.As(err); ok {
 			switch de.Code {
-			case durable.CodeApprovalRequired:
+			case refusal.ApprovalRequired:
 				return msg, de.ApprovalID, nil
-			case durable.CodeRunBusy:
+			case refusal.RunBusy:
 				return msg, "", fmt.Errorf("loop: call %s (%s): %w", c.ID, c.Name, err)
 			}
 			res = de.Result()

@@ -15,6 +15,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/durable/loop"
 	"github.com/gatehouse-dev/gatehouse/durable/loop/internal/chattest"
 	"github.com/gatehouse-dev/gatehouse/policy"
+	"github.com/gatehouse-dev/gatehouse/refusal"
 	"github.com/gatehouse-dev/gatehouse/store"
 )
 
@@ -475,8 +476,8 @@ func TestRunIDReusedWithOtherPrompt(t *testing.T) {
 	j := newJournal(t, s)
 	run(t, loop.Options{RunID: "r", Journal: j, Model: model, Tools: tools, Prompt: "first"})
 	_, err := loop.Run(bg, loop.Options{RunID: "r", Journal: j, Model: model, Tools: tools, Prompt: "second"})
-	de, ok := durable.AsError(err)
-	if !ok || de.Code != durable.CodeKeyReused {
+	de, ok := refusal.As(err)
+	if !ok || de.Code != refusal.KeyReused {
 		t.Fatalf("want key_reused, got %v", err)
 	}
 	if chat.Requests() != 1 {
