@@ -17,9 +17,10 @@
 //	result, isError true                            failed     the result / the same result (replayed)
 //	*jsonrpc.Error: the server answered an error    failed     the error / a *RecordedError, same text,
 //	  (except the go-sdk's local -32003/-32004/-32005)           unwrapping to the same *jsonrpc.Error
-//	an error marked with Failed(err) (FromToolset   failed     the error / a *RecordedError, same text
-//	  marks refusals made before sending: unknown
-//	  tool, bad arguments, auth, closed)
+//	an error marked with Failed(err) (loop's        failed     the error / a *RecordedError, same text
+//	  ToolsetCall marks refusals made before
+//	  sending: unknown tool, bad arguments, auth,
+//	  closed, quarantined, withdrawn)
 //	any other error: context cancelled or timed     in_doubt   *refusal.Error in_doubt wrapping it / in_doubt
 //	  out, connection lost, EOF, go-sdk closing       (started, lease released, for a repeatable tool:
 //	  codes, unknown errors; a panic                   the next call re-sends it with the same key)
@@ -36,8 +37,9 @@
 //
 // Guarded puts a policy.Guard in front of Do and keeps approvals durable
 // (see ApprovalID). Error is the structured refusal of CONTRACTS.md §4 and
-// Error.Result its tool-result form. Tool, Invoke, FromToolset and GoTool
-// route toolset tools and Go functions through the journal.
+// Error.Result its tool-result form. Tool, Invoke and GoTool route Go
+// functions (and, with loop.ToolsetCall, toolset tools) through the
+// journal.
 //
 // docs/durable.md states the guarantees and the measured cost of each
 // durability setting.

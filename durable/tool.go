@@ -7,12 +7,10 @@ import (
 	"fmt"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/gatehouse-dev/gatehouse/toolset"
 )
 
-// Tool is a tool whose calls go through a journal: a toolset tool
-// (FromToolset) or any Go function.
+// Tool is a tool whose calls go through a journal: any Go function
+// (GoTool), or an MCP tool (a toolset's: loop.ToolsetCall makes its Call).
 type Tool struct {
 	// Name is the tool's name (a projected name for a toolset tool).
 	Name string
@@ -43,36 +41,6 @@ func (j *Journal) Invoke(ctx context.Context, t Tool, info CallInfo, args json.R
 	return j.Do(ctx, c, func(ctx context.Context, key string) (*mcp.CallToolResult, error) {
 		return t.Call(ctx, args, key)
 	})
-}
-
-// ToolsetCaller is the part of *toolset.Toolset FromToolset uses.
-type ToolsetCaller interface {
-	Call(ctx context.Context, name string, args any, info toolset.CallInfo) (*mcp.CallToolResult, error)
-}
-
-// FromToolset returns a Tool calling the projected tool name of ts (server
-// is its server's configured name, toolset.ToolInfo.Server). The call
-// carries the key in _meta.idempotencyKey. A toolset refusal made before
-// anything is sent (unknown tool, invalid arguments, auth failure, closed
-// toolset) is a known failure (recorded as failed); every other error is
-// classified by Do (a JSON-RPC error from the server is failed; a lost
-// connection is in doubt).
-func FromToolset(ts ToolsetCaller, server, name string) Tool {
-	return Tool{Name: name, Server: server, Call: func(ctx context.Context, args json.RawMessage, key string) (*mcp.CallToolResult, error) {
-		var a any
-		if len(args) > 0 {
-			a = args
-		}
-		res, err := ts.Call(ctx, name, a, toolset.CallInfo{Meta: map[string]any{"idempotencyKey": key}})
-		var te *toolset.Error
-		if err != nil && errors.As(err, &te) {
-			switch te.Code {
-			case toolset.CodeUnknownTool, toolset.CodeInvalidArguments, toolset.CodeAuthFailed, toolset.CodeClosed:
-				return nil, Failed(err) // refused before anything was sent
-			}
-		}
-		return res, err
-	}}
 }
 
 // GoTool returns a Tool around a Go function of typed input and output:

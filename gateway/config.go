@@ -188,7 +188,18 @@ type HTTP struct {
 	// to-client requests (sampling, elicitation, roots) need sessions and
 	// are not forwarded to stateless callers. Default false.
 	Stateless bool `yaml:"stateless" json:"stateless"`
+	// Bytes, when false, turns the byte path off: every tools/call is read
+	// by the go-sdk's server and sent by the go-sdk's client. The byte
+	// path reads the calls it is sure of from the HTTP request's bytes and
+	// sends calls to streamable HTTP upstreams as bytes; either way the
+	// same pipeline decides every call, with the same answers (for
+	// diagnosis; it costs throughput). Default true.
+	Bytes *bool `yaml:"bytePath" json:"bytePath"`
 }
+
+// BytePath reports whether the byte path is on (http.bytePath, default
+// true).
+func (h HTTP) BytePath() bool { return h.Bytes == nil || *h.Bytes }
 
 // Metrics configures the Prometheus endpoint (/metrics on its own
 // listener). The endpoint has no authentication: it shows tool and server

@@ -12,7 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/gatehouse-dev/gatehouse/internal/metrics"
+	"github.com/gatehouse-dev/gatehouse/gateway/internal/telemetry"
 )
 
 // A prompt or resource template that an upstream changes after it was
@@ -84,7 +84,7 @@ func TestForwardedDriftRefusedAndCounted(t *testing.T) {
 		t.Fatalf("read before drift: %v", err)
 	}
 
-	quarantined := func() float64 { return g.metrics.DriftEvents.With("up", metrics.DriftQuarantined).Value() }
+	quarantined := func() float64 { return g.tel.metrics.DriftEvents.With("up", telemetry.DriftQuarantined).Value() }
 	waitUntil := func(what string, cond func() bool) {
 		t.Helper()
 		for !cond() {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/gatehouse-dev/gatehouse/internal/metrics"
+	"github.com/gatehouse-dev/gatehouse/gateway/internal/telemetry"
 	"github.com/gatehouse-dev/gatehouse/internal/testserver"
 	"github.com/gatehouse-dev/gatehouse/policy"
 	"github.com/gatehouse-dev/gatehouse/toolset"
@@ -72,7 +72,7 @@ func TestDriftFollowsToolsetAndIsCounted(t *testing.T) {
 	}
 
 	// Switch the upstream; a reconcile re-lists it.
-	d, err := g.guard.Check(ctx, policyCall(g, "up__a"))
+	d, err := g.pipe.guard.Check(ctx, policyCall(g, "up__a"))
 	if err != nil || d.Verdict != policy.Allow {
 		t.Fatalf("before the re-listing: %+v %v", d, err)
 	}
@@ -80,21 +80,21 @@ func TestDriftFollowsToolsetAndIsCounted(t *testing.T) {
 	// The next call finds the session gone, reconnects and re-lists: the
 	// toolset refuses with its typed error, which the gateway maps.
 	_, err = g.Toolset().Call(ctx, "up__a", nil, toolset.CallInfo{})
-	if de, ok := toolsetRefusal(err); !ok || de.Code != "quarantined" {
+	if de, ok := refusalOf(err); !ok || de.Code != "quarantined" {
 		t.Fatalf("call after the switch: %v", err)
 	}
 	if got := g.Tools(); len(got) != 1 || got[0] != "up__a" {
 		t.Fatalf("after drift the served map is %v, want only the quarantined up__a", got)
 	}
-	if info, _ := g.tool("up__a"); info.State != toolset.Quarantined {
+	if info, _ := g.served.tool("up__a"); info.State != toolset.Quarantined {
 		t.Fatalf("up__a state %q", info.State)
 	}
-	d, err = g.guard.Check(ctx, policyCall(g, "up__a"))
+	d, err = g.pipe.guard.Check(ctx, policyCall(g, "up__a"))
 	if err != nil || d.Code != "quarantined" {
 		t.Fatalf("firewall on a drifted tool: %+v %v", d, err)
 	}
-	for kind, want := range map[string]float64{metrics.DriftQuarantined: 1, metrics.DriftWithheld: 1, metrics.DriftRemoved: 1} {
-		if got := g.metrics.DriftEvents.With("up", kind).Value(); got != want {
+	for kind, want := range map[string]float64{telemetry.DriftQuarantined: 1, telemetry.DriftWithheld: 1, telemetry.DriftRemoved: 1} {
+		if got := g.tel.metrics.DriftEvents.With("up", kind).Value(); got != want {
 			t.Errorf("drift %s = %v, want %v", kind, got, want)
 		}
 	}
@@ -102,27 +102,12 @@ func TestDriftFollowsToolsetAndIsCounted(t *testing.T) {
 	if err := g.Toolset().Reconcile(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := g.metrics.DriftEvents.With("up", metrics.DriftQuarantined).Value(); got != 1 {
+	if got := g.tel.metrics.DriftEvents.With("up", telemetry.DriftQuarantined).Value(); got != 1 {
 		t.Errorf("a persisting drift was counted again: %v", got)
 	}
 }
 
 func policyCall(g *Gateway, name string) policy.Call {
-	info, _ := g.tool(name)
+	info, _ := g.served.tool(name)
 	return policy.Call{Server: info.Server, Tool: name, RemoteName: info.RemoteName, Subject: LocalSubject}
-}
-
-func TestDriftKind(t *testing.T) {
-	for msg, want := range map[string]string{
-		"the contract of tool a on server s changed after it was trusted; it is quarantined (our description": metrics.DriftQuarantined,
-		"server s published a new tool x after it was trusted; it is withheld until":                          metrics.DriftWithheld,
-		"server s no longer publishes its trusted tool b; it is dropped":                                      metrics.DriftRemoved,
-		"the instructions of server s changed after they were trusted":                                        "",
-		// A name cannot carry the phrases: names are sanitized (no spaces).
-		"server s no longer publishes its trusted tool it_is_quarantined; it is dropped": metrics.DriftRemoved,
-	} {
-		if got := driftKind(msg); got != want {
-			t.Errorf("driftKind(%q) = %q, want %q", msg, got, want)
-		}
-	}
 }

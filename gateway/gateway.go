@@ -6,12 +6,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -19,10 +17,8 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/diag"
 	"github.com/gatehouse-dev/gatehouse/durable"
-	"github.com/gatehouse-dev/gatehouse/gateway/forward"
-	"github.com/gatehouse-dev/gatehouse/internal/metrics"
+	"github.com/gatehouse-dev/gatehouse/gateway/relay"
 	"github.com/gatehouse-dev/gatehouse/plugin"
-	"github.com/gatehouse-dev/gatehouse/policy"
 	"github.com/gatehouse-dev/gatehouse/server"
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/store/dsn"
@@ -63,58 +59,50 @@ type Options struct {
 
 // Gateway serves the tools of the configured plugins and servers through
 // the hardened server. Make one with New; Serve or ServeStdio it; Close it.
+//
+// It is a few parts wired by New: the relay and its toolset (the
+// upstreams), the served map (which tools are served, to whom), the call
+// pipeline (every tools/call), the trust watcher (drift and re-trusts),
+// the instruments (metrics) and the lifecycle (calls in flight, shutdown,
+// sweeping).
 type Gateway struct {
 	cfg *Config
 	log *slog.Logger
 	now func() time.Time
 	// idle closes a stateful caller session idle this long (the go-sdk's
-	// timer, which the raw path keeps fed); tests shorten it.
+	// timer, which the byte front keeps fed); tests shorten it.
 	idle     time.Duration
 	st       store.Store
 	ownStore bool
-	ts       *toolset.Toolset
-	journal  *durable.Journal
-	guard    policy.Guard
-	srv      *server.Server
-	auth     *authenticator
+
+	relay  *relay.Relay
+	ts     *toolset.Toolset
+	srv    *server.Server
+	auth   *authenticator
+	served *servedMap
+	pipe   *pipeline
+	trust  *trustWatcher
+	tel    *instruments
+	life   lifecycle
 
 	plugins []PluginStatus
 	servers []string // configured server names, in order
+}
 
-	policyAllow, policyBlock, approval, repeatable map[string]bool
-
-	mu    sync.RWMutex
-	tools map[string]toolset.ToolInfo // the served tool map
-	// served is tools for the call path, read without the lock: Refresh
-	// publishes each new map here and never changes a published one.
-	served atomic.Pointer[map[string]toolset.ToolInfo]
-	mcps   []*mcp.Server      // every go-sdk server the tools are registered on
-	fwd    *forward.Forwarder // everything beyond tools (forward_wiring.go)
-
-	health *healthBook
-
-	registry  *metrics.Registry       // served by ServeMetrics
-	metrics   *metrics.GatewayMetrics // always recorded, served when configured
-	pending   pendingCache            // approvals pending and journal lag, cached for scrapes
-	driftMu   sync.Mutex
-	driftSeen map[string]struct{} // tool-drift diagnostics already counted
-	bg        sync.WaitGroup      // WatchTrust
-
-	calls   inflight        // tool calls being served
-	posts   inflight        // HTTP POSTs being answered
-	stopCtx context.Context // cancelled when shutdown gives up waiting
-	stop    context.CancelFunc
-	closed  atomic.Bool
-
-	stopSweep func() // ends the journal sweeper
+// lifecycle is what the gateway's life is made of: the calls and POSTs in
+// flight (shutdown waits for them), the context that ends when shutdown
+// stops waiting, and the journal's sweeper.
+type lifecycle struct {
+	calls     inflight // tool calls being served
+	posts     inflight // HTTP POSTs being answered
+	ctx       context.Context
+	stop      context.CancelFunc
+	closed    atomic.Bool
+	stopSweep func()
 }
 
 // sweepEvery is how often expired journal records and counters are deleted.
 const sweepEvery = 10 * time.Minute
-
-// trustEvery is how often the gateway polls the store for a re-trust made
-// by another process (`gatehouse trust`, another replica).
-const trustEvery = time.Second
 
 // PluginStatus is what became of one configured plugin directory.
 type PluginStatus struct {
@@ -144,18 +132,136 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 	if o.Stderr == nil {
 		o.Stderr = os.Stderr
 	}
-	g := &Gateway{
-		cfg: cfg, log: log, now: o.Clock, idle: server.DefaultIdleTimeout,
-		policyAllow: set(cfg.Tools.Allow), policyBlock: set(cfg.Tools.Block),
-		approval: set(cfg.Tools.RequireApproval), repeatable: set(cfg.Tools.Repeatable),
-		health:   newHealthBook(o.Clock),
-		auth:     newAuthenticator(cfg.Auth),
-		registry: metrics.NewRegistry(nil),
-	}
-	g.metrics = metrics.NewGateway(g.registry)
-	g.stopCtx, g.stop = context.WithCancel(context.Background())
+	g := &Gateway{cfg: cfg, log: log, now: o.Clock, idle: server.DefaultIdleTimeout, auth: newAuthenticator(cfg.Auth)}
+	g.life.ctx, g.life.stop = context.WithCancel(context.Background())
 
-	// Plugins and inline servers.
+	servers, err := g.loadPlugins()
+	if err != nil {
+		g.life.stop()
+		return nil, err
+	}
+
+	// The store.
+	if o.Store != nil {
+		g.st = o.Store
+	} else {
+		d := o.StoreDSN
+		if d == "" {
+			d = store.DSNFromEnv(cfg.StoreDSN())
+		}
+		st, err := openStore(ctx, d)
+		if err != nil {
+			g.life.stop()
+			return nil, err
+		}
+		g.st, g.ownStore = st, true
+	}
+	fail := func(err error) (*Gateway, error) {
+		_ = g.Close()
+		return nil, err
+	}
+
+	// The upstreams: the relay and its toolset. Every server connects now,
+	// in parallel. Catalogues and trust baselines live in the gateway's
+	// store, so replicas share them and `gatehouse trust` (another
+	// process) re-trusts through it.
+	g.trust = &trustWatcher{log: log, life: g.life.ctx}
+	g.relay, err = relay.Open(ctx, servers, &toolset.Options{
+		AllowedHosts: cfg.AllowedHosts,
+		Budget:       cfg.Disclosure.Budget,
+		Logger:       log,
+		Stderr:       o.Stderr,
+		Store:        g.st,
+		OnChange:     g.trust.changed,
+		// The revision asked of every upstream (config upstreamProtocol).
+		ProtocolVersion: cfg.UpstreamProtocolVersion(),
+	}, &relay.Options{
+		Subject: g.relaySubject,
+		Visible: func(srv, subject string) bool { return g.served.serverVisible(srv, subject) },
+		Logger:  log,
+		// Stateless HTTP sessions last one request: no upstream session
+		// of their own.
+		Stateless: cfg.HTTP.Stateless,
+		Limit:     g.relayLimit,
+	})
+	if err != nil {
+		return fail(fmt.Errorf("gateway: %w", err))
+	}
+	g.ts = g.relay.Toolset()
+	g.served = newServedMap(g.ts, log, cfg, g.auth)
+	g.tel = newInstruments(g.st, g.life.ctx, g.sessionCount)
+	g.trust.ts, g.trust.served, g.trust.metrics = g.ts, g.served, g.tel.metrics
+	if err := g.ts.Connect(ctx); err != nil {
+		return fail(fmt.Errorf("gateway: connecting servers: %w", err))
+	}
+	for _, d := range g.ts.Diagnostics() {
+		log.Warn("gateway: server diagnostic", "server", d.Origin, "rule", string(d.Rule), "message", d.Message)
+	}
+	if err := g.served.refresh(ctx); err != nil {
+		return fail(fmt.Errorf("gateway: listing tools: %w", err))
+	}
+	g.trust.countDrift()
+	g.tel.upstreams(g.servers, g.skipped())
+
+	// The call pipeline: the journal and the guards.
+	journal, err := durable.NewJournal(g.st, &durable.JournalOptions{
+		Scope:      JournalScope,
+		Lease:      cfg.Journal.Lease,
+		TTL:        cfg.Journal.TTL,
+		Repeatable: func(_, tool string) bool { return slices.Contains(cfg.Tools.Repeatable, tool) },
+		Approvals:  g.st,
+		Logger:     log,
+	})
+	if err != nil {
+		return fail(fmt.Errorf("gateway: %w", err))
+	}
+	guard, err := buildGuard(cfg, g.st, g.served, g.trust)
+	if err != nil {
+		return fail(fmt.Errorf("gateway: %w", err))
+	}
+	g.life.stopSweep = startSweeper(g.life.ctx, journal, g.st, g.now, log)
+	g.pipe = &pipeline{
+		served: g.served, relay: g.relay, ts: g.ts, journal: journal, guard: guard, st: g.st,
+		health: newHealthBook(o.Clock), calls: &g.life.calls, stopCtx: g.life.ctx, tel: g.tel, log: log,
+		runs: cfg.Firewall.MaxCallsPerRun > 0, bytes: cfg.HTTP.BytePath(),
+	}
+
+	// The hardened server. Dedup is the pipeline's (the journal, after
+	// the guards and approvals), and so is admission: every tools/call,
+	// from the go-sdk's front or the byte front, is admitted by the
+	// pipeline in one order.
+	so := server.Options{
+		Implementation:     &mcp.Implementation{Name: "gatehouse", Version: versionOr(o.Version)},
+		ServerOptions:      g.relay.ServerOptions(&mcp.ServerOptions{Instructions: Instructions, Logger: log}),
+		Setup:              g.setup,
+		Identify:           g.identify,
+		StdioSubject:       LocalSubject,
+		AllowTool:          g.served.visible,
+		DeferCallAdmission: true,
+		Name:               "gatehouse",
+		Logger:             log,
+	}
+	if rl := cfg.RateLimit; rl != nil {
+		so.RateLimit = &server.RateLimit{MaxCalls: rl.MaxCalls, Window: rl.Window, Counters: g.st}
+	}
+	g.srv, err = server.New(so)
+	if err != nil {
+		return fail(fmt.Errorf("gateway: %w", err))
+	}
+	g.pipe.srv = g.srv
+
+	// Re-trusts made in the store by other processes take effect here
+	// within trustEvery; the watcher ends with the gateway.
+	g.trust.start()
+
+	log.Info("gateway: ready", "tools", len(g.Tools()), "servers", len(g.servers), "plugins", len(g.plugins))
+	return g, nil
+}
+
+// loadPlugins loads the configured plugins and returns the servers to
+// connect: the plugins' and the config's inline ones.
+func (g *Gateway) loadPlugins() ([]toolset.Server, error) {
+	cfg, log := g.cfg, g.log
 	var servers []toolset.Server
 	for _, dir := range cfg.PluginDirs() {
 		res := plugin.Load(dir)
@@ -163,7 +269,6 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 		if !res.OK() {
 			log.Error("gateway: plugin rejected; it is skipped", "dir", dir, "diagnostics", diagText(res.Diagnostics))
 			if cfg.StrictPlugins {
-				g.stop()
 				return nil, cfg.errf("plugins", "fix the plugin (see `gatehouse plugin check DIR`) or remove it from plugins, or set strictPlugins: false",
 					"plugin %s is rejected: %s", dir, diagText(res.Diagnostics))
 			}
@@ -189,108 +294,7 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 	for _, s := range servers {
 		g.servers = append(g.servers, s.Config.Name)
 	}
-
-	// The store.
-	if o.Store != nil {
-		g.st = o.Store
-	} else {
-		d := o.StoreDSN
-		if d == "" {
-			d = store.DSNFromEnv(cfg.StoreDSN())
-		}
-		st, err := openStore(ctx, d)
-		if err != nil {
-			g.stop()
-			return nil, err
-		}
-		g.st, g.ownStore = st, true
-	}
-	fail := func(err error) (*Gateway, error) {
-		_ = g.Close()
-		return nil, err
-	}
-
-	// The toolset: every server connects now, in parallel. Its catalogues
-	// and trust baselines live in the gateway's store, so replicas share
-	// them and `gatehouse trust` (another process) re-trusts through it.
-	ts, err := toolset.Open(ctx, servers, &toolset.Options{
-		AllowedHosts: cfg.AllowedHosts,
-		Budget:       cfg.Disclosure.Budget,
-		Logger:       log,
-		Stderr:       o.Stderr,
-		Store:        g.st,
-		OnChange:     g.toolsetChanged,
-		// The revision asked of every upstream (config upstreamProtocol).
-		ProtocolVersion: cfg.UpstreamProtocolVersion(),
-		// Resources, prompts and list changes (forward_wiring.go).
-		OnListChanged:     g.forwardListChanged,
-		OnResourceUpdated: g.forwardResourceUpdated,
-	})
-	if err != nil {
-		return fail(fmt.Errorf("gateway: %w", err))
-	}
-	g.ts = ts
-	g.fwd = g.newForwarder(ts)
-	if err := ts.Connect(ctx); err != nil {
-		return fail(fmt.Errorf("gateway: connecting servers: %w", err))
-	}
-	for _, d := range ts.Diagnostics() {
-		log.Warn("gateway: server diagnostic", "server", d.Origin, "rule", string(d.Rule), "message", d.Message)
-	}
-	if err := g.Refresh(ctx); err != nil {
-		return fail(fmt.Errorf("gateway: listing tools: %w", err))
-	}
-	g.countDrift()
-	g.initMetrics()
-
-	// The journal and the guards.
-	g.journal, err = durable.NewJournal(g.st, &durable.JournalOptions{
-		Scope:      JournalScope,
-		Lease:      cfg.Journal.Lease,
-		TTL:        cfg.Journal.TTL,
-		Repeatable: func(_, tool string) bool { return g.repeatable[tool] },
-		Approvals:  g.st,
-		Logger:     log,
-	})
-	if err != nil {
-		return fail(fmt.Errorf("gateway: %w", err))
-	}
-	g.stopSweep = g.startSweeper(g.stopCtx)
-	g.guard, err = g.buildGuard()
-	if err != nil {
-		return fail(fmt.Errorf("gateway: %w", err))
-	}
-
-	// The hardened server.
-	so := server.Options{
-		Implementation: &mcp.Implementation{Name: "gatehouse", Version: versionOr(o.Version)},
-		ServerOptions:  g.fwd.ServerOptions(&mcp.ServerOptions{Instructions: Instructions, Logger: log}),
-		Setup:          g.setup,
-		Identify:       g.identify,
-		StdioSubject:   LocalSubject,
-		AllowTool:      g.visible,
-		// Dedup is the gateway's (journal.Guarded in the tool handler), so
-		// that guards and approvals run before the claim.
-		WorkKey: func(*mcp.CallToolRequest) string { return "" },
-		Name:    "gatehouse",
-		Logger:  log,
-	}
-	if rl := cfg.RateLimit; rl != nil {
-		so.RateLimit = &server.RateLimit{MaxCalls: rl.MaxCalls, Window: rl.Window, Counters: g.st}
-	}
-	g.srv, err = server.New(so)
-	if err != nil {
-		return fail(fmt.Errorf("gateway: %w", err))
-	}
-	// Outermost: one log line per call, whoever answered it.
-	g.srv.MCPServer().AddReceivingMiddleware(g.logMiddleware)
-
-	// Re-trusts made in the store by other processes take effect here
-	// within trustEvery; the watcher ends with the gateway.
-	g.bg.Go(func() { _ = ts.WatchTrust(g.stopCtx, trustEvery) })
-
-	log.Info("gateway: ready", "tools", len(g.Tools()), "servers", len(g.servers), "plugins", len(g.plugins))
-	return g, nil
+	return servers, nil
 }
 
 func versionOr(v string) string {
@@ -298,14 +302,6 @@ func versionOr(v string) string {
 		return "dev"
 	}
 	return v
-}
-
-func set(names []string) map[string]bool {
-	m := make(map[string]bool, len(names))
-	for _, n := range names {
-		m[n] = true
-	}
-	return m
 }
 
 func diagText(ds []diag.Diagnostic) string {
@@ -335,98 +331,23 @@ func openStore(ctx context.Context, d string) (store.Store, error) {
 	return st, nil
 }
 
-// setup registers the served tools on one go-sdk server (the HTTP one at
-// New, the stdio one when ServeStdio starts).
+// setup readies one go-sdk server (the HTTP one at New, the stdio one when
+// ServeStdio starts): the relay's middleware, the go-sdk front, and every
+// served tool.
 func (g *Gateway) setup(s *mcp.Server) {
-	g.fwd.Setup(s, g.srv != nil) // the stdio server is built after g.srv
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.mcps = append(g.mcps, s)
-	for _, name := range slices.Sorted(maps.Keys(g.tools)) {
-		g.register(s, g.tools[name])
-	}
-}
-
-// register adds one tool to s; a tool the go-sdk refuses is logged and
-// left out.
-func (g *Gateway) register(s *mcp.Server, t toolset.ToolInfo) {
-	schema := map[string]any{"type": "object"}
-	if t.InputSchema != nil && t.InputSchema["type"] == "object" {
-		schema = t.InputSchema
-	}
-	def := &mcp.Tool{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: schema, Annotations: t.Annotations}
-	name := t.Name
-	func() {
-		defer func() {
-			if r := recover(); r != nil {
-				g.log.Error("gateway: tool not served", "tool", name, "reason", fmt.Sprint(r))
-			}
-		}()
-		s.AddTool(def, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return g.call(ctx, name, req)
-		})
-	}()
+	local := g.srv != nil // the stdio server is built after g.srv
+	g.relay.Setup(s, local)
+	s.AddReceivingMiddleware(g.sdkFront(local))
+	g.served.add(s, g.sdkHandler(local))
 }
 
 // Refresh re-reads the toolset's tool map and updates what every session
-// sees: new tools are added, changed ones replaced (a quarantined tool
-// shows the toolset's text), withdrawn ones removed. The go-sdk tells
-// clients with notifications/tools/list_changed. The drift work calls it
-// when the toolset's states change (a quarantine, a re-trust noticed in
-// the store).
-//
-// The snapshot is taken under the gateway's lock, so concurrent refreshes
-// apply in order and the last one leaves the newest map.
-func (g *Gateway) Refresh(ctx context.Context) error {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	list, err := g.ts.Tools(ctx)
-	if err != nil {
-		return err
-	}
-	next := make(map[string]toolset.ToolInfo, len(list))
-	for _, t := range list {
-		next[t.Name] = t
-	}
-	var gone []string
-	for name := range g.tools {
-		if _, ok := next[name]; !ok {
-			gone = append(gone, name)
-		}
-	}
-	for _, s := range g.mcps {
-		if len(gone) > 0 {
-			s.RemoveTools(gone...)
-		}
-		for _, t := range list {
-			if old, ok := g.tools[t.Name]; !ok || old.ContractHash != t.ContractHash || old.State != t.State || old.Description != t.Description {
-				g.register(s, t)
-			}
-		}
-	}
-	g.tools = next
-	g.served.Store(&next)
-	return nil
-}
-
-// tool returns the served tool called name. It takes no lock (it runs
-// several times on every call; the RWMutex cost 1% of the gateway's CPU
-// at 8 sessions).
-func (g *Gateway) tool(name string) (toolset.ToolInfo, bool) {
-	m := g.served.Load()
-	if m == nil {
-		return toolset.ToolInfo{}, false
-	}
-	t, ok := (*m)[name]
-	return t, ok
-}
+// sees (see the served map). The trust watcher calls it when the
+// toolset's states change (a quarantine, a re-trust noticed in the store).
+func (g *Gateway) Refresh(ctx context.Context) error { return g.served.refresh(ctx) }
 
 // Tools returns the names of the served tools, sorted.
-func (g *Gateway) Tools() []string {
-	g.mu.RLock()
-	defer g.mu.RUnlock()
-	return slices.Sorted(maps.Keys(g.tools))
-}
+func (g *Gateway) Tools() []string { return g.served.names() }
 
 // Store returns the gateway's store.
 func (g *Gateway) Store() store.Store { return g.st }
@@ -438,21 +359,23 @@ func (g *Gateway) Toolset() *toolset.Toolset { return g.ts }
 // servers (reaping stdio children) and the store the gateway opened. Call
 // it after Serve or ServeStdio returned.
 func (g *Gateway) Close() error {
-	if g.closed.Swap(true) {
+	if g.life.closed.Swap(true) {
 		return nil
 	}
-	g.calls.close()
-	g.stop()
-	g.bg.Wait()
-	if g.stopSweep != nil {
-		g.stopSweep()
+	g.life.calls.close()
+	g.life.stop()
+	if g.trust != nil {
+		g.trust.wait()
+	}
+	if g.life.stopSweep != nil {
+		g.life.stopSweep()
 	}
 	var errs []error
 	if g.srv != nil {
 		errs = append(errs, g.srv.Close())
 	}
-	if g.ts != nil {
-		errs = append(errs, g.ts.Close())
+	if g.relay != nil {
+		errs = append(errs, g.relay.Close())
 	}
 	if g.ownStore && g.st != nil {
 		errs = append(errs, g.st.Close())
@@ -463,8 +386,8 @@ func (g *Gateway) Close() error {
 // startSweeper deletes expired journal records and expired counters (rate
 // limit windows, call caps) every sweepEvery, until ctx ends; stop waits
 // for it.
-func (g *Gateway) startSweeper(ctx context.Context) (stop func()) {
-	stopJournal := g.journal.StartSweeper(ctx, sweepEvery)
+func startSweeper(ctx context.Context, journal *durable.Journal, st store.CounterStore, now func() time.Time, log *slog.Logger) (stop func()) {
+	stopJournal := journal.StartSweeper(ctx, sweepEvery)
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
@@ -477,12 +400,12 @@ func (g *Gateway) startSweeper(ctx context.Context) (stop func()) {
 				return
 			case <-t.C:
 			}
-			if n, err := g.st.SweepCounters(ctx, g.now()); err != nil {
+			if n, err := st.SweepCounters(ctx, now()); err != nil {
 				if ctx.Err() == nil {
-					g.log.Error("gateway: sweeping counters failed", "err", err)
+					log.Error("gateway: sweeping counters failed", "err", err)
 				}
 			} else if n > 0 {
-				g.log.Debug("gateway: swept expired counters", "count", n)
+				log.Debug("gateway: swept expired counters", "count", n)
 			}
 		}
 	}()

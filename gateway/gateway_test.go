@@ -85,12 +85,14 @@ func TestForwardMeta(t *testing.T) {
 	}
 }
 
-func TestGatewayRun(t *testing.T) {
-	req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Meta: mcp.Meta{"runId": "job"}}}
-	if a, b := gatewayRun("alice", req), gatewayRun("bob", req); a == b || a == "" {
+func TestFirewallRun(t *testing.T) {
+	if a, b := firewallRun("alice", "job", ""), firewallRun("bob", "job", ""); a == b || a == "" {
 		t.Errorf("runs %q %q: a runId must be scoped to the subject", a, b)
 	}
-	if gatewayRun("alice", &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{}}) != "" {
+	if a, b := firewallRun("alice", "", "s1"), firewallRun("alice", "", "s2"); a == b || a == "" {
+		t.Errorf("runs %q %q: without a runId the session names the run", a, b)
+	}
+	if firewallRun("alice", "", "") != "" {
 		t.Error("no runId and no session: no run")
 	}
 }

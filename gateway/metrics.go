@@ -5,10 +5,10 @@ import (
 	"errors"
 	"net"
 	"net/http"
-	"slices"
 	"sync"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/gateway/internal/telemetry"
 	"github.com/gatehouse-dev/gatehouse/internal/metrics"
 	"github.com/gatehouse-dev/gatehouse/store"
 )
@@ -52,27 +52,41 @@ func (c *scrapeCache[T]) get(ctx context.Context, fetch func(context.Context) (T
 	return c.v, c.err
 }
 
-// initMetrics sets what the gateway knows at start: every configured
-// server's health, and the scrape-time sources.
-func (g *Gateway) initMetrics() {
-	skipped := map[string]bool{}
-	for _, d := range g.ts.Diagnostics() {
-		if slices.Contains(skipRules, d.Rule) {
-			skipped[d.Origin] = true
-		}
+// instruments are the gateway's metrics: the catalogue (package
+// gateway/internal/telemetry) in its registry, and the store queries made
+// at scrape time.
+type instruments struct {
+	registry *metrics.Registry // served by MetricsHandler
+	metrics  *telemetry.Metrics
+	st       store.Store
+	life     context.Context
+	pending  pendingCache // approvals pending and journal lag, cached for scrapes
+	// sessions counts the open caller sessions (at scrape time).
+	sessions func() int
+}
+
+func newInstruments(st store.Store, life context.Context, sessions func() int) *instruments {
+	t := &instruments{registry: metrics.NewRegistry(nil), st: st, life: life, sessions: sessions}
+	t.metrics = telemetry.New(t.registry)
+	t.metrics.SetApprovalsPendingSource(t.approvalsPending)
+	t.metrics.SetJournalSource(t.journalOldestStarted)
+	return t
+}
+
+// upstreams sets every configured server's health at start: up unless it
+// was skipped.
+func (t *instruments) upstreams(servers []string, skipped map[string]string) {
+	for _, name := range servers {
+		_, skip := skipped[name]
+		t.metrics.SetUpstreamUp(name, !skip)
 	}
-	for _, name := range g.servers {
-		g.metrics.SetUpstreamUp(name, !skipped[name])
-	}
-	g.metrics.SetApprovalsPendingSource(g.approvalsPending)
-	g.metrics.SetJournalSource(g.journalOldestStarted)
 }
 
 // approvalsPending counts the store's pending approvals (every replica's),
 // at most once per pendingTTL.
-func (g *Gateway) approvalsPending() (int, error) {
-	return g.pending.approvals.get(g.stopCtx, func(ctx context.Context) (int, error) {
-		list, err := g.st.ListApprovals(ctx, store.ApprovalPending)
+func (t *instruments) approvalsPending() (int, error) {
+	return t.pending.approvals.get(t.life, func(ctx context.Context) (int, error) {
+		list, err := t.st.ListApprovals(ctx, store.ApprovalPending)
 		return len(list), err
 	})
 }
@@ -80,50 +94,47 @@ func (g *Gateway) approvalsPending() (int, error) {
 // journalOldestStarted returns when the store's oldest started journal
 // record (every replica's) was created, the zero time when there is none,
 // at most once per pendingTTL.
-func (g *Gateway) journalOldestStarted() (time.Time, error) {
-	return g.pending.journal.get(g.stopCtx, g.st.OldestStarted)
+func (t *instruments) journalOldestStarted() (time.Time, error) {
+	return t.pending.journal.get(t.life, t.st.OldestStarted)
 }
 
-// observeUpstream records a server's health after one upstream call.
-func (g *Gateway) observeUpstream(server string, err error, cancelled bool) {
-	g.health.observe(server, err, cancelled)
-	if !cancelled {
-		g.metrics.SetUpstreamUp(server, err == nil || !connectionLost(err))
-	}
-}
-
-// observeCall counts one finished tools/call: tool is the requested name
-// (counted under metrics.UnknownTool unless it is a served tool), outcome
-// the logged outcome, mapped to the metrics outcomes.
-func (g *Gateway) observeCall(tool, outcome string, cancelled bool, d time.Duration) {
-	if _, ok := g.tool(tool); !ok {
-		tool = metrics.UnknownTool
-	}
-	g.metrics.ObserveCall(tool, metricOutcome(outcome, cancelled), d)
-}
+// unknownToolLabel is the tool label of calls to a name that is not a
+// served tool: a caller-chosen name never becomes a label value.
+const unknownToolLabel = telemetry.UnknownTool
 
 // metricOutcome maps a logged outcome to gatehouse_calls_total's outcome:
 // ok, tool_error, upstream_error (a JSON-RPC error from the upstream, or a
 // failure at the gateway), canceled (the caller went away before the
-// answer), unknown_tool, or a refusal code.
+// answer), unknown_tool, no_answer, or a refusal code.
 func metricOutcome(outcome string, cancelled bool) string {
-	if cancelled && outcome != metrics.OutcomeOK {
-		return metrics.OutcomeCanceled
+	if cancelled && outcome != telemetry.OutcomeOK {
+		return telemetry.OutcomeCanceled
 	}
 	switch outcome {
-	case "rpc_error", "error":
-		return metrics.OutcomeUpstreamError
+	case outcomeRPCError, outcomeError:
+		return telemetry.OutcomeUpstreamError
 	}
 	return outcome
 }
 
+// handler returns the handler of the metrics endpoint: Prometheus text at
+// /metrics.
+func (t *instruments) handler() http.Handler {
+	reg := t.registry.Handler()
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Sessions are counted when scraped: the go-sdk has no close hook,
+		// and a goroutine per idle session would cost more than a count.
+		t.metrics.Sessions.Set(float64(t.sessions()))
+		reg.ServeHTTP(w, r)
+	}))
+	return mux
+}
+
 // sessionCount counts the open caller sessions of every go-sdk server.
 func (g *Gateway) sessionCount() int {
-	g.mu.RLock()
-	servers := slices.Clone(g.mcps)
-	g.mu.RUnlock()
 	n := 0
-	for _, s := range servers {
+	for _, s := range g.served.mcpServers() {
 		for range s.Sessions() {
 			n++
 		}
@@ -133,17 +144,7 @@ func (g *Gateway) sessionCount() int {
 
 // MetricsHandler returns the handler of the metrics endpoint: Prometheus
 // text at /metrics. It has no authentication (see Config.Metrics).
-func (g *Gateway) MetricsHandler() http.Handler {
-	reg := g.registry.Handler()
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// Sessions are counted when scraped: the go-sdk has no close hook,
-		// and a goroutine per idle session would cost more than a count.
-		g.metrics.Sessions.Set(float64(g.sessionCount()))
-		reg.ServeHTTP(w, r)
-	}))
-	return mux
-}
+func (g *Gateway) MetricsHandler() http.Handler { return g.tel.handler() }
 
 // ServeMetrics serves MetricsHandler on ln until ctx ends.
 func (g *Gateway) ServeMetrics(ctx context.Context, ln net.Listener) error {

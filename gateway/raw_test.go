@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -125,11 +127,13 @@ func serveGateway(tb testing.TB, yml, dir string, tune ...func(*Gateway)) (*Gate
 	if err != nil {
 		tb.Fatal(err)
 	}
-	g, err := New(context.Background(), cfg, nil)
+	lines := &callLines{}
+	g, err := New(context.Background(), cfg, &Options{Logger: slog.New(slog.NewJSONHandler(lines, nil))})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(func() { _ = g.Close() })
+	callLogs.Store(g, lines)
+	tb.Cleanup(func() { _ = g.Close(); callLogs.Delete(g) })
 	for _, f := range tune {
 		f(g)
 	}
@@ -140,6 +144,47 @@ func serveGateway(tb testing.TB, yml, dir string, tune ...func(*Gateway)) (*Gate
 	hs := httptest.NewServer(h)
 	tb.Cleanup(hs.Close)
 	return g, hs.URL + "/mcp"
+}
+
+// callLogs holds the log of every gateway serveGateway made.
+var callLogs sync.Map // *Gateway -> *callLines
+
+// callLines collects a gateway's JSON log lines.
+type callLines struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (c *callLines) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.buf.Write(p)
+}
+
+// callLine is the gateway's log line of one tools/call.
+type callLine struct {
+	Msg, Subject, Tool, Outcome, Front, Sender string
+	Replayed                                   bool
+}
+
+// loggedCalls returns the call lines g logged so far.
+func loggedCalls(t *testing.T, g *Gateway) []callLine {
+	t.Helper()
+	v, ok := callLogs.Load(g)
+	if !ok {
+		t.Fatal("the gateway was not made by serveGateway")
+	}
+	c := v.(*callLines)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []callLine
+	for _, line := range bytes.Split(c.buf.Bytes(), []byte("\n")) {
+		var l callLine
+		if json.Unmarshal(line, &l) == nil && l.Msg == "call" {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 type bearer struct{ tok string }
@@ -261,7 +306,7 @@ func TestRawPathAnswersAsTheGoSDK(t *testing.T) {
 }
 
 // TestRawPathRateLimitAndKeys: the rate limit counts raw calls; a keyed
-// call goes the go-sdk's way and is journaled.
+// call goes the byte way too and is journaled.
 func TestRawPathRateLimitAndKeys(t *testing.T) {
 	up := newRawUpstream(t)
 	_, url := rawGateway(t, up, "rateLimit: {maxCalls: 2, window: 1h}\n")
@@ -288,11 +333,14 @@ func TestRawPathRateLimitAndKeys(t *testing.T) {
 	if err != nil || res.IsError {
 		t.Fatalf("keyed call: %v %+v", err, res)
 	}
-	if r, s := up2.calls(); r != 0 || s != 1 {
-		t.Fatalf("keyed call: %d raw, %d by the go-sdk; want 0 and 1", r, s)
+	if r, s := up2.calls(); r != 1 || s != 0 {
+		t.Fatalf("keyed call: %d raw, %d by the go-sdk; want 1 and 0", r, s)
 	}
-	if !g.recorded(ctx, "alice", "echo", "key-1") {
+	if !g.pipe.recorded(ctx, "alice", "echo", "key-1") {
 		t.Error("the keyed call was not journaled")
+	}
+	if calls := loggedCalls(t, g); len(calls) != 1 || calls[0].Front != "bytes" || calls[0].Sender != "bytes" {
+		t.Errorf("keyed call logged as %+v, want the byte front and sender", calls)
 	}
 }
 
@@ -460,7 +508,8 @@ func TestStatelessCallerCancels(t *testing.T) {
 	if v := cs.InitializeResult().ProtocolVersion; v < "2026-07-28" {
 		t.Fatalf("negotiated %s, want a stateless revision", v)
 	}
-	cancelMidCall(t, cs, up, func(_, sdk int) bool { return sdk == 1 })
+	// A stateless caller needs nothing routed back: its call goes as bytes.
+	cancelMidCall(t, cs, up, func(raw, _ int) bool { return raw == 1 })
 }
 
 // TestRawPathFeedsTheIdleTimer: a session whose calls all take the raw
@@ -471,9 +520,15 @@ func TestStatelessCallerCancels(t *testing.T) {
 func TestRawPathFeedsTheIdleTimer(t *testing.T) {
 	up := newRawUpstream(t)
 	const idle = 2 * time.Second
-	_, url := rawGateway(t, up, "", func(g *Gateway) { g.idle = idle })
+	g, url := rawGateway(t, up, "", func(g *Gateway) { g.idle = idle })
 	cs := session(t, url, "alice-token")
 	ctx := context.Background()
+	fronts := func() (out []string) {
+		for _, c := range loggedCalls(t, g) {
+			out = append(out, c.Front)
+		}
+		return out
+	}
 	echo := func() {
 		t.Helper()
 		if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "x"}}); err != nil || res.IsError {
@@ -481,17 +536,20 @@ func TestRawPathFeedsTheIdleTimer(t *testing.T) {
 		}
 	}
 	echo()
-	if r, s := up.calls(); r != 1 || s != 0 {
-		t.Fatalf("first call: %d raw, %d by the go-sdk; want 1 and 0", r, s)
+	if got := fronts(); !slices.Equal(got, []string{"bytes"}) {
+		t.Fatalf("first call read by %v, want the byte front", got)
 	}
 	time.Sleep(idle/2 + 200*time.Millisecond)
 	echo()
-	if r, s := up.calls(); r != 1 || s != 1 {
-		t.Fatalf("after half the idle timeout: %d raw, %d by the go-sdk; want 1 and 1", r, s)
+	if got := fronts(); !slices.Equal(got, []string{"bytes", "sdk"}) {
+		t.Fatalf("after half the idle timeout: read by %v, want the go-sdk's front", got)
 	}
 	echo()
-	if r, s := up.calls(); r != 2 || s != 1 {
-		t.Fatalf("next call: %d raw, %d by the go-sdk; want 2 and 1", r, s)
+	if got := fronts(); !slices.Equal(got, []string{"bytes", "sdk", "bytes"}) {
+		t.Fatalf("next call read by %v, want the byte front again", got)
+	}
+	if r, s := up.calls(); r != 3 || s != 0 {
+		t.Fatalf("upstream: %d raw, %d by the go-sdk; every call goes as bytes", r, s)
 	}
 	// The session is alive: the go-sdk's timer was reset by the second call.
 	time.Sleep(idle/2 + 200*time.Millisecond)

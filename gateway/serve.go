@@ -20,9 +20,9 @@ func (g *Gateway) Handler() (http.Handler, error) {
 	if g.cfg.Auth != nil {
 		ho.Verifier = g.auth.verify
 	}
-	if !g.cfg.HTTP.Stateless {
-		// tools/call without the go-sdk where nothing changes (raw.go).
-		ho.Inner = newRawPath(g, g.idle).handler
+	if !g.cfg.HTTP.Stateless && g.cfg.HTTP.BytePath() {
+		// tools/call read and answered as bytes (front_http.go).
+		ho.Inner = newByteFront(g, g.idle).handler
 	}
 	mcpH, err := g.srv.Handler(ho)
 	if err != nil {
@@ -33,8 +33,8 @@ func (g *Gateway) Handler() (http.Handler, error) {
 	// closes no session with an answer still on its way.
 	mux.Handle("/mcp", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost {
-			g.posts.add()
-			defer g.posts.leave()
+			g.life.posts.add()
+			defer g.life.posts.leave()
 		}
 		mcpH.ServeHTTP(w, r)
 	}))
@@ -91,6 +91,18 @@ type PluginState struct {
 var skipRules = []diag.Rule{diag.ConnectionFailure, diag.HostNotAllowed, diag.UnsupportedTransport,
 	diag.PathEscapesPluginRoot, diag.InvalidServerEntry, diag.ReservedEnvName, diag.UnsafeAddress}
 
+// skipped returns the configured servers that are not served, with the
+// rule of the diagnostic that says why.
+func (g *Gateway) skipped() map[string]string {
+	skipped := map[string]string{}
+	for _, d := range g.ts.Diagnostics() {
+		if slices.Contains(skipRules, d.Rule) {
+			skipped[d.Origin] = string(d.Rule)
+		}
+	}
+	return skipped
+}
+
 // Ready reports the gateway's readiness.
 func (g *Gateway) Ready(ctx context.Context) Readiness {
 	rep := Readiness{Store: "ok", Tools: len(g.Tools())}
@@ -99,13 +111,8 @@ func (g *Gateway) Ready(ctx context.Context) Readiness {
 	if _, err := g.st.GetCounter(ctx, "gatehouse/readyz", time.Now()); err != nil {
 		rep.Store = "unreachable"
 	}
-	skipped := map[string]string{}
-	for _, d := range g.ts.Diagnostics() {
-		if slices.Contains(skipRules, d.Rule) {
-			skipped[d.Origin] = string(d.Rule)
-		}
-	}
-	down := g.health.snapshot()
+	skipped := g.skipped()
+	down := g.pipe.health.snapshot()
 	for _, name := range g.servers {
 		s := ServerState{Name: name, State: "connected"}
 		if r, ok := skipped[name]; ok {
@@ -118,7 +125,7 @@ func (g *Gateway) Ready(ctx context.Context) Readiness {
 	for _, p := range g.plugins {
 		rep.Plugins = append(rep.Plugins, PluginState{Dir: p.Dir, Name: p.Name, Loaded: p.Loaded})
 	}
-	rep.Draining = g.calls.isClosed()
+	rep.Draining = g.life.calls.isClosed()
 	rep.Ready = rep.Store == "ok" && !rep.Draining
 	return rep
 }
@@ -142,7 +149,7 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 		return err
 	case <-ctx.Done():
 	}
-	g.log.Info("gateway: shutting down", "inflight", g.calls.count(), "timeout", g.cfg.ShutdownTimeout.String())
+	g.log.Info("gateway: shutting down", "inflight", g.life.calls.count(), "timeout", g.cfg.ShutdownTimeout.String())
 	sctx, cancel := context.WithTimeout(context.Background(), g.cfg.ShutdownTimeout)
 	defer cancel()
 	shut := make(chan struct{})
@@ -150,16 +157,16 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 		defer close(shut)
 		_ = hs.Shutdown(sctx) // stop accepting; idle connections close
 	}()
-	if !g.calls.drain(sctx) {
-		g.log.Warn("gateway: shutdown timeout: cancelling calls still running", "inflight", g.calls.count())
-		g.stop()
+	if !g.life.calls.drain(sctx) {
+		g.log.Warn("gateway: shutdown timeout: cancelling calls still running", "inflight", g.life.calls.count())
+		g.life.stop()
 		wctx, wcancel := context.WithTimeout(context.Background(), 15*time.Second)
-		g.calls.drain(wctx) // the journal records their outcomes
+		g.life.calls.drain(wctx) // the journal records their outcomes
 		wcancel()
 	}
 	// Answers on their way out are written before sessions close.
 	wctx, wcancel := context.WithTimeout(context.Background(), 5*time.Second)
-	g.posts.drain(wctx)
+	g.life.posts.drain(wctx)
 	wcancel()
 	// Calls are done: close the sessions (ending streams held open by
 	// clients) and the listener's remaining connections.
@@ -180,8 +187,8 @@ func (g *Gateway) ServeStdio(ctx context.Context) error {
 	err := g.srv.ServeStdio(ctx)
 	wctx, cancel := context.WithTimeout(context.Background(), g.cfg.ShutdownTimeout)
 	defer cancel()
-	if !g.calls.drain(wctx) {
-		g.stop()
+	if !g.life.calls.drain(wctx) {
+		g.life.stop()
 	}
 	if ctx.Err() != nil {
 		return nil

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -39,18 +40,25 @@ func (s *Server) middleware(local bool) mcp.Middleware {
 // place the caller. It reads only what the transport authenticated: the
 // TokenInfo of this request's Extra.
 func (s *Server) identify(ctx context.Context, local bool, req mcp.Request) (Subject, bool) {
-	if local {
-		return s.opts.StdioSubject, true
-	}
-	var info RequestInfo
-	if ex := req.GetExtra(); ex != nil {
+	return s.identifyInfo(ctx, InfoOf(req, local))
+}
+
+// InfoOf returns what the transport authenticated about req: its verified
+// token (from the request's Extra, never from a context), and whether it
+// was served locally (local: by ServeStdio or ServeLocal).
+func InfoOf(req mcp.Request, local bool) RequestInfo {
+	info := RequestInfo{Local: local}
+	if ex := req.GetExtra(); ex != nil && !local {
 		info.TokenInfo = ex.TokenInfo
 	}
-	return s.identifyInfo(ctx, info)
+	return info
 }
 
 // identifyInfo is identify for what the transport authenticated.
 func (s *Server) identifyInfo(ctx context.Context, info RequestInfo) (Subject, bool) {
+	if info.Local {
+		return s.opts.StdioSubject, true
+	}
 	if s.opts.Identify == nil {
 		return "", true
 	}
@@ -77,11 +85,32 @@ func (s *Server) allowed(name string, subject Subject) bool {
 	return s.opts.AllowTool == nil || s.opts.AllowTool(name, subject)
 }
 
-// unknownTool is exactly the go-sdk's answer for a tool it does not have,
-// so a hidden tool cannot be told from a missing one.
-func unknownTool(name string) error {
-	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", name)}
+// UnknownToolError is the answer to a call of a tool the caller cannot
+// call: one the server does not have, or one hidden from the caller. On
+// the wire it is exactly the go-sdk's error for a tool it does not have
+// (JSON-RPC invalid params, "unknown tool \"NAME\""), so a hidden tool
+// cannot be told from a missing one; in Go it is a type callers can branch
+// on (IsUnknownTool), and it unwraps to that *jsonrpc.Error.
+type UnknownToolError struct {
+	// Name is the tool name the caller asked for.
+	Name string
 }
+
+// Error returns the go-sdk's message for an unknown tool.
+func (e *UnknownToolError) Error() string { return fmt.Sprintf("unknown tool %q", e.Name) }
+
+// Unwrap returns the JSON-RPC error sent on the wire.
+func (e *UnknownToolError) Unwrap() error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: e.Error()}
+}
+
+// IsUnknownTool reports whether err is (or wraps) an *UnknownToolError.
+func IsUnknownTool(err error) bool {
+	var u *UnknownToolError
+	return errors.As(err, &u)
+}
+
+func unknownTool(name string) error { return &UnknownToolError{Name: name} }
 
 func (s *Server) listTools(ctx context.Context, local bool, next mcp.MethodHandler, method string, req mcp.Request) (mcp.Result, error) {
 	subject, identified := s.identify(ctx, local, req)
@@ -109,6 +138,9 @@ func (s *Server) listTools(ctx context.Context, local bool, next mcp.MethodHandl
 }
 
 func (s *Server) callTool(ctx context.Context, local bool, next mcp.MethodHandler, method string, req *mcp.CallToolRequest) (mcp.Result, error) {
+	if s.opts.DeferCallAdmission {
+		return next(ctx, method, req) // the handler admits (AdmitCall)
+	}
 	name := req.Params.Name
 	subject, identified := s.identify(ctx, local, req)
 	if res, err := s.admit(ctx, subject, identified, name); res != nil || err != nil {
@@ -146,14 +178,14 @@ func (s *Server) admit(ctx context.Context, subject Subject, identified bool, na
 	return nil, nil
 }
 
-// AdmitCall applies to a tools/call the gateway serves outside the go-sdk's
-// request flow (its raw path, for calls without a work key) exactly what
-// the middleware applies to one inside it: identity from info (what the
-// HTTP transport authenticated), the rate limit, then authorization. It
-// returns the caller's subject when the call may go on; otherwise res (a
-// rate_limited refusal) or err (the go-sdk's unknown-tool error, or the
-// rate limiter's failure) is the answer. Calls with a work key must go
-// through the go-sdk (dedup needs the request).
+// AdmitCall applies to a tools/call exactly what the middleware applies to
+// one it admits: identity from info (what the transport authenticated:
+// InfoOf), the rate limit, then authorization. It returns the caller's
+// subject when the call may go on; otherwise res (a rate_limited refusal)
+// or err (the go-sdk's unknown-tool error, or the rate limiter's failure)
+// is the answer. A tool handler of a server with DeferCallAdmission calls
+// it first; so does a front that serves calls outside the go-sdk's
+// request flow.
 func (s *Server) AdmitCall(ctx context.Context, info RequestInfo, tool string) (Subject, *mcp.CallToolResult, error) {
 	subject, identified := s.identifyInfo(ctx, info)
 	res, err := s.admit(ctx, subject, identified, tool)

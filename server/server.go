@@ -27,6 +27,10 @@ type RequestInfo struct {
 	// auth.RequireBearerToken). It is nil when the transport verified no
 	// token (no [HTTPOptions.Verifier], or an in-memory transport).
 	TokenInfo *auth.TokenInfo
+	// Local is true for a request served over a transport whose peer is
+	// trusted as a whole ([Server.ServeStdio], [Server.ServeLocal]): its
+	// subject is [Options.StdioSubject] and Identify is not asked.
+	Local bool
 }
 
 // Caller is the sealed identity of one tool call: who calls which tool. Only
@@ -152,6 +156,15 @@ type Options struct {
 	RateLimit *RateLimit
 	// RateLimitFunc is a custom rate limit.
 	RateLimitFunc RateLimitFunc
+	// DeferCallAdmission leaves the admission of tools/call (identity, the
+	// rate limit, AllowTool) to the tool handlers: the middleware passes
+	// every tools/call on unadmitted, and each handler must admit its call
+	// with [Server.AdmitCall] before it does anything else. A gateway that
+	// serves calls through more than one front (the go-sdk's, and its own
+	// byte path) sets it, so that one pipeline admits every call in one
+	// order. It cannot be combined with Journal (dedup runs after
+	// admission).
+	DeferCallAdmission bool
 
 	// WorkKey names the unit of work of a call; "" means the call is not
 	// deduplicated. When set it replaces the client's key. Nil uses the
@@ -219,6 +232,9 @@ func New(opts Options) (*Server, error) {
 		} else {
 			s.limiter = newMemLimiter(rl.MaxCalls, rl.Window, clock)
 		}
+	}
+	if opts.DeferCallAdmission && opts.Journal != nil {
+		return nil, fmt.Errorf("%w: DeferCallAdmission cannot be combined with Journal", ErrInvalidOptions)
 	}
 	for name, t := range opts.Tools {
 		if t.add == nil || t.def == nil {

@@ -19,7 +19,7 @@ import (
 func inMemory(name string, srv *mcp.Server) Server {
 	s := Server{}
 	s.Config.Name = name
-	s.transport = func() (mcp.Transport, error) {
+	s.Transport = func() (mcp.Transport, error) {
 		ct, st := mcp.NewInMemoryTransports()
 		if _, err := srv.Connect(context.Background(), st, nil); err != nil {
 			return nil, err
@@ -117,7 +117,7 @@ func BenchmarkBuild1000(b *testing.B) {
 	}
 	results := []listing{{ok: true, tools: listed}}
 	var fp fingerprinted
-	fp.prints, fp.diags = printsOf("big", listed)
+	fp.prints, fp.drift = printsOf("big", listed)
 	ts.conns[0].judge(&results[0], fp, trustBase{}, false)
 	b.ReportAllocs()
 	start := cpuTime()

@@ -43,11 +43,7 @@ const reservedMetaPrefix = "io.modelcontextprotocol/"
 func (t *Toolset) Call(ctx context.Context, name string, args any, info CallInfo) (*mcp.CallToolResult, error) {
 	cat, err := t.ensure(ctx)
 	if err != nil {
-		var te *Error
-		if errors.As(err, &te) {
-			return nil, err
-		}
-		return nil, &Error{Code: CodeCallFailed, Tool: name, Err: err}
+		return nil, t.callErr(name, err)
 	}
 	e, err := t.callable(cat, name)
 	if err != nil {
@@ -60,21 +56,20 @@ func (t *Toolset) Call(ctx context.Context, name string, args any, info CallInfo
 	if e.describe {
 		return t.describeCall(cat, arguments)
 	}
-	if t.pending(e.conn) {
-		// Woken from the store and not reconciled yet: list the server
-		// and judge its contracts before the first call reaches it.
-		if err := e.conn.reconcile(ctx, true); err != nil {
-			var te *Error
-			if errors.As(err, &te) {
-				te.Tool = name
-			}
-			return nil, err
-		}
-		if e, err = t.callable(t.current(), name); err != nil {
-			return nil, err
-		}
+	tg, err := t.Target(ctx, name)
+	if err != nil {
+		return nil, err
 	}
-	return e.conn.call(ctx, name, e.info.RemoteName, arguments, info)
+	return t.callTarget(ctx, tg, arguments, info)
+}
+
+// callErr is the error of a call whose tool map could not be loaded.
+func (t *Toolset) callErr(name string, err error) error {
+	var te *Error
+	if errors.As(err, &te) {
+		return err
+	}
+	return &Error{Code: CodeCallFailed, Tool: name, Err: err}
 }
 
 // current returns the current catalog (nil before the first load).
@@ -150,83 +145,60 @@ func callMeta(info CallInfo) map[string]any {
 	return m
 }
 
-func (c *conn) call(ctx context.Context, name, remote string, args any, info CallInfo) (*mcp.CallToolResult, error) {
+// callTarget sends one call on the shared session of the target's server,
+// re-establishing a lost session once (through the drift checks).
+func (t *Toolset) callTarget(ctx context.Context, tg Target, args any, info CallInfo) (*mcp.CallToolResult, error) {
+	u := tg.Upstream
 	fail := func(code string, err error) error {
-		return &Error{Code: code, Server: c.name, Tool: name, Err: err}
+		return &Error{Code: code, Server: u.Name(), Tool: tg.Tool, Err: err}
 	}
-	if err := c.refreshToken(ctx); err != nil {
-		return nil, fail(CodeAuthFailed, err)
+	if err := u.Authorize(ctx); err != nil {
+		return nil, err
 	}
-	st := c.ts.callerState(info.Caller)
-	if st != nil {
-		ctx = context.WithValue(ctx, callerCtxKey{}, st)
-	}
-	var token string
-	if info.ProgressToken != nil && st != nil {
-		var release func()
-		token, release = c.ts.newProgressToken(st, info.ProgressToken)
-		defer release()
-	}
-	sess, dedicated, err := c.ts.sessionFor(ctx, c, st)
+	sess, err := u.Session(ctx)
 	if err != nil {
 		return nil, fail(CodeConnectionFailed, err)
 	}
 	for attempt := 0; ; attempt++ {
 		// A fresh params value per attempt: the go-sdk writes into Meta.
-		params := &mcp.CallToolParams{Name: remote, Arguments: args, Meta: callMeta(info)}
-		if token != "" {
-			if params.Meta == nil {
-				params.Meta = map[string]any{}
-			}
-			params.Meta["progressToken"] = token
-		}
-		res, err := sess.CallTool(ctx, params)
+		res, err := sess.CallTool(ctx, &mcp.CallToolParams{Name: tg.Remote, Arguments: args, Meta: callMeta(info)})
 		if err == nil {
 			return res, nil
 		}
 		if ctx.Err() != nil {
 			return nil, fail(CodeCallFailed, ctx.Err())
 		}
-		if streamEnded(err) {
+		if StreamEnded(err) {
 			return nil, fail(CodeCallFailed, fmt.Errorf("%w (%v)", ErrStreamEnded, err))
 		}
 		if attempt > 0 || !sessionLost(err) {
 			return nil, fail(CodeCallFailed, err)
 		}
-		c.ts.log.Info("toolset: session lost; reconnecting once", "server", c.name, "tool", name, "err", err)
-		shared := sess
-		if dedicated {
-			c.ts.dropDedicated(c, st, sess)
-			shared = c.liveSession()
-		}
-		// The shared session re-lists and judges the server's tools: a
+		t.log.Info("toolset: session lost; reconnecting once", "server", u.Name(), "tool", tg.Tool, "err", err)
+		// The new session re-lists and judges the server's tools: a
 		// restarted server is checked before the call goes out again.
-		if shared != nil && (!dedicated || shared.Ping(ctx, nil) != nil) {
-			// The new session is shared: it must not carry this caller's
-			// request values (e.g. its negotiated protocol revision).
-			if _, err = c.reconnect(valuesFree{ctx}, shared); err != nil {
-				return nil, fail(CodeConnectionFailed, fmt.Errorf("reconnecting: %w", err))
-			}
-			c.ts.resubscribe(ctx, c)
-		}
-		if sess, dedicated, err = c.ts.sessionFor(ctx, c, st); err != nil {
+		if sess, err = u.Reconnect(ctx, sess); err != nil {
 			return nil, fail(CodeConnectionFailed, fmt.Errorf("reconnecting: %w", err))
 		}
-		// The new session's listing may have changed the tool.
-		if e, err := c.ts.callable(c.ts.current(), name); err != nil {
+		if err := t.Recheck(tg); err != nil {
 			return nil, err
-		} else if e.conn != c || e.info.RemoteName != remote {
-			return nil, &Error{Code: CodeToolWithdrawn, Server: c.name, Tool: name,
-				Err: fmt.Errorf("MCP tool %s is no longer published by server %s", name, pin.SanitizeName(c.name))}
 		}
 	}
 }
 
-// streamEnded reports the go-sdk client's error for a call whose response
-// stream the server ended without answering and without an event ID (it
-// has no exported value for it).
-func streamEnded(err error) bool {
-	return strings.HasSuffix(err.Error(), "request terminated without response")
+// ErrStreamEnded is the error (inside an *Error) of a call whose server
+// ended the call's response stream without answering and without an event
+// ID to resume it by: the call may still be running there, and its
+// answer, if any, goes nowhere the client listens. A gateway mirrors it to
+// its caller (it ends the caller's stream the same way).
+var ErrStreamEnded = errors.New("toolset: the server ended the response stream without answering, with no event ID to resume it")
+
+// StreamEnded reports the go-sdk client's error for a call whose response
+// stream the server ended without answering and without an event ID. The
+// go-sdk exports no value for it, so this is the one place that reads its
+// text (TestStreamEndedText fails when the go-sdk changes it).
+func StreamEnded(err error) bool {
+	return err != nil && strings.HasSuffix(err.Error(), "request terminated without response")
 }
 
 // sessionLost reports errors after which a new session may succeed.

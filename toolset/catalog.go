@@ -17,6 +17,7 @@ type catalog struct {
 	byName    map[string]*entry
 	prompt    []projection.ServerTools
 	diags     []diag.Diagnostic
+	drift     []DriftEvent          // the tool-drift part of diags, typed
 	withdrawn map[string]withdrawal // projected names no longer published
 }
 
@@ -65,7 +66,10 @@ func (t *Toolset) build(results []listing, prev *catalog) *catalog {
 		if r.diag != nil {
 			cat.diags = append(cat.diags, *r.diag)
 		}
-		cat.diags = append(cat.diags, r.drift...)
+		for _, ev := range r.drift {
+			cat.diags = append(cat.diags, ev.Diagnostic)
+		}
+		cat.drift = append(cat.drift, r.drift...)
 		if !r.ok {
 			continue
 		}

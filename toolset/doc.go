@@ -23,8 +23,8 @@
 //
 // Every listing (first use, Reconcile, a reconnect's re-listing) is
 // fingerprinted with package pin and judged against the server's trust
-// baseline in Options.Store (any store.ServerStore; nil means an in-memory
-// store). On first sight the baseline is recorded; afterwards a changed tool
+// baseline in Options.Store (any store.ServerStore; nil keeps baselines in
+// the Toolset for its life). On first sight the baseline is recorded; afterwards a changed tool
 // is quarantined (it keeps its name, gets pin.QuarantineDescription and an
 // empty schema, and calls to it fail with ErrQuarantined), an added tool is
 // withheld, a removed one dropped (calls fail with ErrToolWithdrawn), each

@@ -3,6 +3,8 @@ package toolset
 import (
 	"errors"
 	"fmt"
+
+	"github.com/gatehouse-dev/gatehouse/refusal"
 )
 
 // Error codes carried by *Error.
@@ -23,11 +25,12 @@ const (
 	CodeClosed = "closed"
 	// CodeQuarantined: the tool's contract changed after it was trusted
 	// (see the pin package); calls are refused until an operator re-trusts
-	// the server (Retrust, `gatehouse trust`).
-	CodeQuarantined = "quarantined"
+	// the server (Retrust, `gatehouse trust`). It is refusal.Quarantined.
+	CodeQuarantined = string(refusal.Quarantined)
 	// CodeToolWithdrawn: the tool was in the tool map (or the trusted
-	// baseline) but its server no longer publishes it.
-	CodeToolWithdrawn = "tool_withdrawn"
+	// baseline) but its server no longer publishes it. It is
+	// refusal.ToolWithdrawn.
+	CodeToolWithdrawn = string(refusal.ToolWithdrawn)
 	// CodeUnknownServer: Retrust was given a name that is no configured
 	// server (or one that names several; the message says so).
 	CodeUnknownServer = "unknown_server"
@@ -79,6 +82,17 @@ func (e *Error) Reason() string {
 
 // Unwrap returns the underlying error.
 func (e *Error) Unwrap() error { return e.Err }
+
+// Refusal returns the refusal a caller of a gateway gets for this error
+// when it is one: a quarantined or withdrawn tool, refused before anything
+// was sent, with Reason as its message.
+func (e *Error) Refusal() (*refusal.Error, bool) {
+	switch e.Code {
+	case CodeQuarantined, CodeToolWithdrawn:
+		return &refusal.Error{Code: refusal.Code(e.Code), Message: e.Reason()}, true
+	}
+	return nil, false
+}
 
 // Is reports whether target is an *Error with the same code, so that
 // errors.Is(err, ErrUnknownTool) works whatever the server and tool.

@@ -7,7 +7,6 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/internal/projection"
 	"github.com/gatehouse-dev/gatehouse/plugin"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -23,7 +22,7 @@ type Server struct {
 	Prefix *string
 	// Filter keeps or hides tools by remote or projected name. Allow and
 	// Block are mutually exclusive (Open returns an error if both are set).
-	Filter projection.Filter
+	Filter Filter
 	// AlwaysLoad exempts the server from the disclosure budget: its schemas
 	// are always inline.
 	AlwaysLoad bool
@@ -31,9 +30,11 @@ type Server struct {
 	// ServerID(Config).
 	ID string
 
-	// transport, when set (tests and benchmarks only), replaces the
-	// transport built from Config: it is called for each (re)connection.
-	transport func() (mcp.Transport, error)
+	// Transport, when set, replaces the transport built from Config (an
+	// in-process server, a transport of your own): it is called for each
+	// (re)connection. Config.Name still names the server; its other fields
+	// are not used, and the egress guard does not apply.
+	Transport func() (mcp.Transport, error)
 }
 
 // Options configures a Toolset. The zero value is usable; nil means defaults.
@@ -90,9 +91,10 @@ type Options struct {
 	Logger *slog.Logger
 
 	// Store keeps server rows (the last published catalogue) and trust
-	// baselines (see package pin). store.ServerStore satisfies it. Nil
-	// means an in-memory store: drift is still judged on every re-listing
-	// (a reconnect), against the first listing this Toolset saw.
+	// baselines (see package pin). store.ServerStore satisfies it (SQLite,
+	// PostgreSQL, memory: the caller picks). Nil means nothing is kept
+	// beyond this Toolset: drift is still judged on every re-listing (a
+	// reconnect), against the first listing this Toolset saw.
 	Store Store
 	// Wake builds the tool map from the catalogues in Store with no
 	// connection, launch or request to any server, then reconciles in the
@@ -110,16 +112,9 @@ type Options struct {
 	// goroutine that made the change, holding no lock of the Toolset: it
 	// may call Tools.
 	OnChange func()
-	// OnListChanged, when set, is told that a server announced a changed
-	// list (notifications/*/list_changed). A tools change has already
-	// started a re-listing judged by the drift checks (OnChange follows it);
-	// resources and prompts are listed live, so callers only need telling.
-	OnListChanged func(server string, what ListChange)
-	// OnResourceUpdated, when set, receives every upstream
-	// notifications/resources/updated once, instead of the subscribed
-	// callers' Handlers.ResourceUpdated (a gateway whose MCP server tracks
-	// subscriptions itself fans them out).
-	OnResourceUpdated func(ctx context.Context, params *mcp.ResourceUpdatedNotificationParams)
+	// SessionHooks, when set, see what the shared upstream sessions receive
+	// beyond tools (a relay forwards it to its callers).
+	SessionHooks *SessionHooks
 
 	// ProtocolVersion, when set, is the MCP revision every upstream session
 	// asks for (e.g. "2025-11-25"); empty lets the go-sdk negotiate, newest
@@ -142,14 +137,6 @@ type CallInfo struct {
 	// Meta is copied into the call's _meta. Reserved keys
 	// (io.modelcontextprotocol/...) are dropped; the map is never modified.
 	Meta map[string]any
-	// Caller, when set, is the calling session the call is made for: its
-	// dedicated upstream session carries the call when it has one (see
-	// Caller), and what the server sends about the call is routed to it.
-	Caller *Caller
-	// ProgressToken, when set, is the caller's progress token: the call
-	// carries a token of the toolset's upstream, and the server's progress
-	// notifications reach Caller.Handlers.Progress with this token.
-	ProgressToken any
 }
 
 // State says whether a tool may be called.
@@ -183,7 +170,7 @@ type ToolInfo struct {
 	// InputSchema is the input schema at the disclosure tier.
 	InputSchema map[string]any `json:"inputSchema"`
 	// Disclosure is the tier: inline, names or bare.
-	Disclosure projection.Tier `json:"disclosure"`
+	Disclosure Tier `json:"disclosure"`
 	// State is active or quarantined.
 	State State `json:"state"`
 	// ServerID is the server's row ID in the store (see ServerID).

@@ -10,7 +10,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/gatehouse-dev/gatehouse/diag"
 	"github.com/gatehouse-dev/gatehouse/pin"
 	"github.com/gatehouse-dev/gatehouse/store"
 )
@@ -41,6 +40,14 @@ func (k itemKind) noun() string {
 	return "resource template"
 }
 
+// driftKind is the kind's DriftKind.
+func (k itemKind) driftKind() DriftKind {
+	if k == kindPrompt {
+		return DriftPrompt
+	}
+	return DriftTemplate
+}
+
 // keyPrefix starts the baseline key of one item of the kind.
 func (k itemKind) keyPrefix() string {
 	if k == kindPrompt {
@@ -68,7 +75,7 @@ func reservedKey(s string) bool { return strings.Contains(s, " ") }
 type itemPrints struct {
 	listed bool // listed (an absent capability lists nothing); else unknown
 	prints []pin.ToolPrint
-	diags  []diag.Diagnostic // items that could not be fingerprinted
+	drift  []DriftEvent // items that could not be fingerprinted
 }
 
 // itemBase is the trusted part of a baseline for one kind.
@@ -204,7 +211,7 @@ func printsOfItems[T any](server string, k itemKind, items []*T, print func(*T) 
 		}
 		p, err := print(it)
 		if err != nil {
-			out.diags = append(out.diags, diag.New(diag.ToolDrift, "", server,
+			out.drift = append(out.drift, newDrift(server, k.driftKind(), pin.Decision{Tool: id(it), Action: pin.Withheld},
 				"%s %s of server %s cannot be fingerprinted, so it cannot be trusted; it is withheld",
 				k.noun(), pin.SanitizeName(id(it)), pin.SanitizeName(server)))
 			continue
@@ -228,11 +235,10 @@ func fingerprintItems(server string, p published, fp *fingerprinted) {
 }
 
 // judgeItems compares a listing of one kind with its pins and fills the
-// listing's decisions and drift diagnostics, worded like the tools' (the
-// gateway counts drift by these words).
+// listing's decisions and drift events, worded like the tools'.
 func (c *conn) judgeItems(l *listing, k itemKind, ip itemPrints) {
 	st := &l.items[k]
-	l.drift = append(l.drift, ip.diags...)
+	l.drift = append(l.drift, ip.drift...)
 	if !ip.listed || !st.pinned {
 		return
 	}
@@ -263,7 +269,7 @@ func (c *conn) judgeItems(l *listing, k itemKind, ip itemPrints) {
 		default:
 			continue
 		}
-		l.drift = append(l.drift, diag.New(diag.ToolDrift, "", c.name, "%s", msg))
+		l.drift = append(l.drift, newDrift(c.name, k.driftKind(), d, "%s", msg))
 	}
 }
 
@@ -384,10 +390,10 @@ func listItems(ctx context.Context, sess *mcp.ClientSession, p *published) []err
 	return errs
 }
 
-// announceItems tells the caller (Options.OnListChanged) that a server's
-// prompts and resources may look different after its pins changed.
+// announceItems tells SessionHooks.ListChanged that a server's prompts and
+// resources may look different after its pins changed.
 func (t *Toolset) announceItems(c *conn) {
-	f := t.opts.OnListChanged
+	f := t.hooks().ListChanged
 	if f == nil || t.isClosed() {
 		return
 	}

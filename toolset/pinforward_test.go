@@ -2,17 +2,13 @@ package toolset
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
-	"slices"
 	"strings"
-	"sync"
 	"testing"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gatehouse-dev/gatehouse/diag"
@@ -22,29 +18,24 @@ import (
 )
 
 // docsServer is a real go-sdk server over streamable HTTP on 127.0.0.1
-// with one tool, prompts and resource templates a test can change while it
-// runs (the go-sdk announces each change with list_changed). A prompt's
-// get answers its current description; a read answers "<description>:<uri>".
+// with one tool and two prompts.
 type docsServer struct {
 	srv  *mcp.Server
 	http *httptest.Server
-	mu   sync.Mutex
-	desc map[string]string // prompt name or URI template -> description
 }
 
 func newDocsServer(t *testing.T) *docsServer {
 	t.Helper()
-	d := &docsServer{desc: map[string]string{}}
-	d.srv = mcp.NewServer(&mcp.Implementation{Name: "docs", Version: "1"}, &mcp.ServerOptions{
-		CompletionHandler: func(_ context.Context, r *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
-			return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: []string{r.Params.Ref.Name + r.Params.Ref.URI}}}, nil
-		},
+	d := &docsServer{srv: mcp.NewServer(&mcp.Implementation{Name: "docs", Version: "1"}, nil)}
+	mcp.AddTool(d.srv, &mcp.Tool{Name: "search", Description: "Searches the docs."}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "found"}}}, nil, nil
 	})
-	d.setTool("Searches the docs.")
-	d.setPrompt("greet", "Says hello.")
-	d.setPrompt("summarize", "Summarizes a text.")
-	d.setTemplate("docs://page/{id}", "A page.")
-	d.setTemplate("docs://user/{id}", "A user.")
+	for name, desc := range map[string]string{"greet": "Says hello.", "summarize": "Summarizes a text."} {
+		d.srv.AddPrompt(&mcp.Prompt{Name: name, Description: desc, Arguments: []*mcp.PromptArgument{{Name: "topic", Description: "The topic."}}},
+			func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+				return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: desc}}}}, nil
+			})
+	}
 	d.http = httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return d.srv }, nil))
 	t.Cleanup(d.http.Close)
 	return d
@@ -54,374 +45,11 @@ func (d *docsServer) server() Server {
 	return remote("docs", d.http.URL, plugin.TransportStreamableHTTP)
 }
 
-func (d *docsServer) setTool(desc string) {
-	mcp.AddTool(d.srv, &mcp.Tool{Name: "search", Description: desc}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "found"}}}, nil, nil
-	})
-}
-
-func (d *docsServer) setPrompt(name, desc string) {
-	d.mu.Lock()
-	d.desc[name] = desc
-	d.mu.Unlock()
-	d.srv.AddPrompt(&mcp.Prompt{Name: name, Description: desc, Arguments: []*mcp.PromptArgument{{Name: "topic", Description: "The topic."}}},
-		func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
-			d.mu.Lock()
-			defer d.mu.Unlock()
-			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: d.desc[name]}}}}, nil
-		})
-}
-
-func (d *docsServer) setTemplate(tmpl, desc string) {
-	d.mu.Lock()
-	d.desc[tmpl] = desc
-	d.mu.Unlock()
-	d.srv.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: tmpl, Name: "t", Description: desc},
-		func(_ context.Context, r *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-			d.mu.Lock()
-			defer d.mu.Unlock()
-			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: r.Params.URI, Text: d.desc[tmpl] + ":" + r.Params.URI}}}, nil
-		})
-}
-
-func promptNames(t *testing.T, ts *Toolset) []string {
-	t.Helper()
-	ps, err := ts.ListPrompts(ctxT(t), nil, nil)
-	if err != nil {
-		t.Fatalf("ListPrompts: %v", err)
-	}
-	return names(ps)
-}
-
-func templateNames(t *testing.T, ts *Toolset) []string {
-	t.Helper()
-	rs, err := ts.ListResourceTemplates(ctxT(t), nil, nil)
-	if err != nil {
-		t.Fatalf("ListResourceTemplates: %v", err)
-	}
-	var out []string
-	for _, r := range rs {
-		out = append(out, r.URITemplate)
-	}
-	slices.Sort(out)
-	return out
-}
-
-func getPrompt(ts *Toolset, ctx context.Context, name string) (string, error) {
-	res, err := ts.GetPrompt(ctx, nil, &mcp.GetPromptParams{Name: name, Arguments: map[string]string{"topic": "x"}}, nil)
-	if err != nil {
-		return "", err
-	}
-	return res.Messages[0].Content.(*mcp.TextContent).Text, nil
-}
-
-// isQuarantined checks a refusal: the toolset's quarantined code, an
-// invalid-params JSON-RPC code on the wire, sanitized names, no server
-// text.
-func isQuarantined(t *testing.T, what string, err error) {
-	t.Helper()
-	var je *jsonrpc.Error
-	if !errors.Is(err, ErrQuarantined) || !errors.As(err, &je) || je.Code != jsonrpc.CodeInvalidParams ||
-		!strings.Contains(err.Error(), "gatehouse trust docs") || strings.Contains(err.Error(), "POISON") {
-		t.Fatalf("%s: %v, want a quarantined refusal", what, err)
-	}
-}
-
-// TestPromptDriftWithheldUntilRetrust: prompts are pinned on first sight; a
-// prompt whose description changes after trust is not listed and its get
-// and completion are refused as quarantined, while the other prompts, the
-// templates and the tools are served; a new prompt is withheld (unknown);
-// a removed one disappears; each drift is a tool-drift diagnostic; Retrust
-// serves the current prompts with their new text.
-func TestPromptDriftWithheldUntilRetrust(t *testing.T) {
-	d := newDocsServer(t)
-	st := sqliteAt(t, filepath.Join(t.TempDir(), "g.db"))
-	var mu sync.Mutex
-	var announced []ListChange
-	ts := open(t, []Server{d.server()}, &Options{Store: st, OnListChanged: func(_ string, w ListChange) {
-		mu.Lock()
-		announced = append(announced, w)
-		mu.Unlock()
-	}})
-	ctx := ctxT(t)
-	if got := promptNames(t, ts); !slices.Equal(got, []string{"docs__greet", "docs__summarize"}) {
-		t.Fatalf("prompts at first sight = %v", got)
-	}
-	if got, err := getPrompt(ts, ctx, "docs__greet"); err != nil || got != "Says hello." {
-		t.Fatalf("get greet = %q, %v", got, err)
-	}
-	base, err := st.GetBaseline(ctx, "config:docs")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, k := range []string{"prompt greet", "prompt summarize", "resource-template docs://page/{id}", "resource-template docs://user/{id}", "search"} {
-		if _, err := pin.ParsePin(base[k]); err != nil {
-			t.Errorf("baseline[%q] = %q: %v", k, base[k], err)
-		}
-	}
-	if base[store.PromptsPinnedKey] != store.PinnedMarker || base[store.TemplatesPinnedKey] != store.PinnedMarker || len(base) != 8 {
-		t.Fatalf("baseline %v", base)
-	}
-
-	// The rug pull: greet's description changes.
-	d.setPrompt("greet", "Says hello. "+poison)
-	waitFor(t, "the prompt drift diagnostic", func() bool {
-		return ruleCount(ts.Diagnostics(), diag.ToolDrift, "the prompt greet on server docs changed after it was trusted; it is quarantined") == 1
-	})
-	// The route listed before the change is not used: the get is refused
-	// before anything lists again.
-	_, err = getPrompt(ts, ctx, "docs__greet")
-	isQuarantined(t, "get greet", err)
-	ps, err := ts.ListPrompts(ctx, nil, nil)
-	if err != nil || !slices.Equal(names(ps), []string{"docs__summarize"}) {
-		t.Fatalf("prompts after the change = %v, %v", names(ps), err)
-	}
-	if b, _ := json.Marshal(ps); strings.Contains(string(b), "POISON") {
-		t.Fatalf("drifted text listed: %s", b)
-	}
-	_, err = ts.Complete(ctx, nil, &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/prompt", Name: "docs__greet"},
-		Argument: mcp.CompleteParamsArgument{Name: "topic", Value: "a"}}, nil)
-	isQuarantined(t, "complete greet", err)
-	// A caller that may not see the server gets the unknown-prompt answer.
-	hidden := ServerFilter(func(string) bool { return false })
-	if _, err := ts.GetPrompt(ctx, nil, &mcp.GetPromptParams{Name: "docs__greet"}, hidden); err == nil || errors.Is(err, ErrQuarantined) {
-		t.Fatalf("hidden server's quarantined prompt: %v", err)
-	}
-	if got, err := getPrompt(ts, ctx, "docs__summarize"); err != nil || got != "Summarizes a text." {
-		t.Fatalf("get summarize = %q, %v", got, err)
-	}
-	cr, err := ts.Complete(ctx, nil, &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/prompt", Name: "docs__summarize"},
-		Argument: mcp.CompleteParamsArgument{Name: "topic", Value: "a"}}, nil)
-	if err != nil || len(cr.Completion.Values) != 1 || cr.Completion.Values[0] != "summarize" {
-		t.Fatalf("complete summarize = %+v, %v", cr, err)
-	}
-	if got := templateNames(t, ts); len(got) != 2 {
-		t.Fatalf("templates after a prompt change = %v", got)
-	}
-	if m := tools(t, ts); m["docs__search"].State != Active {
-		t.Fatalf("a prompt change touched the tool: %+v", m["docs__search"])
-	}
-
-	// A new prompt after trust is withheld (unknown); a removed one is gone.
-	d.setPrompt("added", "New. "+poison)
-	d.srv.RemovePrompts("summarize")
-	waitFor(t, "new and removed prompt diagnostics", func() bool {
-		ds := ts.Diagnostics()
-		return ruleCount(ds, diag.ToolDrift, "server docs published a new prompt added after it was trusted; it is withheld") == 1 &&
-			ruleCount(ds, diag.ToolDrift, "server docs no longer publishes its trusted prompt summarize; it is dropped") == 1
-	})
-	if got := promptNames(t, ts); len(got) != 0 {
-		t.Fatalf("prompts = %v, want none", got)
-	}
-	if _, err := getPrompt(ts, ctx, "docs__added"); err == nil || errors.Is(err, ErrQuarantined) || !strings.Contains(err.Error(), "unknown prompt") {
-		t.Fatalf("get a new prompt: %v, want unknown prompt", err)
-	}
-	for _, d := range ts.Diagnostics() {
-		if strings.Contains(d.Message, "POISON") {
-			t.Fatalf("drifted text in a diagnostic: %s", d.Message)
-		}
-	}
-
-	// Re-trust: the current prompts are served, with their current text.
-	mu.Lock()
-	before := len(announced)
-	mu.Unlock()
-	rec, err := ts.Retrust(ctx, "docs")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(rec.Prompts) != 2 || rec.Prompts[0].Name != "added" || rec.Prompts[1].Name != "greet" || len(rec.ResourceTemplates) != 2 {
-		t.Fatalf("trust record %+v", rec)
-	}
-	if got := promptNames(t, ts); !slices.Equal(got, []string{"docs__added", "docs__greet"}) {
-		t.Fatalf("prompts after re-trust = %v", got)
-	}
-	if got, err := getPrompt(ts, ctx, "docs__greet"); err != nil || got != "Says hello. "+poison {
-		t.Fatalf("get greet after re-trust = %q, %v", got, err)
-	}
-	if n := ruleCount(ts.Diagnostics(), diag.ToolDrift, ""); n != 0 {
-		t.Fatalf("drift after re-trust: %v", ts.Diagnostics())
-	}
-	mu.Lock()
-	after := slices.Clone(announced[before:])
-	mu.Unlock()
-	if !slices.Contains(after, PromptsChanged) || !slices.Contains(after, ResourcesChanged) {
-		t.Fatalf("a re-trust announced %v, want prompts and resources", after)
-	}
-}
-
-// TestTemplateDriftIsolatedFromTools: a changed resource template is not
-// listed and reads of URIs it matches (and its completion) are refused as
-// quarantined, while the other template, the prompts and the tool are
-// served; a changed tool is quarantined without touching prompts or
-// templates; Retrust restores both.
-func TestTemplateDriftIsolatedFromTools(t *testing.T) {
-	d := newDocsServer(t)
-	ts := open(t, []Server{d.server()}, &Options{Store: sqliteAt(t, filepath.Join(t.TempDir(), "g.db"))})
-	ctx := ctxT(t)
-	if got := templateNames(t, ts); !slices.Equal(got, []string{"docs://page/{id}", "docs://user/{id}"}) {
-		t.Fatalf("templates = %v", got)
-	}
-	if got, err := readText(t, ts, "docs://page/7", nil); err != nil || got != "A page.:docs://page/7" {
-		t.Fatalf("read page = %q, %v", got, err)
-	}
-
-	d.setTemplate("docs://page/{id}", "A page. "+poison)
-	waitFor(t, "the template drift diagnostic", func() bool {
-		return ruleCount(ts.Diagnostics(), diag.ToolDrift, "the resource template docs___page__id_ on server docs changed after it was trusted; it is quarantined") == 1
-	})
-	// The route listed before the change is not used.
-	_, err := readText(t, ts, "docs://page/7", nil)
-	isQuarantined(t, "read a URI of the changed template", err)
-	if got := templateNames(t, ts); !slices.Equal(got, []string{"docs://user/{id}"}) {
-		t.Fatalf("templates after the change = %v", got)
-	}
-	_, err = ts.Complete(ctx, nil, &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/resource", URI: "docs://page/{id}"},
-		Argument: mcp.CompleteParamsArgument{Name: "id", Value: "1"}}, nil)
-	isQuarantined(t, "complete the changed template", err)
-	cr, err := ts.Complete(ctx, nil, &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/resource", URI: "docs://user/{id}"},
-		Argument: mcp.CompleteParamsArgument{Name: "id", Value: "1"}}, nil)
-	if err != nil || len(cr.Completion.Values) != 1 || cr.Completion.Values[0] != "docs://user/{id}" {
-		t.Fatalf("complete the trusted template = %+v, %v", cr, err)
-	}
-	if got, err := readText(t, ts, "docs://user/3", nil); err != nil || got != "A user.:docs://user/3" {
-		t.Fatalf("read user = %q, %v", got, err)
-	}
-	if got := promptNames(t, ts); len(got) != 2 {
-		t.Fatalf("prompts after a template change = %v", got)
-	}
-	if m := tools(t, ts); m["docs__search"].State != Active {
-		t.Fatalf("a template change touched the tool: %+v", m["docs__search"])
-	}
-	if got := call(t, ts, "docs__search", nil); got != "found" {
-		t.Fatalf("call = %q", got)
-	}
-
-	// And the other way round: a tool change quarantines the tool only.
-	d.setTool("Searches. " + poison)
-	waitFor(t, "the tool quarantined", func() bool { return tools(t, ts)["docs__search"].State == Quarantined })
-	if got := promptNames(t, ts); len(got) != 2 {
-		t.Fatalf("prompts after a tool change = %v", got)
-	}
-	if got := templateNames(t, ts); !slices.Equal(got, []string{"docs://user/{id}"}) {
-		t.Fatalf("templates after a tool change = %v", got)
-	}
-	if n := ruleCount(ts.Diagnostics(), diag.ToolDrift, "it is quarantined"); n != 2 {
-		t.Fatalf("quarantine diagnostics: %v", ts.Diagnostics())
-	}
-
-	if _, err := ts.Retrust(ctx, "docs"); err != nil {
-		t.Fatal(err)
-	}
-	if got := templateNames(t, ts); len(got) != 2 {
-		t.Fatalf("templates after re-trust = %v", got)
-	}
-	if got, err := readText(t, ts, "docs://page/7", nil); err != nil || got != "A page. "+poison+":docs://page/7" {
-		t.Fatalf("read page after re-trust = %q, %v", got, err)
-	}
-	if m := tools(t, ts); m["docs__search"].State != Active {
-		t.Fatalf("tool after re-trust: %+v", m["docs__search"])
-	}
-}
-
-// TestForwardedPinsSurviveWake: pins recorded by one toolset are enforced
-// by another woken from the same store file before it reconciles anything
-// (DeferReconcile), and the re-listing its listing starts reports the
-// drift.
-func TestForwardedPinsSurviveWake(t *testing.T) {
-	d := newDocsServer(t)
-	dbPath := filepath.Join(t.TempDir(), "g.db")
-	st := sqliteAt(t, dbPath)
-	ts := open(t, []Server{d.server()}, &Options{Store: st})
-	if got := promptNames(t, ts); len(got) != 2 {
-		t.Fatalf("prompts = %v", got)
-	}
-	if err := ts.Close(); err != nil {
-		t.Fatal(err)
-	}
-
-	d.setPrompt("greet", "Says hello. "+poison)
-	d.setTemplate("docs://page/{id}", "A page. "+poison)
-	woken := open(t, []Server{d.server()}, &Options{Store: sqliteAt(t, dbPath), Wake: true, DeferReconcile: true})
-	ctx := ctxT(t)
-	if got := promptNames(t, woken); !slices.Equal(got, []string{"docs__summarize"}) {
-		t.Fatalf("woken prompts = %v", got)
-	}
-	_, err := getPrompt(woken, ctx, "docs__greet")
-	isQuarantined(t, "woken get greet", err)
-	if got := templateNames(t, woken); !slices.Equal(got, []string{"docs://user/{id}"}) {
-		t.Fatalf("woken templates = %v", got)
-	}
-	_, err = readText(t, woken, "docs://page/1", nil)
-	isQuarantined(t, "woken read page", err)
-	waitFor(t, "drift reported after the wake", func() bool {
-		ds := woken.Diagnostics()
-		return ruleCount(ds, diag.ToolDrift, "the prompt greet on server docs changed") == 1 &&
-			ruleCount(ds, diag.ToolDrift, "the resource template docs___page__id_ on server docs changed") == 1
-	})
-}
-
-// TestForwardedPinsFirstSightOnOldBaseline: a baseline recorded before
-// prompts and templates were pinned (tools and instructions only, as an
-// older build wrote it) gets them pinned on the next listing, with no
-// migration; afterwards they are enforced. A woken toolset serves none of
-// them until a listing has pinned them.
-func TestForwardedPinsFirstSightOnOldBaseline(t *testing.T) {
-	d := newDocsServer(t)
-	st := sqliteAt(t, filepath.Join(t.TempDir(), "g.db"))
-	ctx := ctxT(t)
-	ts := open(t, []Server{d.server()}, &Options{Store: st})
-	if err := ts.Connect(ctx); err != nil {
-		t.Fatal(err)
-	}
-	ts.Close()
-	base, _ := st.GetBaseline(ctx, "config:docs")
-	old := map[string]string{"search": base["search"], store.InstructionsKey: base[store.InstructionsKey]}
-	if _, err := st.ClearBaseline(ctx, "config:docs"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.SaveBaseline(ctx, "config:docs", old); err != nil {
-		t.Fatal(err)
-	}
-
-	d.setPrompt("greet", "Changed while unpinned.")
-	ts = open(t, []Server{d.server()}, &Options{Store: st})
-	if got := promptNames(t, ts); len(got) != 2 {
-		t.Fatalf("prompts on first sight = %v", got)
-	}
-	if ds := ts.Diagnostics(); len(ds) != 0 {
-		t.Fatalf("diagnostics on first sight: %v", ds)
-	}
-	base, _ = st.GetBaseline(ctx, "config:docs")
-	if len(base) != 8 || base[store.PromptsPinnedKey] == "" || base["prompt greet"] == "" {
-		t.Fatalf("baseline after first sight %v", base)
-	}
-	d.setPrompt("greet", "Changed after pinning.")
-	waitFor(t, "greet withheld", func() bool { return slices.Equal(promptNames(t, ts), []string{"docs__summarize"}) })
-	ts.Close()
-
-	// Woken on an old baseline, with nothing reconciled: nothing unpinned is
-	// served; the listing asks for a re-listing, which pins them.
-	if _, err := st.ClearBaseline(ctx, "config:docs"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.SaveBaseline(ctx, "config:docs", old); err != nil {
-		t.Fatal(err)
-	}
-	woken := open(t, []Server{d.server()}, &Options{Store: st, Wake: true, DeferReconcile: true})
-	if got := promptNames(t, woken); len(got) != 0 {
-		t.Fatalf("unpinned prompts served after a wake: %v", got)
-	}
-	waitFor(t, "prompts pinned after the wake", func() bool { return len(promptNames(t, woken)) == 2 })
-	if base, _ = st.GetBaseline(ctx, "config:docs"); base[store.PromptsPinnedKey] == "" || base[store.TemplatesPinnedKey] == "" {
-		t.Fatalf("baseline after the wake's re-listing %v", base)
-	}
-}
-
 // TestHostileToolNameCannotTakeAPromptKey: a server that names a tool like
 // a prompt's baseline key ("prompt greet": the go-sdk server only logs the
 // invalid name) gets that tool withheld with a diagnostic; the prompt's pin
-// is the prompt's, and the prompt is served.
+// is the prompt's, and the prompt is admitted (trusted) as it is listed.
+// That a relay then serves it is gateway/relay's test of the same name.
 func TestHostileToolNameCannotTakeAPromptKey(t *testing.T) {
 	d := newDocsServer(t)
 	d.srv.AddTool(&mcp.Tool{Name: "prompt greet", Description: "Squats on a key.", InputSchema: map[string]any{"type": "object"}},
@@ -442,8 +70,17 @@ func TestHostileToolNameCannotTakeAPromptKey(t *testing.T) {
 	if base["prompt greet"] != want.Fingerprint {
 		t.Fatalf("baseline[prompt greet] = %q, want the prompt's %q", base["prompt greet"], want.Fingerprint)
 	}
-	if got, err := getPrompt(ts, ctxT(t), "docs__greet"); err != nil || got != "Says hello." {
-		t.Fatalf("get greet = %q, %v", got, err)
+	ups, err := ts.Upstreams(ctxT(t))
+	if err != nil || len(ups) != 1 {
+		t.Fatalf("upstreams %v, %v", ups, err)
+	}
+	res, err := ups[0].Live().ListPrompts(ctxT(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := ups[0].AdmitPrompts(res.Prompts)
+	if !a.Trusted["greet"] || !a.Trusted["summarize"] || len(a.Trusted) != 2 || len(a.Quarantined) != 0 {
+		t.Fatalf("admission of %d listed prompts: %+v", len(res.Prompts), a)
 	}
 }
 

@@ -16,7 +16,6 @@ import (
 	"github.com/gatehouse-dev/gatehouse/internal/projection"
 	"github.com/gatehouse-dev/gatehouse/pin"
 	"github.com/gatehouse-dev/gatehouse/plugin"
-	"github.com/gatehouse-dev/gatehouse/store/memory"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -34,7 +33,6 @@ type Toolset struct {
 	inflight sync.WaitGroup
 
 	store         Store
-	ownsStore     bool           // an in-memory store made by Open
 	bg            sync.WaitGroup // background reconciles
 	reconciled    chan struct{}  // closed when the wake's first reconcile round ended
 	reconcileOnce sync.Once
@@ -44,11 +42,6 @@ type Toolset struct {
 	cat      *catalog
 	listings []listing // one per conn: the current state the catalog is built from
 	closed   bool
-
-	fwd forwarding // callers, progress routes, resource and prompt routing
-
-	rawIDs atomic.Uint64 // JSON-RPC IDs of CallRaw's requests
-	bufs   sync.Pool     // CallRaw's read buffers (*[]byte)
 }
 
 // Open checks the wiring of servers and opts and returns a Toolset. It does
@@ -92,17 +85,12 @@ func Open(ctx context.Context, servers []Server, opts *Options) (*Toolset, error
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	t := &Toolset{opts: o, log: log}
-	t.fwd.init()
 	t.client = t.newSharedClient()
 	t.life, t.stopLife = context.WithCancel(context.Background())
 	t.reconciled = make(chan struct{})
 	t.store = o.Store
 	if t.store == nil {
-		m, err := memory.New(nil)
-		if err != nil {
-			return nil, fmt.Errorf("toolset: %w", err)
-		}
-		t.store, t.ownsStore = m, true
+		t.store = newEphemeral()
 	}
 
 	hosts := o.AllowedHosts
@@ -117,12 +105,13 @@ func Open(ctx context.Context, servers []Server, opts *Options) (*Toolset, error
 	refs := make([]projection.ServerRef, len(servers))
 	for i, s := range servers {
 		c := &conn{ts: t, srv: s, name: s.Config.Name, idx: i, id: s.ID}
+		c.up = &Upstream{c: c}
 		if c.id == "" {
 			c.id = ServerID(s.Config)
 		}
 		t.conns = append(t.conns, c)
 		refs[i] = projection.ServerRef{Name: s.Config.Name, Prefix: s.Prefix}
-		if s.transport != nil {
+		if s.Transport != nil {
 			refs[i].Identity = "internal:" + s.Config.Name
 			continue
 		}
@@ -250,15 +239,6 @@ func (t *Toolset) Close() error {
 	t.closed = true
 	t.stopLife()
 	t.mu.Unlock()
-	t.fwd.mu.Lock()
-	ids := make([]string, 0, len(t.fwd.callers))
-	for id := range t.fwd.callers {
-		ids = append(ids, id)
-	}
-	t.fwd.mu.Unlock()
-	for _, id := range ids {
-		t.Release(id)
-	}
 
 	var wg sync.WaitGroup
 	errs := make([]error, len(t.conns))
@@ -268,11 +248,6 @@ func (t *Toolset) Close() error {
 	wg.Wait()
 	t.inflight.Wait()
 	t.bg.Wait()
-	if t.ownsStore {
-		if c, ok := t.store.(interface{ Close() error }); ok {
-			errs = append(errs, c.Close())
-		}
-	}
 	return errors.Join(errs...)
 }
 
@@ -353,7 +328,7 @@ type listing struct {
 
 	decisions    map[string]pin.Decision // by remote name
 	removed      []string                // trusted tools no longer published
-	drift        []diag.Diagnostic
+	drift        []DriftEvent
 	prints       map[string]string // remote name -> current fingerprint
 	fp           fingerprinted     // the listing's prints, for re-judging
 	baseline     pin.Baseline
@@ -371,18 +346,19 @@ type conn struct {
 	name   string
 	prefix string
 	skip   bool
-	idx    int    // index in ts.conns and ts.listings
-	id     string // store row ID
-	asleep bool   // a wake found no usable row: never connected
+	idx    int       // index in ts.conns and ts.listings
+	id     string    // store row ID
+	up     *Upstream // this server, as Upstreams and Target hand it out
+	asleep bool      // a wake found no usable row: never connected
 
 	relistMu     sync.Mutex  // serializes reconciles and re-trusts of this server
-	subMu        sync.Mutex  // orders subscribes and unsubscribes on the shared session (Subscribe)
 	relistQueued atomic.Bool // a relistSoon is waiting (pinforward.go)
-	// judged counts the listings applied (update): forwarded routes made
-	// before the last one are re-checked before use (promptRoute.fresh).
+	// judged counts the listings applied (update): a relay's routes made
+	// before the last one are re-checked before use (Upstream.Generation).
 	judged atomic.Uint64
 
-	httpClient *http.Client
+	httpClient *http.Client           // the egress guard's client (Upstream.HTTP)
+	sdkClient  *http.Client           // httpClient behind answerLimit, for the go-sdk's client
 	token      atomic.Pointer[string] // current bearer, served by the egress hook
 
 	mu      sync.Mutex
@@ -408,11 +384,18 @@ func (c *conn) prepareHTTP(guard *egress.Guard) error {
 		return err
 	}
 	c.httpClient = hc
+	sdk := *hc
+	base := hc.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	sdk.Transport = &answerLimit{base: base, max: MaxAnswer}
+	c.sdkClient = &sdk
 	return nil
 }
 
 func (c *conn) remote() bool {
-	return c.srv.transport == nil && (c.srv.Config.Type == plugin.TransportStreamableHTTP || c.srv.Config.Type == plugin.TransportSSE)
+	return c.srv.Transport == nil && (c.srv.Config.Type == plugin.TransportStreamableHTTP || c.srv.Config.Type == plugin.TransportSSE)
 }
 
 // refreshToken calls the Auth resolver for this server.
@@ -486,7 +469,7 @@ func (c *conn) connectLocked(ctx context.Context) (*mcp.ClientSession, error) {
 	if err != nil {
 		return nil, err
 	}
-	sess, err := c.ts.client.Connect(ctx, &routedTransport{inner: tr, t: c.ts}, c.ts.sessionOptions())
+	sess, err := c.ts.client.Connect(ctx, &tappedTransport{inner: tr, tap: c.ts.sharedTap(c)}, c.ts.sessionOptions())
 	if err != nil {
 		return nil, fmt.Errorf("connecting: %w", err)
 	}
@@ -503,8 +486,8 @@ func (c *conn) connectLocked(ctx context.Context) (*mcp.ClientSession, error) {
 }
 
 func (c *conn) transport(ctx context.Context) (mcp.Transport, error) {
-	if c.srv.transport != nil {
-		return c.srv.transport()
+	if c.srv.Transport != nil {
+		return c.srv.Transport()
 	}
 	cfg := c.srv.Config
 	switch cfg.Type {
@@ -522,8 +505,9 @@ func (c *conn) transport(ctx context.Context) (mcp.Transport, error) {
 		// opened with the Connect context: detach it from the connect
 		// timeout, like the legacy SSE stream.
 		return &detachedTransport{inner: &mcp.StreamableClientTransport{
-			Endpoint:   cfg.URL,
-			HTTPClient: c.httpClient,
+			Endpoint:     cfg.URL,
+			HTTPClient:   c.sdkClient,
+			MaxEventSize: MaxAnswer,
 		}, life: c.ts.life}, nil
 	case plugin.TransportSSE:
 		if err := c.refreshToken(ctx); err != nil {
@@ -590,6 +574,9 @@ func (c *conn) reconnect(ctx context.Context, old *mcp.ClientSession) (*mcp.Clie
 	sess, relisted, err := c.reconnectLocked(ctx, old)
 	if relisted {
 		c.ts.changed()
+		if f := c.ts.hooks().Reconnected; f != nil && !c.ts.isClosed() {
+			f(c.up)
+		}
 	}
 	return sess, err
 }

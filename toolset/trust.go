@@ -139,7 +139,7 @@ func decodeCatalogueCached(b []byte) ([]*mcp.Tool, map[string]string, error) {
 
 // cachedPrints returns the pins of tools from a catalogue's cache,
 // fingerprinting the tools it lacks (or holds damaged).
-func cachedPrints(server string, tools []*mcp.Tool, cached map[string]string) ([]pin.ToolPrint, []diag.Diagnostic) {
+func cachedPrints(server string, tools []*mcp.Tool, cached map[string]string) ([]pin.ToolPrint, []DriftEvent) {
 	out := make([]pin.ToolPrint, 0, len(tools))
 	var missing []*mcp.Tool
 	for _, tool := range tools {
@@ -176,9 +176,9 @@ func contractOf(tool *mcp.Tool) (pin.Contract, error) {
 
 // printsOf fingerprints a listing. A tool that cannot be fingerprinted
 // (its schema is not canonicalizable JSON) is left out and reported.
-func printsOf(server string, tools []*mcp.Tool) ([]pin.ToolPrint, []diag.Diagnostic) {
+func printsOf(server string, tools []*mcp.Tool) ([]pin.ToolPrint, []DriftEvent) {
 	out := make([]pin.ToolPrint, 0, len(tools))
-	var ds []diag.Diagnostic
+	var ds []DriftEvent
 	for _, tool := range tools {
 		if tool == nil {
 			continue
@@ -186,7 +186,7 @@ func printsOf(server string, tools []*mcp.Tool) ([]pin.ToolPrint, []diag.Diagnos
 		if reservedKey(tool.Name) {
 			// A name with a space is no MCP tool name, and its baseline key
 			// would be in the namespace of prompts and resource templates.
-			ds = append(ds, diag.New(diag.ToolDrift, "", server,
+			ds = append(ds, newDrift(server, DriftTool, pin.Decision{Tool: tool.Name, Action: pin.Withheld},
 				"tool %s of server %s has a space in its name, which MCP tool names cannot have, so it cannot be trusted; it is withheld",
 				pin.SanitizeName(tool.Name), pin.SanitizeName(server)))
 			continue
@@ -197,7 +197,7 @@ func printsOf(server string, tools []*mcp.Tool) ([]pin.ToolPrint, []diag.Diagnos
 			p, err = pin.NewToolPrint(c)
 		}
 		if err != nil {
-			ds = append(ds, diag.New(diag.ToolDrift, "", server,
+			ds = append(ds, newDrift(server, DriftTool, pin.Decision{Tool: tool.Name, Action: pin.Withheld},
 				"tool %s of server %s cannot be fingerprinted, so it cannot be trusted; it is withheld",
 				pin.SanitizeName(tool.Name), pin.SanitizeName(server)))
 			continue
@@ -234,7 +234,7 @@ type published struct {
 // fingerprinted is a listing's tools with their prints.
 type fingerprinted struct {
 	prints []pin.ToolPrint
-	diags  []diag.Diagnostic // tools that could not be fingerprinted
+	drift  []DriftEvent // tools that could not be fingerprinted
 	items  [numKinds]itemPrints
 }
 
@@ -247,7 +247,7 @@ func (c *conn) judge(l *listing, fp fingerprinted, tb trustBase, exists bool) {
 	base := tb.tools
 	prints := fp.prints
 	l.fp = fp
-	l.drift = append(l.drift, fp.diags...)
+	l.drift = append(l.drift, fp.drift...)
 	l.decisions = map[string]pin.Decision{}
 	l.prints = map[string]string{}
 	for _, p := range prints {
@@ -287,11 +287,14 @@ func (c *conn) judge(l *listing, fp fingerprinted, tb trustBase, exists bool) {
 		default:
 			continue
 		}
-		l.drift = append(l.drift, diag.New(diag.ToolDrift, "", c.name, "%s", msg))
+		l.drift = append(l.drift, newDrift(c.name, DriftTool, d, "%s", msg))
 	}
 	for k := itemKind(0); k < numKinds; k++ {
 		l.items[k] = itemState{itemBase: tb.items[k]}
 		c.judgeItems(l, k, fp.items[k])
+	}
+	for i := range l.drift {
+		l.drift[i].ServerID = c.id
 	}
 }
 
@@ -301,15 +304,17 @@ func (c *conn) judgeInstructions(l *listing, trusted, now string) {
 		return
 	}
 	sname := pin.SanitizeName(c.name)
-	l.drift = append(l.drift, diag.New(diag.ToolDrift, "", c.name,
-		"the instructions of server %s changed after they were trusted (instructions never reach the model); re-trust the server to record them: gatehouse trust %s", sname, sname))
+	ev := newDrift(c.name, DriftInstructions, pin.Decision{Action: pin.Quarantined, Fingerprint: now, BaselineFingerprint: trusted},
+		"the instructions of server %s changed after they were trusted (instructions never reach the model); re-trust the server to record them: gatehouse trust %s", sname, sname)
+	ev.ServerID = c.id
+	l.drift = append(l.drift, ev)
 }
 
 // logDrift writes the drift diagnostics of a fresh listing at warn level.
 // They carry names (sanitized), never descriptions or schemas.
 func (c *conn) logDrift(l *listing) {
-	for _, d := range l.drift {
-		c.ts.log.Warn("toolset: tool drift", "server", c.name, "message", d.Message)
+	for _, ev := range l.drift {
+		c.ts.log.Warn("toolset: tool drift", "server", c.name, "message", ev.Diagnostic.Message)
 	}
 }
 
@@ -327,7 +332,7 @@ func (c *conn) record(ctx context.Context, p published) listing {
 		return listing{diag: &d}
 	}
 	var fp fingerprinted
-	fp.prints, fp.diags = printsOf(c.name, p.tools)
+	fp.prints, fp.drift = printsOf(c.name, p.tools)
 	fingerprintItems(c.name, p, &fp)
 	for _, err := range p.itemErrs {
 		c.ts.log.Warn("toolset: listing failed; the kind is not judged by this listing", "server", c.name, "err", err)
@@ -337,7 +342,7 @@ func (c *conn) record(ctx context.Context, p published) listing {
 		return failStore(fmt.Errorf("encoding the catalogue: %w", err))
 	}
 	row := store.Server{ID: c.id, Name: c.name, Type: string(c.srv.Config.Type), URL: rowURL(c.srv.Config), Catalogue: catalogue}
-	if c.srv.transport != nil && row.Type == "" {
+	if c.srv.Transport != nil && row.Type == "" {
 		row.Type = "internal"
 	}
 
@@ -541,7 +546,7 @@ func (t *Toolset) Retrust(ctx context.Context, server string) (TrustRecord, erro
 	}
 	st := t.store
 	row := store.Server{ID: c.id, Name: c.name, Type: string(c.srv.Config.Type), URL: rowURL(c.srv.Config), Catalogue: catalogue}
-	if c.srv.transport != nil && row.Type == "" {
+	if c.srv.Transport != nil && row.Type == "" {
 		row.Type = "internal"
 	}
 	// Catalogue first: a process that sees the cleared baseline derives

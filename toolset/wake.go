@@ -30,7 +30,7 @@ func (c *conn) wake(ctx context.Context) listing {
 		return refuse("reading its row %q from the store: %v", c.id, err)
 	}
 	wantType := string(c.srv.Config.Type)
-	if c.srv.transport != nil && wantType == "" {
+	if c.srv.Transport != nil && wantType == "" {
 		wantType = "internal"
 	}
 	if row.Type != wantType || row.URL != rowURL(c.srv.Config) {
@@ -64,7 +64,7 @@ func (c *conn) wake(ctx context.Context) listing {
 		return l
 	}
 	var fp fingerprinted
-	fp.prints, fp.diags = cachedPrints(c.name, tools, cached)
+	fp.prints, fp.drift = cachedPrints(c.name, tools, cached)
 	if len(stored) == 0 {
 		// A row from before baselines: its baseline is its catalogue.
 		tb.tools = pin.BaselineOf(fp.prints)

@@ -1,8 +1,16 @@
-// Command gatehouse is the Gatehouse command line: it checks Agent Plugins,
-// shows the tool map an agent would see, and (in later releases) serves a
-// hardened MCP gateway in front of a directory of plugins.
+// Command gatehouse is the Gatehouse command line: it serves the gateway in
+// front of a directory of Agent Plugins, checks plugins, shows the tool map
+// an agent would see, and administers a running gateway through its store.
 //
-// Run `gatehouse --help` for the commands.
+//	go run ./cmd/gatehouse serve --config gatehouse.yaml
+//	go run ./cmd/gatehouse plugin check ./plugins/acme --json
+//	go run ./cmd/gatehouse tools --plugin ./plugins/acme
+//	go run ./cmd/gatehouse trust bank
+//	go run ./cmd/gatehouse approvals list
+//
+// Run `gatehouse --help` for every command. The command shapes are a
+// contract (CONTRACTS.md §2–§4); the commands are tested in process
+// (Main).
 package main
 
 import (
@@ -10,13 +18,11 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-
-	"github.com/gatehouse-dev/gatehouse/internal/cli"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := cli.Main(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	code := Main(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }

@@ -3,10 +3,12 @@ package loop
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/gatehouse-dev/gatehouse/durable"
 	"github.com/gatehouse-dev/gatehouse/toolset"
 )
 
@@ -67,17 +69,48 @@ func ToolsetTools(ctx context.Context, ts *toolset.Toolset) ([]Tool, error) {
 		if err != nil {
 			return nil, fmt.Errorf("loop: schema of %q: %w", ti.Name, err)
 		}
-		name := ti.Name
 		out = append(out, Tool{
-			Name:        name,
+			Name:        ti.Name,
 			Description: ti.Description,
 			InputSchema: schema,
 			Server:      ti.Server,
 			RemoteName:  ti.RemoteName,
-			Call: func(ctx context.Context, args json.RawMessage, key string) (*mcp.CallToolResult, error) {
-				return ts.Call(ctx, name, args, toolset.CallInfo{Meta: map[string]any{MetaIdempotencyKey: key}})
-			},
+			Call:        ToolsetCall(ts, ti.Name),
 		})
 	}
 	return out, nil
+}
+
+// ToolsetCall returns the Call of the toolset tool registered under name:
+// the arguments pass through as raw JSON and the idempotency key goes as
+// _meta.idempotencyKey. What the toolset refuses before anything is sent
+// (an unknown tool, arguments that are not an object, a failed auth
+// resolver, a closed toolset, a quarantined or withdrawn tool) is a known
+// failure, marked with durable.Failed: recorded and replayed, never in
+// doubt. Every other error follows the journal's rules (a JSON-RPC error
+// from the server is a failure; a lost connection leaves the outcome
+// unknown).
+//
+// Use it for a durable.Tool too:
+//
+//	tool := durable.Tool{Name: "bank__charge", Server: "bank", Call: loop.ToolsetCall(ts, "bank__charge")}
+func ToolsetCall(ts *toolset.Toolset, name string) func(ctx context.Context, args json.RawMessage, idempotencyKey string) (*mcp.CallToolResult, error) {
+	return func(ctx context.Context, args json.RawMessage, key string) (*mcp.CallToolResult, error) {
+		var a any
+		if len(args) > 0 {
+			a = args
+		}
+		res, err := ts.Call(ctx, name, a, toolset.CallInfo{Meta: map[string]any{MetaIdempotencyKey: key}})
+		var te *toolset.Error
+		if err != nil && errors.As(err, &te) {
+			if r, ok := te.Refusal(); ok {
+				return nil, durable.Failed(r) // quarantined, withdrawn: nothing was sent
+			}
+			switch te.Code {
+			case toolset.CodeUnknownTool, toolset.CodeInvalidArguments, toolset.CodeAuthFailed, toolset.CodeClosed:
+				return nil, durable.Failed(err) // refused before anything was sent
+			}
+		}
+		return res, err
+	}
 }

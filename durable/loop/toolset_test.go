@@ -1,6 +1,8 @@
 package loop_test
 
 import (
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -8,9 +10,11 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/gatehouse-dev/gatehouse/durable"
 	"github.com/gatehouse-dev/gatehouse/durable/loop"
 	"github.com/gatehouse-dev/gatehouse/durable/loop/internal/chattest"
 	"github.com/gatehouse-dev/gatehouse/plugin"
+	"github.com/gatehouse-dev/gatehouse/refusal"
 	"github.com/gatehouse-dev/gatehouse/toolset"
 )
 
@@ -55,5 +59,61 @@ func TestToolsetTools(t *testing.T) {
 	run(t, opts)
 	if b.count("charge") != 1 || chat.Requests() != 2 {
 		t.Fatalf("charges %d, requests %d", b.count("charge"), chat.Requests())
+	}
+}
+
+// ToolsetCall as a durable.Tool: the key reaches the server in _meta and a
+// repeat is replayed; what the toolset refuses before sending (an unknown
+// tool, arguments that are not an object) is a recorded failure, replayed
+// as such and never in doubt.
+func TestToolsetCall(t *testing.T) {
+	b := &bank{effects: map[string]int{}, keys: map[string]string{}}
+	srv := mcp.NewServer(&mcp.Implementation{Name: "bank", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "charge", Description: "Charge a card."}, b.handler("charge"))
+	httpSrv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	defer httpSrv.Close()
+	ts, err := toolset.Open(bg, []toolset.Server{{Config: plugin.ServerConfig{
+		Name: "bank", Type: plugin.TransportStreamableHTTP, URL: httpSrv.URL,
+	}}}, &toolset.Options{AllowedHosts: []string{"127.0.0.1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ts.Close()
+	j := newJournal(t, openStore(t, "sqlite"))
+
+	charge := durable.Tool{Name: "bank__charge", Server: "bank", Call: loop.ToolsetCall(ts, "bank__charge")}
+	info := durable.CallInfo{RunID: "run9", ToolCallID: "call3", Owner: "bob"}
+	args := json.RawMessage(`{"amount":12}`)
+	res, replayed, err := j.Invoke(bg, charge, info, args)
+	if err != nil || replayed || res.IsError {
+		t.Fatalf("first: %+v %v %v", res, replayed, err)
+	}
+	if b.count("charge") != 1 || b.keys["run9:call3"] != "charge" {
+		t.Fatalf("effects %d, keys %v", b.count("charge"), b.keys)
+	}
+	res2, replayed, err := j.Invoke(bg, charge, info, args)
+	if err != nil || !replayed || b.count("charge") != 1 || fmt.Sprint(res2.Content[0]) != fmt.Sprint(res.Content[0]) {
+		t.Fatalf("repeat: replayed %v, %v, effects %d", replayed, err, b.count("charge"))
+	}
+
+	for name, c := range map[string]struct {
+		tool durable.Tool
+		args json.RawMessage
+	}{
+		"unknown tool":  {durable.Tool{Name: "bank__nope", Server: "bank", Call: loop.ToolsetCall(ts, "bank__nope")}, nil},
+		"not an object": {charge, json.RawMessage(`[1]`)},
+	} {
+		ci := durable.CallInfo{RunID: "run9", ToolCallID: name}
+		_, _, err1 := j.Invoke(bg, c.tool, ci, c.args)
+		_, replayed, err2 := j.Invoke(bg, c.tool, ci, c.args)
+		if err1 == nil || !replayed || err2 == nil || err1.Error() != err2.Error() {
+			t.Fatalf("%s: %v / %v (replayed %v)", name, err1, err2, replayed)
+		}
+		if r, ok := refusal.As(err2); ok && r.Code == refusal.InDoubt {
+			t.Fatalf("%s: in doubt: %v", name, err2)
+		}
+	}
+	if b.count("charge") != 1 {
+		t.Fatalf("a refused call reached the server: %d effects", b.count("charge"))
 	}
 }

@@ -6,32 +6,36 @@ import (
 )
 
 // go test -run '^$' -bench . -benchmem ./internal/metrics/
+//
+// The gateway's own benchmarks (recording a call in its catalogue) are in
+// package gateway/internal/telemetry.
 
-func BenchmarkObserveCall(b *testing.B) {
-	g := NewGateway(NewRegistry(nil))
-	g.ObserveCall("bank__transfer", OutcomeOK, time.Millisecond)
+// BenchmarkVecWith looks a series up by its label values on every
+// observation, in a counter vector and a histogram vector.
+func BenchmarkVecWith(b *testing.B) {
+	r := NewRegistry(nil)
+	cv := r.NewCounterVec("calls_total", "h", "tool", "outcome")
+	hv := r.NewHistogramVec("call_duration_seconds", "h", nil, "tool")
+	cv.With("bank__transfer", "ok").Inc()
+	hv.With("bank__transfer").Observe(0.001)
 	b.ReportAllocs()
 	for b.Loop() {
-		g.ObserveCall("bank__transfer", OutcomeOK, 1500*time.Microsecond)
+		cv.With("bank__transfer", "ok").Inc()
+		hv.With("bank__transfer").ObserveDuration(1500 * time.Microsecond)
 	}
 }
 
-func BenchmarkObserveCallPreResolved(b *testing.B) {
-	g := NewGateway(NewRegistry(nil))
-	tm := g.Tool("bank__transfer")
-	b.ReportAllocs()
-	for b.Loop() {
-		tm.ObserveCall(OutcomeOK, 1500*time.Microsecond)
-	}
-}
-
-func BenchmarkObserveCallParallel(b *testing.B) {
-	g := NewGateway(NewRegistry(nil))
-	g.ObserveCall("bank__transfer", OutcomeOK, time.Millisecond)
+func BenchmarkVecWithParallel(b *testing.B) {
+	r := NewRegistry(nil)
+	cv := r.NewCounterVec("calls_total", "h", "tool", "outcome")
+	hv := r.NewHistogramVec("call_duration_seconds", "h", nil, "tool")
+	cv.With("bank__transfer", "ok").Inc()
+	hv.With("bank__transfer").Observe(0.001)
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			g.ObserveCall("bank__transfer", OutcomeOK, 1500*time.Microsecond)
+			cv.With("bank__transfer", "ok").Inc()
+			hv.With("bank__transfer").ObserveDuration(1500 * time.Microsecond)
 		}
 	})
 }
@@ -52,14 +56,23 @@ func BenchmarkHistogramObserve(b *testing.B) {
 	}
 }
 
-// BenchmarkScrape writes a gateway registry with 100 tools x 3 outcomes.
+// BenchmarkScrape writes a registry with 100 tools x 3 outcomes in a
+// counter vector and 100 tools in a histogram vector (default buckets),
+// beside a gauge vector, a gauge and two function gauges.
 func BenchmarkScrape(b *testing.B) {
 	r := NewRegistry(nil)
-	g := NewGateway(r)
+	cv := r.NewCounterVec("calls_total", "h", "tool", "outcome")
+	hv := r.NewHistogramVec("call_duration_seconds", "h", nil, "tool")
+	r.NewGaugeVec("up", "h", "server").With("server").Set(1)
+	r.NewCounterVec("drift_total", "h", "server", "kind")
+	r.NewGauge("sessions", "h").Set(3)
+	r.NewGaugeFuncOptional("pending", "h", func() (float64, bool) { return 2, true })
+	r.NewGaugeFunc("lag_seconds", "h", func() float64 { return 1.5 })
 	for i := range 100 {
 		tool := "server__tool" + string(rune('a'+i%26)) + string(rune('a'+i/26))
-		for _, o := range []string{OutcomeOK, OutcomeToolError, "denied"} {
-			g.ObserveCall(tool, o, time.Millisecond)
+		for _, o := range []string{"ok", "tool_error", "denied"} {
+			cv.With(tool, o).Inc()
+			hv.With(tool).ObserveDuration(time.Millisecond)
 		}
 	}
 	b.ReportAllocs()

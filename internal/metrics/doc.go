@@ -42,12 +42,12 @@
 // projected tool names (already restricted to [a-zA-Z0-9_-]{1,64}), server
 // names from the operator's configuration, outcome codes and drift kinds
 // defined in code. Never pass a caller's free text (an unknown tool name a
-// caller asked for, an error message, a subject) as a label value; the
-// gateway records calls to unknown tools under [UnknownTool]. As a last line
-// of defence each vector holds at most [RegistryOptions].MaxSeriesPerVec
-// series; beyond that, new label values are counted in one more series
-// whose label values are all [OverflowLabelValue], so nothing is lost and
-// memory stays bounded.
+// caller asked for, an error message, a subject) as a label value; map it
+// to one fixed value of the closed set first. As a last line of defence
+// each vector holds at most [RegistryOptions].MaxSeriesPerVec series;
+// beyond that, new label values are counted in one more series whose label
+// values are all [OverflowLabelValue], so nothing is lost and memory stays
+// bounded.
 //
 // # Format details
 //
@@ -55,16 +55,11 @@
 // and line feed become \\, \" and \n); help text escapes backslash and line
 // feed. Invalid UTF-8 in a label value or help text is replaced, byte by
 // byte, with U+FFFD, and label values that become equal that way share one
-// series. An empty help text omits the HELP line. Histogram _count is the
-// +Inf bucket read in the same pass, so the two always agree; _sum may miss
-// observations in flight during the scrape. Values are written in the
-// shortest form that parses back exactly (+Inf, -Inf and NaN as such);
-// counters of whole increments are exact integers up to 2^64.
-//
-// # Gateway metrics
-//
-// [NewGateway] registers the gateway's metrics (calls by tool and outcome,
-// call latency, upstream health, drift events, approvals pending, sessions
-// and journal lag) and returns a [GatewayMetrics] whose methods the gateway
-// calls.
+// series. An empty help text omits the HELP line. A gauge registered with
+// [Registry.NewGaugeFuncOptional] has only its HELP and TYPE lines while its
+// function reports no value. Histogram _count is the +Inf bucket read in
+// the same pass, so the two always agree; _sum may miss observations in
+// flight during the scrape. Values are written in the shortest form that
+// parses back exactly (+Inf, -Inf and NaN as such); counters of whole
+// increments are exact integers up to 2^64.
 package metrics

@@ -3,7 +3,9 @@ package metrics_test
 import (
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/internal/metrics"
@@ -35,18 +37,49 @@ func Example() {
 	// demo_latency_seconds_count 1
 }
 
-func ExampleNewGateway() {
+func ExampleRegistry_Handler() {
 	reg := metrics.NewRegistry(nil)
-	gm := metrics.NewGateway(reg)
-	gm.SetApprovalsPendingSource(func() (int, error) { return 0, nil })
+	reg.NewGauge("demo_sessions", "Sessions open now.").Set(2)
 
-	// In the gateway: on every tool call,
-	gm.ObserveCall("bank__transfer", metrics.OutcomeOK, 1200*time.Microsecond)
+	// Serve the registry on a listen address of its own, e.g.
+	//
+	//	mux := http.NewServeMux()
+	//	mux.Handle("GET /metrics", reg.Handler())
+	//	srv := &http.Server{Addr: "127.0.0.1:9090", Handler: mux}
+	//
+	// Here, one scrape:
+	rec := httptest.NewRecorder()
+	reg.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	fmt.Println(rec.Code, rec.Header().Get("Content-Type") == metrics.ContentType)
+	fmt.Print(rec.Body.String())
+	// Output:
+	// 200 true
+	// # HELP demo_sessions Sessions open now.
+	// # TYPE demo_sessions gauge
+	// demo_sessions 2
+}
 
-	// and on a separate listen address (not the MCP one):
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", reg.Handler())
-	_ = &http.Server{Addr: "127.0.0.1:9090", Handler: mux}
-	fmt.Println(metrics.ContentType)
-	// Output: text/plain; version=0.0.4; charset=utf-8
+func ExampleRegistry_NewGaugeFuncOptional() {
+	reg := metrics.NewRegistry(nil)
+	var known atomic.Bool // false until the queue is up, or while it is down
+	var length atomic.Int64
+	reg.NewGaugeFuncOptional("demo_queue_length", "Items waiting.", func() (float64, bool) {
+		return float64(length.Load()), known.Load()
+	})
+
+	// While the value is unknown: no sample, rather than a made-up 0.
+	if _, err := reg.WriteTo(os.Stdout); err != nil {
+		fmt.Println(err)
+	}
+	length.Store(4)
+	known.Store(true)
+	if _, err := reg.WriteTo(os.Stdout); err != nil {
+		fmt.Println(err)
+	}
+	// Output:
+	// # HELP demo_queue_length Items waiting.
+	// # TYPE demo_queue_length gauge
+	// # HELP demo_queue_length Items waiting.
+	// # TYPE demo_queue_length gauge
+	// demo_queue_length 4
 }

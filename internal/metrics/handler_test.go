@@ -14,9 +14,13 @@ import (
 func TestHandlerOverHTTP(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	r := NewRegistry(nil)
-	g := NewGateway(r)
-	g.ObserveCall("a__b", OutcomeOK, time.Millisecond)
-	g.SetUpstreamUp("a", true)
+	calls := r.NewCounterVec("calls_total", "Calls.", "tool", "outcome")
+	dur := r.NewHistogramVec("call_duration_seconds", "Call time.", nil, "tool")
+	r.NewGaugeVec("up", "Up.", "server").With("a").Set(1)
+	r.NewGauge("sessions", "Sessions.")
+	r.NewGaugeFuncOptional("pending", "Pending.", func() (float64, bool) { return 0, false })
+	calls.With("a__b", "ok").Inc()
+	dur.With("a__b").ObserveDuration(time.Millisecond)
 	srv := httptest.NewServer(r.Handler()) // listens on 127.0.0.1
 	defer srv.Close()
 	client := &http.Client{Timeout: 10 * time.Second}
@@ -51,7 +55,7 @@ func TestHandlerOverHTTP(t *testing.T) {
 		t.Fatalf("body differs from WriteTo:\n%s", body)
 	}
 	fams := mustParse(t, body)
-	if v, _ := find(fams, "gatehouse_calls_total", "tool", "a__b", "outcome", "ok"); v != 1 {
+	if v, _ := find(fams, "calls_total", "tool", "a__b", "outcome", "ok"); v != 1 {
 		t.Fatalf("calls over HTTP: %v", v)
 	}
 

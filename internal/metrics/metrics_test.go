@@ -6,6 +6,7 @@ import (
 	"math"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -317,6 +318,21 @@ func TestDefaultLatencyBucketsIsACopy(t *testing.T) {
 	}
 }
 
+// registerSet registers a set of families of every kind, as a component
+// registers its metrics at start-up.
+func registerSet(r *Registry) {
+	r.NewCounterVec("set_calls_total", "Calls.", "tool", "outcome").With("t", "ok").Inc()
+	r.NewHistogramVec("set_call_duration_seconds", "Call time.", nil, "tool").With("t").Observe(0.001)
+	r.NewGaugeVec("set_up", "Up.", "server").With("s").Set(1)
+	r.NewCounterVec("set_events_total", "Events.", "server", "kind")
+	r.NewGauge("set_sessions", "Sessions.").Inc()
+	r.NewGaugeFuncOptional("set_pending", "Pending.", gaugeUnknown)
+	r.NewGaugeFuncOptional("set_lag_seconds", "Lag.", func() (float64, bool) { return 1.5, true })
+}
+
+// gaugeUnknown is an optional gauge function without a value.
+func gaugeUnknown() (float64, bool) { return 0, false }
+
 func TestRegistrationPanics(t *testing.T) {
 	cases := map[string]func(r *Registry){
 		"empty name":               func(r *Registry) { r.NewCounter("", "h") },
@@ -344,7 +360,9 @@ func TestRegistrationPanics(t *testing.T) {
 		"delete wrong arity":       func(r *Registry) { r.NewHistogramVec("a", "h", nil, "x").Delete() },
 		"negative counter add":     func(r *Registry) { r.NewCounter("a", "h").Add(-1) },
 		"NaN counter add":          func(r *Registry) { r.NewCounter("a", "h").Add(math.NaN()) },
-		"gateway registered twice": func(r *Registry) { NewGateway(r); NewGateway(r) },
+		"nil optional gauge func":  func(r *Registry) { r.NewGaugeFuncOptional("a", "h", nil) },
+		"optional gauge func dup":  func(r *Registry) { r.NewGauge("a", "h"); r.NewGaugeFuncOptional("a", "h", gaugeUnknown) },
+		"registerSet called twice": func(r *Registry) { registerSet(r); registerSet(r) },
 	}
 	for name, f := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -529,5 +547,38 @@ func TestVecPromotion(t *testing.T) {
 	}
 	if n := len(mustParse(t, expose(r))[0].samples); n != 101 {
 		t.Fatalf("%d series, want 101", n)
+	}
+}
+
+// An optional function gauge is read on every scrape; while it has no
+// value its family has only its HELP and TYPE lines, and the exposition
+// stays valid.
+func TestGaugeFuncOptional(t *testing.T) {
+	r := NewRegistry(nil)
+	var v atomic.Uint64
+	var ok atomic.Bool
+	r.NewGaugeFuncOptional("a_pending", "Pending.", func() (float64, bool) { return math.Float64frombits(v.Load()), ok.Load() })
+	r.NewGaugeFuncOptional("b_untyped", "", gaugeUnknown)
+	r.NewGauge("c", "h")
+	scrape := func(want string) {
+		t.Helper()
+		out := expose(r)
+		if out != want {
+			t.Fatalf("got %q\nwant %q", out, want)
+		}
+		mustParse(t, out)
+	}
+	const rest = "# TYPE b_untyped gauge\n# HELP c h\n# TYPE c gauge\nc 0\n"
+	scrape("# HELP a_pending Pending.\n# TYPE a_pending gauge\n" + rest)
+	v.Store(math.Float64bits(7))
+	scrape("# HELP a_pending Pending.\n# TYPE a_pending gauge\n" + rest)
+	ok.Store(true)
+	scrape("# HELP a_pending Pending.\n# TYPE a_pending gauge\na_pending 7\n" + rest)
+	v.Store(math.Float64bits(0))
+	scrape("# HELP a_pending Pending.\n# TYPE a_pending gauge\na_pending 0\n" + rest)
+	ok.Store(false)
+	scrape("# HELP a_pending Pending.\n# TYPE a_pending gauge\n" + rest)
+	if _, found := find(mustParse(t, expose(r)), "a_pending"); found {
+		t.Fatal("sample present while ok is false")
 	}
 }

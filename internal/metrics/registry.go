@@ -125,12 +125,20 @@ func (r *Registry) NewGaugeFunc(name, help string, f func() float64) {
 	if f == nil {
 		panic(fmt.Sprintf("metrics: %s: nil gauge function", name))
 	}
-	r.newGaugeFunc(name, help, func() (float64, bool) { return f(), true })
+	r.register(&gaugeFamily{name: name, help: help, fn: func() (float64, bool) { return f(), true }}, nil, name)
 }
 
-// newGaugeFunc is NewGaugeFunc with a function that may withhold the
-// sample (ok false): the family then has only its HELP and TYPE lines.
-func (r *Registry) newGaugeFunc(name, help string, f func() (float64, bool)) {
+// NewGaugeFuncOptional registers an unlabelled gauge like NewGaugeFunc,
+// for a value that is not always known: f returns the value and whether it
+// has one. When ok is false (a source not configured yet, or failing) the
+// scrape writes the family with only its HELP and TYPE lines and no
+// sample, rather than a made-up value. f must be safe for concurrent use
+// and quick, as for NewGaugeFunc. It panics like NewCounter, or if f is
+// nil.
+func (r *Registry) NewGaugeFuncOptional(name, help string, f func() (v float64, ok bool)) {
+	if f == nil {
+		panic(fmt.Sprintf("metrics: %s: nil gauge function", name))
+	}
 	r.register(&gaugeFamily{name: name, help: help, fn: f}, nil, name)
 }
 

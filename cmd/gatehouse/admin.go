@@ -1,0 +1,252 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gatehouse-dev/gatehouse/store"
+)
+
+func newRunsCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "runs",
+		Short: "List or purge journaled runs in the store",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			_ = cmd.Help()
+			return usagef("runs needs a subcommand (list, purge)")
+		},
+	}
+	cmd.AddCommand(newRunsListCmd(), newRunsPurgeCmd())
+	return cmd
+}
+
+// runJSON is one run in `runs list --json`.
+type runJSON struct {
+	Scope     string    `json:"scope"`
+	RunID     string    `json:"runId"`
+	Subject   string    `json:"subject"`
+	Calls     int64     `json:"calls"`
+	Started   int64     `json:"started"`
+	Succeeded int64     `json:"succeeded"`
+	Failed    int64     `json:"failed"`
+	InDoubt   int64     `json:"inDoubt"`
+	FirstAt   time.Time `json:"firstAt"`
+	LastAt    time.Time `json:"lastAt"`
+}
+
+func newRunsListCmd() *cobra.Command {
+	var sf storeFlags
+	var subject string
+	var asJSON bool
+	var limit int
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List runs, most recent first (every subject unless --subject)",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			st, err := sf.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			f := store.RunFilter{Owner: subject, AnyOwner: !cmd.Flags().Changed("subject"), Limit: limit}
+			runs, err := st.ListRuns(cmd.Context(), f)
+			if err != nil {
+				return err
+			}
+			out := make([]runJSON, 0, len(runs))
+			for _, r := range runs {
+				out = append(out, runJSON{r.Scope, r.RunID, r.Owner, r.Calls, r.Started, r.Succeeded, r.Failed, r.InDoubt, r.FirstAt.UTC(), r.LastAt.UTC()})
+			}
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), map[string]any{"runs": out})
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "RUN\tSCOPE\tSUBJECT\tCALLS\tSUCCEEDED\tFAILED\tIN DOUBT\tSTARTED\tLAST")
+			for _, r := range out {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\n", r.RunID, dash(r.Scope), dash(r.Subject),
+					r.Calls, r.Succeeded, r.Failed, r.InDoubt, r.Started, r.LastAt.Format(time.RFC3339))
+			}
+			if len(out) == 0 {
+				fmt.Fprintln(tw, "(no runs)")
+			}
+			return tw.Flush()
+		},
+	}
+	sf.add(cmd)
+	cmd.Flags().StringVar(&subject, "subject", "", "only the runs of this subject")
+	cmd.Flags().BoolVar(&asJSON, "json", false, `print {"runs": [...]}`)
+	cmd.Flags().IntVar(&limit, "limit", 0, "at most this many runs (0: all)")
+	return cmd
+}
+
+func newRunsPurgeCmd() *cobra.Command {
+	var sf storeFlags
+	var subject string
+	cmd := &cobra.Command{
+		Use:   "purge --subject S",
+		Short: "Delete every journal row and approval of one subject and say how many",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !cmd.Flags().Changed("subject") {
+				return usagef("runs purge needs --subject (purging everyone's runs is not offered)")
+			}
+			st, err := sf.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			n, err := st.Purge(cmd.Context(), subject)
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "purged %d rows of subject %q\n", n, subject)
+			return err
+		},
+	}
+	sf.add(cmd)
+	cmd.Flags().StringVar(&subject, "subject", "", "the subject whose rows are deleted")
+	return cmd
+}
+
+func newApprovalsCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "approvals",
+		Short: "List, approve or deny calls waiting for an operator",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			_ = cmd.Help()
+			return usagef("approvals needs a subcommand (list, approve, deny)")
+		},
+	}
+	cmd.AddCommand(newApprovalsListCmd(), newDecideCmd(true), newDecideCmd(false))
+	return cmd
+}
+
+// approvalJSON is one approval in `approvals list --json`.
+type approvalJSON struct {
+	ID              string     `json:"id"`
+	State           string     `json:"state"`
+	Server          string     `json:"server"`
+	Tool            string     `json:"tool"`
+	Scope           string     `json:"scope"`
+	RunID           string     `json:"runId"`
+	ToolCallID      string     `json:"toolCallId"`
+	Subject         string     `json:"subject"`
+	ArgsFingerprint string     `json:"argsFingerprint"`
+	Reason          string     `json:"reason"`
+	CreatedAt       time.Time  `json:"createdAt"`
+	DecidedAt       *time.Time `json:"decidedAt,omitempty"`
+	DecidedBy       string     `json:"decidedBy,omitempty"`
+}
+
+func newApprovalsListCmd() *cobra.Command {
+	var sf storeFlags
+	var asJSON, all bool
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List pending approvals (--all for decided ones too)",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			st, err := sf.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			state := store.ApprovalPending
+			if all {
+				state = ""
+			}
+			as, err := st.ListApprovals(cmd.Context(), state)
+			if err != nil {
+				return err
+			}
+			out := make([]approvalJSON, 0, len(as))
+			for _, a := range as {
+				j := approvalJSON{ID: a.ID, State: string(a.State), Server: a.Server, Tool: a.Tool, Scope: a.Scope,
+					RunID: a.RunID, ToolCallID: a.ToolCallID, Subject: a.Owner, ArgsFingerprint: a.ArgsFingerprint,
+					Reason: a.Reason, CreatedAt: a.CreatedAt.UTC(), DecidedBy: a.DecidedBy}
+				if !a.DecidedAt.IsZero() {
+					t := a.DecidedAt.UTC()
+					j.DecidedAt = &t
+				}
+				out = append(out, j)
+			}
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), map[string]any{"approvals": out})
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tSTATE\tTOOL\tSUBJECT\tRUN\tREASON\tCREATED")
+			for _, a := range out {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.ID, a.State, a.Tool, dash(a.Subject), a.RunID, a.Reason, a.CreatedAt.Format(time.RFC3339))
+			}
+			if len(out) == 0 {
+				fmt.Fprintln(tw, "(no approvals)")
+			}
+			return tw.Flush()
+		},
+	}
+	sf.add(cmd)
+	cmd.Flags().BoolVar(&asJSON, "json", false, `print {"approvals": [...]}`)
+	cmd.Flags().BoolVar(&all, "all", false, "include approved and denied ones")
+	return cmd
+}
+
+func newDecideCmd(approve bool) *cobra.Command {
+	var sf storeFlags
+	var by string
+	verb := "deny"
+	if approve {
+		verb = "approve"
+	}
+	cmd := &cobra.Command{
+		Use:   verb + " ID",
+		Short: fmt.Sprintf("%s a pending call: the same call with the same key then %s", verb, map[bool]string{true: "runs once", false: "fails with approval_denied"}[approve]),
+		Args:  exactArgs(1, "one approval ID"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			st, err := sf.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			a, err := st.DecideApproval(cmd.Context(), args[0], approve, by, time.Now())
+			switch {
+			case errors.Is(err, store.ErrNotFound):
+				return fmt.Errorf("no approval with ID %q (see `gatehouse approvals list`)", args[0])
+			case errors.Is(err, store.ErrAlreadyDecided):
+				cur, gerr := st.GetApproval(cmd.Context(), args[0])
+				if gerr == nil {
+					return fmt.Errorf("approval %s was already %s by %s; a decision is final", args[0], cur.State, dash(cur.DecidedBy))
+				}
+				return fmt.Errorf("approval %s was already decided; a decision is final", args[0])
+			case err != nil:
+				return err
+			}
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s: %s (%s)\n", a.ID, a.State, a.Tool)
+			return err
+		},
+	}
+	sf.add(cmd)
+	cmd.Flags().StringVar(&by, "by", defaultOperator(), "who decides (recorded with the decision)")
+	return cmd
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gatehouse-dev/gatehouse/gateway"
+)
+
+// defaultPlugin is the plugin `gatehouse serve` runs without --config,
+// relative to the working directory (a Gatehouse checkout).
+const defaultPlugin = "examples/plugins/hello"
+
+func newServeCmd() *cobra.Command {
+	var sf storeFlags
+	var stdio bool
+	var logFormat, listen string
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve the tools of the configured plugins as one hardened MCP endpoint",
+		Long: "serve loads the plugins and servers of the config, connects them, and serves their tools at\n" +
+			"http://<listen>/mcp (or over stdin/stdout with --stdio), with bearer tokens, per-tool visibility,\n" +
+			"rate limits, dedup, the firewall and approvals (docs/gateway.md). Without --config it serves the\n" +
+			"example plugin " + defaultPlugin + " on .gatehouse/gatehouse.db.",
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log, err := newLogger(cmd.ErrOrStderr(), logFormat)
+			if err != nil {
+				return err
+			}
+			cfg, err := serveConfig(&sf)
+			if err != nil {
+				return configErr(err)
+			}
+			if cmd.Flags().Changed("listen") {
+				if err := cfg.SetListen(listen); err != nil {
+					return configErr(err)
+				}
+			}
+			opts := &gateway.Options{Logger: log, StoreDSN: sf.store, Stderr: cmd.ErrOrStderr(), Version: Version}
+			ctx := cmd.Context()
+			g, err := gateway.New(ctx, cfg, opts)
+			if err != nil {
+				return configErr(err)
+			}
+			defer g.Close()
+			if cfg.Metrics != nil {
+				mln, err := net.Listen("tcp", cfg.Metrics.Listen)
+				if err != nil {
+					return fmt.Errorf("listening on %s (metrics.listen): %w", cfg.Metrics.Listen, err)
+				}
+				mctx, stop := context.WithCancel(ctx)
+				done := make(chan struct{})
+				go func() {
+					defer close(done)
+					if err := g.ServeMetrics(mctx, mln); err != nil {
+						log.Error("gatehouse: metrics endpoint failed", "err", err)
+					}
+				}()
+				defer func() { stop(); <-done }()
+				log.Info("gatehouse: serving metrics", "url", "http://"+mln.Addr().String()+"/metrics", "addr", mln.Addr().String())
+			}
+			if stdio {
+				log.Info("gatehouse: serving over stdio", "tools", len(g.Tools()))
+				return g.ServeStdio(ctx)
+			}
+			ln, err := net.Listen("tcp", cfg.Listen)
+			if err != nil {
+				return fmt.Errorf("listening on %s: %w", cfg.Listen, err)
+			}
+			if cfg.Auth == nil {
+				log.Warn("gatehouse: no auth configured: serving on loopback only; every caller is subject \"local\"", "addr", ln.Addr().String())
+			}
+			log.Info("gatehouse: serving", "url", "http://"+ln.Addr().String()+"/mcp", "addr", ln.Addr().String(), "tools", len(g.Tools()))
+			return g.Serve(ctx, ln)
+		},
+	}
+	sf.add(cmd)
+	cmd.Flags().BoolVar(&stdio, "stdio", false, "serve one MCP session over stdin/stdout instead of HTTP")
+	cmd.Flags().StringVar(&logFormat, "log-format", "text", "log format on stderr: text or json")
+	cmd.Flags().StringVar(&listen, "listen", "", "listen address (overrides the config's listen)")
+	return cmd
+}
+
+// serveConfig loads --config, or the built-in default: the example plugin.
+func serveConfig(sf *storeFlags) (*gateway.Config, error) {
+	if sf.config != "" {
+		return gateway.LoadConfig(sf.config)
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return nil, err
+	}
+	if st, err := os.Stat(filepath.Join(wd, defaultPlugin, "plugin.json")); err != nil || st.IsDir() {
+		return nil, usagef("no --config given and the example plugin %s is not in %s: run from a Gatehouse checkout, or pass --config FILE (see docs/gateway.md)", defaultPlugin, wd)
+	}
+	return gateway.ParseConfig([]byte("plugins: ["+defaultPlugin+"]\n"), "", wd)
+}
+
+// configErr makes a *gateway.ConfigError a usage error (exit 2).
+func configErr(err error) error {
+	var ce *gateway.ConfigError
+	if errors.As(err, &ce) {
+		return &usageError{err}
+	}
+	return err
+}
+
+func newLogger(w io.Writer, format string) (*slog.Logger, error) {
+	switch format {
+	case "text", "":
+		return slog.New(slog.NewTextHandler(w, nil)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, nil)), nil
+	}
+	return nil, usagef("--log-format must be text or json (got %q)", format)
+}

@@ -1,0 +1,173 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gatehouse-dev/gatehouse/diag"
+	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/plugin"
+	"github.com/gatehouse-dev/gatehouse/store"
+	"github.com/gatehouse-dev/gatehouse/toolset"
+)
+
+// toolsReport is the --json shape of `gatehouse tools` (CONTRACTS.md §3).
+type toolsReport struct {
+	Tools       []toolset.ToolInfo `json:"tools"`
+	Diagnostics []diag.Diagnostic  `json:"diagnostics"`
+	// Store is the store the run persisted to (password redacted), when
+	// one was given.
+	Store string `json:"store,omitempty"`
+}
+
+func newToolsCmd() *cobra.Command {
+	var configPath, storeDSN string
+	var plugins []string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "tools [--config FILE] [--plugin DIR]...",
+		Short: "Connect every server of the given plugins and config, print the tool map an agent would see, and close",
+		Long: "Connects every MCP server of the given plugins (and of the config's plugins and servers),\n" +
+			"projects the tool map exactly as an agent would see it, and closes. Nothing is served.\n\n" +
+			"With a store (--store, or the config's store when --config is given, or $GATEHOUSE_STORE),\n" +
+			"each server's catalogue is recorded, its tool contracts are pinned on first sight, and drift\n" +
+			"is reported: a changed tool is quarantined, a new one withheld, a removed one reported\n" +
+			"(tool-drift diagnostics). `gatehouse trust SERVER` re-trusts a server.",
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if configPath == "" && len(plugins) == 0 {
+				return usagef("tools needs --plugin DIR or --config FILE")
+			}
+			cfg, err := loadConfigOrDefault(configPath)
+			if err != nil {
+				return err
+			}
+			servers, ds := collectServers(cfg, plugins)
+			opts := &toolset.Options{
+				AllowedHosts: cfg.AllowedHosts,
+				Budget:       cfg.Disclosure.Budget,
+				Stderr:       cmd.ErrOrStderr(),
+			}
+			var redacted string
+			if d := toolsStoreDSN(storeDSN, configPath, cfg); d != "" {
+				st, err := openStore(cmd.Context(), d)
+				if err != nil {
+					return err
+				}
+				defer st.Close()
+				opts.Store = st
+				if p, err := store.ParseDSN(d); err == nil {
+					redacted = p.String()
+				}
+			}
+			ts, err := toolset.Open(cmd.Context(), servers, opts)
+			if err != nil {
+				return err
+			}
+			defer ts.Close()
+			tools, err := ts.Tools(cmd.Context())
+			if err != nil {
+				return err
+			}
+			rep := toolsReport{Tools: tools, Diagnostics: append(ds, ts.Diagnostics()...), Store: redacted}
+			if rep.Tools == nil {
+				rep.Tools = []toolset.ToolInfo{}
+			}
+			if rep.Diagnostics == nil {
+				rep.Diagnostics = []diag.Diagnostic{}
+			}
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), rep)
+			}
+			return writeToolsText(cmd, rep)
+		},
+	}
+	cmd.Flags().StringVar(&configPath, "config", "", "gateway config file (YAML): its plugins, servers, allowedHosts and disclosure apply")
+	cmd.Flags().StringArrayVar(&plugins, "plugin", nil, "a plugin directory (repeatable)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object (CONTRACTS.md §3)")
+	cmd.Flags().StringVar(&storeDSN, "store", "", "store DSN (sqlite:PATH, postgres://...): record the catalogues and trust baselines there and report drift against them")
+	return cmd
+}
+
+// toolsStoreDSN chooses the store `gatehouse tools` persists to: --store;
+// else, with --config, the config's store ($GATEHOUSE_STORE overriding
+// it); else $GATEHOUSE_STORE; else none (nothing is persisted and drift is
+// not judged across runs).
+func toolsStoreDSN(flag, configPath string, cfg *gateway.Config) string {
+	switch {
+	case flag != "":
+		return flag
+	case configPath != "":
+		return store.DSNFromEnv(cfg.StoreDSN())
+	}
+	return store.DSNFromEnv("")
+}
+
+func loadConfigOrDefault(path string) (*gateway.Config, error) {
+	if path != "" {
+		return gateway.LoadConfig(path)
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return nil, err
+	}
+	return gateway.ParseConfig(nil, "", wd)
+}
+
+// collectServers loads the config's plugins and the extra plugin
+// directories, adds the config's inline servers (parsed once, by the
+// gateway's config: cfg.InlineServers), and returns the servers to connect
+// plus the diagnostics of everything that was skipped or warned about.
+func collectServers(cfg *gateway.Config, extraPlugins []string) ([]toolset.Server, []diag.Diagnostic) {
+	var servers []toolset.Server
+	var ds []diag.Diagnostic
+	dirs := append(cfg.PluginDirs(), extraPlugins...)
+	for _, dir := range dirs {
+		res := plugin.Load(dir)
+		ds = append(ds, res.Diagnostics...)
+		for _, s := range toolset.PluginServers(res.Plugin) {
+			// As the gateway does: a server or its plugin may be named.
+			s.AlwaysLoad = slices.Contains(cfg.Disclosure.AlwaysLoad, s.Config.Name) ||
+				slices.Contains(cfg.Disclosure.AlwaysLoad, res.Plugin.Manifest.Name)
+			servers = append(servers, s)
+		}
+	}
+	ds = append(ds, cfg.InlineDiagnostics()...)
+	return append(servers, cfg.InlineServers()...), ds
+}
+
+func writeToolsText(cmd *cobra.Command, rep toolsReport) error {
+	tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TOOL\tSERVER\tREMOTE NAME\tDISCLOSURE\tSTATE\tDESCRIPTION")
+	for _, t := range rep.Tools {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.Name, t.Server, t.RemoteName, t.Disclosure, t.State, firstLine(t.Description, 60))
+	}
+	if len(rep.Tools) == 0 {
+		fmt.Fprintln(tw, "(no tools)")
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(rep.Diagnostics) > 0 {
+		fmt.Fprintln(cmd.OutOrStdout(), "diagnostics:")
+		for _, d := range rep.Diagnostics {
+			fmt.Fprintf(cmd.OutOrStdout(), "  - %s\n", d)
+		}
+	}
+	return nil
+}
+
+func firstLine(s string, max int) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if r := []rune(s); len(r) > max {
+		s = string(r[:max-1]) + "…"
+	}
+	return s
+}

@@ -1,0 +1,51 @@
+package gateway
+
+import (
+	"context"
+
+	"github.com/gatehouse-dev/gatehouse/policy"
+	"github.com/gatehouse-dev/gatehouse/store"
+)
+
+// buildGuard composes the firewall (call caps per run, contract pinning
+// against the toolset's baselines) and the operator's requireApproval
+// list. The firewall counts per run (firewallRun).
+func buildGuard(cfg *Config, counters store.CounterStore, served *servedMap, trust *trustWatcher) (policy.Guard, error) {
+	var guards []policy.Guard
+	fw, err := policy.NewFirewall(policy.FirewallOptions{
+		MaxCallsPerRun: cfg.Firewall.MaxCallsPerRun,
+		Counters:       counters,
+		Scope:          JournalScope,
+		CounterTTL:     cfg.Journal.TTL,
+		Contracts:      trust.ts,
+		// The toolset pins every tool it serves on first sight, so a
+		// served tool without a pin means the map and the baseline
+		// disagree: refuse rather than ask for an approval that could
+		// only trust an unknown contract call by call.
+		Unpinned: policy.Deny,
+	})
+	if err != nil {
+		return nil, err
+	}
+	guards = append(guards, policy.GuardFunc(func(ctx context.Context, c policy.Call) (policy.Decision, error) {
+		c.RunID, _ = ctx.Value(runKey{}).(string)
+		if t, ok := served.tool(c.Tool); ok && t.ServerID != "" {
+			// The row ID names the server even when two share a name.
+			c.Server = t.ServerID
+		}
+		d, err := fw.Check(ctx, c)
+		if err == nil && d.Verdict == policy.RequireApproval && d.Reason == policy.ReasonContractChanged {
+			d = trust.driftDecision(ctx, c)
+		}
+		return d, err
+	}))
+	if approval := set(cfg.Tools.RequireApproval); len(approval) > 0 {
+		guards = append(guards, policy.GuardFunc(func(_ context.Context, c policy.Call) (policy.Decision, error) {
+			if approval[c.Tool] {
+				return policy.NeedsApproval("the operator's config lists " + c.Tool + " in tools.requireApproval"), nil
+			}
+			return policy.Allowed(), nil
+		}))
+	}
+	return policy.Compose(guards...), nil
+}

@@ -1,0 +1,301 @@
+// Package wire reads and writes the few JSON-RPC messages the gateway's
+// byte path answers itself, as bytes.
+//
+//	method, id, params, ok := wire.ParseEnvelope(body)
+//	if ok && method == "tools/call" {
+//		call, ok := wire.ParseCall(params) // strict: anything unsure is !ok
+//		...
+//		out := wire.AppendResult(nil, id, upstreamResult)
+//	}
+//
+// Reading is strict on purpose: a message is accepted only when the
+// go-sdk's server would read it exactly the same way (the same method, ID,
+// name, arguments and _meta), and anything else (a batch, an unknown,
+// escaped or repeated key, an escaped string, a number the go-sdk cannot
+// decode) is refused, so that the caller hands it to the go-sdk unchanged.
+// FuzzParse checks the agreement against the go-sdk's own decoding.
+package wire
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/gatehouse-dev/gatehouse/internal/jsonscan"
+)
+
+// _meta keys a caller sends that the gateway consumes (and never
+// forwards), and the prefix of the keys the protocol reserves.
+const (
+	MetaIdempotencyKey = "idempotencyKey"
+	MetaRunID          = "runId"
+	MetaProgressToken  = "progressToken"
+	ReservedMetaPrefix = "io.modelcontextprotocol/"
+)
+
+// Call is what the byte path reads of a tools/call.
+type Call struct {
+	// Name is the tool name.
+	Name string
+	// Args is the arguments object as sent, or nil.
+	Args []byte
+	// Meta is the _meta to forward: the caller's without the keys the
+	// gateway consumes or the protocol reserves, or nil.
+	Meta []byte
+	// RunID is _meta.runId, Key is _meta.idempotencyKey ("" when absent).
+	RunID, Key string
+}
+
+// ParseEnvelope reads a single JSON-RPC message that may be a tools/call or
+// a notifications/cancelled: "jsonrpc":"2.0", a method, an optional id (an
+// integer or a string without escapes) and params (an object). ok=false
+// for anything else (another method, a batch, another field, a duplicate
+// or escaped key).
+func ParseEnvelope(body []byte) (method string, id, params []byte, ok bool) {
+	if !bytes.Contains(body, []byte(`"tools/call"`)) && !bytes.Contains(body, []byte(`"notifications/cancelled"`)) {
+		return "", nil, nil, false
+	}
+	var v [4][]byte // jsonrpc, id, method, params
+	if !exactFields(body, []string{"jsonrpc", "id", "method", "params"}, v[:]) {
+		return "", nil, nil, false
+	}
+	id, params = v[1], v[3]
+	if string(v[0]) != `"2.0"` || len(params) == 0 || params[0] != '{' {
+		return "", nil, nil, false
+	}
+	method, ok = plainString(v[2])
+	if !ok || (id != nil && !plainID(id)) {
+		return "", nil, nil, false
+	}
+	return method, id, params, true
+}
+
+// ParseCall reads tools/call params: name, arguments (an object), _meta
+// (an object whose idempotencyKey and runId, if any, are non-empty plain
+// strings, without a progress token, and whose numbers the go-sdk can
+// decode).
+func ParseCall(params []byte) (Call, bool) {
+	var c Call
+	var v [3][]byte // name, arguments, _meta
+	if !exactFields(params, []string{"name", "arguments", "_meta"}, v[:]) {
+		return c, false
+	}
+	var ok bool
+	if c.Name, ok = plainString(v[0]); !ok || c.Name == "" {
+		return c, false
+	}
+	if c.Args = v[1]; c.Args != nil && c.Args[0] != '{' {
+		return c, false
+	}
+	if v[2] != nil {
+		if c.Meta, c.RunID, c.Key, ok = forwardMeta(v[2]); !ok {
+			return c, false
+		}
+	}
+	return c, true
+}
+
+// CancelledID returns the requestId of notifications/cancelled params.
+func CancelledID(params []byte) ([]byte, bool) {
+	var requestID []byte
+	if !jsonscan.Object(params, func(key []byte, escaped bool, val []byte) bool {
+		if !escaped && string(key) == "requestId" {
+			requestID = val
+		}
+		return true
+	}) || requestID == nil {
+		return nil, false
+	}
+	return requestID, true
+}
+
+// exactFields reads the members of the JSON object obj into vals, by the
+// index of their key in names. ok=false when obj is not one valid object,
+// or a key is escaped, not in names, or repeated.
+func exactFields(obj []byte, names []string, vals [][]byte) bool {
+	whole := true // every member was one of names, once
+	ok := jsonscan.Object(obj, func(key []byte, escaped bool, val []byte) bool {
+		i := -1
+		if !escaped {
+			for j, n := range names {
+				if string(key) == n {
+					i = j
+					break
+				}
+			}
+		}
+		if i < 0 || vals[i] != nil {
+			whole = false
+			return false
+		}
+		vals[i] = val
+		return true
+	})
+	return ok && whole
+}
+
+// forwardMeta reads a caller's _meta: the object without the keys the
+// gateway consumes or the protocol reserves, and its runId and
+// idempotencyKey. ok=false (the go-sdk path) when it holds a progress
+// token, a runId or idempotencyKey that is not a non-empty plain string, a
+// number the go-sdk cannot decode into a float64, or is not an object.
+func forwardMeta(meta []byte) (out []byte, runID, key string, ok bool) {
+	if meta[0] != '{' || !jsonscan.NumbersFit(meta) {
+		return nil, "", "", false
+	}
+	whole := true
+	ok = jsonscan.Object(meta, func(k []byte, escaped bool, val []byte) bool {
+		switch {
+		case escaped, string(k) == MetaProgressToken:
+			whole = false
+			return false
+		case string(k) == MetaRunID || string(k) == MetaIdempotencyKey:
+			s, plain := plainString(val)
+			if !plain || s == "" {
+				whole = false
+				return false
+			}
+			if string(k) == MetaRunID {
+				runID = s
+			} else {
+				key = s
+			}
+			return true
+		case bytes.HasPrefix(k, []byte(ReservedMetaPrefix)):
+			return true
+		}
+		if out == nil {
+			out = append(make([]byte, 0, len(meta)), '{')
+		} else {
+			out = append(out, ',')
+		}
+		out = append(out, '"')
+		out = append(out, k...)
+		out = append(out, `":`...)
+		out = append(out, val...)
+		return true
+	})
+	if !ok || !whole {
+		return nil, "", "", false
+	}
+	if out != nil {
+		out = append(out, '}')
+	}
+	return out, runID, key, true
+}
+
+// plainString decodes a JSON string without escapes (and in valid UTF-8,
+// which decoders would otherwise replace).
+func plainString(v []byte) (string, bool) {
+	if len(v) < 2 || v[0] != '"' || v[len(v)-1] != '"' || bytes.IndexByte(v, '\\') >= 0 || !utf8.Valid(v) {
+		return "", false
+	}
+	return string(v[1 : len(v)-1]), true
+}
+
+// plainID reports an ID the go-sdk would echo byte for byte: a string
+// without escapes or an integer without exponent or fraction (and not -0,
+// which it echoes as 0).
+func plainID(v []byte) bool {
+	if _, ok := plainString(v); ok {
+		return true
+	}
+	if string(v) == "-0" {
+		return false
+	}
+	digits := v
+	if len(digits) > 0 && digits[0] == '-' {
+		digits = digits[1:]
+	}
+	if len(digits) == 0 || len(digits) > 15 {
+		return false
+	}
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// IsError reports whether a tools/call result object says "isError": true.
+func IsError(result []byte) bool {
+	isErr := false
+	jsonscan.Object(result, func(key []byte, escaped bool, val []byte) bool {
+		if !escaped && string(key) == "isError" {
+			isErr = string(val) == "true"
+			return false
+		}
+		return true
+	})
+	return isErr
+}
+
+// AppendResult appends the JSON-RPC response with id and the result
+// object's bytes to dst.
+func AppendResult(dst, id, result []byte) []byte {
+	dst = append(dst, `{"jsonrpc":"2.0","id":`...)
+	dst = append(dst, id...)
+	dst = append(dst, `,"result":`...)
+	dst = append(dst, result...)
+	return append(dst, '}')
+}
+
+// EncodeAnswer encodes the response with id to a result value or an error
+// as the go-sdk does (an error that is no *jsonrpc.Error is an internal
+// error with its text).
+func EncodeAnswer(id []byte, res *mcp.CallToolResult, err error) []byte {
+	rid, _ := makeID(id)
+	resp := &jsonrpc.Response{ID: rid}
+	if err != nil {
+		var rpc *jsonrpc.Error
+		if !errors.As(err, &rpc) {
+			rpc = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+		}
+		resp.Error = rpc
+	} else {
+		if res != nil && res.Content == nil {
+			// As the go-sdk's server: never "content": null.
+			cp := *res
+			cp.Content = []mcp.Content{}
+			res = &cp
+		}
+		b, merr := json.Marshal(res)
+		if merr != nil {
+			resp.Error = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: merr.Error()}
+		} else {
+			resp.Result = b
+		}
+	}
+	msg, _ := jsonrpc.EncodeMessage(resp)
+	return msg
+}
+
+func makeID(raw []byte) (jsonrpc.ID, error) {
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return jsonrpc.ID{}, err
+	}
+	if f, ok := v.(float64); ok {
+		return jsonrpc.MakeID(f)
+	}
+	return jsonrpc.MakeID(v)
+}
+
+// WriteRPCError writes a JSON-RPC error with an HTTP status, as the go-sdk
+// does for requests it refuses before serving them.
+func WriteRPCError(w http.ResponseWriter, status int, id []byte, e *jsonrpc.Error) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(EncodeAnswer(id, nil, e))
+}
+
+// Unquote returns a plain ID's text for a message ("7", or the string
+// without its quotes).
+func Unquote(id []byte) string { return strings.Trim(string(id), `"`) }

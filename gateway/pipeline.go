@@ -1,0 +1,444 @@
+package gateway
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/gatehouse-dev/gatehouse/durable"
+	"github.com/gatehouse-dev/gatehouse/gateway/internal/wire"
+	"github.com/gatehouse-dev/gatehouse/gateway/relay"
+	"github.com/gatehouse-dev/gatehouse/policy"
+	"github.com/gatehouse-dev/gatehouse/refusal"
+	"github.com/gatehouse-dev/gatehouse/server"
+	"github.com/gatehouse-dev/gatehouse/store"
+	"github.com/gatehouse-dev/gatehouse/toolset"
+)
+
+// callRequest is one tools/call as a front read it: what the pipeline
+// decides on and what it sends. The go-sdk front (front_sdk.go) fills it
+// from the go-sdk's request, the byte front (front_http.go) from the bytes
+// of the HTTP request.
+type callRequest struct {
+	tool string
+	// args is the arguments object's bytes, or nil.
+	args json.RawMessage
+	// meta is the caller's _meta to forward (as the go-sdk read it), or
+	// metaJSON (as the byte front read it): without the keys the gateway
+	// consumes (idempotencyKey, runId, progressToken) or the protocol
+	// reserves.
+	meta     map[string]any
+	metaJSON json.RawMessage
+	// key is _meta.idempotencyKey; badKey reports one that is present but
+	// not a non-empty string.
+	key    string
+	badKey bool
+	// badArgs reports arguments that are not a JSON object.
+	badArgs bool
+	// runID is _meta.runId ("" when absent), session the MCP session ID
+	// ("" without one): together they name the firewall's run.
+	runID, session string
+	// info is what the transport authenticated.
+	info server.RequestInfo
+	// caller is the relay's calling session, progress the caller's
+	// progress token (nil: none).
+	caller   *relay.Caller
+	progress any
+	// endStream: the front can end the caller's response stream without
+	// an answer (see callOutcome.noAnswer).
+	endStream bool
+	// front names the front that read the call, for the log line: "sdk"
+	// or "bytes".
+	front string
+}
+
+// callOutcome is what the caller of a tools/call gets: the upstream's
+// result as bytes, a result value, a JSON-RPC error, or no answer.
+type callOutcome struct {
+	raw    json.RawMessage     // the upstream's result object, as sent
+	result *mcp.CallToolResult // a result value (a refusal, a replay, a decoded answer)
+	err    error               // a JSON-RPC error
+	// noAnswer: the upstream ended the call's stream without answering,
+	// and the front ends the caller's the same way (endStream).
+	noAnswer bool
+	// label is the outcome in the log line and the metrics: "ok",
+	// "tool_error", a refusal code, "unknown_tool", "rpc_error", "error",
+	// "no_answer".
+	label    string
+	replayed bool
+	// sender names the sender that carried the call ("sdk", "bytes"), or
+	// "" when nothing was sent.
+	sender string
+}
+
+// Outcome labels besides refusal codes (see metricOutcome).
+const (
+	outcomeOK          = "ok"
+	outcomeToolError   = "tool_error"
+	outcomeUnknownTool = "unknown_tool"
+	outcomeRPCError    = "rpc_error"
+	outcomeError       = "error"
+	outcomeNoAnswer    = "no_answer"
+)
+
+// pipeline decides every tools/call the gateway serves, whichever front
+// read it and whichever sender carries it: one order of checks, one
+// journal claim, one shape of refusal, one log line. See call.
+type pipeline struct {
+	srv     *server.Server // admission: identity, rate limit, authorization
+	served  *servedMap
+	relay   *relay.Relay
+	ts      *toolset.Toolset
+	journal *durable.Journal
+	guard   policy.Guard
+	st      store.JournalStore
+	health  *healthBook
+	calls   *inflight
+	stopCtx context.Context // ends when shutdown stops waiting for calls
+	tel     *instruments
+	log     *slog.Logger
+	// runs: the firewall counts calls per run (maxCallsPerRun > 0).
+	runs bool
+	// bytes: calls may go as bytes (http.bytePath); senders are chosen
+	// per call (senderFor).
+	bytes bool
+}
+
+// call is the one function that decides whether a tools/call is sent, and
+// sends it. Every front hands every tools/call here, and both senders are
+// reached only from here. The checks, in order:
+//
+//  1. admission (server.AdmitCall): the caller's identity, its rate limit,
+//     then whether it may see the tool (a hidden tool is answered exactly
+//     as a missing one);
+//  2. shutdown: a gateway that is draining answers unavailable;
+//  3. served state: a tool no longer served is tool_withdrawn, a
+//     quarantined one quarantined;
+//  4. mcp__describe_tool is answered here, for visible tools only;
+//  5. the request itself: an idempotency key that is not a non-empty
+//     string is denied, arguments that are not an object invalid params;
+//  6. health: a server in its restart backoff answers unavailable, unless
+//     the unit of work is journaled (then the journal answers);
+//  7. guards and the journal: with a key, durable.Journal.Guarded (guards
+//     and approvals first, then the claim, committed before anything is
+//     sent); without one, the guards alone;
+//  8. inside the effect, just before sending: the drift re-check
+//     (toolset.Target: quarantined or withdrawn since step 3 is refused,
+//     and recorded as a failure, never in doubt), then the sender
+//     (senderFor: bytes or the go-sdk's client);
+//  9. the answer: refusals as results, JSON-RPC errors passed on, a lost
+//     upstream as unavailable, a stream ended without an answer mirrored;
+//  10. one log line and the metrics (finish).
+func (p *pipeline) call(ctx context.Context, req *callRequest) (out callOutcome) {
+	start := time.Now()
+	subject := server.Subject("")
+	callerCtx := ctx // ctx becomes the call's own below, cancelled when call returns
+	defer func() { p.finish(subject, req.tool, req.front, &out, callerCtx.Err() != nil, time.Since(start)) }()
+
+	subject, res, err := p.srv.AdmitCall(ctx, req.info, req.tool)
+	if res != nil || err != nil {
+		return admissionOutcome(res, err)
+	}
+	if !p.calls.enter() {
+		return refused(&refusal.Error{Code: refusal.Unavailable, Retryable: true, RetryAfter: time.Second,
+			Message: "the gateway is shutting down; retry the same call"})
+	}
+	defer p.calls.leave()
+
+	info, ok := p.served.tool(req.tool)
+	switch {
+	case !ok:
+		return refused(&refusal.Error{Code: refusal.ToolWithdrawn, Message: fmt.Sprintf("tool %s is no longer offered", req.tool)})
+	case info.State == toolset.Quarantined:
+		return refused(&refusal.Error{Code: refusal.Quarantined,
+			Message: fmt.Sprintf("tool %s changed since it was trusted and is quarantined until an operator re-trusts its server", req.tool)})
+	case req.tool == toolset.DescribeToolName:
+		return p.describe(ctx, subject, req.args)
+	case req.badKey:
+		return refused(&refusal.Error{Code: refusal.Denied, Message: "_meta.idempotencyKey must be a non-empty string"})
+	case req.badArgs:
+		return callOutcome{label: outcomeRPCError, err: &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
+			Message: "tools/call: arguments must be a JSON object"}}
+	}
+	if wait, down := p.health.down(info.Server); down && !p.recorded(ctx, subject, req.tool, req.key) {
+		// Nothing is claimed or sent; a call already journaled is answered
+		// from the journal below (replay, in_doubt...), server or not.
+		return refused(&refusal.Error{Code: refusal.Unavailable, Retryable: true, RetryAfter: wait,
+			Message: fmt.Sprintf("server %s is unavailable (restarting); retry in %v", info.Server, wait.Round(time.Millisecond))})
+	}
+
+	// The call ends when the caller goes, or when shutdown stops waiting.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(p.stopCtx, cancel)()
+	if p.runs {
+		// Only the call cap reads the run: without one, the key and its
+		// context cost allocations a call for nothing.
+		ctx = context.WithValue(ctx, runKey{}, firewallRun(subject, req.runID, req.session))
+	}
+
+	var raw json.RawMessage // the upstream's bytes, when the byte sender carried the call
+	var sentBy string
+	defer func() { out.sender = sentBy }()
+	var runID, callID string
+	effect := func(ctx context.Context, _ string) (*mcp.CallToolResult, error) {
+		tg, err := p.ts.Target(ctx, req.tool)
+		if err != nil {
+			if r, ok := refusalOf(err); ok {
+				// Quarantined or withdrawn since the check above: nothing
+				// was sent, and the same call gets the same answer (Failed:
+				// the journal records it as a failure, never in doubt).
+				return nil, durable.Failed(r)
+			}
+			return nil, err
+		}
+		c := relay.Call{Args: req.args, Meta: req.meta, MetaJSON: req.metaJSON, Caller: req.caller, ProgressToken: req.progress}
+		if runID != "" {
+			c.Key = runID + ":" + callID
+		}
+		rep, err := p.senderFor(tg, &c).send(ctx, tg, c)
+		sentBy = rep.via
+		p.observeUpstream(info.Server, err, ctx.Err() != nil)
+		if err != nil {
+			if r, ok := refusalOf(err); ok {
+				return nil, durable.Failed(r) // refused after a reconnect's re-listing
+			}
+			return nil, err
+		}
+		raw = rep.raw
+		if runID == "" && rep.raw != nil && rep.result == nil {
+			return nil, nil // unkeyed bytes: nothing reads the result
+		}
+		return rep.decoded()
+	}
+
+	if req.key != "" {
+		runID, callID = unitOfWork(subject, req.tool, req.key)
+		c := durable.Call{RunID: runID, ToolCallID: callID, Server: info.Server, Tool: req.tool,
+			RemoteName: info.RemoteName, Args: req.args, Owner: string(subject)}
+		res, out.replayed, err = p.journal.Guarded(ctx, c, p.guard, effect)
+	} else {
+		res, err = p.unkeyed(ctx, subject, req.tool, info, req.args, effect)
+	}
+	if err == nil && raw != nil && !out.replayed {
+		out.raw, out.label = raw, outcomeOK
+		if wire.IsError(raw) {
+			out.label = outcomeToolError
+		}
+		return out
+	}
+	if errors.Is(err, toolset.ErrStreamEnded) && req.endStream {
+		// The upstream ended the call's stream without answering: so does
+		// the gateway, as a direct caller would see it.
+		out.noAnswer, out.label = true, outcomeNoAnswer
+		return out
+	}
+	replayed := out.replayed
+	out = p.answer(info.Server, req.tool, res, err)
+	out.replayed = replayed
+	return out
+}
+
+// admissionOutcome is the answer to a call refused at admission: a
+// rate_limited result, the unknown-tool error, or the limiter's failure.
+func admissionOutcome(res *mcp.CallToolResult, err error) callOutcome {
+	if res != nil {
+		return callOutcome{result: res, label: string(refusal.RateLimited)}
+	}
+	if server.IsUnknownTool(err) {
+		return callOutcome{err: err, label: outcomeUnknownTool}
+	}
+	return callOutcome{err: err, label: outcomeError}
+}
+
+// refused is the outcome of a refusal.
+func refused(r *refusal.Error) callOutcome {
+	return callOutcome{result: r.Result(), label: string(r.Code)}
+}
+
+// refusalOf returns the refusal a toolset error stands for (quarantined,
+// tool_withdrawn: nothing was sent).
+func refusalOf(err error) (*refusal.Error, bool) {
+	var te *toolset.Error
+	if !errors.As(err, &te) {
+		return nil, false
+	}
+	return te.Refusal()
+}
+
+// unkeyed runs a call without a work key: guards apply, nothing is
+// journaled, and no idempotency key goes upstream.
+func (p *pipeline) unkeyed(ctx context.Context, subject server.Subject, name string, info toolset.ToolInfo, args json.RawMessage, effect durable.Effect) (*mcp.CallToolResult, error) {
+	d, err := policy.Evaluate(ctx, p.guard, policy.Call{Server: info.Server, Tool: name, RemoteName: info.RemoteName, Args: args, Subject: string(subject)})
+	if err != nil {
+		return nil, &refusal.Error{Code: refusal.Denied, Message: "the call could not be checked; it was not run", Err: err}
+	}
+	switch d.Verdict {
+	case policy.Allow:
+		return effect(ctx, "")
+	case policy.RequireApproval:
+		return nil, &refusal.Error{Code: refusal.Denied,
+			Message: fmt.Sprintf("the call to %s needs an operator's approval; send it with _meta.idempotencyKey so the approved call can be retried", name)}
+	default:
+		code := d.Code
+		if code == "" {
+			code = refusal.Denied
+		}
+		return nil, &refusal.Error{Code: code, Message: d.Reason}
+	}
+}
+
+// answer turns what the journal or the effect returned into what the
+// caller gets.
+func (p *pipeline) answer(srv, name string, res *mcp.CallToolResult, err error) callOutcome {
+	if err == nil {
+		if res == nil {
+			res = &mcp.CallToolResult{}
+		}
+		out := callOutcome{result: res, label: outcomeOK}
+		if res.IsError {
+			out.label = outcomeToolError
+		}
+		return out
+	}
+	if r, ok := refusal.As(err); ok {
+		if r.Err != nil {
+			p.log.Warn("gateway: call refused", "tool", name, "code", string(r.Code), "err", r.Err)
+		}
+		return refused(r)
+	}
+	if res != nil && errors.Is(err, durable.ErrNotRecorded) {
+		p.log.Error("gateway: call ran but its outcome was not journaled", "tool", name, "err", err)
+		return p.answer(srv, name, res, nil)
+	}
+	var rpc *jsonrpc.Error
+	if errors.As(err, &rpc) {
+		return callOutcome{err: &jsonrpc.Error{Code: rpc.Code, Message: rpc.Message, Data: rpc.Data}, label: outcomeRPCError}
+	}
+	if connectionLost(err) {
+		wait, _ := p.health.down(srv)
+		return refused(&refusal.Error{Code: refusal.Unavailable, Retryable: true, RetryAfter: max(wait, time.Millisecond),
+			Message: fmt.Sprintf("server %s is unavailable; the call may not have completed", srv)})
+	}
+	p.log.Error("gateway: call failed", "tool", name, "err", err)
+	return callOutcome{label: outcomeError, result: &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{
+		Text: fmt.Sprintf("the call to %s failed at the gateway", name)}}}}
+}
+
+// describe answers mcp__describe_tool for tools the caller may see only.
+func (p *pipeline) describe(ctx context.Context, subject server.Subject, args json.RawMessage) callOutcome {
+	var in struct {
+		Name string `json:"name"`
+	}
+	_ = json.Unmarshal(args, &in)
+	if in.Name == toolset.DescribeToolName || !p.served.visible(in.Name, subject) {
+		// The toolset's own answer for a name it does not have: a hidden
+		// tool cannot be told from a missing one.
+		return callOutcome{label: outcomeToolError, result: &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{
+			Text: fmt.Sprintf("unknown tool %q: pass a tool name exactly as listed", in.Name)}}}}
+	}
+	res, err := p.ts.Call(ctx, toolset.DescribeToolName, map[string]any{"name": in.Name}, toolset.CallInfo{})
+	return p.answer("", toolset.DescribeToolName, res, err)
+}
+
+// connectionLost reports errors after which the upstream must be
+// reconnected.
+func connectionLost(err error) bool {
+	if errors.Is(err, toolset.ErrConnectionFailed) {
+		return true
+	}
+	return errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, mcp.ErrSessionMissing) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+}
+
+// recorded reports whether the unit of work (subject, tool, key) has a
+// journal record.
+func (p *pipeline) recorded(ctx context.Context, subject server.Subject, tool, key string) bool {
+	if key == "" {
+		return false
+	}
+	runID, callID := unitOfWork(subject, tool, key)
+	_, err := p.st.GetRecord(ctx, store.RecordKey{Scope: JournalScope, RunID: runID, ToolCallID: callID})
+	return err == nil
+}
+
+// observeUpstream records a server's health after one upstream call.
+func (p *pipeline) observeUpstream(srv string, err error, cancelled bool) {
+	p.health.observe(srv, err, cancelled)
+	if !cancelled {
+		p.tel.metrics.SetUpstreamUp(srv, err == nil || !connectionLost(err))
+	}
+}
+
+// finish writes the call's log line and counts it in the metrics.
+func (p *pipeline) finish(subject server.Subject, tool, front string, out *callOutcome, cancelled bool, d time.Duration) {
+	p.log.LogAttrs(context.Background(), slog.LevelInfo, "call",
+		slog.String("subject", string(subject)),
+		slog.String("tool", tool),
+		slog.String("outcome", out.label),
+		slog.Bool("replayed", out.replayed),
+		slog.Float64("duration_ms", float64(d.Microseconds())/1000),
+		slog.String("front", front),
+		slog.String("sender", out.sender),
+	)
+	if _, ok := p.served.tool(tool); !ok {
+		tool = unknownToolLabel
+	}
+	p.tel.metrics.ObserveCall(tool, metricOutcome(out.label, cancelled), d)
+}
+
+// runKey carries the firewall's run of a call to the guard.
+type runKey struct{}
+
+// firewallRun names the run a call belongs to for the firewall: the
+// caller's _meta.runId when it sends one, else its MCP session. It is
+// scoped to the subject, so no caller can spend another's budget, and it
+// is a hash: whatever the caller sends (a NUL byte, which PostgreSQL text
+// refuses; a megabyte of runId), the counter keys stay short and plain.
+func firewallRun(subject server.Subject, runID, session string) string {
+	if runID == "" {
+		if session == "" {
+			return ""
+		}
+		runID = "session:" + session
+	}
+	h := sha256.New()
+	for _, part := range []string{"gatehouse/run/v1", string(subject), runID} {
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(part)))
+		h.Write(n[:])
+		h.Write([]byte(part))
+	}
+	return "run_" + hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// unitOfWork names the journal record of (subject, tool, key): the run is
+// the subject's use of the tool and the tool call the key within it, both
+// hashed with the subject so one caller's key never names another's work.
+// The upstream's _meta.idempotencyKey is runID:toolCallID; the caller's raw
+// key never leaves the gateway.
+func unitOfWork(subject server.Subject, tool, key string) (runID, toolCallID string) {
+	h := sha256.New()
+	part := func(s string) { // length-prefixed: no choice of parts can mimic another
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(s)))
+		h.Write(n[:])
+		h.Write([]byte(s))
+	}
+	part("gatehouse/gateway/v1")
+	part(string(subject))
+	part(tool)
+	run := h.Sum(nil)
+	part(key)
+	return "gw_" + hex.EncodeToString(run[:12]), hex.EncodeToString(h.Sum(nil))
+}

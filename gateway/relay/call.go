@@ -1,0 +1,141 @@
+package relay
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/gatehouse-dev/gatehouse/toolset"
+)
+
+// Call is one tools/call a relay sends for a caller.
+type Call struct {
+	// Args are the arguments: a JSON object's bytes, or nil.
+	Args json.RawMessage
+	// Meta is the caller's _meta to forward, or MetaJSON when Meta is nil:
+	// the bytes of a JSON object. Keys the protocol reserves
+	// (io.modelcontextprotocol/...) are dropped either way; the caller
+	// removes the ones it consumed.
+	Meta     map[string]any
+	MetaJSON json.RawMessage
+	// Key, when set, is sent as _meta.idempotencyKey.
+	Key string
+	// Caller is the calling session the call is made for (nil: none): its
+	// upstream session carries the call when it has one, and what the
+	// server sends about the call is routed to it.
+	Caller *Caller
+	// ProgressToken, when set, is the caller's progress token: the call
+	// carries a token of the relay's, and the server's progress
+	// notifications reach the caller with this one.
+	ProgressToken any
+}
+
+// meta returns the call's _meta as a fresh map for one attempt (the go-sdk
+// writes into it): the caller's without reserved keys, plus the key.
+func (c *Call) meta() (map[string]any, error) {
+	src := c.Meta
+	if src == nil && len(c.MetaJSON) > 0 {
+		if err := json.Unmarshal(c.MetaJSON, &src); err != nil {
+			return nil, fmt.Errorf("_meta: %w", err)
+		}
+	}
+	m := make(map[string]any, len(src)+2)
+	for k, v := range src {
+		if strings.HasPrefix(k, reservedMetaPrefix) {
+			continue
+		}
+		m[k] = v
+	}
+	if c.Key != "" {
+		m["idempotencyKey"] = c.Key
+	}
+	if len(m) == 0 {
+		return nil, nil
+	}
+	return m, nil
+}
+
+// CallTool sends a tools/call to tg through the go-sdk's client: on the
+// caller's own upstream session when it has one, else on the shared one.
+// A lost session is re-established once (the shared one through the drift
+// checks, after which the target is checked again: a refusal then is a
+// *toolset.Error with CodeQuarantined or CodeToolWithdrawn, and nothing
+// was sent again). The server's result is returned untouched.
+//
+// Errors are *toolset.Error values, as toolset.Call's.
+func (r *Relay) CallTool(ctx context.Context, tg toolset.Target, c Call) (*mcp.CallToolResult, error) {
+	u := tg.Upstream
+	fail := func(code string, err error) error {
+		return &toolset.Error{Code: code, Server: u.Name(), Tool: tg.Tool, Err: err}
+	}
+	var args any
+	if len(c.Args) > 0 {
+		args = c.Args
+	}
+	if err := u.Authorize(ctx); err != nil {
+		return nil, fail(toolset.CodeAuthFailed, errors.Unwrap(err))
+	}
+	st := r.callerState(c.Caller)
+	if st != nil {
+		ctx = context.WithValue(ctx, callerCtxKey{}, st)
+	}
+	var token string
+	if c.ProgressToken != nil && st != nil {
+		var release func()
+		token, release = r.newProgressToken(st, c.ProgressToken)
+		defer release()
+	}
+	sess, dedicated, err := r.sessionFor(ctx, u, st)
+	if err != nil {
+		return nil, fail(toolset.CodeConnectionFailed, err)
+	}
+	for attempt := 0; ; attempt++ {
+		meta, err := c.meta()
+		if err != nil {
+			return nil, fail(toolset.CodeInvalidArguments, err)
+		}
+		if token != "" {
+			if meta == nil {
+				meta = map[string]any{}
+			}
+			meta["progressToken"] = token
+		}
+		res, err := sess.CallTool(ctx, &mcp.CallToolParams{Name: tg.Remote, Arguments: args, Meta: meta})
+		if err == nil {
+			return res, nil
+		}
+		if ctx.Err() != nil {
+			return nil, fail(toolset.CodeCallFailed, ctx.Err())
+		}
+		if toolset.StreamEnded(err) {
+			return nil, fail(toolset.CodeCallFailed, fmt.Errorf("%w (%v)", toolset.ErrStreamEnded, err))
+		}
+		if attempt > 0 || !toolset.SessionLost(err) {
+			return nil, fail(toolset.CodeCallFailed, err)
+		}
+		r.log.Info("relay: session lost; reconnecting once", "server", u.Name(), "tool", tg.Tool, "err", err)
+		shared := sess
+		if dedicated {
+			r.dropDedicated(u, st, sess)
+			shared = u.Live()
+		}
+		// The shared session re-lists and judges the server's tools: a
+		// restarted server is checked before the call goes out again.
+		if shared != nil && (!dedicated || shared.Ping(ctx, nil) != nil) {
+			if _, err = u.Reconnect(ctx, shared); err != nil {
+				return nil, fail(toolset.CodeConnectionFailed, fmt.Errorf("reconnecting: %w", err))
+			}
+		}
+		if sess, dedicated, err = r.sessionFor(ctx, u, st); err != nil {
+			return nil, fail(toolset.CodeConnectionFailed, fmt.Errorf("reconnecting: %w", err))
+		}
+		// The new session's listing may have changed the tool.
+		if err := r.ts.Recheck(tg); err != nil {
+			return nil, err
+		}
+	}
+}

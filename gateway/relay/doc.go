@@ -1,0 +1,42 @@
+// Package relay carries MCP traffic between the sessions a gateway serves
+// and the upstream servers of a toolset: everything beyond the tool map
+// itself.
+//
+//	r, err := relay.Open(ctx, servers, &toolset.Options{Store: st}, &relay.Options{
+//		Subject: identify, Visible: visible,
+//	})
+//	srv := mcp.NewServer(impl, r.ServerOptions(&mcp.ServerOptions{}))
+//	r.Setup(srv, false) // resources, prompts, completion, logging, sessions
+//	...
+//	tg, err := r.Toolset().Target(ctx, "github__create_issue")
+//	res, err := r.CallTool(ctx, tg, relay.Call{Args: args, Caller: caller})
+//
+// What it relays:
+//
+//   - Calling sessions. Every session of the go-sdk servers the relay is
+//     set up on is a Caller. A caller that can answer server-initiated
+//     requests (it advertised sampling or elicitation on a stateful
+//     revision) or that set a logging level gets upstream sessions of its
+//     own, one per server, advertising the same capabilities; the others
+//     share the toolset's one session per server.
+//   - Tool calls, two ways: CallTool through the go-sdk's client (any
+//     transport, any caller), and CallBytes, which sends the arguments and
+//     returns the result as bytes on a shared streamable HTTP session
+//     (BytesReady says when it can). Both re-establish a lost session once
+//     through the toolset's drift checks.
+//   - Resources and resource templates (list, read, subscribe, updates),
+//     prompts (list, get), completion, logging levels and messages,
+//     progress, list_changed, and the server-to-client requests (sampling,
+//     elicitation, roots), routed back to the calling session that caused
+//     them.
+//
+// Authorization: a caller sees the resources, templates and prompts of a
+// server when Options.Visible says so (the gateway: when it may see at
+// least one tool of that server). Resource URIs are global identifiers and
+// are not renamed: they are routed by the map URI -> server of the last
+// listing (then by template), and a URI two servers publish is withheld
+// from both. Prompts are projected like tools (prefix__name). Prompts and
+// templates are judged against their server's pins as they are listed
+// (toolset.Upstream.AdmitPrompts): only trusted ones are listed and
+// routed, and a changed one's requests are refused as quarantined.
+package relay

@@ -1,0 +1,171 @@
+package relay
+
+//lint:file-ignore SA1019 relaying sampling, elicitation, roots and logging (deprecated by SEP-2577, still in 2025-11-25) is this package's job.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/yosida95/uritemplate/v3"
+
+	"github.com/gatehouse-dev/gatehouse/toolset"
+)
+
+// Options configure a Relay. A nil *Options means defaults.
+type Options struct {
+	// Subject returns the caller's subject for a request (local: served
+	// by the stdio server), or ok=false when the caller cannot be placed.
+	// Nil: every caller is the subject "".
+	Subject func(ctx context.Context, req mcp.Request, local bool) (subject string, ok bool)
+	// Visible reports whether subject may see the resources and prompts
+	// of server. Nil: every server.
+	Visible func(server, subject string) bool
+	// Limit, when set, is asked before a request that reaches an upstream
+	// on the caller's behalf (resources/read, resources/subscribe,
+	// prompts/get, completion/complete) is forwarded; an error refuses it
+	// and is the answer. Lists are not limited (as tools/list).
+	Limit func(ctx context.Context, subject, method string) error
+	// Stateless tells that the HTTP server serves without sessions: each
+	// request is a session of its own, so no HTTP caller gets upstream
+	// sessions of its own, whatever it advertises or asks
+	// (logging/setLevel).
+	Stateless bool
+	// Logger receives debug logs. Nil discards them.
+	Logger *slog.Logger
+}
+
+// Relay carries MCP traffic between calling sessions and the servers of a
+// toolset. Make one with Open; Close it.
+type Relay struct {
+	o    Options
+	ts   *toolset.Toolset
+	log  *slog.Logger
+	life context.Context // ends at Close
+	stop context.CancelFunc
+	seq  atomic.Uint64 // caller IDs, progress tokens, request registrations
+
+	mu        sync.Mutex
+	callers   map[string]*callerState
+	owners    map[*mcp.ClientSession]*callerState // dedicated sessions
+	progress  map[string]progressRoute            // upstream token -> caller
+	uris      map[string]*toolset.Upstream        // resource URI -> server (collisions removed)
+	templates []routedTemplate
+	prompts   map[string]promptRoute // projected name -> server and remote name
+	// Prompts and templates whose contract changed after trust: not
+	// listed, their requests refused.
+	qprompts   map[string]promptRoute
+	qtemplates []routedTemplate
+	subs       map[string]map[string]*callerState // URI -> caller ID -> caller (shared sessions)
+	subMu      map[*toolset.Upstream]*sync.Mutex  // orders subscribes and last unsubscribes on a shared session
+
+	smu      sync.Mutex
+	sessions map[*mcp.ServerSession]*session
+	byID     map[string]*session // stateful HTTP sessions by Mcp-Session-Id
+	servers  []*mcp.Server
+
+	rawIDs atomic.Uint64 // JSON-RPC IDs of CallBytes's requests
+	bufs   sync.Pool     // CallBytes's read buffers (*[]byte)
+}
+
+type routedTemplate struct {
+	tmpl *uritemplate.Template
+	up   *toolset.Upstream
+	gen  uint64 // the server's Generation when listed
+}
+
+type promptRoute struct {
+	up     *toolset.Upstream
+	remote string
+	gen    uint64 // the server's Generation when listed
+}
+
+// fresh reports whether no listing of the route's server was judged since
+// the route was listed: a route to a prompt or template that was trusted
+// then may have drifted since, so a stale one is listed (and judged)
+// again before it is used.
+func (r promptRoute) fresh() bool    { return r.gen == r.up.Generation() }
+func (r routedTemplate) fresh() bool { return r.gen == r.up.Generation() }
+
+// Open opens a toolset of servers (toolset.Open with tsOpts, whose
+// SessionHooks must be unset: the relay sets them) and returns a Relay
+// over it. Like toolset.Open it does no I/O.
+func Open(ctx context.Context, servers []toolset.Server, tsOpts *toolset.Options, opts *Options) (*Relay, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	var to toolset.Options
+	if tsOpts != nil {
+		to = *tsOpts
+	}
+	if to.SessionHooks != nil {
+		return nil, errors.New("relay: toolset.Options.SessionHooks is the relay's to set")
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	r := &Relay{
+		o: o, log: log,
+		callers: map[string]*callerState{}, owners: map[*mcp.ClientSession]*callerState{},
+		progress: map[string]progressRoute{}, uris: map[string]*toolset.Upstream{},
+		prompts: map[string]promptRoute{}, qprompts: map[string]promptRoute{},
+		subs: map[string]map[string]*callerState{}, subMu: map[*toolset.Upstream]*sync.Mutex{},
+		sessions: map[*mcp.ServerSession]*session{}, byID: map[string]*session{},
+	}
+	r.life, r.stop = context.WithCancel(context.Background())
+	to.SessionHooks = &toolset.SessionHooks{
+		ListChanged:     r.onListChanged,
+		ResourceUpdated: r.onResourceUpdated,
+		Notification:    func(_, method string, params json.RawMessage) { r.routeNotification(nil, method, params) },
+		Middleware:      r.sharedMiddleware,
+		Reconnected:     r.resubscribe,
+	}
+	ts, err := toolset.Open(ctx, servers, &to)
+	if err != nil {
+		r.stop()
+		return nil, err
+	}
+	r.ts = ts
+	return r, nil
+}
+
+// Toolset returns the relay's toolset.
+func (r *Relay) Toolset() *toolset.Toolset { return r.ts }
+
+// Close releases every caller (their upstream sessions close), then
+// closes the toolset.
+func (r *Relay) Close() error {
+	r.stop() // nothing more is sent on a caller's behalf
+	r.mu.Lock()
+	ids := make([]string, 0, len(r.callers))
+	for id := range r.callers {
+		ids = append(ids, id)
+	}
+	r.mu.Unlock()
+	for _, id := range ids {
+		r.release(id)
+	}
+	return r.ts.Close()
+}
+
+// closed reports whether Close has begun.
+func (r *Relay) closed() bool { return r.life.Err() != nil }
+
+// lock returns the mutex that orders subscribes and last unsubscribes on
+// u's shared session.
+func (r *Relay) lock(u *toolset.Upstream) *sync.Mutex {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m := r.subMu[u]
+	if m == nil {
+		m = &sync.Mutex{}
+		r.subMu[u] = m
+	}
+	return m
+}

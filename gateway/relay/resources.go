@@ -1,0 +1,427 @@
+package relay
+
+//lint:file-ignore SA1019 relaying sampling, elicitation, roots and logging (deprecated by SEP-2577, still in 2025-11-25) is this package's job.
+
+import (
+	"context"
+	"iter"
+	"slices"
+	"sort"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/yosida95/uritemplate/v3"
+
+	"github.com/gatehouse-dev/gatehouse/internal/projection"
+	"github.com/gatehouse-dev/gatehouse/pin"
+	"github.com/gatehouse-dev/gatehouse/toolset"
+)
+
+// forwardable returns the servers whose tools are served that allow lets
+// through.
+func (r *Relay) forwardable(ctx context.Context, allow allowFunc) ([]*toolset.Upstream, error) {
+	ups, err := r.ts.Upstreams(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := ups[:0]
+	for _, u := range ups {
+		if allow.allows(u.Name()) {
+			out = append(out, u)
+		}
+	}
+	return out, nil
+}
+
+// capabilities returns the union of the upstream servers' resources,
+// prompts, completions and logging capabilities (what a gateway should
+// advertise).
+func (r *Relay) capabilities(ctx context.Context) (*mcp.ServerCapabilities, error) {
+	ups, err := r.forwardable(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	out := &mcp.ServerCapabilities{}
+	for _, u := range ups {
+		caps := u.Capabilities()
+		if caps.Resources != nil {
+			if out.Resources == nil {
+				out.Resources = &mcp.ResourceCapabilities{ListChanged: true}
+			}
+			out.Resources.Subscribe = out.Resources.Subscribe || caps.Resources.Subscribe
+		}
+		if caps.Prompts != nil {
+			out.Prompts = &mcp.PromptCapabilities{ListChanged: true}
+		}
+		if caps.Completions != nil {
+			out.Completions = &mcp.CompletionCapabilities{}
+		}
+		if caps.Logging != nil {
+			out.Logging = &mcp.LoggingCapabilities{}
+		}
+	}
+	return out, nil
+}
+
+// listResources lists the resources of every server allow lets through,
+// URIs as the servers publish them. A URI published by two servers is
+// withheld (both) and logged: nobody shadows anybody. Names, titles and
+// descriptions are sanitized.
+func (r *Relay) listResources(ctx context.Context, allow allowFunc) ([]*mcp.Resource, error) {
+	out, err := collectListed(ctx, r, allow, func(l *listed) map[*toolset.Upstream][]*mcp.Resource { return l.resources })
+	sort.Slice(out, func(i, j int) bool { return out[i].URI < out[j].URI })
+	return out, err
+}
+
+// listResourceTemplates lists the trusted resource templates of every
+// server allow lets through.
+func (r *Relay) listResourceTemplates(ctx context.Context, allow allowFunc) ([]*mcp.ResourceTemplate, error) {
+	return collectListed(ctx, r, allow, func(l *listed) map[*toolset.Upstream][]*mcp.ResourceTemplate { return l.templates })
+}
+
+// listPrompts lists the trusted prompts of every server allow lets through
+// under projected names (the tools' rules: prefix__name, or the name alone
+// with prefix "").
+func (r *Relay) listPrompts(ctx context.Context, allow allowFunc) ([]*mcp.Prompt, error) {
+	out, err := collectListed(ctx, r, allow, func(l *listed) map[*toolset.Upstream][]*mcp.Prompt { return l.prompts })
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, err
+}
+
+// listEvery lists every page of one kind of u's items on its shared
+// session (a lost session re-established once). On an error it returns
+// what was read before it.
+func listEvery[T any](ctx context.Context, r *Relay, u *toolset.Upstream, list func(*mcp.ClientSession) iter.Seq2[T, error]) ([]T, error) {
+	var out []T
+	err := r.forward(ctx, u, nil, func(s *mcp.ClientSession) error {
+		out = out[:0]
+		for item, err := range list(s) {
+			if err != nil {
+				return err
+			}
+			out = append(out, item)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// collectListed gathers one kind of listing from every server allow lets
+// through, in server order.
+func collectListed[T any](ctx context.Context, r *Relay, allow allowFunc, pick func(*listed) map[*toolset.Upstream][]T) ([]T, error) {
+	ups, err := r.forwardable(ctx, allow)
+	if err != nil {
+		return nil, err
+	}
+	all, err := r.listAll(ctx)
+	if err != nil {
+		return nil, err
+	}
+	byUp := pick(all)
+	var out []T
+	for _, u := range ups {
+		out = append(out, byUp[u]...)
+	}
+	return out, nil
+}
+
+type listed struct {
+	resources map[*toolset.Upstream][]*mcp.Resource
+	templates map[*toolset.Upstream][]*mcp.ResourceTemplate
+	prompts   map[*toolset.Upstream][]*mcp.Prompt
+}
+
+// listAll lists resources, templates and prompts of every live server
+// (through the shared sessions) and rebuilds the routing maps. Prompts and
+// templates are judged against their server's pins as they are listed
+// (Upstream.AdmitPrompts): only trusted ones are listed and routed;
+// changed ones are remembered for their refusal.
+func (r *Relay) listAll(ctx context.Context) (*listed, error) {
+	ups, err := r.forwardable(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	l := &listed{resources: map[*toolset.Upstream][]*mcp.Resource{}, templates: map[*toolset.Upstream][]*mcp.ResourceTemplate{}, prompts: map[*toolset.Upstream][]*mcp.Prompt{}}
+	owner := map[string][]*toolset.Upstream{}
+	powner := map[string][]promptRoute{}
+	qprompts := map[string]promptRoute{}
+	var tmpls, qtmpls []routedTemplate
+	for _, u := range ups {
+		if u.Live() == nil {
+			// A woken server is connected on first use: this is one.
+			if _, err := u.Session(ctx); err != nil {
+				r.log.Debug("relay: connecting to list", "server", u.Name(), "err", err)
+				continue
+			}
+		}
+		gen := u.Generation() // before the listing: a judgement after it makes these routes stale
+		caps := u.Capabilities()
+		if caps.Resources != nil {
+			rs, _ := listEvery(ctx, r, u, func(s *mcp.ClientSession) iter.Seq2[*mcp.Resource, error] { return s.Resources(ctx, nil) })
+			l.resources[u] = make([]*mcp.Resource, 0, len(rs))
+			for _, res := range rs {
+				cp := *res
+				cp.Name, cp.Title, cp.Description = projection.Sanitize(res.Name), projection.Sanitize(res.Title), projection.Sanitize(res.Description)
+				l.resources[u] = append(l.resources[u], &cp)
+			}
+			live, err := listEvery(ctx, r, u, func(s *mcp.ClientSession) iter.Seq2[*mcp.ResourceTemplate, error] {
+				return s.ResourceTemplates(ctx, nil)
+			})
+			if err == nil {
+				a := u.AdmitTemplates(live)
+				l.templates[u] = nil
+				for _, rt := range live {
+					tm, terr := uritemplate.New(rt.URITemplate)
+					switch {
+					case a.Quarantined[rt.URITemplate]:
+						if terr == nil {
+							qtmpls = append(qtmpls, routedTemplate{tmpl: tm, up: u, gen: gen})
+						}
+						continue
+					case !a.Trusted[rt.URITemplate]:
+						continue
+					}
+					cp := *rt
+					cp.Name, cp.Title, cp.Description = projection.Sanitize(rt.Name), projection.Sanitize(rt.Title), projection.Sanitize(rt.Description)
+					l.templates[u] = append(l.templates[u], &cp)
+					if terr == nil {
+						tmpls = append(tmpls, routedTemplate{tmpl: tm, up: u, gen: gen})
+					}
+				}
+			}
+			for _, res := range l.resources[u] {
+				owner[res.URI] = append(owner[res.URI], u)
+			}
+		}
+		if caps.Prompts != nil {
+			live, err := listEvery(ctx, r, u, func(s *mcp.ClientSession) iter.Seq2[*mcp.Prompt, error] { return s.Prompts(ctx, nil) })
+			if err == nil {
+				a := u.AdmitPrompts(live)
+				l.prompts[u] = nil
+				for _, p := range live {
+					if a.Quarantined[p.Name] {
+						qprompts[u.ProjectedName(p.Name)] = promptRoute{up: u, remote: p.Name, gen: gen}
+						continue
+					}
+					if !a.Trusted[p.Name] {
+						continue
+					}
+					cp := *p
+					cp.Name = u.ProjectedName(p.Name)
+					cp.Title, cp.Description = projection.Sanitize(p.Title), projection.Sanitize(p.Description)
+					if len(p.Arguments) > 0 {
+						cp.Arguments = make([]*mcp.PromptArgument, len(p.Arguments))
+						for i, a := range p.Arguments {
+							ac := *a
+							ac.Title, ac.Description = projection.Sanitize(a.Title), projection.Sanitize(a.Description)
+							cp.Arguments[i] = &ac
+						}
+					}
+					l.prompts[u] = append(l.prompts[u], &cp)
+					powner[cp.Name] = append(powner[cp.Name], promptRoute{up: u, remote: p.Name, gen: gen})
+				}
+			}
+		}
+	}
+	uris := map[string]*toolset.Upstream{}
+	for uri, us := range owner {
+		if len(us) == 1 {
+			uris[uri] = us[0]
+			continue
+		}
+		r.log.Warn("relay: resource URI published by several servers; withheld from all", "uri", pin.SanitizeName(uri), "servers", len(us))
+		for _, u := range us {
+			l.resources[u] = withoutURI(l.resources[u], uri)
+		}
+	}
+	prompts := map[string]promptRoute{}
+	for name, rs := range powner {
+		if len(rs) == 1 {
+			prompts[name] = rs[0]
+			continue
+		}
+		r.log.Warn("relay: prompt name projected by several servers; withheld from all", "prompt", pin.SanitizeName(name))
+		for _, pr := range rs {
+			l.prompts[pr.up] = withoutPrompt(l.prompts[pr.up], name)
+		}
+	}
+	r.mu.Lock()
+	r.uris, r.templates, r.prompts = uris, tmpls, prompts
+	r.qprompts, r.qtemplates = qprompts, qtmpls
+	r.mu.Unlock()
+	return l, nil
+}
+
+func withoutURI(rs []*mcp.Resource, uri string) []*mcp.Resource {
+	return slices.DeleteFunc(slices.Clone(rs), func(r *mcp.Resource) bool { return r.URI == uri })
+}
+
+func withoutPrompt(ps []*mcp.Prompt, name string) []*mcp.Prompt {
+	return slices.DeleteFunc(slices.Clone(ps), func(p *mcp.Prompt) bool { return p.Name == name })
+}
+
+// matchTemplateLocked returns the server of the templates uri matches
+// (nil when none, or several servers'), and whether one of them is stale
+// (see promptRoute.fresh).
+func (r *Relay) matchTemplateLocked(uri string) (found *toolset.Upstream, stale bool) {
+	for _, rt := range r.templates {
+		if rt.tmpl.Regexp().MatchString(uri) {
+			stale = stale || !rt.fresh()
+			if found != nil && found != rt.up {
+				return nil, stale // ambiguous: nobody
+			}
+			found = rt.up
+		}
+	}
+	return found, stale
+}
+
+// routeURI returns the server of a resource URI from the last listing, and
+// whether it was routed by a stale template.
+func (r *Relay) routeURI(uri string) (*toolset.Upstream, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if u := r.uris[uri]; u != nil {
+		return u, false
+	}
+	return r.matchTemplateLocked(uri)
+}
+
+// resolveURI routes a URI, listing again once when it is unknown or was
+// routed by a template listed before its server was last judged.
+func (r *Relay) resolveURI(ctx context.Context, uri string, allow allowFunc) (*toolset.Upstream, error) {
+	u, stale := r.routeURI(uri)
+	if u == nil || stale {
+		if _, err := r.listAll(ctx); err != nil {
+			return nil, err
+		}
+		u, _ = r.routeURI(uri)
+	}
+	if u == nil {
+		if q, raw := r.quarantinedTemplate(uri, false); q != nil && allow.allows(q.Name()) {
+			return nil, q.QuarantinedTemplate(raw)
+		}
+	}
+	if u == nil || !allow.allows(u.Name()) {
+		return nil, mcp.ResourceNotFoundError(uri)
+	}
+	return u, nil
+}
+
+// quarantinedTemplate returns the server and URI template of a quarantined
+// resource template that uri matches (or, with raw, that is uri).
+func (r *Relay) quarantinedTemplate(uri string, raw bool) (*toolset.Upstream, string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, rt := range r.qtemplates {
+		if raw && rt.tmpl.Raw() == uri || !raw && rt.tmpl.Regexp().MatchString(uri) {
+			return rt.up, rt.tmpl.Raw()
+		}
+	}
+	return nil, ""
+}
+
+// readResource reads a resource from the server that publishes its URI
+// (or a template matching it). An unknown or hidden URI gets the
+// resource-not-found error.
+func (r *Relay) readResource(ctx context.Context, caller *Caller, params *mcp.ReadResourceParams, allow allowFunc) (*mcp.ReadResourceResult, error) {
+	u, err := r.resolveURI(ctx, params.URI, allow)
+	if err != nil {
+		return nil, err
+	}
+	var res *mcp.ReadResourceResult
+	err = r.forward(ctx, u, r.callerState(caller), func(s *mcp.ClientSession) error {
+		p := *params
+		p.Meta = forwardMeta(params.Meta)
+		var err error
+		res, err = s.ReadResource(ctx, &p)
+		return err
+	})
+	return res, err
+}
+
+// subscribe subscribes the caller to a resource's updates. On a shared
+// session one upstream subscription serves every subscriber.
+func (r *Relay) subscribe(ctx context.Context, caller *Caller, uri string, allow allowFunc) error {
+	u, err := r.resolveURI(ctx, uri, allow)
+	if err != nil {
+		return err
+	}
+	st := r.callerState(caller)
+	shared := st == nil || !st.dedicated()
+	if shared {
+		// On the shared session, subscribing and the last unsubscribing
+		// of a server's URIs take turns: an unsubscribe decided before
+		// this subscribe cannot reach the server after it.
+		mu := r.lock(u)
+		mu.Lock()
+		defer mu.Unlock()
+	}
+	if shared && st != nil {
+		r.mu.Lock()
+		if !caller.released.Load() { // release sets it under r.mu
+			m := r.subs[uri]
+			if m == nil {
+				m = map[string]*callerState{}
+				r.subs[uri] = m
+			}
+			m[caller.id] = st
+		}
+		r.mu.Unlock()
+	}
+	return r.forward(ctx, u, st, func(s *mcp.ClientSession) error {
+		if err := canPush(u, s); err != nil {
+			return err
+		}
+		return s.Subscribe(ctx, &mcp.SubscribeParams{URI: uri})
+	})
+}
+
+// ErrNoPush answers resources/subscribe when the upstream cannot deliver
+// resource updates: a stateless streamable HTTP server spoken to over
+// 2025-11-25 has no session and so no stream to send them on.
+var ErrNoPush = &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
+	Message: "resources/subscribe: the upstream server is stateless and was negotiated at 2025-11-25, so it cannot send resource updates (set upstreamProtocol: auto to use 2026-07-28 subscriptions)"}
+
+// canPush reports whether s can receive server-initiated messages.
+func canPush(u *toolset.Upstream, s *mcp.ClientSession) error {
+	if u.Type() != "streamable-http" {
+		return nil
+	}
+	if ir := s.InitializeResult(); s.ID() == "" && ir != nil && ir.ProtocolVersion < "2026-07-28" {
+		return ErrNoPush
+	}
+	return nil
+}
+
+// unsubscribe ends the caller's subscription (upstream too when it was
+// the last subscriber of a shared session).
+func (r *Relay) unsubscribe(ctx context.Context, caller *Caller, uri string, allow allowFunc) error {
+	u, err := r.resolveURI(ctx, uri, allow)
+	if err != nil {
+		return err
+	}
+	st := r.callerState(caller)
+	shared := st == nil || !st.dedicated()
+	if shared {
+		mu := r.lock(u) // see subscribe
+		mu.Lock()
+		defer mu.Unlock()
+	}
+	if shared && st != nil {
+		r.mu.Lock()
+		m := r.subs[uri]
+		delete(m, caller.id)
+		last := len(m) == 0
+		if last {
+			delete(r.subs, uri)
+		}
+		r.mu.Unlock()
+		if !last {
+			return nil
+		}
+	}
+	return r.forward(ctx, u, st, func(s *mcp.ClientSession) error {
+		return s.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri})
+	})
+}

@@ -1,0 +1,74 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/gatehouse-dev/gatehouse/gateway/relay"
+	"github.com/gatehouse-dev/gatehouse/toolset"
+)
+
+// A sender carries one tools/call to its upstream and its answer back. The
+// pipeline decides everything else; a sender only sends (call in
+// pipeline.go is the only caller of send).
+type sender interface {
+	send(ctx context.Context, tg toolset.Target, c relay.Call) (reply, error)
+}
+
+// reply is an upstream's answer to a tools/call: its result object as
+// bytes (the byte sender) or as a value (the go-sdk's client).
+type reply struct {
+	raw    json.RawMessage
+	result *mcp.CallToolResult
+	via    string // the sender that carried the call: "sdk" or "bytes"
+}
+
+// decoded returns the answer as a value, decoding bytes as the go-sdk's
+// client would.
+func (r reply) decoded() (*mcp.CallToolResult, error) {
+	if r.result != nil || r.raw == nil {
+		return r.result, nil
+	}
+	var res mcp.CallToolResult
+	if err := json.Unmarshal(r.raw, &res); err != nil {
+		return nil, &toolset.Error{Code: toolset.CodeCallFailed, Err: fmt.Errorf("the server's result does not decode: %w", err)}
+	}
+	return &res, nil
+}
+
+// sdkSender sends through the go-sdk's client (relay.CallTool): any
+// transport, any caller.
+type sdkSender struct{ r *relay.Relay }
+
+func (s sdkSender) send(ctx context.Context, tg toolset.Target, c relay.Call) (reply, error) {
+	res, err := s.r.CallTool(ctx, tg, c)
+	return reply{result: res, via: "sdk"}, err
+}
+
+// byteSender sends the arguments and returns the result as bytes
+// (relay.CallBytes). When the upstream's session went between the choice
+// and the call (relay.ErrNoBytePath: nothing was sent), the go-sdk's
+// client takes it.
+type byteSender struct{ r *relay.Relay }
+
+func (s byteSender) send(ctx context.Context, tg toolset.Target, c relay.Call) (reply, error) {
+	raw, err := s.r.CallBytes(ctx, tg, c)
+	if err == relay.ErrNoBytePath {
+		return sdkSender(s).send(ctx, tg, c)
+	}
+	return reply{raw: raw, via: "bytes"}, err
+}
+
+// senderFor chooses the sender of one call: bytes when http.bytePath
+// allows them and the relay can carry this call that way now (a shared
+// streamable HTTP session, nothing to route back to the caller), else the
+// go-sdk's client.
+func (p *pipeline) senderFor(tg toolset.Target, c *relay.Call) sender {
+	if p.bytes && p.relay.BytesReady(tg, c) {
+		return byteSender{p.relay}
+	}
+	return sdkSender{p.relay}
+}

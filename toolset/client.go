@@ -1,0 +1,109 @@
+package toolset
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// newSharedClient returns the client of the shared upstream sessions. It
+// announces no capabilities, so servers make no requests of it on anyone's
+// behalf (SessionHooks.Middleware may still answer the requests of a call
+// that carries its caller in its context).
+func (t *Toolset) newSharedClient() *mcp.Client {
+	h := t.hooks()
+	o := &mcp.ClientOptions{
+		Logger:       t.log,
+		Capabilities: &mcp.ClientCapabilities{},
+		ToolListChangedHandler: func(ctx context.Context, r *mcp.ToolListChangedRequest) {
+			t.onListChanged(r.Session, ToolsChanged)
+		},
+		ResourceListChangedHandler: func(ctx context.Context, r *mcp.ResourceListChangedRequest) {
+			t.onListChanged(r.Session, ResourcesChanged)
+		},
+		PromptListChangedHandler: func(ctx context.Context, r *mcp.PromptListChangedRequest) {
+			t.onListChanged(r.Session, PromptsChanged)
+		},
+	}
+	if h.ResourceUpdated != nil {
+		o.ResourceUpdatedHandler = func(ctx context.Context, r *mcp.ResourceUpdatedNotificationRequest) {
+			h.ResourceUpdated(ctx, r.Params)
+		}
+	}
+	c := mcp.NewClient(&mcp.Implementation{Name: "gatehouse", Version: "0.1.0"}, o)
+	mws := []mcp.Middleware{refuseRoots}
+	if h.Middleware != nil {
+		mws = append([]mcp.Middleware{h.Middleware}, mws...)
+	}
+	c.AddReceivingMiddleware(mws...)
+	return c
+}
+
+// refuseRoots answers roots/list on a shared session: the client's own
+// (empty) list would be a lie about whoever the session serves.
+func refuseRoots(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method == "roots/list" {
+			return nil, ErrNoRoots
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// ErrNoRoots answers roots/list on a shared upstream session that no
+// SessionHooks.Middleware answered: the session serves no one caller
+// whose roots it could give.
+var ErrNoRoots = &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
+	Message: "roots/list: the gateway forwards server-to-client requests only to a caller with an upstream session of its own (a stateful caller that advertised sampling or elicitation)"}
+
+// hooks returns the session hooks (never nil).
+func (t *Toolset) hooks() *SessionHooks {
+	if t.opts.SessionHooks == nil {
+		return &SessionHooks{}
+	}
+	return t.opts.SessionHooks
+}
+
+// sharedTap is the notification tap of c's shared sessions.
+func (t *Toolset) sharedTap(c *conn) func(method string, params json.RawMessage) {
+	n := t.hooks().Notification
+	if n == nil {
+		return nil
+	}
+	return func(method string, params json.RawMessage) { n(c.name, method, params) }
+}
+
+// onListChanged re-lists a server's tools (judged by the drift checks,
+// then OnChange) and reports the change. A prompts or resources change
+// re-lists the server too (coalesced), so its prompts and resource
+// templates are judged against their pins and drift is reported; the hook
+// is told at once, and what a relay then lists is judged as it is listed.
+func (t *Toolset) onListChanged(sess *mcp.ClientSession, what ListChange) {
+	var c *conn
+	for _, x := range t.conns {
+		if x.liveSession() == sess {
+			c = x
+		}
+	}
+	if c == nil {
+		return
+	}
+	if what == ToolsChanged {
+		if !t.background(func() { _ = c.reconcile(t.life, false) }) {
+			return
+		}
+	} else {
+		c.relistSoon()
+	}
+	if f := t.hooks().ListChanged; f != nil {
+		f(c.name, what)
+	}
+}
+
+func (c *conn) liveSession() *mcp.ClientSession {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.session
+}
