@@ -9,12 +9,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/internal/pgtest"
+	"github.com/gatehouse-dev/gatehouse/internal/fixture/pgtest"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/goleak"
 
-	"github.com/gatehouse-dev/gatehouse/durable/internal/effectserver"
+	"github.com/gatehouse-dev/gatehouse/internal/fixture/effectserver"
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/store/memory"
 	"github.com/gatehouse-dev/gatehouse/store/postgres"

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/internal/pgtest"
+	"github.com/gatehouse-dev/gatehouse/internal/fixture/pgtest"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 

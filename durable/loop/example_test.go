@@ -9,7 +9,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/durable"
 	"github.com/gatehouse-dev/gatehouse/durable/loop"
-	"github.com/gatehouse-dev/gatehouse/durable/loop/internal/chattest"
+	"github.com/gatehouse-dev/gatehouse/internal/fixture/chattest"
 	"github.com/gatehouse-dev/gatehouse/policy"
 	"github.com/gatehouse-dev/gatehouse/store/memory"
 )

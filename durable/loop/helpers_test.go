@@ -15,7 +15,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/durable"
 	"github.com/gatehouse-dev/gatehouse/durable/loop"
-	"github.com/gatehouse-dev/gatehouse/durable/loop/internal/chattest"
+	"github.com/gatehouse-dev/gatehouse/internal/fixture/chattest"
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/store/memory"
 	"github.com/gatehouse-dev/gatehouse/store/sqlite"

@@ -12,7 +12,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/durable"
 	"github.com/gatehouse-dev/gatehouse/durable/loop"
-	"github.com/gatehouse-dev/gatehouse/durable/loop/internal/chattest"
+	"github.com/gatehouse-dev/gatehouse/internal/fixture/chattest"
 	"github.com/gatehouse-dev/gatehouse/plugin"
 	"github.com/gatehouse-dev/gatehouse/refusal"
 	"github.com/gatehouse-dev/gatehouse/toolset"

@@ -1,6 +1,7 @@
 // Package e2e holds the end-to-end tests of `gatehouse serve`: they build
 // the real binary once (TestMain), start it in front of real MCP servers
-// (the internal/testserver fixture over stdio and HTTP, internal/slowmcp,
+// (the internal/fixture/testserver fixture over stdio and HTTP,
+// internal/fixture/slowmcp, internal/fixture/fwdmcp,
 // and @modelcontextprotocol/server-everything when npx is available), and
 // drive it with the official go-sdk client over HTTP with real bearer
 // tokens. The admin commands run as real processes against the same store.

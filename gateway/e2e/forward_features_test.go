@@ -25,7 +25,7 @@ var fwdBin struct {
 	err  error
 }
 
-// fwdServer builds the forwarding fixture (gateway/e2e/internal/fwdmcp)
+// fwdServer builds the forwarding fixture (internal/fixture/fwdmcp)
 // once.
 func fwdServer(t *testing.T) string {
 	t.Helper()
@@ -33,7 +33,7 @@ func fwdServer(t *testing.T) string {
 		_, file, _, _ := runtime.Caller(0)
 		root := filepath.Join(filepath.Dir(file), "..", "..")
 		fwdBin.path = filepath.Join(bins.dir, "fwdmcp")
-		cmd := exec.Command("go", "build", "-o", fwdBin.path, "./gateway/e2e/internal/fwdmcp")
+		cmd := exec.Command("go", "build", "-o", fwdBin.path, "./internal/fixture/fwdmcp")
 		cmd.Dir = root
 		out, err := cmd.CombinedOutput()
 		if err != nil {

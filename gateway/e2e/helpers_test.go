@@ -21,7 +21,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/gatehouse-dev/gatehouse/internal/testserver"
+	"github.com/gatehouse-dev/gatehouse/internal/fixture/testserver"
 )
 
 // bins are the binaries TestMain builds.
@@ -48,7 +48,7 @@ func run(m *testing.M) int {
 	bins.dir = dir
 	bins.gatehouse = filepath.Join(dir, "gatehouse")
 	bins.slow = filepath.Join(dir, "slowmcp")
-	for _, b := range [][2]string{{bins.gatehouse, "./cmd/gatehouse"}, {bins.slow, "./gateway/e2e/internal/slowmcp"}} {
+	for _, b := range [][2]string{{bins.gatehouse, "./cmd/gatehouse"}, {bins.slow, "./internal/fixture/slowmcp"}} {
 		cmd := exec.Command("go", "build", "-o", b[0], b[1])
 		cmd.Dir = root
 		cmd.Stderr = os.Stderr

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/gatehouse-dev/gatehouse/internal/pgtest"
+	"github.com/gatehouse-dev/gatehouse/internal/fixture/pgtest"
 )
 
 // everythingVersion pins @modelcontextprotocol/server-everything (as the
