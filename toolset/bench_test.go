@@ -8,10 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/gatehouse-dev/gatehouse/internal/fixture/testserver"
 	"github.com/gatehouse-dev/gatehouse/plugin"
 	"github.com/gatehouse-dev/gatehouse/store/sqlite"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // inMemory returns a Server whose every connection is a fresh in-memory

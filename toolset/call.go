@@ -10,9 +10,10 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/gatehouse-dev/gatehouse/internal/projection"
 	"github.com/gatehouse-dev/gatehouse/pin"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // reservedMetaPrefix marks _meta keys the protocol reserves; callers never

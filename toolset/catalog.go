@@ -5,10 +5,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/gatehouse-dev/gatehouse/diag"
 	"github.com/gatehouse-dev/gatehouse/internal/projection"
 	"github.com/gatehouse-dev/gatehouse/pin"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // catalog is the tool map built from one round of listings.

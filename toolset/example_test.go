@@ -7,9 +7,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/gatehouse-dev/gatehouse/plugin"
 	"github.com/gatehouse-dev/gatehouse/toolset"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 type greetIn struct {

@@ -15,10 +15,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/internal/fixture/testserver"
-	"github.com/gatehouse-dev/gatehouse/plugin"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/goleak"
+
+	"github.com/gatehouse-dev/gatehouse/internal/fixture/testserver"
+	"github.com/gatehouse-dev/gatehouse/plugin"
 )
 
 // fixtureBin is the fixture MCP server binary, built once in TestMain.

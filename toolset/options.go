@@ -7,8 +7,9 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/plugin"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/gatehouse-dev/gatehouse/plugin"
 )
 
 // Server is one MCP server to connect.

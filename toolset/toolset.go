@@ -11,12 +11,14 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/gatehouse-dev/gatehouse/diag"
 	"github.com/gatehouse-dev/gatehouse/egress"
 	"github.com/gatehouse-dev/gatehouse/internal/projection"
 	"github.com/gatehouse-dev/gatehouse/pin"
 	"github.com/gatehouse-dev/gatehouse/plugin"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/gatehouse-dev/gatehouse/toolset/internal/transport"
 )
 
 // Toolset is a set of MCP servers projected into one tool map. It is safe
@@ -117,7 +119,7 @@ func Open(ctx context.Context, servers []Server, opts *Options) (*Toolset, error
 		}
 		switch s.Config.Type {
 		case plugin.TransportStdio:
-			refs[i].Identity = stdioIdentity(s.Config)
+			refs[i].Identity = transport.StdioIdentity(s.Config)
 			if o.DisallowStdio {
 				c.skip = true
 				t.static = append(t.static, diag.New(diag.UnsupportedTransport, "7.2.2", c.name,
@@ -389,7 +391,7 @@ func (c *conn) prepareHTTP(guard *egress.Guard) error {
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	sdk.Transport = &answerLimit{base: base, max: MaxAnswer}
+	sdk.Transport = &transport.AnswerLimit{Base: base, Max: MaxAnswer}
 	c.sdkClient = &sdk
 	return nil
 }
@@ -469,7 +471,7 @@ func (c *conn) connectLocked(ctx context.Context) (*mcp.ClientSession, error) {
 	if err != nil {
 		return nil, err
 	}
-	sess, err := c.ts.client.Connect(ctx, &tappedTransport{inner: tr, tap: c.ts.sharedTap(c)}, c.ts.sessionOptions())
+	sess, err := c.ts.client.Connect(ctx, &transport.Tapped{Inner: tr, Tap: c.ts.sharedTap(c)}, c.ts.sessionOptions())
 	if err != nil {
 		return nil, fmt.Errorf("connecting: %w", err)
 	}
@@ -492,11 +494,7 @@ func (c *conn) transport(ctx context.Context) (mcp.Transport, error) {
 	cfg := c.srv.Config
 	switch cfg.Type {
 	case plugin.TransportStdio:
-		l, err := prepareLaunch(cfg, &c.ts.opts)
-		if err != nil {
-			return nil, err
-		}
-		return &stdioTransport{l: l, argv0: cfg.Command, grace: c.ts.opts.StopGrace, stderr: c.ts.opts.Stderr}, nil
+		return transport.Stdio(cfg, c.ts.opts.Env, c.ts.opts.StopGrace, c.ts.opts.Stderr)
 	case plugin.TransportStreamableHTTP:
 		if err := c.refreshToken(ctx); err != nil {
 			return nil, fmt.Errorf("auth: %w", err)
@@ -504,56 +502,18 @@ func (c *conn) transport(ctx context.Context) (mcp.Transport, error) {
 		// The standalone SSE stream (list_changed, resources/updated) is
 		// opened with the Connect context: detach it from the connect
 		// timeout, like the legacy SSE stream.
-		return &detachedTransport{inner: &mcp.StreamableClientTransport{
+		return &transport.Detached{Inner: &mcp.StreamableClientTransport{
 			Endpoint:     cfg.URL,
 			HTTPClient:   c.sdkClient,
 			MaxEventSize: MaxAnswer,
-		}, life: c.ts.life}, nil
+		}, Life: c.ts.life}, nil
 	case plugin.TransportSSE:
 		if err := c.refreshToken(ctx); err != nil {
 			return nil, fmt.Errorf("auth: %w", err)
 		}
-		return &detachedTransport{inner: &mcp.SSEClientTransport{Endpoint: cfg.URL, HTTPClient: c.httpClient}, life: c.ts.life}, nil
+		return &transport.Detached{Inner: &mcp.SSEClientTransport{Endpoint: cfg.URL, HTTPClient: c.httpClient}, Life: c.ts.life}, nil
 	}
 	return nil, fmt.Errorf("unsupported transport %q", cfg.Type)
-}
-
-// detachedTransport connects a transport whose connection lives in the
-// Connect context (the legacy SSE client opens its event stream with it):
-// the connection outlives the connect timeout, is abandoned if ctx ends
-// before Connect returns, and ends with the toolset at the latest.
-type detachedTransport struct {
-	inner mcp.Transport
-	life  context.Context
-}
-
-func (d *detachedTransport) Connect(ctx context.Context) (mcp.Connection, error) {
-	lctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	stopLife := context.AfterFunc(d.life, cancel)
-	stop := context.AfterFunc(ctx, cancel)
-	conn, err := d.inner.Connect(lctx)
-	if !stop() || err != nil {
-		stopLife()
-		cancel()
-		if err == nil {
-			_ = conn.Close()
-			err = ctx.Err()
-		}
-		return nil, err
-	}
-	return &cancelConn{Connection: conn, cancel: func() { stopLife(); cancel() }}, nil
-}
-
-// cancelConn releases its context when closed.
-type cancelConn struct {
-	mcp.Connection
-	cancel func()
-}
-
-func (c *cancelConn) Close() error {
-	err := c.Connection.Close()
-	c.cancel()
-	return err
 }
 
 // current returns the live session, connecting if there is none.

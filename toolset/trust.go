@@ -12,11 +12,12 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/gatehouse-dev/gatehouse/diag"
 	"github.com/gatehouse-dev/gatehouse/pin"
 	"github.com/gatehouse-dev/gatehouse/plugin"
 	"github.com/gatehouse-dev/gatehouse/store"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Store is what a Toolset persists through: server rows (the last published

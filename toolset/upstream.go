@@ -12,6 +12,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/internal/projection"
 	"github.com/gatehouse-dev/gatehouse/pin"
 	"github.com/gatehouse-dev/gatehouse/plugin"
+	"github.com/gatehouse-dev/gatehouse/toolset/internal/transport"
 )
 
 // This file is the Toolset's lower half, for code that carries more than
@@ -147,7 +148,7 @@ func (u *Upstream) Connect(ctx context.Context, client *mcp.Client, tap func(met
 	if err != nil {
 		return nil, err
 	}
-	s, err := client.Connect(cctx, &tappedTransport{inner: tr, tap: tap}, c.ts.sessionOptions())
+	s, err := client.Connect(cctx, &transport.Tapped{Inner: tr, Tap: tap}, c.ts.sessionOptions())
 	if err != nil {
 		return nil, fmt.Errorf("connecting: %w", err)
 	}
@@ -228,6 +229,19 @@ func (u *Upstream) QuarantinedPrompt(remote string) error {
 func (u *Upstream) QuarantinedTemplate(uriTemplate string) error {
 	return quarantinedItem(u.c, kindTemplate, uriTemplate)
 }
+
+// MaxAnswer is the largest message a Toolset takes from a streamable HTTP
+// server: one SSE event, or one JSON body (the go-sdk's documented
+// default, which its client does not apply by itself: a hostile server
+// could make it buffer without end).
+const MaxAnswer = transport.MaxAnswer
+
+// ErrAnswerTooLarge is the JSON-RPC error a call gets in place of a
+// server's answer larger than MaxAnswer: the answer is dropped, the session
+// lives on, and, the server having answered, the call is a known failure
+// (never re-sent, journaled as failed). Whoever reads an upstream's bytes
+// itself (package gateway/relay) answers the same.
+var ErrAnswerTooLarge = transport.ErrAnswerTooLarge
 
 // Target is where a call of a projected tool goes now: its server and its
 // name there. Get one with Toolset.Target just before sending.

@@ -14,12 +14,13 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/internal/fixture/pgtest"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/gatehouse-dev/gatehouse/diag"
 	"github.com/gatehouse-dev/gatehouse/internal/fixture/testserver"
 	"github.com/gatehouse-dev/gatehouse/plugin"
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/store/postgres"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // lines counts the lines of a file (0 when it does not exist).

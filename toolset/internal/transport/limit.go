@@ -1,4 +1,4 @@
-package toolset
+package transport
 
 import (
 	"bytes"
@@ -14,17 +14,16 @@ import (
 	"github.com/gatehouse-dev/gatehouse/internal/jsonscan"
 )
 
-// MaxAnswer is the largest message a Toolset takes from a streamable HTTP
-// server: one SSE event, or one JSON body. It is the go-sdk's documented
-// default (its client, given no size, applies none: a hostile server could
-// make it buffer without end).
+// MaxAnswer is the largest message taken from a streamable HTTP server:
+// one SSE event, or one JSON body. It is the go-sdk's documented default
+// (its client, given no size, applies none: a hostile server could make it
+// buffer without end).
 const MaxAnswer = mcp.DefaultMaxEventSize
 
 // ErrAnswerTooLarge is the JSON-RPC error a call gets in place of a
 // server's answer larger than MaxAnswer: the answer is dropped, the session
 // lives on, and, the server having answered, the call is a known failure
-// (never re-sent, journaled as failed). Whoever reads an upstream's bytes
-// itself (package gateway/relay) answers the same.
+// (never re-sent, journaled as failed).
 var ErrAnswerTooLarge = &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
 	Message: "the server's answer exceeds 16777216 bytes, the most Gatehouse takes; it was dropped"}
 
@@ -38,38 +37,38 @@ func AnswerTooLarge(id []byte) []byte {
 	return append(b, "}}"...)
 }
 
-// answerLimit holds every message a streamable HTTP server sends to at
+// AnswerLimit holds every message a streamable HTTP server sends to at
 // most MaxAnswer bytes, in front of the go-sdk's client: a JSON body, or an
 // SSE event, larger than that is replaced by AnswerTooLarge for the
 // request the response belongs to (dropped, on the standalone stream), so
 // the go-sdk sees a well-formed answer and keeps its session.
-type answerLimit struct {
-	base http.RoundTripper
-	max  int
+type AnswerLimit struct {
+	Base http.RoundTripper
+	Max  int
 }
 
-func (l *answerLimit) RoundTrip(req *http.Request) (*http.Response, error) {
-	resp, err := l.base.RoundTrip(req)
+func (l *AnswerLimit) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := l.Base.RoundTrip(req)
 	if err != nil || resp.Body == nil || resp.Body == http.NoBody {
 		return resp, err
 	}
 	ct, _, _ := strings.Cut(resp.Header.Get("Content-Type"), ";")
 	switch strings.TrimSpace(ct) {
 	case "application/json":
-		b, err := io.ReadAll(io.LimitReader(resp.Body, int64(l.max)+1))
+		b, err := io.ReadAll(io.LimitReader(resp.Body, int64(l.Max)+1))
 		resp.Body.Close()
 		if err != nil {
 			resp.Body = io.NopCloser(io.MultiReader(bytes.NewReader(b), errReader{err}))
 			return resp, nil
 		}
-		if len(b) > l.max {
+		if len(b) > l.Max {
 			b = AnswerTooLarge(requestID(req))
 		}
 		resp.Body = io.NopCloser(bytes.NewReader(b))
 		resp.ContentLength = int64(len(b))
 		resp.Header.Del("Content-Length")
 	case "text/event-stream":
-		resp.Body = &eventLimit{body: resp.Body, max: l.max, id: requestID(req)}
+		resp.Body = &eventLimit{body: resp.Body, max: l.Max, id: requestID(req)}
 	}
 	return resp, nil
 }
@@ -117,6 +116,8 @@ type eventLimit struct {
 	event   []byte // the current event's lines so far
 	out     []byte // complete events ready for Read
 	skip    bool   // inside an event past max: dropping to its end
+	partial bool   // a line of it was dropped in pieces: its newline ends that line
+	cr      bool   // the pieces dropped so far were carriage returns only
 	err     error  // body's error, once out is drained
 	pooledB *[]byte
 }
@@ -137,9 +138,10 @@ func (e *eventLimit) Read(p []byte) (int, error) {
 		if err != nil {
 			// A stream that ends inside an event: what there is goes on
 			// (the reader sees the stream end as it would have).
-			if len(e.event) > 0 && !e.skip {
+			if !e.skip && !e.partial {
 				e.out = append(e.out, e.event...)
-				e.event = e.event[:0]
+				e.out = append(e.out, e.in...)
+				e.event, e.in = e.event[:0], e.in[:0]
 			}
 			e.err = err
 		}
@@ -152,7 +154,8 @@ func (e *eventLimit) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// feed splits chunk into lines and events.
+// feed splits chunk into lines and events. An event's size counts its
+// lines, the blank line that ends it included, as the go-sdk counts it.
 func (e *eventLimit) feed(chunk []byte) {
 	e.in = append(e.in, chunk...)
 	for {
@@ -161,27 +164,39 @@ func (e *eventLimit) feed(chunk []byte) {
 			if !e.skip && len(e.event)+len(e.in) > e.max {
 				e.overflow()
 			}
-			if e.skip {
-				e.in = e.in[:0] // a long line inside a dropped event
+			if e.skip && len(e.in) > 0 {
+				// A long line inside a dropped event: its rest, up to its
+				// newline, is dropped too (a line of carriage returns may
+				// still be the blank line that ends the event).
+				e.cr = (!e.partial || e.cr) && len(bytes.Trim(e.in, "\r")) == 0
+				e.in = e.in[:0]
+				e.partial = true
 			}
 			return
 		}
 		line := e.in[:i+1]
 		e.in = e.in[i+1:]
 		blank := len(bytes.TrimRight(line, "\r\n")) == 0
+		if e.partial { // the end of a line dropped in pieces
+			e.partial = false
+			if blank && e.cr {
+				e.skip = false // it was the blank line that ends the event
+			}
+			continue
+		}
 		switch {
-		case e.skip && blank:
-			e.skip = false
 		case e.skip:
+		case len(e.event)+len(line) > e.max:
+			e.overflow()
 		case blank:
 			e.out = append(e.out, e.event...)
 			e.out = append(e.out, line...)
 			e.event = e.event[:0]
 		default:
 			e.event = append(e.event, line...)
-			if len(e.event) > e.max {
-				e.overflow()
-			}
+		}
+		if e.skip && blank {
+			e.skip = false // the dropped event ends here
 		}
 	}
 }

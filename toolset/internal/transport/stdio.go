@@ -1,4 +1,4 @@
-package toolset
+package transport
 
 import (
 	"context"
@@ -13,8 +13,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/plugin"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/gatehouse-dev/gatehouse/plugin"
 )
 
 // launch is a stdio server's command line, environment and working directory
@@ -26,10 +27,10 @@ type launch struct {
 	dir  string
 }
 
-// stdioIdentity returns the identity used for collision suffixes: the
+// StdioIdentity returns the identity used for collision suffixes: the
 // resolved command and the expanded args, NUL-joined. It creates nothing and
 // starts nothing (a PATH lookup at most).
-func stdioIdentity(cfg plugin.ServerConfig) string {
+func StdioIdentity(cfg plugin.ServerConfig) string {
 	path := cfg.Command
 	if cfg.PluginRoot != "" && strings.HasPrefix(path, "./") {
 		path = filepath.Join(cfg.PluginRoot, path[2:])
@@ -88,15 +89,26 @@ func ensureData(cfg plugin.ServerConfig) (string, error) {
 	return filepath.EvalSymlinks(cfg.PluginData)
 }
 
+// Stdio returns the transport of a stdio server, checked right before the
+// spawn (see prepareLaunch): env is the base environment (nil: this
+// process's), grace how long Close waits at each step before signalling
+// harder, stderr where the child's stderr goes.
+func Stdio(cfg plugin.ServerConfig, env []string, grace time.Duration, stderr io.Writer) (mcp.Transport, error) {
+	l, err := prepareLaunch(cfg, env)
+	if err != nil {
+		return nil, err
+	}
+	return &stdioTransport{l: l, argv0: cfg.Command, grace: grace, stderr: stderr}, nil
+}
+
 // prepareLaunch runs right before each spawn. For a plugin's server it
 // creates PLUGIN_DATA and lets plugin.LaunchSpec expand placeholders and
 // re-check command and cwd through realpath (they must stay inside the
 // plugin root, or PLUGIN_DATA for a ${PLUGIN_DATA} cwd). The environment is
-// Options.Env (default: this process's), overlaid with the configured env,
-// then PLUGIN_ROOT and PLUGIN_DATA. A server configured in code (no plugin
-// root) is launched as configured, from cwd or this process's directory.
-func prepareLaunch(cfg plugin.ServerConfig, o *Options) (*launch, error) {
-	base := o.Env
+// base (default: this process's), overlaid with the configured env, then
+// PLUGIN_ROOT and PLUGIN_DATA. A server configured in code (no plugin root)
+// is launched as configured, from cwd or this process's directory.
+func prepareLaunch(cfg plugin.ServerConfig, base []string) (*launch, error) {
 	if base == nil {
 		base = os.Environ()
 	}

@@ -1,4 +1,4 @@
-package toolset
+package transport
 
 import (
 	"bytes"
@@ -11,7 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// tappedTransport wraps an upstream transport so that every notification
+// Tapped wraps an upstream transport so that every notification
 // is handed to tap as it is read, in wire order: the go-sdk client queues
 // notifications for a handler goroutine while it hands responses over at
 // once, so a handler could see a call's progress after the call returned
@@ -24,18 +24,18 @@ import (
 // sends no negotiated Mcp-Protocol-Version header. Their messages are
 // tapped in the HTTP response bodies instead (sseTap), which is the same
 // wire order.
-type tappedTransport struct {
-	inner mcp.Transport
-	tap   func(method string, params json.RawMessage)
+type Tapped struct {
+	Inner mcp.Transport
+	Tap   func(method string, params json.RawMessage)
 }
 
-func (r *tappedTransport) Connect(ctx context.Context) (mcp.Connection, error) {
-	inner := r.inner
-	if r.tap == nil {
+func (r *Tapped) Connect(ctx context.Context) (mcp.Connection, error) {
+	inner := r.Inner
+	if r.Tap == nil {
 		return inner.Connect(ctx)
 	}
-	if d, ok := inner.(*detachedTransport); ok {
-		if st, ok := d.inner.(*mcp.StreamableClientTransport); ok {
+	if d, ok := inner.(*Detached); ok {
+		if st, ok := d.Inner.(*mcp.StreamableClientTransport); ok {
 			// The streamable client detaches its connection from ctx itself.
 			inner = st
 		}
@@ -51,7 +51,7 @@ func (r *tappedTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 		if rt == nil {
 			rt = http.DefaultTransport
 		}
-		hc.Transport = &sseTap{base: rt, tap: r.tap}
+		hc.Transport = &sseTap{base: rt, tap: r.Tap}
 		cp.HTTPClient = &hc
 		return cp.Connect(ctx)
 	}
@@ -59,7 +59,7 @@ func (r *tappedTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &tappedConn{Connection: c, tap: r.tap}, nil
+	return &tappedConn{Connection: c, tap: r.Tap}, nil
 }
 
 type tappedConn struct {

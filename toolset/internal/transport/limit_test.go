@@ -1,0 +1,137 @@
+package transport
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"testing/iotest"
+)
+
+// events splits an SSE stream into its events, each with the blank line
+// that ends it (a trailing unterminated event as it is).
+func events(s string) []string {
+	var out []string
+	var cur strings.Builder
+	for _, line := range strings.SplitAfter(s, "\n") {
+		cur.WriteString(line)
+		if strings.TrimRight(line, "\r\n") == "" && strings.HasSuffix(line, "\n") {
+			out = append(out, cur.String())
+			cur.Reset()
+		}
+	}
+	if cur.Len() > 0 {
+		out = append(out, cur.String())
+	}
+	return out
+}
+
+// limited reads stream through an eventLimit of max bytes, in chunks of
+// one byte when slow.
+func limited(stream string, max int, id string, slow bool) string {
+	var r io.Reader = strings.NewReader(stream)
+	if slow {
+		r = iotest.OneByteReader(r)
+	}
+	el := &eventLimit{body: io.NopCloser(r), max: max, id: []byte(id)}
+	out, _ := io.ReadAll(el)
+	el.Close()
+	return string(out)
+}
+
+// reference is what eventLimit must produce: each event whose bytes,
+// ending blank line included, are within max passes as it is; a larger
+// one becomes AnswerTooLarge for id (or nothing, without one).
+func reference(stream string, max int, id string) string {
+	var b strings.Builder
+	for _, ev := range events(stream) {
+		if len(ev) <= max {
+			b.WriteString(ev)
+			continue
+		}
+		if id != "null" {
+			b.WriteString("event: message\ndata: " + string(AnswerTooLarge([]byte(id))) + "\n\n")
+		}
+	}
+	return b.String()
+}
+
+func TestEventLimit(t *testing.T) {
+	const max = 40
+	small := "event: message\ndata: {\"id\":1}\n\n"
+	big := "event: message\ndata: " + strings.Repeat("x", 60) + "\n\n"
+	long := "data: " + strings.Repeat("y", 100) // no newline at all
+	for name, c := range map[string]struct{ stream, id string }{
+		"small events pass":               {small + small, "1"},
+		"a big event is replaced":         {small + big + small, "7"},
+		"without a request it is dropped": {big + small, "null"},
+		"a line that never ends":          {small + long, "7"},
+		"CRLF lines":                      {strings.ReplaceAll(small+big, "\n", "\r\n"), `"a"`},
+		"exactly at the limit":            {"data: " + strings.Repeat("z", max-8) + "\n\n", "1"},
+		"one past the limit":              {"data: " + strings.Repeat("z", max-7) + "\n\n", "1"},
+	} {
+		for _, slow := range []bool{false, true} {
+			got := limited(c.stream, max, c.id, slow)
+			if want := reference(c.stream, max, c.id); got != want {
+				t.Errorf("%s (slow %v):\n got %q\nwant %q", name, slow, got, want)
+			}
+		}
+	}
+}
+
+// The JSON answer over the limit becomes the error answer to the
+// request's ID; one within passes.
+func TestAnswerLimitJSON(t *testing.T) {
+	rt := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		n := 10
+		if req.Header.Get("X-Big") != "" {
+			n = 100
+		}
+		body := `{"jsonrpc":"2.0","id":5,"result":{"t":"` + strings.Repeat("x", n) + `"}}`
+		return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"application/json"}},
+			Body: io.NopCloser(strings.NewReader(body)), ContentLength: int64(len(body))}, nil
+	})
+	l := &AnswerLimit{Base: rt, Max: 80}
+	do := func(big bool) string {
+		req, _ := http.NewRequest(http.MethodPost, "http://127.0.0.1/mcp", bytes.NewReader([]byte(`{"jsonrpc":"2.0","id":5,"method":"tools/call"}`)))
+		if big {
+			req.Header.Set("X-Big", "1")
+		}
+		resp, err := l.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		if resp.ContentLength != int64(len(b)) {
+			t.Errorf("Content-Length %d, body %d bytes", resp.ContentLength, len(b))
+		}
+		return string(b)
+	}
+	if got := do(false); !strings.Contains(got, `"result"`) {
+		t.Errorf("a small answer: %s", got)
+	}
+	if got, want := do(true), string(AnswerTooLarge([]byte("5"))); got != want {
+		t.Errorf("a large answer: %s, want %s", got, want)
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// FuzzEventLimit: whatever the stream and the chunking, eventLimit passes
+// exactly the events within the limit and replaces the others.
+func FuzzEventLimit(f *testing.F) {
+	f.Add("event: message\ndata: {}\n\ndata: "+strings.Repeat("x", 50)+"\n\n", 32, true)
+	f.Add("data: a\r\n\r\ndata: b\n", 8, false)
+	f.Add("\n\n\n", 1, true)
+	f.Fuzz(func(t *testing.T, stream string, max int, slow bool) {
+		if max < 1 || max > 1<<12 || len(stream) > 1<<14 {
+			return
+		}
+		if got, want := limited(stream, max, "3", slow), reference(stream, max, "3"); got != want {
+			t.Fatalf("max %d:\n got %q\nwant %q", max, got, want)
+		}
+	})
+}
