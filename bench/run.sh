@@ -22,6 +22,11 @@
 #                  RSS and CPU); a single command, e.g. "gatehouse serve -c f".
 #   GATEWAY_URL    where the gateway listens (default http://127.0.0.1:18181/mcp)
 #   GATEWAY_LABEL  its name in the tables (default gateway)
+#   GATEWAY2_CMD, GATEWAY2_URL (default http://127.0.0.1:18182/mcp), GATEWAY2_LABEL
+#                  (default gateway2): a second gateway measured in the same run,
+#                  each cell right after the first (before/after comparisons:
+#                  GATEWAY2_CMD="env GATEHOUSE_BIN=/tmp/old bench/gateway.sh"); its
+#                  command gets its own URL as $GATEWAY_URL
 #   IDLE_SESSIONS  if > 0, also hold this many idle sessions on each target
 #                  and report its RSS (e.g. 10000; default 0, skipped)
 #   IDLE_HOLD      how long to hold them (default 10s)
@@ -40,6 +45,9 @@ PROTOCOL=${PROTOCOL:-}
 GATEWAY_CMD=${GATEWAY_CMD:-}
 GATEWAY_URL=${GATEWAY_URL:-http://127.0.0.1:18181/mcp}
 GATEWAY_LABEL=${GATEWAY_LABEL:-gateway}
+GATEWAY2_CMD=${GATEWAY2_CMD:-}
+GATEWAY2_URL=${GATEWAY2_URL:-http://127.0.0.1:18182/mcp}
+GATEWAY2_LABEL=${GATEWAY2_LABEL:-gateway2}
 IDLE_SESSIONS=${IDLE_SESSIONS:-0}
 IDLE_HOLD=${IDLE_HOLD:-10s}
 
@@ -85,31 +93,44 @@ done
 export ECHO_URL GATEWAY_URL
 log "echo server: $ECHO_URL (pid $echo_pid)"
 
-gw_pid=
-if [ -n "$GATEWAY_CMD" ]; then
-  hostport=${GATEWAY_URL#*://}
+# start_gateway CMD URL LOGNAME: starts CMD (with $GATEWAY_URL set to URL)
+# and waits until URL accepts connections; sets $started_pid.
+start_gateway() {
+  local cmd=$1 url=$2 name=$3 hostport gw_host gw_port pid up=
+  hostport=${url#*://}
   hostport=${hostport%%/*}
   gw_host=${hostport%:*}
   gw_port=${hostport##*:}
   case "$gw_host" in
     127.*|localhost) ;;
-    *) log "GATEWAY_URL must be on 127.0.0.1"; exit 1 ;;
+    *) log "$name URL must be on 127.0.0.1"; exit 1 ;;
   esac
-  bash -c "exec $GATEWAY_CMD" >"$work/gateway.log" 2>&1 &
-  gw_pid=$!
-  pids+=("$gw_pid")
-  up=
+  GATEWAY_URL=$url bash -c "exec $cmd" >"$work/$name.log" 2>&1 &
+  pid=$!
+  pids+=("$pid")
   for _ in $(seq 300); do
-    kill -0 "$gw_pid" 2>/dev/null || break
+    kill -0 "$pid" 2>/dev/null || break
     if (exec 3<>"/dev/tcp/$gw_host/$gw_port") 2>/dev/null; then up=1; break; fi
     sleep 0.1
   done
   if [ -z "$up" ]; then
-    tail -n 50 "$work/gateway.log" >&2
-    log "gateway did not listen on $GATEWAY_URL within 30s"
+    tail -n 50 "$work/$name.log" >&2
+    log "$name did not listen on $url within 30s"
     exit 1
   fi
-  log "gateway: $GATEWAY_URL (pid $gw_pid)"
+  log "$name: $url (pid $pid)"
+  started_pid=$pid
+}
+
+gw_pid=
+gw2_pid=
+if [ -n "$GATEWAY_CMD" ]; then
+  start_gateway "$GATEWAY_CMD" "$GATEWAY_URL" gateway
+  gw_pid=$started_pid
+fi
+if [ -n "$GATEWAY2_CMD" ]; then
+  start_gateway "$GATEWAY2_CMD" "$GATEWAY2_URL" gateway2
+  gw2_pid=$started_pid
 fi
 
 results="$work/results.jsonl"
@@ -140,6 +161,9 @@ for payload in $PAYLOADS; do
     if [ -n "$gw_pid" ]; then
       load "$GATEWAY_LABEL" "$GATEWAY_URL" "$gw_pid" "${common[@]}" -sessions "$s" -payload "$payload"
     fi
+    if [ -n "$gw2_pid" ]; then
+      load "$GATEWAY2_LABEL" "$GATEWAY2_URL" "$gw2_pid" "${common[@]}" -sessions "$s" -payload "$payload"
+    fi
   done
 done
 
@@ -148,12 +172,13 @@ if [ "$IDLE_SESSIONS" -gt 0 ]; then
   log "idle: $IDLE_SESSIONS sessions for $IDLE_HOLD"
   load direct "$ECHO_URL" "$echo_pid" "${idle[@]}"
   [ -n "$gw_pid" ] && load "$GATEWAY_LABEL" "$GATEWAY_URL" "$gw_pid" "${idle[@]}"
+  [ -n "$gw2_pid" ] && load "$GATEWAY2_LABEL" "$GATEWAY2_URL" "$gw2_pid" "${idle[@]}"
 fi
 
 [ -n "${RESULTS:-}" ] && cp "$results" "$RESULTS"
 
 cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1)
-echo "## MCP echo calls: direct${gw_pid:+ vs $GATEWAY_LABEL}"
+echo "## MCP echo calls: direct${gw_pid:+ vs $GATEWAY_LABEL}${gw2_pid:+ vs $GATEWAY2_LABEL}"
 echo
 echo "$(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores ($cpu), $(go version | cut -d' ' -f3), kernel $(uname -r)."
 echo "mcpload closed loops, $DURATION per cell after $WARMUP warmup, answers verified; echo server: go-sdk"

@@ -2,6 +2,14 @@
 // server configurations and connections, and the fixed rule names of
 // CONTRACTS.md §1.
 //
+//	res := plugin.Load("plugins/acme")
+//	for _, d := range res.Diagnostics {
+//		fmt.Println(d) // weather: server "weather": "url" ... must use https ... [invalid-url, §7.2.1]
+//	}
+//	if diag.Has(res.Diagnostics, diag.SecretInConfig) {
+//		// warn the operator; the server loaded anyway
+//	}
+//
 // A Diagnostic is data, not an error: loading a plugin or opening a toolset
 // returns diagnostics alongside whatever did load, so one bad entry never
 // hides its siblings. Rule names are a public contract; scripts match on them.

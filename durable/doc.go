@@ -2,6 +2,16 @@
 // once per key, across crashes, restarts and concurrent callers, through a
 // store.JournalStore (SQLite, PostgreSQL or memory).
 //
+//	st, err := sqlite.Open(ctx, "gatehouse.db", nil) // or postgres.Open, memory.New
+//	j, err := durable.NewJournal(st, &durable.JournalOptions{Approvals: st})
+//	c := durable.Call{RunID: "order-42", ToolCallID: "call-1", Server: "bank", Tool: "charge", Args: args}
+//	res, replayed, err := j.Do(ctx, c, func(ctx context.Context, key string) (*mcp.CallToolResult, error) {
+//		return charge(ctx, key) // key is "order-42:call-1": send it as _meta.idempotencyKey
+//	})
+//	if r, ok := refusal.As(err); ok && r.Code == refusal.InDoubt {
+//		// it may have run: not sent again (unless the tool is Repeatable)
+//	}
+//
 // A call is keyed by (scope, run ID, tool call ID) and fingerprinted by
 // pin.CallFingerprint(server, tool, canonical args). Journal.Do claims a
 // started record (INSERT ... ON CONFLICT DO NOTHING, committed before the
@@ -23,8 +33,9 @@
 //	  closed, quarantined, withdrawn)
 //	any other error: context cancelled or timed     in_doubt   *refusal.Error in_doubt wrapping it / in_doubt
 //	  out, connection lost, EOF, go-sdk closing       (started, lease released, for a repeatable tool:
-//	  codes, unknown errors; a panic                   the next call re-sends it with the same key)
-//	(the process dies before recording)             started    in_doubt once the lease has expired
+//	  codes, unknown errors                            the next call re-sends it with the same key)
+//	(the effect panics: the panic propagates, or    started    in_doubt once the lease has expired
+//	  the process dies before recording)
 //
 // A record in another state answers: started with a live lease, run_busy
 // (retryable: "retry the same call with the same key; it has not been run
@@ -36,10 +47,12 @@
 // key_reused, never a replay.
 //
 // Guarded puts a policy.Guard in front of Do and keeps approvals durable
-// (see ApprovalID). Error is the structured refusal of CONTRACTS.md §4 and
-// Error.Result its tool-result form. Tool, Invoke and GoTool route Go
-// functions (and, with loop.ToolsetCall, toolset tools) through the
-// journal.
+// (see ApprovalID). Every refusal is a *refusal.Error (package refusal:
+// the codes and shape of CONTRACTS.md §4; its Result is the tool-result
+// form), found with refusal.As; a refusal recorded as a call's outcome
+// replays as the same refusal (RecordedError). Tool, Invoke and GoTool
+// route Go functions (and, with loop.ToolsetCall, toolset tools) through
+// the journal.
 //
 // docs/durable.md states the guarantees and the measured cost of each
 // durability setting.

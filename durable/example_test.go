@@ -8,6 +8,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gatehouse-dev/gatehouse/durable"
+	"github.com/gatehouse-dev/gatehouse/policy"
 	"github.com/gatehouse-dev/gatehouse/refusal"
 	"github.com/gatehouse-dev/gatehouse/store/memory"
 )
@@ -72,17 +73,55 @@ func Example_crashAndResume() {
 	// charges: map[order-42:call-1:1 order-42:call-2:1 order-42:call-3:1]
 }
 
-// A refusal as the tool result a model or an MCP client receives
-// (CONTRACTS.md §4).
-func ExampleError_Result() {
-	e := &refusal.Error{Code: refusal.ApprovalRequired, Retryable: true, ApprovalID: "apr_2f1c0e9b8a7d6c5e",
-		Message: "the call to bank__transfer needs an operator's approval"}
-	r := e.Result()
-	fmt.Println(r.IsError)
-	fmt.Println(r.Content[0].(*mcp.TextContent).Text)
-	fmt.Println(r.StructuredContent)
+// A guard that requires an operator's approval for transfers: the first
+// call is refused approval_required with the approval's ID and nothing
+// runs; the operator approves through the store (what `gatehouse approvals
+// approve` does, from any process); the same call with the same key then
+// runs once, and a repeat is replayed from the journal without running.
+func ExampleJournal_Guarded() {
+	ctx := context.Background()
+	st, _ := memory.New(nil)
+	defer st.Close()
+	journal, _ := durable.NewJournal(st, &durable.JournalOptions{Approvals: st})
+
+	guard := policy.GuardFunc(func(_ context.Context, c policy.Call) (policy.Decision, error) {
+		if c.Tool == "bank__transfer" {
+			return policy.NeedsApproval("transfers need an operator"), nil
+		}
+		return policy.Allowed(), nil
+	})
+	runs := 0
+	transfer := func(ctx context.Context, key string) (*mcp.CallToolResult, error) {
+		runs++
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "transferred 500 (key " + key + ")"}}}, nil
+	}
+	c := durable.Call{RunID: "run-7", ToolCallID: "call-1", Server: "bank", Tool: "bank__transfer", Args: []byte(`{"cents":500}`)}
+
+	_, _, err := journal.Guarded(ctx, c, guard, transfer)
+	r, ok := refusal.As(err)
+	if !ok {
+		panic(err)
+	}
+	fmt.Println("first call:", r.Code, "retryable:", r.Retryable, "runs:", runs)
+	fmt.Println(r.Message)
+	fmt.Println("the ID is durable.ApprovalID of the call:", r.ApprovalID == durable.ApprovalID("", "run-7", "call-1"))
+
+	// The operator's decision, by the approval's ID.
+	if _, err := st.DecideApproval(ctx, r.ApprovalID, true, "alice", time.Now()); err != nil {
+		panic(err)
+	}
+
+	for _, attempt := range []string{"retry", "repeat"} {
+		res, replayed, err := journal.Guarded(ctx, c, guard, transfer)
+		if err != nil {
+			panic(err)
+		}
+		fmt.Printf("%s: %s (replayed %v) runs: %d\n", attempt, res.Content[0].(*mcp.TextContent).Text, replayed, runs)
+	}
 	// Output:
-	// true
-	// [approval_required] the call to bank__transfer needs an operator's approval
-	// map[approvalId:apr_2f1c0e9b8a7d6c5e code:approval_required retryable:true]
+	// first call: approval_required retryable: true runs: 0
+	// the call to bank__transfer needs an operator's approval: transfers need an operator (approval apr_b6346172f7e03975); once approved, retry the same call with the same key
+	// the ID is durable.ApprovalID of the call: true
+	// retry: transferred 500 (key run-7:call-1) (replayed false) runs: 1
+	// repeat: transferred 500 (key run-7:call-1) (replayed true) runs: 1
 }

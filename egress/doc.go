@@ -1,6 +1,11 @@
 // Package egress is the outbound HTTP guard Gatehouse uses for every
 // connection to a URL it does not trust: the MCP endpoints plugins declare.
 //
+//	g := egress.New(&egress.Options{AllowedHosts: []string{"mcp.example.com"}})
+//	hc, err := g.Client("https://mcp.example.com/mcp", map[string]string{"X-Api-Key": key}, nil)
+//	defer hc.CloseIdleConnections()
+//	t := &mcp.StreamableClientTransport{Endpoint: "https://mcp.example.com/mcp", HTTPClient: hc}
+//
 // A [Guard] is built once from [Options] (an optional host list, a resolver,
 // a base transport) and hands out one *http.Client per server with
 // [Guard.Client]. The go-sdk's StreamableClientTransport and

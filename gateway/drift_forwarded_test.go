@@ -84,7 +84,7 @@ func TestForwardedDriftRefusedAndCounted(t *testing.T) {
 		t.Fatalf("read before drift: %v", err)
 	}
 
-	quarantined := func() float64 { return g.tel.metrics.DriftEvents.With("up", telemetry.DriftQuarantined).Value() }
+	quarantined := func() float64 { return g.tel.Metrics.DriftEvents.With("up", telemetry.DriftQuarantined).Value() }
 	waitUntil := func(what string, cond func() bool) {
 		t.Helper()
 		for !cond() {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/diag"
 	"github.com/gatehouse-dev/gatehouse/durable"
+	"github.com/gatehouse-dev/gatehouse/gateway/internal/telemetry"
 	"github.com/gatehouse-dev/gatehouse/gateway/relay"
 	"github.com/gatehouse-dev/gatehouse/plugin"
 	"github.com/gatehouse-dev/gatehouse/server"
@@ -82,7 +83,7 @@ type Gateway struct {
 	served *servedMap
 	pipe   *pipeline
 	trust  *trustWatcher
-	tel    *instruments
+	tel    *telemetry.Instruments
 	life   lifecycle
 
 	plugins []PluginStatus
@@ -189,8 +190,8 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 	}
 	g.ts = g.relay.Toolset()
 	g.served = newServedMap(g.ts, log, cfg, g.auth)
-	g.tel = newInstruments(g.st, g.life.ctx, g.sessionCount)
-	g.trust.ts, g.trust.served, g.trust.metrics = g.ts, g.served, g.tel.metrics
+	g.tel = telemetry.NewInstruments(g.st, g.life.ctx, g.sessionCount)
+	g.trust.ts, g.trust.served, g.trust.metrics = g.ts, g.served, g.tel.Metrics
 	if err := g.ts.Connect(ctx); err != nil {
 		return fail(fmt.Errorf("gateway: connecting servers: %w", err))
 	}
@@ -201,7 +202,7 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 		return fail(fmt.Errorf("gateway: listing tools: %w", err))
 	}
 	g.trust.countDrift()
-	g.tel.upstreams(g.servers, g.skipped())
+	g.tel.Upstreams(g.servers, g.skipped())
 
 	// The call pipeline: the journal and the guards.
 	journal, err := durable.NewJournal(g.st, &durable.JournalOptions{

@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gatehouse-dev/gatehouse/durable"
+	"github.com/gatehouse-dev/gatehouse/gateway/internal/telemetry"
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/wire"
 	"github.com/gatehouse-dev/gatehouse/gateway/relay"
 	"github.com/gatehouse-dev/gatehouse/policy"
@@ -105,7 +106,7 @@ type pipeline struct {
 	health  *healthBook
 	calls   *inflight
 	stopCtx context.Context // ends when shutdown stops waiting for calls
-	tel     *instruments
+	tel     *telemetry.Instruments
 	log     *slog.Logger
 	// runs: the firewall counts calls per run (maxCallsPerRun > 0).
 	runs bool
@@ -376,7 +377,7 @@ func (p *pipeline) recorded(ctx context.Context, subject server.Subject, tool, k
 func (p *pipeline) observeUpstream(srv string, err error, cancelled bool) {
 	p.health.observe(srv, err, cancelled)
 	if !cancelled {
-		p.tel.metrics.SetUpstreamUp(srv, err == nil || !connectionLost(err))
+		p.tel.Metrics.SetUpstreamUp(srv, err == nil || !connectionLost(err))
 	}
 }
 
@@ -394,7 +395,7 @@ func (p *pipeline) finish(subject server.Subject, tool, front string, out *callO
 	if _, ok := p.served.tool(tool); !ok {
 		tool = unknownToolLabel
 	}
-	p.tel.metrics.ObserveCall(tool, metricOutcome(out.label, cancelled), d)
+	p.tel.Metrics.ObserveCall(tool, metricOutcome(out.label, cancelled), d)
 }
 
 // runKey carries the firewall's run of a call to the guard.

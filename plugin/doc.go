@@ -1,6 +1,16 @@
 // Package plugin loads Agent Plugins 1.0.0 packages: plugin.json, skills/
 // and mcp.json (spec: shared/specs/agent-plugins-1.0.0/spec.md).
 //
+//	res := plugin.Load("plugins/acme")
+//	for _, d := range res.Diagnostics {
+//		log.Print(d) // what was skipped or ignored, or why the plugin was rejected
+//	}
+//	if res.OK() {
+//		for _, s := range res.Plugin.Servers {
+//			fmt.Println(s.Name, s.Type) // validated, not connected
+//		}
+//	}
+//
 // Load(dir) returns a Result: either a rejected plugin (Plugin is nil and the
 // diagnostics say why) or a loaded plugin with its manifest, its valid skills
 // and its valid MCP server configurations, plus a diagnostic for everything

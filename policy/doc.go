@@ -1,6 +1,13 @@
 // Package policy decides whether a tool call may run: Guards, their
 // composition, the agent-facing Policy helpers, and the MCP firewall.
 //
+//	fw, err := policy.NewFirewall(policy.FirewallOptions{
+//		Deny: []string{"bank__delete_account"}, MaxCallsPerRun: 5, Counters: st})
+//	g := policy.Compose(policy.ReadOnly("bank__balance", "bank__transfer"), fw)
+//	d, err := policy.Evaluate(ctx, g, policy.Call{RunID: "run-1", ToolCallID: "c1", Tool: "bank__transfer"})
+//	// d.Verdict is policy.Allow, policy.Deny (d.Code, d.Reason) or policy.RequireApproval;
+//	// durable.Journal.Guarded applies a Guard for you.
+//
 // A Guard answers one of three verdicts for a Call: Allow, Deny (with a
 // reason and a refusal code such as "denied" or "call_limit") or
 // RequireApproval (with a reason). Guards decide; they never run the call.

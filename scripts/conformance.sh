@@ -164,7 +164,7 @@ run_suite gateway "http://127.0.0.1:$port/mcp"
 # And in front of a third instance over streamable HTTP (-stateless=false,
 # as the baseline runs): the gateway's own upstream client, its raw
 # tools/call path and its handling of response streams an upstream ends
-# early (docs/gateway.md).
+# early (docs/gateway.md); then once more with the byte path off.
 serve upstream-http "$work/bin/everything-server" -http "127.0.0.1:@PORT@" -stateless=false
 mkdir -p "$work/gateway-http"
 cat >"$work/gateway-http/gatehouse.yaml" <<YAML
@@ -177,6 +177,22 @@ servers:
 YAML
 serve gateway-http-server "$work/bin/gatehouse" serve --config "$work/gateway-http/gatehouse.yaml" --listen "127.0.0.1:@PORT@"
 run_suite gateway-http "http://127.0.0.1:$port/mcp"
+
+# The same with the byte path off (http.bytePath: false): every call read by
+# the go-sdk's server and carried by its client, through the same pipeline.
+serve upstream-http-sdk "$work/bin/everything-server" -http "127.0.0.1:@PORT@" -stateless=false
+mkdir -p "$work/gateway-sdk"
+cat >"$work/gateway-sdk/gatehouse.yaml" <<YAML
+store: sqlite:$work/gateway-sdk/gatehouse.db
+http: {bytePath: false}
+servers:
+  everything:
+    type: streamable-http
+    url: http://127.0.0.1:$port/mcp
+    prefix: ""
+YAML
+serve gateway-sdk-server "$work/bin/gatehouse" serve --config "$work/gateway-sdk/gatehouse.yaml" --listen "127.0.0.1:@PORT@"
+run_suite gateway-sdk "http://127.0.0.1:$port/mcp"
 
 read -r base_pass base_fail < <(totals "$work/baseline.out")
 log "baseline (go-sdk everything-server $GO_SDK_VERSION): $base_pass passed, $base_fail failed"
@@ -213,5 +229,6 @@ failed=0
 compare ours || { echo "conformance: FAIL: ours: scenario(s) pass on the baseline but not here"; failed=1; }
 compare gateway || { echo "conformance: FAIL: gateway: scenario(s) pass on the baseline but not through the gateway"; failed=1; }
 compare gateway-http || { echo "conformance: FAIL: gateway-http: scenario(s) pass on the baseline but not through the gateway over HTTP"; failed=1; }
+compare gateway-sdk || { echo "conformance: FAIL: gateway-sdk: scenario(s) pass on the baseline but not through the gateway with the byte path off"; failed=1; }
 if [ "$failed" -ne 0 ]; then exit 1; fi
-echo "conformance: OK: every check the baseline passes passes on ours and through the gateway (stdio and HTTP upstreams)"
+echo "conformance: OK: every check the baseline passes passes on ours and through the gateway (stdio and HTTP upstreams, byte path on and off)"

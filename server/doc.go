@@ -1,6 +1,16 @@
 // Package server exposes Go tools over MCP with the protections a tool
 // server needs and the official go-sdk does not decide for you.
 //
+//	srv, err := server.New(server.Options{
+//		Tools:     map[string]server.Tool{"charge": server.NewTool(&mcp.Tool{Description: "Charge an account."}, charge)},
+//		Identify:  identify,  // what the transport verified -> a Subject
+//		AllowTool: allowTool, // one answer for tools/list and tools/call
+//		RateLimit: &server.RateLimit{MaxCalls: 100, Window: time.Minute},
+//	})
+//	defer srv.Close()
+//	h, err := srv.Handler(&server.HTTPOptions{Verifier: verify}) // or srv.ServeStdio(ctx)
+//	err = http.ListenAndServe("127.0.0.1:8080", h)
+//
 // A server has to answer five questions, and answering one does not answer
 // the next:
 //
@@ -24,6 +34,15 @@
 // tool and the key: a repeat returns the first outcome, a concurrent repeat
 // gets run_busy and the same key with other arguments gets key_reused. A
 // client-chosen key alone never names work across callers.
+//
+// With [Options.DeferCallAdmission] the middleware still filters tools/list
+// but passes every tools/call on unadmitted: each tool handler (or a front
+// that reads calls outside the go-sdk's request flow) admits its own call
+// with [Server.AdmitCall], which applies identity, the rate limit and
+// authorization in the middleware's order and answers as it would; the
+// subject it returns stands in for the [Caller], which such handlers do not
+// get. The gateway sets it so that one pipeline admits every call,
+// whichever front read it. It cannot be combined with a Journal.
 //
 // Everything is built from go-sdk receiving middleware around an ordinary
 // [mcp.Server]: schema validation, progress, cancellation and the rest of the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -119,6 +120,65 @@ func Example() {
 	// refused: key_reused
 	// true no account "acct-2"
 	// charges run: 1
+}
+
+// ExampleServer_AdmitCall serves a tool whose handler admits its own call:
+// with DeferCallAdmission the middleware leaves every tools/call
+// unadmitted, and AdmitCall applies identity, the rate limit and
+// authorization, in the middleware's order, where the handler chooses (the
+// gateway does it in its one call pipeline). With one call an hour, the
+// second call is refused rate_limited.
+func ExampleServer_AdmitCall() {
+	ctx := context.Background()
+	var srv *server.Server
+	ping := func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		subject, res, err := srv.AdmitCall(ctx, server.InfoOf(req, false), req.Params.Name)
+		if res != nil || err != nil {
+			return res, err // a rate_limited refusal, or the go-sdk's unknown-tool error
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("pong, %q", subject)}}}, nil
+	}
+	noon := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC) // a fixed clock keeps the output steady
+	var err error
+	srv, err = server.New(server.Options{
+		Setup: func(s *mcp.Server) {
+			s.AddTool(&mcp.Tool{Name: "ping", Description: "Answers pong.", InputSchema: json.RawMessage(`{"type":"object"}`)}, ping)
+		},
+		DeferCallAdmission: true,
+		RateLimit:          &server.RateLimit{MaxCalls: 1, Window: time.Hour},
+		Clock:              func() time.Time { return noon },
+		Logger:             slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		panic(err)
+	}
+	defer srv.Close()
+
+	// A client over an in-memory transport (the caller is the anonymous
+	// subject: Identify is not set, and no token was verified).
+	ct, st := mcp.NewInMemoryTransports()
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx, st) }()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "client", Version: "1"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		panic(err)
+	}
+	for range 2 {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "ping"})
+		if err != nil {
+			panic(err)
+		}
+		fmt.Println(res.IsError, res.Content[0].(*mcp.TextContent).Text)
+		if sc, ok := res.StructuredContent.(map[string]any); ok {
+			fmt.Println("code:", sc["code"], "retryable:", sc["retryable"])
+		}
+	}
+	cs.Close()
+	<-served
+	// Output:
+	// false pong, ""
+	// true [rate_limited] too many calls; retry in 1h0m0s
+	// code: rate_limited retryable: true
 }
 
 func hash(s string) string {

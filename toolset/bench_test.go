@@ -13,6 +13,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/internal/fixture/testserver"
 	"github.com/gatehouse-dev/gatehouse/plugin"
 	"github.com/gatehouse-dev/gatehouse/store/sqlite"
+	"github.com/gatehouse-dev/gatehouse/toolset/internal/stored"
 )
 
 // inMemory returns a Server whose every connection is a fresh in-memory
@@ -119,7 +120,7 @@ func BenchmarkBuild1000(b *testing.B) {
 	results := []listing{{ok: true, tools: listed}}
 	var fp fingerprinted
 	fp.prints, fp.drift = printsOf("big", listed)
-	ts.conns[0].judge(&results[0], fp, trustBase{}, false)
+	ts.conns[0].judge(&results[0], fp, stored.Baseline{}, false)
 	b.ReportAllocs()
 	start := cpuTime()
 	defer reportCPU(b, start)

@@ -1,24 +1,18 @@
 package toolset
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
-	"syscall"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gatehouse-dev/gatehouse/internal/projection"
 	"github.com/gatehouse-dev/gatehouse/pin"
+	"github.com/gatehouse-dev/gatehouse/toolset/internal/callargs"
 )
-
-// reservedMetaPrefix marks _meta keys the protocol reserves; callers never
-// get to forward them.
-const reservedMetaPrefix = "io.modelcontextprotocol/"
 
 // Call calls the tool registered under name (a projected name from Tools)
 // and returns the server's result untouched: a tool that fails reports it in
@@ -50,7 +44,7 @@ func (t *Toolset) Call(ctx context.Context, name string, args any, info CallInfo
 	if err != nil {
 		return nil, err
 	}
-	arguments, err := normalizeArgs(args)
+	arguments, err := callargs.Normalize(args)
 	if err != nil {
 		return nil, &Error{Code: CodeInvalidArguments, Server: e.info.Server, Tool: name, Err: err}
 	}
@@ -98,54 +92,6 @@ func (t *Toolset) callable(cat *catalog, name string) (*entry, error) {
 	return e, nil
 }
 
-// normalizeArgs checks that args will encode to a JSON object.
-func normalizeArgs(args any) (any, error) {
-	switch a := args.(type) {
-	case nil:
-		return nil, nil
-	case map[string]any:
-		return a, nil
-	case json.RawMessage:
-		return rawObject(a)
-	case []byte:
-		return rawObject(a)
-	}
-	b, err := json.Marshal(args)
-	if err != nil {
-		return nil, err
-	}
-	return rawObject(b)
-}
-
-func rawObject(b []byte) (any, error) {
-	t := bytes.TrimSpace(b)
-	if len(t) == 0 || bytes.Equal(t, []byte("null")) {
-		return nil, nil
-	}
-	if t[0] != '{' || !json.Valid(t) {
-		return nil, errors.New("arguments must be a JSON object")
-	}
-	return json.RawMessage(t), nil
-}
-
-// callMeta builds a fresh _meta map for one attempt.
-func callMeta(info CallInfo) map[string]any {
-	m := make(map[string]any, len(info.Meta)+1)
-	for k, v := range info.Meta {
-		if strings.HasPrefix(k, reservedMetaPrefix) {
-			continue
-		}
-		m[k] = v
-	}
-	if info.RunID != "" && info.ToolCallID != "" {
-		m["idempotencyKey"] = info.RunID + ":" + info.ToolCallID
-	}
-	if len(m) == 0 {
-		return nil
-	}
-	return m
-}
-
 // callTarget sends one call on the shared session of the target's server,
 // re-establishing a lost session once (through the drift checks).
 func (t *Toolset) callTarget(ctx context.Context, tg Target, args any, info CallInfo) (*mcp.CallToolResult, error) {
@@ -162,7 +108,7 @@ func (t *Toolset) callTarget(ctx context.Context, tg Target, args any, info Call
 	}
 	for attempt := 0; ; attempt++ {
 		// A fresh params value per attempt: the go-sdk writes into Meta.
-		res, err := sess.CallTool(ctx, &mcp.CallToolParams{Name: tg.Remote, Arguments: args, Meta: callMeta(info)})
+		res, err := sess.CallTool(ctx, &mcp.CallToolParams{Name: tg.Remote, Arguments: args, Meta: callargs.Meta(info.Meta, info.RunID, info.ToolCallID)})
 		if err == nil {
 			return res, nil
 		}
@@ -172,7 +118,7 @@ func (t *Toolset) callTarget(ctx context.Context, tg Target, args any, info Call
 		if StreamEnded(err) {
 			return nil, fail(CodeCallFailed, fmt.Errorf("%w (%v)", ErrStreamEnded, err))
 		}
-		if attempt > 0 || !sessionLost(err) {
+		if attempt > 0 || !SessionLost(err) {
 			return nil, fail(CodeCallFailed, err)
 		}
 		t.log.Info("toolset: session lost; reconnecting once", "server", u.Name(), "tool", tg.Tool, "err", err)
@@ -200,13 +146,6 @@ var ErrStreamEnded = errors.New("toolset: the server ended the response stream w
 // text (TestStreamEndedText fails when the go-sdk changes it).
 func StreamEnded(err error) bool {
 	return err != nil && strings.HasSuffix(err.Error(), "request terminated without response")
-}
-
-// sessionLost reports errors after which a new session may succeed.
-func sessionLost(err error) bool {
-	return errors.Is(err, mcp.ErrSessionMissing) || errors.Is(err, mcp.ErrConnectionClosed) ||
-		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		errors.Is(err, syscall.EPIPE) // a dead stdio child: the request was never read
 }
 
 // describeCall answers mcp__describe_tool locally.

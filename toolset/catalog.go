@@ -95,8 +95,8 @@ func (t *Toolset) build(results []listing, prev *catalog) *catalog {
 			}
 			e := &entry{
 				conn:   c,
-				full:   inputSchema(tool.InputSchema),
-				output: sanitizeSchema(toMap(tool.OutputSchema)),
+				full:   projection.InputSchema(tool.InputSchema),
+				output: projection.SanitizeSchema(projection.SchemaMap(tool.OutputSchema)),
 				info: ToolInfo{
 					Name:         name,
 					Server:       c.name,
@@ -192,64 +192,8 @@ func (t *Toolset) build(results []listing, prev *catalog) *catalog {
 	return cat
 }
 
-// toMap turns a schema as the go-sdk decoded it into a JSON object.
-func toMap(v any) map[string]any {
-	switch s := v.(type) {
-	case nil:
-		return nil
-	case map[string]any:
-		return s
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil
-	}
-	var m map[string]any
-	if json.Unmarshal(b, &m) != nil {
-		return nil
-	}
-	return m
-}
-
-// inputSchema is the sanitized input schema, {"type":"object"} when the
-// server sent none usable.
-func inputSchema(v any) map[string]any {
-	if m := sanitizeSchema(toMap(v)); m != nil {
-		return m
-	}
-	return map[string]any{"type": "object"}
-}
-
-// sanitizeSchema returns a copy of schema whose "description" and "title"
-// strings, at any depth, went through projection.Sanitize: prose inside a
-// schema reaches the model too.
-func sanitizeSchema(schema map[string]any) map[string]any {
-	if schema == nil {
-		return nil
-	}
-	return sanitizeValue(projection.ReduceSchema(schema, projection.Inline)).(map[string]any)
-}
-
-func sanitizeValue(v any) any {
-	switch t := v.(type) {
-	case map[string]any:
-		for k, x := range t {
-			if s, ok := x.(string); ok && (k == "description" || k == "title") {
-				t[k] = projection.Sanitize(s)
-				continue
-			}
-			t[k] = sanitizeValue(x)
-		}
-		return t
-	case []any:
-		for i, x := range t {
-			t[i] = sanitizeValue(x)
-		}
-		return t
-	}
-	return v
-}
-
+// sanitizeAnnotations returns a copy of a with its title sanitized
+// (annotations are information only; the title may reach a person).
 func sanitizeAnnotations(a *mcp.ToolAnnotations) *mcp.ToolAnnotations {
 	if a == nil {
 		return nil

@@ -20,6 +20,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/policy"
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/store/sqlite"
+	"github.com/gatehouse-dev/gatehouse/toolset/internal/stored"
 )
 
 // poison is the text a rug-pulling server puts in a changed tool. It must
@@ -223,7 +224,7 @@ func TestDriftQuarantineWithholdRemoveRenameRetrust(t *testing.T) {
 	// Baselines are written once: a repeated save of the drifted
 	// fingerprints and another drifted run change nothing.
 	prints, _ := printsOf("bank", bankV2())
-	drifted := baselineStrings(pin.BaselineOf(prints))
+	drifted := stored.BaselineStrings(pin.BaselineOf(prints))
 	if added, err := st.SaveBaseline(ctxT(t), "config:bank", drifted); err != nil || added != 2 { // only the new names
 		t.Fatalf("SaveBaseline added %d, %v", added, err)
 	}
@@ -285,7 +286,7 @@ func TestLegacyRowBaselineFromStoredCatalogue(t *testing.T) {
 	}
 	base, _ := st.GetBaseline(ctxT(t), "config:bank")
 	prints, _ := printsOf("bank", bankV1())
-	want := baselineStrings(pin.BaselineOf(prints))
+	want := stored.BaselineStrings(pin.BaselineOf(prints))
 	for k, v := range want {
 		if base[k] != v {
 			t.Fatalf("baseline[%s] = %q, want %q (from the stored catalogue)", k, base[k], v)
@@ -360,65 +361,6 @@ func TestReconnectRelistQuarantines(t *testing.T) {
 	}
 }
 
-func TestDecodeCatalogue(t *testing.T) {
-	good, _ := encodeCatalogue(bankV1(), nil)
-	if ts, err := decodeCatalogue(good); err != nil || len(ts) != 4 {
-		t.Fatalf("round trip: %v %v", ts, err)
-	}
-	if ts, err := decodeCatalogue([]byte(`[{"name":"a","inputSchema":{"type":"object"}}]`)); err != nil || len(ts) != 1 {
-		t.Fatalf("bare array: %v %v", ts, err)
-	}
-	for name, in := range map[string]string{
-		"empty":          ``,
-		"null":           `null`,
-		"a string":       `"tools"`,
-		"truncated":      `{"format":"gatehouse/catalogue/v1","tools":[`,
-		"unknown format": `{"format":"gatehouse/catalogue/v9","tools":[]}`,
-		"no format":      `{"tools":[]}`,
-		"tools not list": `{"format":"gatehouse/catalogue/v1","tools":{}}`,
-		"null tool":      `[null]`,
-		"nameless tool":  `[{"description":"x"}]`,
-		"name not text":  `[{"name":7}]`,
-		"trailing junk":  `[] []`,
-	} {
-		if _, err := decodeCatalogue([]byte(in)); !errors.Is(err, errCatalogue) {
-			t.Errorf("%s: err = %v", name, err)
-		}
-	}
-}
-
-func FuzzDecodeCatalogue(f *testing.F) {
-	good, _ := encodeCatalogue(bankV1(), nil)
-	f.Add(good)
-	f.Add([]byte(`[{"name":"a"}]`))
-	f.Add([]byte(`{"format":"gatehouse/catalogue/v1","tools":[{"name":""}]}`))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		tools, cached, err := decodeCatalogueCached(b)
-		if err != nil {
-			return
-		}
-		if ps, _ := cachedPrints("s", tools, cached); len(ps) > len(tools) {
-			t.Fatalf("%d prints for %d tools", len(ps), len(tools))
-		}
-		// Whatever parses re-encodes and parses to the same names, and can
-		// be fingerprinted or reported.
-		again, err := encodeCatalogue(tools, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		back, err := decodeCatalogue(again)
-		if err != nil || len(back) != len(tools) {
-			t.Fatalf("re-decode: %v", err)
-		}
-		for i := range tools {
-			if back[i].Name != tools[i].Name {
-				t.Fatalf("name %q != %q", back[i].Name, tools[i].Name)
-			}
-		}
-		_, _ = printsOf("s", tools)
-	})
-}
-
 func TestServerIDs(t *testing.T) {
 	if got := ServerID(plugin.ServerConfig{Name: "bank", PluginName: "acme"}); got != "acme/bank" {
 		t.Error(got)
@@ -430,7 +372,7 @@ func TestServerIDs(t *testing.T) {
 	if ServerID(plugin.ServerConfig{Name: "x", PluginName: "config"}) == ServerID(plugin.ServerConfig{Name: "x"}) {
 		t.Error("collision")
 	}
-	if got := rowURL(plugin.ServerConfig{Type: plugin.TransportStreamableHTTP, URL: "https://u:secret@h.example/mcp?token=abc#f"}); got != "https://h.example/mcp" {
+	if got := stored.RowURL(plugin.ServerConfig{Type: plugin.TransportStreamableHTTP, URL: "https://u:secret@h.example/mcp?token=abc#f"}); got != "https://h.example/mcp" {
 		t.Errorf("row URL %q", got)
 	}
 	// Two servers with one ID get distinct, stable IDs.

@@ -2,19 +2,16 @@ package toolset
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gatehouse-dev/gatehouse/diag"
-	"github.com/gatehouse-dev/gatehouse/pin"
 	"github.com/gatehouse-dev/gatehouse/plugin"
-	"github.com/gatehouse-dev/gatehouse/store"
+	"github.com/gatehouse-dev/gatehouse/toolset/internal/stored"
 )
 
 // docsServer is a real go-sdk server over streamable HTTP on 127.0.0.1
@@ -66,7 +63,7 @@ func TestHostileToolNameCannotTakeAPromptKey(t *testing.T) {
 		t.Fatalf("diagnostics %v", ts.Diagnostics())
 	}
 	base, _ := st.GetBaseline(ctxT(t), "config:docs")
-	want, _ := promptPrint(&mcp.Prompt{Name: "greet", Description: "Says hello.", Arguments: []*mcp.PromptArgument{{Name: "topic", Description: "The topic."}}})
+	want, _ := stored.PromptPrint(&mcp.Prompt{Name: "greet", Description: "Says hello.", Arguments: []*mcp.PromptArgument{{Name: "topic", Description: "The topic."}}})
 	if base["prompt greet"] != want.Fingerprint {
 		t.Fatalf("baseline[prompt greet] = %q, want the prompt's %q", base["prompt greet"], want.Fingerprint)
 	}
@@ -81,27 +78,5 @@ func TestHostileToolNameCannotTakeAPromptKey(t *testing.T) {
 	a := ups[0].AdmitPrompts(res.Prompts)
 	if !a.Trusted["greet"] || !a.Trusted["summarize"] || len(a.Trusted) != 2 || len(a.Quarantined) != 0 {
 		t.Fatalf("admission of %d listed prompts: %+v", len(res.Prompts), a)
-	}
-}
-
-// TestParseBaselineNamespaces: keys are sorted into tools, instructions,
-// prompts and templates; unknown keys with a space are ignored; a damaged
-// prompt pin is an error, never an absent pin.
-func TestParseBaselineNamespaces(t *testing.T) {
-	fp := strings.Repeat("a", 64)
-	tb, err := parseBaseline(map[string]string{
-		"search": fp, "": "instr", "prompt greet": fp, "prompt ": fp, store.PromptsPinnedKey: store.PinnedMarker,
-		"resource-template x://{a}": fp, "future kind": "anything",
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(tb.tools) != 1 || tb.tools["search"].Fingerprint != fp || tb.instructions != "instr" || !tb.hasInstructions ||
-		!tb.items[kindPrompt].pinned || len(tb.items[kindPrompt].base) != 2 || tb.items[kindTemplate].pinned ||
-		tb.items[kindTemplate].base["x://{a}"].Fingerprint != fp {
-		t.Fatalf("parsed %+v", tb)
-	}
-	if _, err := parseBaseline(map[string]string{"prompt greet": "damaged"}); !errors.Is(err, pin.ErrBadPin) {
-		t.Fatalf("damaged prompt pin: %v", err)
 	}
 }

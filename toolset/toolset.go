@@ -18,6 +18,9 @@ import (
 	"github.com/gatehouse-dev/gatehouse/internal/projection"
 	"github.com/gatehouse-dev/gatehouse/pin"
 	"github.com/gatehouse-dev/gatehouse/plugin"
+	"github.com/gatehouse-dev/gatehouse/toolset/internal/ephemeral"
+	"github.com/gatehouse-dev/gatehouse/toolset/internal/published"
+	"github.com/gatehouse-dev/gatehouse/toolset/internal/stored"
 	"github.com/gatehouse-dev/gatehouse/toolset/internal/transport"
 )
 
@@ -92,7 +95,7 @@ func Open(ctx context.Context, servers []Server, opts *Options) (*Toolset, error
 	t.reconciled = make(chan struct{})
 	t.store = o.Store
 	if t.store == nil {
-		t.store = newEphemeral()
+		t.store = ephemeral.New()
 	}
 
 	hosts := o.AllowedHosts
@@ -165,7 +168,7 @@ func (t *Toolset) distinctIDs(refs []projection.ServerRef) []diag.Diagnostic {
 			continue
 		}
 		old := c.id
-		c.id = old + "#" + identityHash(refs[i].Identity)
+		c.id = old + "#" + stored.IdentityHash(refs[i].Identity)
 		ds = append(ds, diag.New(diag.ServerNameCollision, "", c.name,
 			"two servers have the store row ID %q; this one is stored as %q", old, c.id))
 	}
@@ -338,7 +341,7 @@ type listing struct {
 	version      int64  // baseline version the decisions were made with
 	pending      bool   // projected from the store; not yet reconciled
 
-	items [numKinds]itemState // prompts and resource templates: pins, decisions
+	items [stored.NumKinds]itemState // prompts and resource templates: pins, decisions
 }
 
 // conn is one configured server and its live session.
@@ -385,14 +388,7 @@ func (c *conn) prepareHTTP(guard *egress.Guard) error {
 	if err != nil {
 		return err
 	}
-	c.httpClient = hc
-	sdk := *hc
-	base := hc.Transport
-	if base == nil {
-		base = http.DefaultTransport
-	}
-	sdk.Transport = &transport.AnswerLimit{Base: base, Max: MaxAnswer}
-	c.sdkClient = &sdk
+	c.httpClient, c.sdkClient = hc, transport.Limited(hc)
 	return nil
 }
 
@@ -435,7 +431,7 @@ func (c *conn) connectAndList(ctx context.Context) listing {
 		}
 		return fail("%v", err)
 	}
-	p, err := listSession(ctx, sess)
+	p, err := published.List(ctx, sess)
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -492,28 +488,13 @@ func (c *conn) transport(ctx context.Context) (mcp.Transport, error) {
 		return c.srv.Transport()
 	}
 	cfg := c.srv.Config
-	switch cfg.Type {
-	case plugin.TransportStdio:
+	if cfg.Type == plugin.TransportStdio {
 		return transport.Stdio(cfg, c.ts.opts.Env, c.ts.opts.StopGrace, c.ts.opts.Stderr)
-	case plugin.TransportStreamableHTTP:
-		if err := c.refreshToken(ctx); err != nil {
-			return nil, fmt.Errorf("auth: %w", err)
-		}
-		// The standalone SSE stream (list_changed, resources/updated) is
-		// opened with the Connect context: detach it from the connect
-		// timeout, like the legacy SSE stream.
-		return &transport.Detached{Inner: &mcp.StreamableClientTransport{
-			Endpoint:     cfg.URL,
-			HTTPClient:   c.sdkClient,
-			MaxEventSize: MaxAnswer,
-		}, Life: c.ts.life}, nil
-	case plugin.TransportSSE:
-		if err := c.refreshToken(ctx); err != nil {
-			return nil, fmt.Errorf("auth: %w", err)
-		}
-		return &transport.Detached{Inner: &mcp.SSEClientTransport{Endpoint: cfg.URL, HTTPClient: c.httpClient}, Life: c.ts.life}, nil
 	}
-	return nil, fmt.Errorf("unsupported transport %q", cfg.Type)
+	if err := c.refreshToken(ctx); err != nil {
+		return nil, fmt.Errorf("auth: %w", err)
+	}
+	return transport.Remote(c.ts.life, cfg, c.httpClient, c.sdkClient)
 }
 
 // current returns the live session, connecting if there is none.
@@ -560,7 +541,7 @@ func (c *conn) reconnectLocked(ctx context.Context, old *mcp.ClientSession) (_ *
 	}
 	// A new session may be a new server: re-list and judge its contracts
 	// before it serves calls.
-	p, err := listSession(ctx, sess)
+	p, err := published.List(ctx, sess)
 	if err != nil {
 		return nil, false, err
 	}

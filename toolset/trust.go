@@ -1,14 +1,9 @@
 package toolset
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
 	"sort"
 	"strings"
 
@@ -18,6 +13,9 @@ import (
 	"github.com/gatehouse-dev/gatehouse/pin"
 	"github.com/gatehouse-dev/gatehouse/plugin"
 	"github.com/gatehouse-dev/gatehouse/store"
+	"github.com/gatehouse-dev/gatehouse/toolset/internal/ephemeral"
+	"github.com/gatehouse-dev/gatehouse/toolset/internal/published"
+	"github.com/gatehouse-dev/gatehouse/toolset/internal/stored"
 )
 
 // Store is what a Toolset persists through: server rows (the last published
@@ -32,12 +30,11 @@ type Store interface {
 	BaselineVersion(ctx context.Context, serverID string) (int64, error)
 }
 
-var _ Store = store.ServerStore(nil)
-
-// configIDPrefix starts the row ID of a server configured without a plugin.
-// It contains ':', which no plugin name may (Agent Plugins §5.5), so it
-// never collides with the ID of a plugin's server.
-const configIDPrefix = "config:"
+// Every store, and the keeper of a Toolset without one, is a Store.
+var (
+	_ Store = store.ServerStore(nil)
+	_ Store = (*ephemeral.Store)(nil)
+)
 
 // ServerID returns the store row ID of a server: "<plugin name>/<server
 // name>" for a plugin's server and "config:<server name>" for a server
@@ -45,198 +42,46 @@ const configIDPrefix = "config:"
 // function of the configuration. Server.ID overrides it, and two servers of
 // one Toolset with the same ID both get "#" and 8 hex digits of the SHA-256
 // of their identity (URL, or resolved command and args) appended.
-func ServerID(cfg plugin.ServerConfig) string {
-	if cfg.PluginName != "" {
-		return cfg.PluginName + "/" + cfg.Name
-	}
-	return configIDPrefix + cfg.Name
-}
+func ServerID(cfg plugin.ServerConfig) string { return stored.RowID(cfg) }
 
-// rowURL is the URL kept in a server row: the configured URL without
-// userinfo, query or fragment, which can carry credentials. Stdio servers
-// keep "".
-func rowURL(cfg plugin.ServerConfig) string {
-	if cfg.Type == plugin.TransportStdio || cfg.URL == "" {
-		return ""
-	}
-	u, err := url.Parse(cfg.URL)
-	if err != nil {
-		return ""
-	}
-	u.User, u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = nil, "", false, "", ""
-	return u.String()
-}
-
-// catalogueFormat names the JSON layout of a stored catalogue.
-const catalogueFormat = "gatehouse/catalogue/v1"
-
-type storedCatalogue struct {
-	Format string      `json:"format"`
-	Tools  []*mcp.Tool `json:"tools"`
-	// Prints caches each tool's pin (pin.Pin.String, by name), so a wake
-	// need not re-fingerprint. It is a cache like the rest: an entry that
-	// does not parse, or a tool without one, is fingerprinted again, and
-	// the reconcile judges the live listing from scratch.
-	Prints map[string]string `json:"prints,omitempty"`
-}
-
-// encodeCatalogue returns the stored form of a listing: the tools exactly
-// as listed (as the go-sdk client decoded them), and their fingerprints.
-func encodeCatalogue(tools []*mcp.Tool, prints []pin.ToolPrint) ([]byte, error) {
-	if tools == nil {
-		tools = []*mcp.Tool{}
-	}
-	c := storedCatalogue{Format: catalogueFormat, Tools: tools}
-	if len(prints) > 0 {
-		c.Prints = make(map[string]string, len(prints))
-		for _, p := range prints {
-			c.Prints[p.Name] = pin.Pin{Fingerprint: p.Fingerprint, Unnamed: p.Unnamed}.String()
-		}
-	}
-	return json.Marshal(c)
-}
-
-// errCatalogue is wrapped by decodeCatalogue's errors.
-var errCatalogue = errors.New("stored catalogue does not parse")
-
-// decodeCatalogue reads a stored catalogue: the versioned object, or a bare
-// JSON array of tools (rows written before the format was versioned). Every
-// tool must have a non-empty name.
-func decodeCatalogue(b []byte) ([]*mcp.Tool, error) {
-	tools, _, err := decodeCatalogueCached(b)
-	return tools, err
-}
-
-// decodeCatalogueCached is decodeCatalogue that also returns the cached
-// pins (nil when absent).
-func decodeCatalogueCached(b []byte) ([]*mcp.Tool, map[string]string, error) {
-	t := bytes.TrimSpace(b)
-	var tools []*mcp.Tool
-	var cached map[string]string
-	switch {
-	case len(t) > 0 && t[0] == '[':
-		if err := json.Unmarshal(t, &tools); err != nil {
-			return nil, nil, fmt.Errorf("%w: %v", errCatalogue, err)
-		}
-	case len(t) > 0 && t[0] == '{':
-		var c storedCatalogue
-		if err := json.Unmarshal(t, &c); err != nil {
-			return nil, nil, fmt.Errorf("%w: %v", errCatalogue, err)
-		}
-		if c.Format != catalogueFormat {
-			return nil, nil, fmt.Errorf("%w: unknown format %q", errCatalogue, pin.SanitizeName(c.Format))
-		}
-		tools, cached = c.Tools, c.Prints
-	default:
-		return nil, nil, fmt.Errorf("%w: not a JSON object or array", errCatalogue)
-	}
-	for i, tool := range tools {
-		if tool == nil || tool.Name == "" {
-			return nil, nil, fmt.Errorf("%w: tool %d has no name", errCatalogue, i)
-		}
-	}
-	return tools, cached, nil
+// printsOf fingerprints a listing of tools (stored.ToolPrints). A tool
+// that cannot be fingerprinted, or whose name has a space, is left out and
+// reported.
+func printsOf(server string, tools []*mcp.Tool) ([]pin.ToolPrint, []DriftEvent) {
+	prints, rs := stored.ToolPrints(tools)
+	return prints, withheld(server, DriftTool, "tool", rs)
 }
 
 // cachedPrints returns the pins of tools from a catalogue's cache,
 // fingerprinting the tools it lacks (or holds damaged).
 func cachedPrints(server string, tools []*mcp.Tool, cached map[string]string) ([]pin.ToolPrint, []DriftEvent) {
-	out := make([]pin.ToolPrint, 0, len(tools))
-	var missing []*mcp.Tool
-	for _, tool := range tools {
-		p, err := pin.ParsePin(cached[tool.Name])
-		if err != nil || p.Unnamed == "" {
-			missing = append(missing, tool)
-			continue
-		}
-		out = append(out, pin.ToolPrint{Name: tool.Name, Fingerprint: p.Fingerprint, Unnamed: p.Unnamed})
-	}
-	more, ds := printsOf(server, missing)
-	return append(out, more...), ds
+	prints, rs := stored.CachedToolPrints(tools, cached)
+	return prints, withheld(server, DriftTool, "tool", rs)
 }
 
-// contractOf is the part of a tool the pin package fingerprints.
-func contractOf(tool *mcp.Tool) (pin.Contract, error) {
-	c := pin.Contract{Name: tool.Name, Title: tool.Title, Description: tool.Description}
-	var err error
-	raw := func(v any) json.RawMessage {
-		if v == nil || err != nil {
-			return nil
-		}
-		var b []byte
-		b, err = json.Marshal(v)
-		return b
-	}
-	c.InputSchema = raw(tool.InputSchema)
-	c.OutputSchema = raw(tool.OutputSchema)
-	if tool.Annotations != nil {
-		c.Annotations = raw(tool.Annotations)
-	}
-	return c, err
-}
-
-// printsOf fingerprints a listing. A tool that cannot be fingerprinted
-// (its schema is not canonicalizable JSON) is left out and reported.
-func printsOf(server string, tools []*mcp.Tool) ([]pin.ToolPrint, []DriftEvent) {
-	out := make([]pin.ToolPrint, 0, len(tools))
+// withheld reports the items of a listing that have no print: they cannot
+// be trusted, so they are withheld. noun names their kind.
+func withheld(server string, kind DriftKind, noun string, rs []stored.Rejected) []DriftEvent {
 	var ds []DriftEvent
-	for _, tool := range tools {
-		if tool == nil {
-			continue
+	for _, r := range rs {
+		why := "cannot be fingerprinted"
+		if r.Reason == stored.SpaceInName {
+			// A name with a space is no MCP tool name, and its baseline
+			// key would be in the namespace of prompts and resource
+			// templates.
+			why = "has a space in its name, which MCP tool names cannot have"
 		}
-		if reservedKey(tool.Name) {
-			// A name with a space is no MCP tool name, and its baseline key
-			// would be in the namespace of prompts and resource templates.
-			ds = append(ds, newDrift(server, DriftTool, pin.Decision{Tool: tool.Name, Action: pin.Withheld},
-				"tool %s of server %s has a space in its name, which MCP tool names cannot have, so it cannot be trusted; it is withheld",
-				pin.SanitizeName(tool.Name), pin.SanitizeName(server)))
-			continue
-		}
-		c, err := contractOf(tool)
-		var p pin.ToolPrint
-		if err == nil {
-			p, err = pin.NewToolPrint(c)
-		}
-		if err != nil {
-			ds = append(ds, newDrift(server, DriftTool, pin.Decision{Tool: tool.Name, Action: pin.Withheld},
-				"tool %s of server %s cannot be fingerprinted, so it cannot be trusted; it is withheld",
-				pin.SanitizeName(tool.Name), pin.SanitizeName(server)))
-			continue
-		}
-		out = append(out, p)
+		ds = append(ds, newDrift(server, kind, pin.Decision{Tool: r.Name, Action: pin.Withheld},
+			"%s %s of server %s %s, so it cannot be trusted; it is withheld", noun, pin.SanitizeName(r.Name), pin.SanitizeName(server), why))
 	}
-	return out, ds
-}
-
-// baselineStrings is the stored form of a baseline.
-func baselineStrings(b pin.Baseline) map[string]string {
-	m := make(map[string]string, len(b)+1)
-	for name, p := range b {
-		m[name] = p.String()
-	}
-	return m
-}
-
-// published is one server's listing as the toolset received it, with
-// the instructions fingerprint when it came from a live session.
-type published struct {
-	tools        []*mcp.Tool
-	instructions string // fingerprint; "" when unknown (a wake)
-
-	// Prompts and resource templates (pinforward.go). A kind is listed
-	// when the listing succeeded or the server lacks the capability.
-	prompts         []*mcp.Prompt
-	templates       []*mcp.ResourceTemplate
-	promptsListed   bool
-	templatesListed bool
-	itemErrs        []error // why a kind was not listed
+	return ds
 }
 
 // fingerprinted is a listing's tools with their prints.
 type fingerprinted struct {
 	prints []pin.ToolPrint
 	drift  []DriftEvent // tools that could not be fingerprinted
-	items  [numKinds]itemPrints
+	items  [stored.NumKinds]itemPrints
 }
 
 // judge compares a listing with a baseline and fills the listing's
@@ -244,8 +89,8 @@ type fingerprinted struct {
 // prompts and resource templates against their pins (judgeItems). exists
 // says whether a baseline was recorded at all (even one with no tools: then
 // every tool is new to it).
-func (c *conn) judge(l *listing, fp fingerprinted, tb trustBase, exists bool) {
-	base := tb.tools
+func (c *conn) judge(l *listing, fp fingerprinted, tb stored.Baseline, exists bool) {
+	base := tb.Tools
 	prints := fp.prints
 	l.fp = fp
 	l.drift = append(l.drift, fp.drift...)
@@ -290,8 +135,8 @@ func (c *conn) judge(l *listing, fp fingerprinted, tb trustBase, exists bool) {
 		}
 		l.drift = append(l.drift, newDrift(c.name, DriftTool, d, "%s", msg))
 	}
-	for k := itemKind(0); k < numKinds; k++ {
-		l.items[k] = itemState{itemBase: tb.items[k]}
+	for k := stored.Kind(0); k < stored.NumKinds; k++ {
+		l.items[k] = itemState{Items: tb.Items[k]}
 		c.judgeItems(l, k, fp.items[k])
 	}
 	for i := range l.drift {
@@ -324,7 +169,7 @@ func (c *conn) logDrift(l *listing) {
 // catalogue when the row predates baselines), stores the catalogue, and
 // judges the listing against the stored baseline. A store failure fails
 // the listing: a server that cannot be checked is not exposed.
-func (c *conn) record(ctx context.Context, p published) listing {
+func (c *conn) record(ctx context.Context, p published.Listing) listing {
 	st := c.ts.store
 	failStore := func(err error) listing {
 		d := diag.New(diag.ConnectionFailure, "7.2.2", c.name,
@@ -333,41 +178,38 @@ func (c *conn) record(ctx context.Context, p published) listing {
 		return listing{diag: &d}
 	}
 	var fp fingerprinted
-	fp.prints, fp.drift = printsOf(c.name, p.tools)
+	fp.prints, fp.drift = printsOf(c.name, p.Tools)
 	fingerprintItems(c.name, p, &fp)
-	for _, err := range p.itemErrs {
+	for _, err := range p.Errs {
 		c.ts.log.Warn("toolset: listing failed; the kind is not judged by this listing", "server", c.name, "err", err)
 	}
-	catalogue, err := encodeCatalogue(p.tools, fp.prints)
+	catalogue, err := stored.EncodeCatalogue(p.Tools, fp.prints)
 	if err != nil {
 		return failStore(fmt.Errorf("encoding the catalogue: %w", err))
 	}
-	row := store.Server{ID: c.id, Name: c.name, Type: string(c.srv.Config.Type), URL: rowURL(c.srv.Config), Catalogue: catalogue}
-	if c.srv.Transport != nil && row.Type == "" {
-		row.Type = "internal"
-	}
+	row := stored.Row(c.id, c.name, c.srv.Config, c.srv.Transport != nil, catalogue)
 
 	old, err := st.GetServer(ctx, c.id)
 	found := err == nil
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return failStore(err)
 	}
-	version, stored, err := c.readBaseline(ctx, found)
+	version, baseline, err := c.readBaseline(ctx, found)
 	if err != nil {
 		return failStore(err)
 	}
-	if len(stored) == 0 {
+	if len(baseline) == 0 {
 		// No baseline. A row with a catalogue predates baselines: its
 		// baseline is what it stored, not what the server says now.
 		// Otherwise this is first sight.
 		seedPrints := fp.prints
 		if found && old.Catalogue != nil {
-			if prev, cached, err := decodeCatalogueCached(old.Catalogue); err == nil {
+			if prev, cached, err := stored.DecodeCatalogueCached(old.Catalogue); err == nil {
 				seedPrints, _ = cachedPrints(c.name, prev, cached)
 			}
 		}
-		seed := baselineStrings(pin.BaselineOf(seedPrints))
-		seed[store.InstructionsKey] = p.instructions
+		seed := stored.BaselineStrings(pin.BaselineOf(seedPrints))
+		seed[store.InstructionsKey] = p.Instructions
 		seedItems(seed, &fp, nil)
 		if !found { // the baseline's row must exist first
 			if err := st.PutServer(ctx, row); err != nil {
@@ -379,22 +221,22 @@ func (c *conn) record(ctx context.Context, p published) listing {
 		}
 		// Re-read: another process may have recorded first (saving is
 		// insert-only, so what is stored is what counts).
-		if version, stored, err = c.readBaseline(ctx, true); err != nil {
+		if version, baseline, err = c.readBaseline(ctx, true); err != nil {
 			return failStore(err)
 		}
 	} else {
 		// A baseline from before the instructions, prompts or resource
 		// templates were pinned: pin them now (first sight for them).
 		more := map[string]string{}
-		if _, ok := stored[store.InstructionsKey]; !ok && p.instructions != "" {
-			more[store.InstructionsKey] = p.instructions
+		if _, ok := baseline[store.InstructionsKey]; !ok && p.Instructions != "" {
+			more[store.InstructionsKey] = p.Instructions
 		}
-		seedItems(more, &fp, stored)
+		seedItems(more, &fp, baseline)
 		if len(more) > 0 {
 			if _, err := st.SaveBaseline(ctx, c.id, more); err != nil {
 				return failStore(err)
 			}
-			if version, stored, err = c.readBaseline(ctx, true); err != nil {
+			if version, baseline, err = c.readBaseline(ctx, true); err != nil {
 				return failStore(err)
 			}
 		}
@@ -402,13 +244,13 @@ func (c *conn) record(ctx context.Context, p published) listing {
 	if err := st.PutServer(ctx, row); err != nil {
 		return failStore(err)
 	}
-	tb, err := parseBaseline(stored)
+	tb, err := stored.ParseBaseline(baseline)
 	if err != nil {
 		return failStore(err)
 	}
-	l := listing{ok: true, tools: p.tools, version: version, instructions: p.instructions}
-	c.judge(&l, fp, tb, len(stored) > 0)
-	c.judgeInstructions(&l, tb.instructions, p.instructions)
+	l := listing{ok: true, tools: p.Tools, version: version, instructions: p.Instructions}
+	c.judge(&l, fp, tb, len(baseline) > 0)
+	c.judgeInstructions(&l, tb.Instructions, p.Instructions)
 	if found && old.Type != "" && (old.Type != row.Type || old.URL != row.URL) {
 		c.ts.log.Info("toolset: server row updated to the configured transport", "server", c.name, "id", c.id)
 	}
@@ -430,21 +272,6 @@ func (c *conn) readBaseline(ctx context.Context, found bool) (int64, map[string]
 		return 0, nil, err
 	}
 	return v, m, nil
-}
-
-// instructionsPrint fingerprints a session's instructions.
-func instructionsPrint(sess *mcp.ClientSession) string {
-	var s string
-	if res := sess.InitializeResult(); res != nil {
-		s = res.Instructions
-	}
-	return pin.InstructionsFingerprint(s)
-}
-
-// identityHash is 8 hex digits of the SHA-256 of a server's identity.
-func identityHash(identity string) string {
-	sum := sha256.Sum256([]byte(identity))
-	return hex.EncodeToString(sum[:4])
 }
 
 // TrustRecord is what Retrust recorded for one server.
@@ -534,22 +361,19 @@ func (t *Toolset) Retrust(ctx context.Context, server string) (TrustRecord, erro
 	if err != nil {
 		return TrustRecord{}, &Error{Code: CodeConnectionFailed, Server: c.name, Err: err}
 	}
-	prints, _ := printsOf(c.name, p.tools)
+	prints, _ := printsOf(c.name, p.Tools)
 	base := pin.BaselineOf(prints)
-	seed := baselineStrings(base)
-	seed[store.InstructionsKey] = p.instructions
+	seed := stored.BaselineStrings(base)
+	seed[store.InstructionsKey] = p.Instructions
 	var fp fingerprinted
 	fingerprintItems(c.name, p, &fp)
 	seedItems(seed, &fp, nil)
-	catalogue, err := encodeCatalogue(p.tools, prints)
+	catalogue, err := stored.EncodeCatalogue(p.Tools, prints)
 	if err != nil {
 		return TrustRecord{}, &Error{Code: CodeStoreFailed, Server: c.name, Err: err}
 	}
 	st := t.store
-	row := store.Server{ID: c.id, Name: c.name, Type: string(c.srv.Config.Type), URL: rowURL(c.srv.Config), Catalogue: catalogue}
-	if c.srv.Transport != nil && row.Type == "" {
-		row.Type = "internal"
-	}
+	row := stored.Row(c.id, c.name, c.srv.Config, c.srv.Transport != nil, catalogue)
 	// Catalogue first: a process that sees the cleared baseline derives
 	// its baseline from the stored catalogue, which is then this listing.
 	if err := st.PutServer(ctx, row); err != nil {
@@ -569,8 +393,8 @@ func (t *Toolset) Retrust(ctx context.Context, server string) (TrustRecord, erro
 		defer t.announceItems(c)
 		defer t.changed() // after relistMu is released
 	}
-	rec := TrustRecord{ServerID: c.id, Server: c.name, Cleared: cleared, Instructions: p.instructions, Tools: []TrustedTool{},
-		Prompts: trustedItems(&fp, kindPrompt), ResourceTemplates: trustedItems(&fp, kindTemplate)}
+	rec := TrustRecord{ServerID: c.id, Server: c.name, Cleared: cleared, Instructions: p.Instructions, Tools: []TrustedTool{},
+		Prompts: trustedItems(&fp, stored.Prompt), ResourceTemplates: trustedItems(&fp, stored.Template)}
 	for name, pn := range base {
 		rec.Tools = append(rec.Tools, TrustedTool{Name: name, Fingerprint: pn.Fingerprint})
 	}
@@ -579,25 +403,12 @@ func (t *Toolset) Retrust(ctx context.Context, server string) (TrustRecord, erro
 }
 
 // list connects (or reuses the live session) and lists the server's tools.
-func (c *conn) list(ctx context.Context) (published, error) {
+func (c *conn) list(ctx context.Context) (published.Listing, error) {
 	sess, err := c.connect(ctx)
 	if err != nil {
-		return published{}, err
+		return published.Listing{}, err
 	}
-	return listSession(ctx, sess)
-}
-
-func listSession(ctx context.Context, sess *mcp.ClientSession) (published, error) {
-	var tools []*mcp.Tool
-	for tool, err := range sess.Tools(ctx, nil) {
-		if err != nil {
-			return published{}, fmt.Errorf("listing tools: %w", err)
-		}
-		tools = append(tools, tool)
-	}
-	p := published{tools: tools, instructions: instructionsPrint(sess)}
-	p.itemErrs = listItems(ctx, sess, &p)
-	return p, nil
+	return published.List(ctx, sess)
 }
 
 // Pinned reports a tool's trusted and current contract fingerprints

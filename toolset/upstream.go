@@ -12,6 +12,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/internal/projection"
 	"github.com/gatehouse-dev/gatehouse/pin"
 	"github.com/gatehouse-dev/gatehouse/plugin"
+	"github.com/gatehouse-dev/gatehouse/toolset/internal/stored"
 	"github.com/gatehouse-dev/gatehouse/toolset/internal/transport"
 )
 
@@ -109,7 +110,7 @@ func (u *Upstream) Live() *mcp.ClientSession { return u.c.liveSession() }
 // none (a woken server is connected on first use). ctx bounds the
 // connection; its values never reach the session.
 func (u *Upstream) Session(ctx context.Context) (*mcp.ClientSession, error) {
-	return u.c.current(valuesFree{ctx})
+	return u.c.current(transport.WithoutValues(ctx))
 }
 
 // Reconnect replaces the shared session old, which was found lost, with a
@@ -118,7 +119,7 @@ func (u *Upstream) Session(ctx context.Context) (*mcp.ClientSession, error) {
 // baseline before it is returned (Options.OnChange and
 // SessionHooks.Reconnected follow).
 func (u *Upstream) Reconnect(ctx context.Context, old *mcp.ClientSession) (*mcp.ClientSession, error) {
-	return u.c.reconnect(valuesFree{ctx}, old)
+	return u.c.reconnect(transport.WithoutValues(ctx), old)
 }
 
 // Authorize refreshes the server's bearer token (Options.Auth) for the
@@ -138,7 +139,7 @@ func (u *Upstream) Authorize(ctx context.Context) error {
 // Toolset does not list or judge through it.
 func (u *Upstream) Connect(ctx context.Context, client *mcp.Client, tap func(method string, params json.RawMessage)) (*mcp.ClientSession, error) {
 	c := u.c
-	ctx = valuesFree{ctx}
+	ctx = transport.WithoutValues(ctx)
 	if err := c.refreshToken(ctx); err != nil {
 		return nil, &Error{Code: CodeAuthFailed, Server: c.name, Err: err}
 	}
@@ -200,15 +201,15 @@ type Admission struct {
 // pins. A listing that differs from the last judged one has the server
 // listed again in the background, so its drift is reported.
 func (u *Upstream) AdmitPrompts(live []*mcp.Prompt) Admission {
-	return u.admit(kindPrompt, printsOfItems(u.c.name, kindPrompt, live, promptPrint, promptID))
+	return u.admit(stored.Prompt, promptPrints(u.c.name, live))
 }
 
 // AdmitTemplates is AdmitPrompts for resource templates.
 func (u *Upstream) AdmitTemplates(live []*mcp.ResourceTemplate) Admission {
-	return u.admit(kindTemplate, printsOfItems(u.c.name, kindTemplate, live, templatePrint, templateID))
+	return u.admit(stored.Template, templatePrints(u.c.name, live))
 }
 
-func (u *Upstream) admit(k itemKind, ip itemPrints) Admission {
+func (u *Upstream) admit(k stored.Kind, ip itemPrints) Admission {
 	a := admit(u.c.ts.listingOf(u.c).items[k], ip)
 	if a.unjudged {
 		u.c.relistSoon()
@@ -221,13 +222,13 @@ func (u *Upstream) admit(k itemKind, ip itemPrints) Admission {
 // trusted: an *Error with CodeQuarantined wrapping a JSON-RPC invalid
 // params error that says no more than a quarantined tool's refusal.
 func (u *Upstream) QuarantinedPrompt(remote string) error {
-	return quarantinedItem(u.c, kindPrompt, remote)
+	return quarantinedItem(u.c, stored.Prompt, remote)
 }
 
 // QuarantinedTemplate is QuarantinedPrompt for a resource template (by its
 // URI template).
 func (u *Upstream) QuarantinedTemplate(uriTemplate string) error {
-	return quarantinedItem(u.c, kindTemplate, uriTemplate)
+	return quarantinedItem(u.c, stored.Template, uriTemplate)
 }
 
 // MaxAnswer is the largest message a Toolset takes from a streamable HTTP
@@ -311,14 +312,4 @@ func (t *Toolset) Recheck(tg Target) error {
 // SessionLost reports errors after which a new session to the server may
 // succeed: the session is missing (an HTTP server restarted), or the
 // connection closed (a stdio server died).
-func SessionLost(err error) bool { return sessionLost(err) }
-
-// valuesFree is a context with its parent's deadline and cancellation
-// but none of its values: upstream sessions outlive the request that
-// opened them and must not carry its values (the go-sdk's HTTP server puts
-// the caller's negotiated revision in the request context, and its HTTP
-// client sends that as Mcp-Protocol-Version until the upstream session is
-// initialized).
-type valuesFree struct{ context.Context }
-
-func (valuesFree) Value(any) any { return nil }
+func SessionLost(err error) bool { return transport.SessionLost(err) }

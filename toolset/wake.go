@@ -11,6 +11,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/pin"
 	"github.com/gatehouse-dev/gatehouse/plugin"
 	"github.com/gatehouse-dev/gatehouse/store"
+	"github.com/gatehouse-dev/gatehouse/toolset/internal/stored"
 )
 
 // wake projects one server from its stored row: no connection, no launch,
@@ -29,25 +30,21 @@ func (c *conn) wake(ctx context.Context) listing {
 	if err != nil {
 		return refuse("reading its row %q from the store: %v", c.id, err)
 	}
-	wantType := string(c.srv.Config.Type)
-	if c.srv.Transport != nil && wantType == "" {
-		wantType = "internal"
-	}
-	if row.Type != wantType || row.URL != rowURL(c.srv.Config) {
+	if want := stored.Row(c.id, c.name, c.srv.Config, c.srv.Transport != nil, nil); row.Type != want.Type || row.URL != want.URL {
 		return refuse("its stored row %q (type %q, URL %q) does not match the configuration (type %q, URL %q); the row is refused: connect the server without waking to record it again",
-			c.id, row.Type, row.URL, wantType, rowURL(c.srv.Config))
+			c.id, row.Type, row.URL, want.Type, want.URL)
 	}
-	version, stored, err := c.readBaseline(ctx, true)
+	version, baseline, err := c.readBaseline(ctx, true)
 	if err != nil {
 		return refuse("reading its trust baseline: %v", err)
 	}
-	tb, err := parseBaseline(stored)
+	tb, err := stored.ParseBaseline(baseline)
 	if err != nil {
 		return refuse("its trust baseline is damaged: %v", err)
 	}
-	base := tb.tools
+	base := tb.Tools
 	l := listing{ok: true, pending: true, version: version}
-	tools, cached, err := decodeCatalogueCached(row.Catalogue)
+	tools, cached, err := stored.DecodeCatalogueCached(row.Catalogue)
 	if err != nil {
 		// The catalogue is a cache: drop it. The reconcile lists the
 		// server and judges the listing against the baseline.
@@ -59,15 +56,15 @@ func (c *conn) wake(ctx context.Context) listing {
 		l.baseline = base
 		l.decisions = map[string]pin.Decision{}
 		for k := range l.items {
-			l.items[k] = itemState{itemBase: tb.items[k]}
+			l.items[k] = itemState{Items: tb.Items[k]}
 		}
 		return l
 	}
 	var fp fingerprinted
 	fp.prints, fp.drift = cachedPrints(c.name, tools, cached)
-	if len(stored) == 0 {
+	if len(baseline) == 0 {
 		// A row from before baselines: its baseline is its catalogue.
-		tb.tools = pin.BaselineOf(fp.prints)
+		tb.Tools = pin.BaselineOf(fp.prints)
 	}
 	l.tools = tools
 	c.judge(&l, fp, tb, true)
@@ -306,21 +303,21 @@ func (c *conn) checkTrustLocked(ctx context.Context) (bool, error) {
 	c.relistMu.Lock()
 	defer c.relistMu.Unlock()
 	cur = c.ts.listingOf(c)
-	version, stored, err := c.readBaseline(ctx, true)
+	version, baseline, err := c.readBaseline(ctx, true)
 	if err != nil {
 		return false, err
 	}
-	if len(stored) == 0 {
+	if len(baseline) == 0 {
 		return false, nil // a re-trust in progress: cleared, not yet recorded
 	}
-	tb, err := parseBaseline(stored)
+	tb, err := stored.ParseBaseline(baseline)
 	if err != nil {
 		return false, err
 	}
 	l := listing{ok: true, tools: cur.tools, diag: cur.diag, pending: cur.pending,
 		instructions: cur.instructions, version: version}
 	c.judge(&l, cur.fp, tb, true)
-	c.judgeInstructions(&l, tb.instructions, cur.instructions)
+	c.judgeInstructions(&l, tb.Instructions, cur.instructions)
 	c.ts.log.Info("toolset: trust baseline changed in the store; re-applied", "server", c.name, "version", version)
 	c.ts.update(c, l)
 	return true, nil

@@ -21,6 +21,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/plugin"
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/store/postgres"
+	"github.com/gatehouse-dev/gatehouse/toolset/internal/stored"
 )
 
 // lines counts the lines of a file (0 when it does not exist).
@@ -222,14 +223,14 @@ func TestWakeRefusals(t *testing.T) {
 	}
 
 	// Rows that no longer match the config are refused.
-	cat, _ := encodeCatalogue(bankV1(), nil)
+	cat, _ := stored.EncodeCatalogue(bankV1(), nil)
 	put := func(s store.Server) {
 		t.Helper()
 		if err := st.PutServer(ctxT(t), s); err != nil {
 			t.Fatal(err)
 		}
 	}
-	put(store.Server{ID: "config:bank", Name: "bank", Type: "sse", URL: rowURL(bank.Config), Catalogue: cat})
+	put(store.Server{ID: "config:bank", Name: "bank", Type: "sse", URL: stored.RowURL(bank.Config), Catalogue: cat})
 	put(store.Server{ID: "config:local", Name: "local", Type: "stdio", URL: "http://127.0.0.1:1/mcp", Catalogue: cat})
 	ts = open(t, []Server{bank, local}, &Options{Store: st, Wake: true})
 	if m := tools(t, ts); len(m) != 0 {
@@ -247,7 +248,7 @@ func TestWakeRefusals(t *testing.T) {
 	}
 
 	// A catalogue that no longer parses is dropped; the reconcile refills.
-	put(store.Server{ID: "config:bank", Name: "bank", Type: string(plugin.TransportStreamableHTTP), URL: rowURL(bank.Config), Catalogue: []byte(`{"format":"gatehouse/catalogue/v1","tools":[{"name":`)})
+	put(store.Server{ID: "config:bank", Name: "bank", Type: string(plugin.TransportStreamableHTTP), URL: stored.RowURL(bank.Config), Catalogue: []byte(`{"format":"gatehouse/catalogue/v1","tools":[{"name":`)})
 	ts = open(t, []Server{bank}, &Options{Store: st, Wake: true, DeferReconcile: true})
 	if m := tools(t, ts); len(m) != 0 {
 		t.Fatalf("a broken catalogue woke %v", keys(m))
@@ -262,7 +263,7 @@ func TestWakeRefusals(t *testing.T) {
 		t.Fatalf("after reconcile %v", keys(m))
 	}
 	row, _ := st.GetServer(ctxT(t), "config:bank")
-	if _, err := decodeCatalogue(row.Catalogue); err != nil {
+	if _, err := stored.DecodeCatalogue(row.Catalogue); err != nil {
 		t.Fatalf("catalogue not rewritten: %v", err)
 	}
 }

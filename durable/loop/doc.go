@@ -3,6 +3,15 @@
 // approval — resumes where it stopped, without asking the model again for
 // what it already answered and without running any effect twice.
 //
+//	journal, err := durable.NewJournal(st, &durable.JournalOptions{Approvals: st})
+//	tools, err := loop.ToolsetTools(ctx, ts) // or SessionTools, or your own loop.Tool values
+//	opts := loop.Options{RunID: "ticket-123", Journal: journal, Model: model, Tools: tools,
+//		Guard: guard, Prompt: "Refund order 42."}
+//	res, err := loop.Run(ctx, opts) // after a crash: the same call resumes the run
+//	if err == nil && res.Paused {
+//		// an operator decides res.ApprovalIDs; then loop.Run(ctx, opts) again
+//	}
+//
 // # What is journaled
 //
 // Everything goes through one durable.Journal, under the run's ID:

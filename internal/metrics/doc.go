@@ -1,8 +1,17 @@
 // Package metrics is a small, dependency-free implementation of the
 // Prometheus text exposition format, version 0.0.4, for the Gatehouse
-// gateway. We deliberately do not depend on prometheus/client_golang: the
-// gateway needs counters, gauges and fixed-bucket histograms served on one
-// HTTP endpoint, and nothing more.
+// gateway.
+//
+//	reg := metrics.NewRegistry(nil)
+//	calls := reg.NewCounterVec("app_calls_total", "Tool calls by tool and outcome.", "tool", "outcome")
+//	ok := calls.With("bank__charge", "ok") // resolve once, reuse on every call
+//	ok.Inc()
+//	mux.Handle("GET /metrics", reg.Handler())
+//
+// We deliberately do not depend on prometheus/client_golang: the gateway
+// needs counters, gauges and fixed-bucket histograms served on one HTTP
+// endpoint, and nothing more. The gateway's catalogue of metrics is in
+// package gateway/internal/telemetry.
 //
 // # Registry
 //

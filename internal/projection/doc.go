@@ -59,5 +59,7 @@
 // ReduceSchema produces the reduced schema; DescribeTool is the definition of
 // the mcp__describe_tool tool that returns a deferred schema in full. Servers
 // the operator lists in alwaysLoad are not planned: the caller discloses them
-// Inline. SanitizeSchema cleans the prose of a schema disclosed Inline.
+// Inline. SanitizeSchema cleans the prose of a schema disclosed Inline;
+// SchemaMap makes a JSON object of a schema as a client decoded it, and
+// InputSchema does both for a tool's input schema.
 package projection

@@ -1,6 +1,7 @@
 package projection
 
 import (
+	"encoding/json"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -154,4 +155,36 @@ func sanitizeProse(v any) {
 			sanitizeProse(e)
 		}
 	}
+}
+
+// SchemaMap turns a schema as a client decoded it (the go-sdk leaves a
+// tool's schemas as any) into a JSON object: v itself when it is a
+// map[string]any (not copied), else v encoded and decoded as JSON. It is
+// nil when v is nil or does not encode to a JSON object.
+func SchemaMap(v any) map[string]any {
+	switch s := v.(type) {
+	case nil:
+		return nil
+	case map[string]any:
+		return s
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	var m map[string]any
+	if json.Unmarshal(b, &m) != nil {
+		return nil
+	}
+	return m
+}
+
+// InputSchema is the input schema of a tool as a server sent it, made a
+// JSON object (SchemaMap) and sanitized (SanitizeSchema, so a new map):
+// {"type":"object"} when the server sent none usable.
+func InputSchema(v any) map[string]any {
+	if m := SanitizeSchema(SchemaMap(v)); m != nil {
+		return m
+	}
+	return map[string]any{"type": "object"}
 }

@@ -1,7 +1,13 @@
 // Package memory is an in-memory store.Store: maps behind one mutex, with
-// the same semantics as the SQL implementations (times rounded to
-// milliseconds, UTC). Nothing survives Close or the process. Use it in tests
-// and for ephemeral runs.
+// the same semantics as the SQL implementations.
+//
+//	st, err := memory.New(nil) // or dsn.Open(ctx, "memory:", nil)
+//	defer st.Close()
+//	j, err := durable.NewJournal(st, &durable.JournalOptions{Approvals: st})
+//
+// Times are rounded to milliseconds, UTC, as the SQL stores read them back.
+// Nothing survives Close or the process. Use it in tests and for ephemeral
+// runs.
 package memory
 
 import (

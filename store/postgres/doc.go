@@ -1,6 +1,13 @@
 // Package postgres is a store.Store on PostgreSQL through
 // github.com/jackc/pgx/v5, for several processes sharing state.
 //
+//	st, err := postgres.Open(ctx, "postgres://gatehouse@db.internal:5432/gatehouse?sslmode=verify-full", nil)
+//	if err != nil { ... }
+//	defer st.Close()
+//
+// Every replica opens the same database; Open migrates its schema (see
+// below). OpenConfig takes a *pgxpool.Config instead of a URL.
+//
 // Connections are pooled by github.com/jackc/pgx/v5/pgxpool. The URL given
 // to Open may carry pgxpool's pool_* parameters (pool_max_conns,
 // pool_max_conn_idle_time, ...) as well as any libpq parameter;

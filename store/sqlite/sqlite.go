@@ -1,6 +1,13 @@
 // Package sqlite is the default store.Store: one SQLite file through
 // modernc.org/sqlite (pure Go, driver name "sqlite").
 //
+//	st, err := sqlite.Open(ctx, "/var/lib/gatehouse/gatehouse.db", &store.Options{Durability: store.DurabilityPower})
+//	if err != nil { ... }
+//	defer st.Close()
+//
+// Open creates the file if needed and migrates its schema; a DSN
+// ("sqlite:PATH?durability=power") opens the same through store/dsn.
+//
 // Open switches the file to journal_mode=WAL (a property of the file,
 // retried while another process holds the lock), and every connection runs
 // with foreign_keys=ON, a busy timeout (Options.BusyTimeout, default 10 s)

@@ -1,6 +1,22 @@
 // Package storetest is the conformance suite every store.Store
 // implementation must pass, and helpers for cross-process contention tests
 // and benchmarks.
+//
+//	func TestConformance(t *testing.T) {
+//		storetest.Run(t, func(t *testing.T) store.Store {
+//			st, err := memory.New(nil) // a fresh, empty store of yours
+//			if err != nil {
+//				t.Fatal(err)
+//			}
+//			t.Cleanup(func() { st.Close() })
+//			return st
+//		})
+//	}
+//
+// Run runs every subtest on a store of its own. Contend and CheckContention
+// race participants (goroutines, pools or processes) on one database and
+// check that each key was claimed once and each counter value handed out
+// once; BenchClaimComplete measures the journal's two writes per call.
 package storetest
 
 import (

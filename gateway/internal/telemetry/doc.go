@@ -1,5 +1,7 @@
 // Package telemetry is the catalogue of the gateway's metrics, exposed
-// with package internal/metrics.
+// with package internal/metrics, and the gateway's instruments
+// (NewInstruments: the catalogue in its registry, with the store queries
+// made at scrape time, and the /metrics handler).
 //
 //	reg := metrics.NewRegistry(nil)
 //	m := telemetry.New(reg) // registers every gatehouse_* family

@@ -1,5 +1,18 @@
 // Package norm holds the rules every store implementation applies the same
-// way: time representation and argument validation.
+// way: time representation, argument validation and the errors they report.
+//
+//	func (m *Store) Claim(ctx context.Context, rec store.Record) (bool, store.Record, error) {
+//		rec, err := norm.Claim(rec, m.now()) // validated (store.ErrInvalid), times as stored: ms, UTC
+//		if err != nil {
+//			return false, store.Record{}, err
+//		}
+//		...
+//		if norm.Expired(norm.MS(r.LeaseUntil), norm.MS(now)) { ... } // a deadline passes at the instant it names
+//	}
+//
+// The memory store calls these functions before it writes; so does the
+// SQL store (package sqlstore), for SQLite and PostgreSQL alike, so the
+// three agree on what is refused and on what reads back.
 package norm
 
 import (

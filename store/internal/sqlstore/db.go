@@ -1,7 +1,18 @@
 // Package sqlstore implements store.Store once, in SQL that SQLite and
 // PostgreSQL both accept, over a small adapter each driver package provides.
+//
+//	var dialect = sqlstore.Dialect{Name: "sqlite", Bytes: "BLOB"}
+//
+//	adapter := &sqlDB{db: db} // the driver package's sqlstore.DB
+//	if err := sqlstore.Migrate(ctx, adapter, dialect, 0); err != nil { // 0: the latest version
+//		return nil, err
+//	}
+//	return &Store{Store: sqlstore.New(adapter, o.Now)}, nil
+//
 // The dialect differences are explicit and few: the binary column type
-// ({{BYTES}} in migrations) and how the migration transaction is locked.
+// ({{BYTES}} in migrations) and how the migration transaction is locked
+// (Dialect.LockMigrations). Statements use $1-style placeholders (Querier)
+// on both.
 package sqlstore
 
 import (

@@ -1,5 +1,11 @@
 // Command server is the hello plugin's MCP server: two tools over stdio.
 //
+// Usage:
+//
+//	go run ./examples/plugins/hello/server    # serves one session on stdin/stdout
+//
+// Tools:
+//
 //	greet {name}  -> "Hello, <name>!"
 //	add   {a, b}  -> a + b
 //

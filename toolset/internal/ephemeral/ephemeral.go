@@ -1,4 +1,4 @@
-package toolset
+package ephemeral
 
 import (
 	"context"
@@ -8,26 +8,27 @@ import (
 	"github.com/gatehouse-dev/gatehouse/store"
 )
 
-// ephemeral is where a Toolset without Options.Store keeps its server rows
+// Store is where a Toolset without Options.Store keeps its server rows
 // and trust baselines: in this process, for its life. It is not a store
 // the Toolset picks for its caller (nothing outlives the Toolset, nothing
 // is shared); it is the absence of one, with the semantics of
 // store.ServerStore that drift judging relies on: baselines are
 // insert-only, clearing is the only way to replace one, and every change
-// bumps the server's baseline version.
-type ephemeral struct {
+// bumps the server's baseline version. It is safe for concurrent use.
+type Store struct {
 	mu        sync.Mutex
 	servers   map[string]store.Server
 	baselines map[string]map[string]string
 }
 
-var _ Store = (*ephemeral)(nil)
-
-func newEphemeral() *ephemeral {
-	return &ephemeral{servers: map[string]store.Server{}, baselines: map[string]map[string]string{}}
+// New returns an empty Store.
+func New() *Store {
+	return &Store{servers: map[string]store.Server{}, baselines: map[string]map[string]string{}}
 }
 
-func (e *ephemeral) PutServer(_ context.Context, s store.Server) error {
+// PutServer inserts or replaces a row (a copy of its catalogue), keeping
+// the row's baseline and baseline version.
+func (e *Store) PutServer(_ context.Context, s store.Server) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	s.BaselineVersion = e.servers[s.ID].BaselineVersion
@@ -36,7 +37,8 @@ func (e *ephemeral) PutServer(_ context.Context, s store.Server) error {
 	return nil
 }
 
-func (e *ephemeral) GetServer(_ context.Context, id string) (store.Server, error) {
+// GetServer returns a copy of a row, or store.ErrNotFound.
+func (e *Store) GetServer(_ context.Context, id string) (store.Server, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	s, ok := e.servers[id]
@@ -47,7 +49,10 @@ func (e *ephemeral) GetServer(_ context.Context, id string) (store.Server, error
 	return s, nil
 }
 
-func (e *ephemeral) SaveBaseline(_ context.Context, id string, fps map[string]string) (int, error) {
+// SaveBaseline adds the entries the server's baseline lacks (never
+// replacing one) and bumps its version when it added any. It returns how
+// many it added, or store.ErrNotFound when the row does not exist.
+func (e *Store) SaveBaseline(_ context.Context, id string, fps map[string]string) (int, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	s, ok := e.servers[id]
@@ -73,7 +78,9 @@ func (e *ephemeral) SaveBaseline(_ context.Context, id string, fps map[string]st
 	return added, nil
 }
 
-func (e *ephemeral) GetBaseline(_ context.Context, id string) (map[string]string, error) {
+// GetBaseline returns a copy of the server's baseline (empty, non-nil,
+// when none is recorded), or store.ErrNotFound.
+func (e *Store) GetBaseline(_ context.Context, id string) (map[string]string, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if _, ok := e.servers[id]; !ok {
@@ -86,7 +93,9 @@ func (e *ephemeral) GetBaseline(_ context.Context, id string) (map[string]string
 	return out, nil
 }
 
-func (e *ephemeral) ClearBaseline(_ context.Context, id string) (int64, error) {
+// ClearBaseline removes the server's whole baseline, bumps its version and
+// returns how many entries it removed, or store.ErrNotFound.
+func (e *Store) ClearBaseline(_ context.Context, id string) (int64, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	s, ok := e.servers[id]
@@ -100,7 +109,9 @@ func (e *ephemeral) ClearBaseline(_ context.Context, id string) (int64, error) {
 	return n, nil
 }
 
-func (e *ephemeral) BaselineVersion(_ context.Context, id string) (int64, error) {
+// BaselineVersion returns the server's baseline version, or
+// store.ErrNotFound.
+func (e *Store) BaselineVersion(_ context.Context, id string) (int64, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	s, ok := e.servers[id]

@@ -1,4 +1,4 @@
-package toolset
+package callargs
 
 import (
 	"bytes"
@@ -14,7 +14,7 @@ func FuzzNormalizeArgs(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		orig := bytes.Clone(b)
-		v, err := normalizeArgs(json.RawMessage(b))
+		v, err := Normalize(json.RawMessage(b))
 		if !bytes.Equal(orig, b) {
 			t.Fatal("input modified")
 		}
