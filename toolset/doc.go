@@ -2,6 +2,18 @@
 // of Agent Plugins (or servers configured in code) over the official go-sdk,
 // and projects their tools into one tool map an agent can hand a model.
 //
+//	res := plugin.Load("./plugins/acme")
+//	ts, err := toolset.Open(ctx, toolset.PluginServers(res.Plugin), &toolset.Options{Store: st})
+//	defer ts.Close()
+//	tools, err := ts.Tools(ctx) // []ToolInfo: projected names, sanitized text, disclosure tiers
+//	out, err := ts.Call(ctx, "acme__create_issue", args, toolset.CallInfo{RunID: run, ToolCallID: id})
+//
+// Its job is the tool map: connect, project, pin and judge drift, wake from
+// storage, call. What a gateway relays beyond tools (resources, prompts,
+// per-caller upstream sessions, tool calls as bytes) is package
+// gateway/relay, built on this package's lower half (Upstream, Target,
+// SessionHooks); an agent that only calls tools links none of it.
+//
 // A Toolset is lazy: Open checks the wiring and computes names, but performs
 // no I/O; the first Tools, Call, SystemPrompt or Connect connects every server
 // in parallel, each with its own timeout. A server that cannot be launched,
@@ -24,8 +36,8 @@
 // Every listing (first use, Reconcile, a reconnect's re-listing) is
 // fingerprinted with package pin and judged against the server's trust
 // baseline in Options.Store (any store.ServerStore; nil keeps baselines in
-// the Toolset for its life). On first sight the baseline is recorded; afterwards a changed tool
-// is quarantined (it keeps its name, gets pin.QuarantineDescription and an
+// the Toolset for its life). On first sight the baseline is recorded;
+// afterwards a changed tool is quarantined (it keeps its name, gets pin.QuarantineDescription and an
 // empty schema, and calls to it fail with ErrQuarantined), an added tool is
 // withheld, a removed one dropped (calls fail with ErrToolWithdrawn), each
 // with a tool-drift diagnostic; a changed instructions fingerprint is a
@@ -36,11 +48,12 @@
 //
 // Prompts and resource templates are pinned in the same baseline (keys with
 // a space, see store.PromptKeyPrefix; a tool whose name has a space is
-// withheld). Every listing of them, including what ListPrompts and
-// ListResourceTemplates list, is judged: a changed one is not listed and its
-// GetPrompt, Complete, or a ReadResource of a URI only it matches fails with
-// ErrQuarantined; a new one is withheld (unknown); a removed one disappears;
-// each is a tool-drift diagnostic. Plain resources are not pinned.
+// withheld). Every listing of them, including what a relay lists live
+// (Upstream.AdmitPrompts, AdmitTemplates), is judged: a changed one is not
+// served and its requests are refused (Upstream.QuarantinedPrompt); a new
+// one is withheld (unknown); a removed one disappears; each is a drift
+// event (Drift) and a tool-drift diagnostic. Plain resources are not
+// pinned.
 //
 // A server's row ID is ServerID(config) ("<plugin>/<server>", or
 // "config:<server>" without a plugin) unless Server.ID sets one. A row

@@ -222,7 +222,7 @@ func (t *Toolset) Describe(ctx context.Context, name string) (Summary, error) {
 }
 
 // SystemPrompt returns the MCP part of a system prompt (see
-// projection.SystemPrompt): sanitized descriptions, schemas only for servers
+// the projection rules): sanitized descriptions, schemas only for servers
 // within budget. Server instructions are never part of it.
 func (t *Toolset) SystemPrompt(ctx context.Context) (string, error) {
 	cat, err := t.ensure(ctx)
