@@ -84,7 +84,7 @@ func (r *Relay) CallBytes(ctx context.Context, tg toolset.Target, c Call) (json.
 	if err := u.Authorize(ctx); err != nil {
 		return nil, fail(toolset.CodeAuthFailed, errors.Unwrap(err))
 	}
-	p := &poster{r: r, url: endpoint, hc: hc}
+	p := poster{r: r, url: endpoint, hc: hc} // a value: it lives on the stack
 	for attempt := 0; ; attempt++ {
 		sess := u.Live()
 		p.sid, p.proto = rawSession(sess)
@@ -179,7 +179,7 @@ func rawID(n uint64) []byte {
 
 // call sends one tools/call and reads its answer. lost reports a session
 // the server no longer knows (nothing was run).
-func (p *poster) call(ctx context.Context, n uint64, remote string, args, meta json.RawMessage) (_ json.RawMessage, lost bool, _ error) {
+func (p poster) call(ctx context.Context, n uint64, remote string, args, meta json.RawMessage) (_ json.RawMessage, lost bool, _ error) {
 	id := rawID(n)
 	name, _ := json.Marshal(remote)
 	// The message is sent in pieces: the arguments are not copied.
@@ -228,7 +228,7 @@ func (p *poster) call(ctx context.Context, n uint64, remote string, args, meta j
 		snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 256))
 		return nil, false, fmt.Errorf("the server answered HTTP %d: %s", resp.StatusCode, bytes.TrimSpace(snippet))
 	}
-	rr := &rawReader{p: p, ctx: rctx, id: id}
+	rr := &rawReader{poster: p, ctx: rctx, id: id}
 	res, err := rr.read(resp)
 	if err != nil && ctx.Err() != nil {
 		p.cancel(id)
@@ -282,7 +282,7 @@ func drain(body io.ReadCloser) {
 
 // post POSTs one JSON-RPC message, the concatenation of parts, on the
 // session.
-func (p *poster) post(ctx context.Context, parts ...[]byte) (*http.Response, error) {
+func (p poster) post(ctx context.Context, parts ...[]byte) (*http.Response, error) {
 	size := 0
 	for _, part := range parts {
 		size += len(part)
@@ -334,7 +334,7 @@ func (r *partsReader) Read(p []byte) (int, error) {
 }
 
 // cancel tells the server that the caller gave up on request id.
-func (p *poster) cancel(id []byte) {
+func (p poster) cancel(id []byte) {
 	ctx, cancel := context.WithTimeout(p.r.life, 2*time.Second)
 	defer cancel()
 	body := append([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`), id...)
@@ -348,7 +348,7 @@ func (p *poster) cancel(id []byte) {
 // rawReader reads the answer to one raw request: a JSON body, or an SSE
 // stream (resumed if the server closes it early).
 type rawReader struct {
-	p         *poster
+	poster
 	ctx       context.Context
 	id        []byte
 	lastEvent string // the last SSE event ID seen
@@ -416,15 +416,15 @@ func (r *rawReader) read(resp *http.Response) (json.RawMessage, error) {
 
 // resume GETs the rest of the stream after lastEvent.
 func (r *rawReader) resume() (*http.Response, error) {
-	req, err := http.NewRequestWithContext(r.ctx, http.MethodGet, r.p.url, nil)
+	req, err := http.NewRequestWithContext(r.ctx, http.MethodGet, r.url, nil)
 	if err != nil {
 		return nil, err
 	}
 	req.Header.Set("Accept", "text/event-stream")
-	req.Header.Set("Mcp-Session-Id", r.p.sid)
-	req.Header.Set("Mcp-Protocol-Version", r.p.proto)
+	req.Header.Set("Mcp-Session-Id", r.sid)
+	req.Header.Set("Mcp-Protocol-Version", r.proto)
 	req.Header.Set("Last-Event-ID", r.lastEvent)
-	resp, err := r.p.hc.Do(req)
+	resp, err := r.hc.Do(req)
 	if err != nil {
 		return nil, err
 	}
@@ -464,8 +464,8 @@ func readLimited(body io.Reader, n int64) ([]byte, error) {
 // events reads SSE events until the response to the call (done) or the
 // end of the stream.
 func (r *rawReader) events(body io.Reader) (json.RawMessage, bool, error) {
-	bp := r.p.r.getBuf()
-	defer r.p.r.putBuf(bp)
+	bp := r.r.getBuf()
+	defer r.r.putBuf(bp)
 	res, done, err := scanEvents(body, bp, r.message, func(id string) { r.lastEvent = id }, func(d time.Duration) { r.retry = d })
 	if done && err == nil {
 		res = bytes.Clone(res) // the buffer goes back to the pool
@@ -610,7 +610,7 @@ func (r *rawReader) message(b []byte) (json.RawMessage, bool, error) {
 			return nil, false, nil
 		}
 		if id == nil {
-			r.p.r.routeNotification(nil, m, params)
+			r.r.routeNotification(nil, m, params)
 			return nil, false, nil
 		}
 		if r.refused < maxRefusals {
@@ -652,9 +652,9 @@ func (r *rawReader) answer(id []byte, method string) {
 		body = append(body, '}')
 	}
 	body = append(body, '}')
-	ctx, cancel := context.WithTimeout(r.p.r.life, 2*time.Second)
+	ctx, cancel := context.WithTimeout(r.r.life, 2*time.Second)
 	defer cancel()
-	if resp, err := r.p.post(ctx, body); err == nil {
+	if resp, err := r.post(ctx, body); err == nil {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
 		resp.Body.Close()
 	}
