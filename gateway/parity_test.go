@@ -435,35 +435,50 @@ func paritySenarios() []scenario {
 		}},
 		{name: "quarantined and withdrawn between the claim and the send", run: func(e *parityEnv) []string {
 			cs := e.session("alice-token")
-			// A guard that lets the call through and, in the same moment,
-			// has the upstream change one tool and drop another and the
-			// toolset re-list it: the pipeline's served check passed, the
-			// journal claims, and the re-check before sending refuses.
+			// A guard that lets a call through and, in the same moment, has
+			// the upstream change the tool (morph) or drop it (leaving) and
+			// the toolset re-list it: the pipeline's served check passed,
+			// the journal claims, and the re-check before sending refuses.
 			inner := e.g.pipe.guard
-			var once sync.Once
+			var morphOnce, leaveOnce sync.Once
 			e.g.pipe.guard = policy.GuardFunc(func(ctx context.Context, c policy.Call) (policy.Decision, error) {
-				once.Do(func() {
-					e.up.srv.AddTool(&mcp.Tool{Name: "morph", Description: "Changed.", InputSchema: objectSchema},
-						func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-							return nil, errors.New("must not run")
-						})
-					e.up.srv.RemoveTools("leaving")
+				change := func() {
 					if err := e.g.Toolset().Reconcile(ctx); err != nil {
 						e.t.Error(err)
 					}
-				})
+				}
+				switch c.Tool {
+				case "morph":
+					morphOnce.Do(func() {
+						e.up.srv.AddTool(&mcp.Tool{Name: "morph", Description: "Changed.", InputSchema: objectSchema},
+							func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+								return nil, errors.New("must not run")
+							})
+						change()
+					})
+				case "leaving":
+					leaveOnce.Do(func() {
+						e.up.srv.RemoveTools("leaving")
+						change()
+					})
+				}
 				return inner.Check(ctx, c)
 			})
-			a := []string{e.call(cs, "alice", "morph", nil, "k-m")}
+			a := []string{e.call(cs, "alice", "morph", nil, "k-m"), e.call(cs, "alice", "leaving", nil, "k-l")}
 			e.g.pipe.guard = inner
-			a = append(a, e.call(cs, "alice", "morph", nil, "k-m"), e.call(cs, "alice", "leaving", nil, ""))
-			wantCodes(e.t, a, "quarantined", "quarantined", "")
-			// leaving is no longer served: it is an unknown tool.
-			if !strings.HasPrefix(a[2], "rpc -32602 unknown tool") {
-				e.t.Errorf("a withdrawn tool: %q", a[2])
+			// The same units of work answer the same (the journal recorded
+			// the refusals as failures), and leaving, no longer served, is
+			// now an unknown tool.
+			a = append(a, e.call(cs, "alice", "morph", nil, "k-m"), e.call(cs, "alice", "leaving", nil, "k-l"),
+				e.call(cs, "alice", "leaving", nil, ""))
+			wantCodes(e.t, a, "quarantined", "tool_withdrawn", "quarantined", "", "")
+			for _, i := range []int{3, 4} {
+				if !strings.HasPrefix(a[i], "rpc -32602 unknown tool") {
+					e.t.Errorf("answer %d, a tool no longer served: %q", i, a[i])
+				}
 			}
-			if n := e.up.effectCounts()["morph"]; n != 0 {
-				e.t.Errorf("morph ran %d times", n)
+			if n := e.up.effectCounts()["morph"] + e.up.effectCounts()["leaving"]; n != 0 {
+				e.t.Errorf("a refused tool ran %d times", n)
 			}
 			return a
 		}},
