@@ -146,6 +146,9 @@ func parseSQLite(rest string) (DSN, error) {
 		return DSN{}, dsnErr(nil, "sqlite:file: URIs are not supported; write sqlite:PATH")
 	case strings.ContainsRune(path, 0):
 		return DSN{}, dsnErr(nil, "sqlite path contains a NUL byte")
+	case path != strings.TrimSpace(path):
+		// "sqlite: ?" passes the whole DSN's check; its path does not.
+		return DSN{}, dsnErr(nil, "sqlite path %q has leading or trailing spaces", path)
 	}
 	if hasQuery {
 		q, err := url.ParseQuery(query)

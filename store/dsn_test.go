@@ -53,6 +53,8 @@ func TestParseDSNErrors(t *testing.T) {
 		{"sqlite:", store.ErrMissingPath, "sqlite:PATH"},
 		{"sqlite:?durability=power", store.ErrMissingPath, "sqlite:PATH"},
 		{"sqlite:   ", nil, "spaces"},
+		{"sqlite: ?", nil, "spaces"},
+		{"sqlite: x.db?durability=power", nil, "spaces"},
 		{"sqlite://x.db", nil, "ambiguous"},
 		{"sqlite:///abs/x.db", nil, "ambiguous"},
 		{"sqlite::memory:", nil, "memory:"},
