@@ -43,7 +43,7 @@ func Example() {
 	opts := loop.Options{
 		RunID:    "order-42",
 		Journal:  journal,
-		Model:    &chattest.Model{URL: provider.URL},
+		Model:    &chatModel{URL: provider.URL},
 		Tools:    []loop.Tool{charge},
 		Guard:    policy.ReadOnly("charge"),
 		Prompt:   "Charge 5.00 for order 42.",

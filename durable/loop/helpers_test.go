@@ -158,7 +158,7 @@ func newChat(t *testing.T, script chattest.Script) (*chattest.Server, loop.Model
 	t.Helper()
 	srv := chattest.NewServer(script)
 	t.Cleanup(srv.Close)
-	return srv, &chattest.Model{URL: srv.URL}
+	return srv, &chatModel{URL: srv.URL}
 }
 
 func run(t *testing.T, o loop.Options) *loop.Result {
