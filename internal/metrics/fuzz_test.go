@@ -3,6 +3,8 @@ package metrics
 import (
 	"strings"
 	"testing"
+
+	"github.com/gatehouse-dev/gatehouse/internal/fixture/promtext"
 )
 
 // FuzzLabelValue writes any string as a label value (and as help text) and
@@ -21,7 +23,7 @@ func FuzzLabelValue(f *testing.F) {
 		cv.With(v, "tail").Inc()
 		r.NewGaugeVec("g", "h", "v").With(v).Set(1)
 		out := expose(r)
-		fams, err := parseExposition(out)
+		fams, err := promtext.Parse(out)
 		if err != nil {
 			t.Fatalf("does not parse: %v\n%q", err, out)
 		}
@@ -29,18 +31,18 @@ func FuzzLabelValue(f *testing.F) {
 			t.Fatalf("%d families, want 2:\n%q", len(fams), out)
 		}
 		c := fams[0]
-		if c.name != "c_total" || c.typ != "counter" || len(c.samples) != 1 {
+		if c.Name != "c_total" || c.Type != "counter" || len(c.Samples) != 1 {
 			t.Fatalf("counter family %+v", c)
 		}
-		if v != "" && c.help != want {
-			t.Fatalf("help parsed back as %q, want %q", c.help, want)
+		if v != "" && c.Help != want {
+			t.Fatalf("help parsed back as %q, want %q", c.Help, want)
 		}
-		s := c.samples[0]
-		if len(s.labels) != 2 || s.labels[0].name != "v" || s.labels[1] != (label{"w", "tail"}) || s.value != 2 {
+		s := c.Samples[0]
+		if len(s.Labels) != 2 || s.Labels[0].Name != "v" || s.Labels[1] != (promtext.Label{Name: "w", Value: "tail"}) || s.Value != 2 {
 			t.Fatalf("sample %+v", s)
 		}
-		if s.labels[0].value != want {
-			t.Fatalf("label value parsed back as %q, want %q", s.labels[0].value, want)
+		if s.Labels[0].Value != want {
+			t.Fatalf("label value parsed back as %q, want %q", s.Labels[0].Value, want)
 		}
 		if got := strings.Count(out, "\n"); got != 6-boolInt(v == "") {
 			t.Fatalf("%d lines, want the value to add none:\n%q", got, out)

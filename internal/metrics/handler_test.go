@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/internal/fixture/promtext"
 	"go.uber.org/goleak"
 )
 
@@ -54,8 +55,8 @@ func TestHandlerOverHTTP(t *testing.T) {
 	if body != expose(r) {
 		t.Fatalf("body differs from WriteTo:\n%s", body)
 	}
-	fams := mustParse(t, body)
-	if v, _ := find(fams, "calls_total", "tool", "a__b", "outcome", "ok"); v != 1 {
+	fams := promtext.MustParse(t, body)
+	if v, _ := promtext.Find(fams, "calls_total", "tool", "a__b", "outcome", "ok"); v != 1 {
 		t.Fatalf("calls over HTTP: %v", v)
 	}
 

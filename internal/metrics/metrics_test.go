@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/gatehouse-dev/gatehouse/internal/fixture/promtext"
 	"go.uber.org/goleak"
 )
 
@@ -77,7 +78,7 @@ app_uptime_seconds 42
 	if got != want {
 		t.Fatalf("exposition differs\n--- got\n%s\n--- want\n%s", got, want)
 	}
-	mustParse(t, got)
+	promtext.MustParse(t, got)
 	if again := expose(r); again != got {
 		t.Fatalf("second scrape differs:\n%s", again)
 	}
@@ -109,16 +110,16 @@ func TestHostileLabelValues(t *testing.T) {
 			if !strings.HasSuffix(out, wantLine) {
 				t.Fatalf("got\n%q\nwant suffix\n%q", out, wantLine)
 			}
-			fams := mustParse(t, out)
-			if n := len(fams[0].samples); n != 1 {
+			fams := promtext.MustParse(t, out)
+			if n := len(fams[0].Samples); n != 1 {
 				t.Fatalf("%d samples, want 1 (a value broke out of its line)", n)
 			}
-			s := fams[0].samples[0]
-			if v, _ := s.label("v"); v != c.parsed {
+			s := fams[0].Samples[0]
+			if v, _ := s.Label("v"); v != c.parsed {
 				t.Fatalf("parsed back %q, want %q", v, c.parsed)
 			}
-			if w, _ := s.label("w"); w != "z" || len(s.labels) != 2 {
-				t.Fatalf("labels %+v: a value injected a label", s.labels)
+			if w, _ := s.Label("w"); w != "z" || len(s.Labels) != 2 {
+				t.Fatalf("labels %+v: a value injected a label", s.Labels)
 			}
 		})
 	}
@@ -132,8 +133,8 @@ func TestHostileHelp(t *testing.T) {
 	if out != want {
 		t.Fatalf("got %q\nwant %q", out, want)
 	}
-	fams := mustParse(t, out)
-	if fams[0].typ != "gauge" || fams[0].help != "line1\n# TYPE g counter\nback\\slash \"q\" \uFFFD" {
+	fams := promtext.MustParse(t, out)
+	if fams[0].Type != "gauge" || fams[0].Help != "line1\n# TYPE g counter\nback\\slash \"q\" \uFFFD" {
 		t.Fatalf("parsed %+v", fams[0])
 	}
 }
@@ -147,21 +148,21 @@ func TestInvalidUTF8ValuesShareASeries(t *testing.T) {
 	cv.With("\xfe").Inc()
 	cv.With("\uFFFD").Inc()
 	cv.With("\xff").Inc()
-	fams := mustParse(t, expose(r))
-	if n := len(fams[0].samples); n != 1 {
+	fams := promtext.MustParse(t, expose(r))
+	if n := len(fams[0].Samples); n != 1 {
 		t.Fatalf("%d series, want 1:\n%s", n, expose(r))
 	}
-	if v, _ := find(fams, "c_total", "v", "\uFFFD"); v != 4 {
+	if v, _ := promtext.Find(fams, "c_total", "v", "\uFFFD"); v != 4 {
 		t.Fatalf("count %v, want 4", v)
 	}
 	if !cv.Delete("\xfe") || cv.Delete("\xff") {
 		t.Fatal("Delete of a sanitized-equal value: want true, then false")
 	}
-	if n := len(mustParse(t, expose(r))[0].samples); n != 0 {
+	if n := len(promtext.MustParse(t, expose(r))[0].Samples); n != 0 {
 		t.Fatalf("%d series after Delete", n)
 	}
 	cv.With("\xff").Inc() // the alias is gone too: a fresh series
-	if v, _ := find(mustParse(t, expose(r)), "c_total", "v", "\uFFFD"); v != 1 {
+	if v, _ := promtext.Find(promtext.MustParse(t, expose(r)), "c_total", "v", "\uFFFD"); v != 1 {
 		t.Fatalf("after re-create: %v, want 1", v)
 	}
 }
@@ -192,7 +193,7 @@ func TestConcurrentExactTotals(t *testing.T) {
 				return
 			default:
 			}
-			if _, err := parseExposition(expose(r)); err != nil {
+			if _, err := promtext.Parse(expose(r)); err != nil {
 				t.Error(err)
 				scrapes <- k
 				return
@@ -221,10 +222,10 @@ func TestConcurrentExactTotals(t *testing.T) {
 	wg.Wait()
 	close(stop)
 	<-scrapes
-	fams := mustParse(t, expose(r))
+	fams := promtext.MustParse(t, expose(r))
 	check := func(want float64, name string, kv ...string) {
 		t.Helper()
-		if v, ok := find(fams, name, kv...); !ok || v != want {
+		if v, ok := promtext.Find(fams, name, kv...); !ok || v != want {
 			t.Errorf("%s%v = %v (found %v), want %v", name, kv, v, ok, want)
 		}
 	}
@@ -267,7 +268,7 @@ func TestHistogramBuckets(t *testing.T) {
 			}
 		}
 	}
-	fams := mustParse(t, expose(r))
+	fams := promtext.MustParse(t, expose(r))
 	// Reference: a bucket counts the observations <= its bound.
 	for _, b := range append(bounds, math.Inf(+1)) {
 		want := 0
@@ -277,15 +278,15 @@ func TestHistogramBuckets(t *testing.T) {
 			}
 		}
 		le := string(appendFloat(nil, b))
-		if got, ok := find(fams, "h_bucket", "le", le); !ok || got != float64(want) {
+		if got, ok := promtext.Find(fams, "h_bucket", "le", le); !ok || got != float64(want) {
 			t.Errorf("bucket le=%s: %v, want %d", le, got, want)
 		}
 	}
-	if got, _ := find(fams, "h_count"); got != float64(n) {
+	if got, _ := promtext.Find(fams, "h_count"); got != float64(n) {
 		t.Errorf("count %v, want %d (NaN ignored)", got, n)
 	}
 	// +Inf and -Inf were both observed: the sum is NaN, as Prometheus does.
-	if got, _ := find(fams, "h_sum"); !math.IsNaN(got) {
+	if got, _ := promtext.Find(fams, "h_sum"); !math.IsNaN(got) {
 		t.Errorf("sum %v, want NaN after +Inf and -Inf", got)
 	}
 
@@ -295,17 +296,17 @@ func TestHistogramBuckets(t *testing.T) {
 	h2.ObserveDuration(1e9)     // 1 s, on a bound
 	h2.ObserveDuration(30e9)    // 30 s
 	h2.Observe(sum - sum + 0.1) // 0.1, on a bound
-	fams = mustParse(t, expose(r2))
+	fams = promtext.MustParse(t, expose(r2))
 	wantCum := map[string]float64{"0.0001": 0, "0.00025": 1, "0.1": 2, "0.5": 2, "1": 3, "10": 3, "+Inf": 4}
 	for le, want := range wantCum {
-		if got, _ := find(fams, "d_seconds_bucket", "le", le); got != want {
+		if got, _ := promtext.Find(fams, "d_seconds_bucket", "le", le); got != want {
 			t.Errorf("default buckets le=%s: %v, want %v", le, got, want)
 		}
 	}
-	if got := len(fams[0].samples); got != 17+2 {
+	if got := len(fams[0].Samples); got != 17+2 {
 		t.Errorf("%d samples, want 16 buckets + +Inf + sum + count", got)
 	}
-	if got, _ := find(fams, "d_seconds_sum"); math.Abs(got-31.10015) > 1e-9 {
+	if got, _ := promtext.Find(fams, "d_seconds_sum"); math.Abs(got-31.10015) > 1e-9 {
 		t.Errorf("sum %v, want 31.10015", got)
 	}
 }
@@ -376,7 +377,7 @@ func TestRegistrationPanics(t *testing.T) {
 					t.Fatalf("panic %v does not name the package", p)
 				}
 				// The registry stays usable and valid after the panic.
-				mustParse(t, expose(r))
+				promtext.MustParse(t, expose(r))
 			}()
 			f(r)
 		})
@@ -387,7 +388,7 @@ func TestRegistrationPanics(t *testing.T) {
 	r.NewHistogram("h", "h", []float64{})                     // only +Inf
 	r.NewHistogram("h2", "h", []float64{-1, 0, math.Inf(1)})  // trailing +Inf allowed
 	r.NewHistogramVec("h3", "h", []float64{1}, "lee", "tool") // "lee" is not "le"
-	mustParse(t, expose(r))
+	promtext.MustParse(t, expose(r))
 }
 
 // A hostile caller spraying distinct values (if a free-text value ever
@@ -401,29 +402,29 @@ func TestCardinalityCap(t *testing.T) {
 		cv.With(tool, "ok").Inc()
 		hv.With(tool).Observe(0.001)
 	}
-	fams := mustParse(t, expose(r))
+	fams := promtext.MustParse(t, expose(r))
 	for _, f := range fams {
 		var series, total float64
-		for _, s := range f.samples {
-			switch s.name {
+		for _, s := range f.Samples {
+			switch s.Name {
 			case "c_total", "h_seconds_count":
 				series++
-				total += s.value
+				total += s.Value
 			}
 		}
 		if series != 101 {
-			t.Errorf("%s: %v series, want 100 + overflow", f.name, series)
+			t.Errorf("%s: %v series, want 100 + overflow", f.Name, series)
 		}
 		if total != 10000 {
-			t.Errorf("%s: total %v, want every call counted (10000)", f.name, total)
+			t.Errorf("%s: total %v, want every call counted (10000)", f.Name, total)
 		}
 	}
-	if v, _ := find(fams, "c_total", "tool", OverflowLabelValue, "outcome", OverflowLabelValue); v != 9900 {
+	if v, _ := promtext.Find(fams, "c_total", "tool", OverflowLabelValue, "outcome", OverflowLabelValue); v != 9900 {
 		t.Errorf("overflow series %v, want 9900", v)
 	}
 	// An existing series is still found, not overflowed.
 	cv.With("attacker-5\xff", "ok").Inc()
-	if v, _ := find(mustParse(t, expose(r)), "c_total", "tool", "attacker-5\uFFFD", "outcome", "ok"); v != 2 {
+	if v, _ := promtext.Find(promtext.MustParse(t, expose(r)), "c_total", "tool", "attacker-5\uFFFD", "outcome", "ok"); v != 2 {
 		t.Errorf("existing series: %v, want 2", v)
 	}
 	// A legitimate value equal to the overflow marker shares the series
@@ -432,9 +433,9 @@ func TestCardinalityCap(t *testing.T) {
 	gv := r2.NewGaugeVec("g", "h", "v")
 	gv.With(OverflowLabelValue).Set(1)
 	gv.With("x").Add(1)
-	fams = mustParse(t, expose(r2))
-	if v, _ := find(fams, "g", "v", OverflowLabelValue); v != 2 || len(fams[0].samples) != 1 {
-		t.Errorf("overflow marker collision: %+v", fams[0].samples)
+	fams = promtext.MustParse(t, expose(r2))
+	if v, _ := promtext.Find(fams, "g", "v", OverflowLabelValue); v != 2 || len(fams[0].Samples) != 1 {
+		t.Errorf("overflow marker collision: %+v", fams[0].Samples)
 	}
 }
 
@@ -453,7 +454,7 @@ func TestGaugeAndDelete(t *testing.T) {
 	if out != want {
 		t.Fatalf("got %q\nwant %q", out, want)
 	}
-	mustParse(t, out)
+	promtext.MustParse(t, out)
 	if !gv.Delete("b") || gv.Delete("b") || gv.Delete("zz") {
 		t.Fatal("Delete: want true, false, false")
 	}
@@ -461,7 +462,7 @@ func TestGaugeAndDelete(t *testing.T) {
 		t.Fatal("deleted series still exported")
 	}
 	a.Inc() // a kept handle of a live series still counts
-	if v, _ := find(mustParse(t, expose(r)), "g", "server", "a"); v != 4 {
+	if v, _ := promtext.Find(promtext.MustParse(t, expose(r)), "g", "server", "a"); v != 4 {
 		t.Fatalf("a = %v, want 4", v)
 	}
 }
@@ -488,7 +489,7 @@ func TestCounterValues(t *testing.T) {
 	if out := expose(r); !strings.Contains(out, "\nd_total +Inf\n") {
 		t.Fatalf("infinite counter: %q", out)
 	}
-	mustParse(t, expose(r))
+	promtext.MustParse(t, expose(r))
 }
 
 func TestEmptyRegistry(t *testing.T) {
@@ -545,7 +546,7 @@ func TestVecPromotion(t *testing.T) {
 	if cv.With("5") == first["5"] {
 		t.Fatal("deleted series came back with its old handle")
 	}
-	if n := len(mustParse(t, expose(r))[0].samples); n != 101 {
+	if n := len(promtext.MustParse(t, expose(r))[0].Samples); n != 101 {
 		t.Fatalf("%d series, want 101", n)
 	}
 }
@@ -566,7 +567,7 @@ func TestGaugeFuncOptional(t *testing.T) {
 		if out != want {
 			t.Fatalf("got %q\nwant %q", out, want)
 		}
-		mustParse(t, out)
+		promtext.MustParse(t, out)
 	}
 	const rest = "# TYPE b_untyped gauge\n# HELP c h\n# TYPE c gauge\nc 0\n"
 	scrape("# HELP a_pending Pending.\n# TYPE a_pending gauge\n" + rest)
@@ -578,7 +579,7 @@ func TestGaugeFuncOptional(t *testing.T) {
 	scrape("# HELP a_pending Pending.\n# TYPE a_pending gauge\na_pending 0\n" + rest)
 	ok.Store(false)
 	scrape("# HELP a_pending Pending.\n# TYPE a_pending gauge\n" + rest)
-	if _, found := find(mustParse(t, expose(r)), "a_pending"); found {
+	if _, found := promtext.Find(promtext.MustParse(t, expose(r)), "a_pending"); found {
 		t.Fatal("sample present while ok is false")
 	}
 }

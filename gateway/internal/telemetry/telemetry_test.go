@@ -1,11 +1,13 @@
 package telemetry
 
 import (
+	"bytes"
 	"errors"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/internal/fixture/promtext"
 	"github.com/gatehouse-dev/gatehouse/internal/metrics"
 )
 
@@ -18,7 +20,7 @@ func TestMetrics(t *testing.T) {
 	// Before any observation or source: every family is announced, the
 	// func gauges have no sample.
 	out := expose(r)
-	fams := mustParse(t, out)
+	fams := promtext.MustParse(t, out)
 	wantFams := map[string]string{
 		"gatehouse_approvals_pending":     "gauge",
 		"gatehouse_call_duration_seconds": "histogram",
@@ -32,12 +34,12 @@ func TestMetrics(t *testing.T) {
 		t.Fatalf("%d families, want %d:\n%s", len(fams), len(wantFams), out)
 	}
 	for _, f := range fams {
-		if wantFams[f.name] != f.typ || !f.hasHelp {
-			t.Errorf("family %s: type %q help %v", f.name, f.typ, f.hasHelp)
+		if wantFams[f.Name] != f.Type || !f.HasHelp {
+			t.Errorf("family %s: type %q help %v", f.Name, f.Type, f.HasHelp)
 		}
 	}
 	for _, name := range []string{"gatehouse_approvals_pending", "gatehouse_journal_lag_seconds"} {
-		if _, ok := find(fams, name); ok {
+		if _, ok := promtext.Find(fams, name); ok {
 			t.Errorf("%s has a sample before its source is set", name)
 		}
 	}
@@ -65,7 +67,7 @@ func TestMetrics(t *testing.T) {
 	oldest := now.Add(-90 * time.Second)
 	g.SetJournalSource(func() (time.Time, error) { return oldest, nil })
 
-	fams = mustParse(t, expose(r))
+	fams = promtext.MustParse(t, expose(r))
 	checks := []struct {
 		want float64
 		name string
@@ -93,22 +95,22 @@ func TestMetrics(t *testing.T) {
 		{90, "gatehouse_journal_lag_seconds", nil},
 	}
 	for _, c := range checks {
-		if v, ok := find(fams, c.name, c.kv...); !ok || v != c.want {
+		if v, ok := promtext.Find(fams, c.name, c.kv...); !ok || v != c.want {
 			t.Errorf("%s%v = %v (found %v), want %v", c.name, c.kv, v, ok, c.want)
 		}
 	}
-	if _, ok := find(fams, "gatehouse_upstream_up", "server", "old"); ok {
+	if _, ok := promtext.Find(fams, "gatehouse_upstream_up", "server", "old"); ok {
 		t.Error("removed upstream still exported")
 	}
 
 	// Sources are read at scrape time.
 	pending = 0
 	now = now.Add(30 * time.Second)
-	fams = mustParse(t, expose(r))
-	if v, _ := find(fams, "gatehouse_approvals_pending"); v != 0 {
+	fams = promtext.MustParse(t, expose(r))
+	if v, _ := promtext.Find(fams, "gatehouse_approvals_pending"); v != 0 {
 		t.Errorf("approvals after change: %v", v)
 	}
-	if v, _ := find(fams, "gatehouse_journal_lag_seconds"); v != 120 {
+	if v, _ := promtext.Find(fams, "gatehouse_journal_lag_seconds"); v != 120 {
 		t.Errorf("lag after 30 s: %v, want 120", v)
 	}
 
@@ -124,17 +126,17 @@ func TestMetrics(t *testing.T) {
 		{func() (time.Time, error) { return time.Time{}, errors.New("store down") }, 0, false},
 	} {
 		g.SetJournalSource(c.src)
-		v, ok := find(mustParse(t, expose(r)), "gatehouse_journal_lag_seconds")
+		v, ok := promtext.Find(promtext.MustParse(t, expose(r)), "gatehouse_journal_lag_seconds")
 		if ok != c.present || v != c.want {
 			t.Errorf("lag = %v (present %v), want %v (present %v)", v, ok, c.want, c.present)
 		}
 	}
 	g.SetApprovalsPendingSource(func() (int, error) { return 0, errors.New("store down") })
-	if _, ok := find(mustParse(t, expose(r)), "gatehouse_approvals_pending"); ok {
+	if _, ok := promtext.Find(promtext.MustParse(t, expose(r)), "gatehouse_approvals_pending"); ok {
 		t.Error("approvals sample present although its source failed")
 	}
 	g.SetApprovalsPendingSource(nil)
-	if _, ok := find(mustParse(t, expose(r)), "gatehouse_approvals_pending"); ok {
+	if _, ok := promtext.Find(promtext.MustParse(t, expose(r)), "gatehouse_approvals_pending"); ok {
 		t.Error("approvals sample present with a nil source")
 	}
 	if !strings.Contains(expose(r), "# TYPE gatehouse_approvals_pending gauge\n") {
@@ -244,7 +246,7 @@ gatehouse_upstream_up{server="bank"} 1
 	if got != used {
 		t.Fatalf("exposition differs\n--- got\n%s\n--- want\n%s", got, used)
 	}
-	mustParse(t, got)
+	promtext.MustParse(t, got)
 }
 
 // New registers names that are taken once per registry: a second New on
@@ -262,10 +264,19 @@ func TestNewTwicePanics(t *testing.T) {
 		}()
 		New(r)
 	}()
-	mustParse(t, expose(r))
+	promtext.MustParse(t, expose(r))
 	a, b := New(metrics.NewRegistry(nil)), New(metrics.NewRegistry(nil))
 	a.SessionOpened()
 	if v := b.Sessions.Value(); v != 0 {
 		t.Fatalf("registries share state: %v", v)
 	}
+}
+
+// expose returns the registry's exposition.
+func expose(r *metrics.Registry) string {
+	var b bytes.Buffer
+	if _, err := r.WriteTo(&b); err != nil {
+		panic(err)
+	}
+	return b.String()
 }
