@@ -136,7 +136,7 @@ func BenchmarkBuild1000(b *testing.B) {
 // same server. Run with -bench 'Wake200|Cold200'.
 func benchServer200(b *testing.B) (Server, string) {
 	fx := startHTTP(b, "127.0.0.1:0", "-generate", "200")
-	srv := remote("big", fx.url(""), plugin.TransportStreamableHTTP)
+	srv := remote("big", fx.URL(""), plugin.TransportStreamableHTTP)
 	db := filepath.Join(b.TempDir(), "g.db")
 	st, err := sqlite.Open(context.Background(), db, nil)
 	if err != nil {

@@ -324,23 +324,23 @@ func TestReconnectRelistQuarantines(t *testing.T) {
 	writeTools(t, file, bankV1()...)
 	fx := startHTTP(t, "127.0.0.1:0", "-tools-file", file)
 	st := sqliteAt(t, filepath.Join(dir, "g.db"))
-	ts := open(t, []Server{remote("bank", fx.url(""), plugin.TransportStreamableHTTP)}, &Options{Store: st})
+	ts := open(t, []Server{remote("bank", fx.URL(""), plugin.TransportStreamableHTTP)}, &Options{Store: st})
 	if got := call(t, ts, "bank__transfer", map[string]any{"text": "1"}); got != "1" {
 		t.Fatal(got)
 	}
 	writeTools(t, file, bankV2()...)
-	fx.restart()
-	before := len(fx.requests())
+	fx.Restart()
+	before := len(fx.Requests())
 	_, err := ts.Call(ctxT(t), "bank__transfer", map[string]any{"text": "2"}, CallInfo{})
 	if !errors.Is(err, ErrQuarantined) {
 		t.Fatalf("call after a rug pull: %v", err)
 	}
-	after := fx.requests()[before:]
+	after := fx.Requests()[before:]
 	if len(after) == 0 {
 		t.Fatal("no request reached the restarted server")
 	}
 	var oldSession string
-	for _, r := range fx.requests()[:before] {
+	for _, r := range fx.Requests()[:before] {
 		if r.RPC == "tools/call" {
 			oldSession = r.Session
 		}

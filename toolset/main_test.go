@@ -1,17 +1,12 @@
 package toolset
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -120,115 +115,11 @@ func call(t *testing.T, ts *Toolset, name string, args any) string {
 	return resultText(t, res)
 }
 
-// httpFixture is the fixture binary serving HTTP on 127.0.0.1.
-type httpFixture struct {
-	t      testing.TB
-	addr   string // host:port
-	record string
-	args   []string
-	cmd    *exec.Cmd
-}
-
-// startHTTP starts the fixture over HTTP (streamable, or SSE with "-sse" in
-// args) on addr ("127.0.0.1:0" for any port), recording requests.
-func startHTTP(t testing.TB, addr string, args ...string) *httpFixture {
+// startHTTP starts the fixture binary over HTTP on addr ("127.0.0.1:0" for
+// any port); see testserver.StartHTTP.
+func startHTTP(t testing.TB, addr string, args ...string) *testserver.Process {
 	t.Helper()
-	f := &httpFixture{t: t, record: filepath.Join(t.TempDir(), "requests.jsonl"), args: args}
-	f.start(addr)
-	t.Cleanup(f.stop)
-	return f
-}
-
-func (f *httpFixture) start(addr string) {
-	f.t.Helper()
-	args := append([]string{"-http", addr, "-record", f.record}, f.args...)
-	cmd := exec.Command(fixtureBin, args...)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		f.t.Fatal(err)
-	}
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		f.t.Fatalf("fixture did not start: %v", err)
-	}
-	f.addr = strings.TrimPrefix(strings.TrimSpace(line), "listening http://")
-	f.cmd = cmd
-}
-
-func (f *httpFixture) stop() {
-	if f.cmd == nil {
-		return
-	}
-	_ = f.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { _ = f.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		_ = f.cmd.Process.Kill()
-		<-done
-	}
-	f.cmd = nil
-}
-
-// restart stops the server and starts a new one on the same port.
-func (f *httpFixture) restart() {
-	f.t.Helper()
-	addr := f.addr
-	f.stop()
-	var err error
-	for i := 0; i < 50; i++ {
-		if err = tryListen(addr); err == nil {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	f.start(addr)
-}
-
-func tryListen(addr string) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return err
-	}
-	return ln.Close()
-}
-
-func (f *httpFixture) url(host string) string {
-	_, port, _ := strings.Cut(f.addr, ":")
-	if host == "" {
-		return "http://" + f.addr + "/mcp"
-	}
-	return "http://" + host + ":" + port + "/mcp"
-}
-
-func (f *httpFixture) requests() []testserver.Request {
-	f.t.Helper()
-	b, err := os.ReadFile(f.record)
-	if os.IsNotExist(err) {
-		return nil
-	}
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	var out []testserver.Request
-	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		if line == "" {
-			continue
-		}
-		var r testserver.Request
-		if err := json.Unmarshal([]byte(line), &r); err != nil {
-			f.t.Fatal(err)
-		}
-		out = append(out, r)
-	}
-	return out
+	return testserver.StartHTTP(t, fixtureBin, addr, args...)
 }
 
 func remote(name, url string, typ plugin.Transport) Server {

@@ -26,8 +26,8 @@ func TestStreamableHTTPAndSSE(t *testing.T) {
 	st := startHTTP(t, "127.0.0.1:0", "-tools", "echo")
 	sse := startHTTP(t, "127.0.0.1:0", "-tools", "echo", "-sse")
 	ts := open(t, []Server{
-		remote("st", st.url(""), plugin.TransportStreamableHTTP),
-		remote("old", sse.url(""), plugin.TransportSSE),
+		remote("st", st.URL(""), plugin.TransportStreamableHTTP),
+		remote("old", sse.URL(""), plugin.TransportSSE),
 	}, nil)
 	if got := call(t, ts, "st__echo", map[string]any{"text": "a"}); got != "a" {
 		t.Errorf("streamable: %q", got)
@@ -67,7 +67,7 @@ func TestHostList(t *testing.T) {
 	fx := startHTTP(t, "127.0.0.1:0", "-tools", "echo")
 
 	// Not on the list: skipped with host-not-allowed, nothing dialed.
-	ts := open(t, []Server{remote("fx", fx.url("fixture.test"), plugin.TransportStreamableHTTP)},
+	ts := open(t, []Server{remote("fx", fx.URL("fixture.test"), plugin.TransportStreamableHTTP)},
 		&Options{AllowedHosts: []string{"other.test"}, LookupIP: loopbackDNS})
 	if m := tools(t, ts); len(m) != 0 {
 		t.Errorf("tools %v", keys(m))
@@ -75,12 +75,12 @@ func TestHostList(t *testing.T) {
 	if ds := ts.Diagnostics(); len(ds) != 1 || ds[0].Rule != diag.HostNotAllowed || ds[0].Origin != "fx" {
 		t.Errorf("diagnostics %v", ds)
 	}
-	if r := fx.requests(); len(r) != 0 {
+	if r := fx.Requests(); len(r) != 0 {
 		t.Errorf("a blocked host was contacted: %v", r)
 	}
 
 	// No list, a made-up name that resolves to 127.0.0.1: the dialer refuses.
-	ts = open(t, []Server{remote("fx", fx.url("rebind.test"), plugin.TransportStreamableHTTP)},
+	ts = open(t, []Server{remote("fx", fx.URL("rebind.test"), plugin.TransportStreamableHTTP)},
 		&Options{LookupIP: loopbackDNS})
 	if m := tools(t, ts); len(m) != 0 {
 		t.Errorf("tools %v", keys(m))
@@ -89,19 +89,19 @@ func TestHostList(t *testing.T) {
 	if len(ds) != 1 || ds[0].Rule != diag.ConnectionFailure || !strings.Contains(ds[0].Message, string(diag.UnsafeAddress)) {
 		t.Errorf("diagnostics %v", ds)
 	}
-	if r := fx.requests(); len(r) != 0 {
+	if r := fx.Requests(); len(r) != 0 {
 		t.Errorf("an unsafe address was contacted: %v", r)
 	}
 
 	// Explicitly allowed (case-insensitively): the same name works.
-	ts = open(t, []Server{remote("fx", fx.url("rebind.test"), plugin.TransportStreamableHTTP)},
+	ts = open(t, []Server{remote("fx", fx.URL("rebind.test"), plugin.TransportStreamableHTTP)},
 		&Options{AllowedHosts: []string{"REBIND.test"}, LookupIP: loopbackDNS})
 	if got := call(t, ts, "fx__echo", map[string]any{"text": "ok"}); got != "ok" {
 		t.Errorf("echo %q", got)
 	}
 
 	// A per-session resolver.
-	ts = open(t, []Server{remote("fx", fx.url("rebind.test"), plugin.TransportStreamableHTTP)},
+	ts = open(t, []Server{remote("fx", fx.URL("rebind.test"), plugin.TransportStreamableHTTP)},
 		&Options{Session: "s1", AllowedHostsFunc: func(s string) []string {
 			if s == "s1" {
 				return nil // this session may reach nothing listed
@@ -118,7 +118,7 @@ func TestHostList(t *testing.T) {
 // and configured headers do not follow a redirect to another origin.
 func TestRedirects(t *testing.T) {
 	fx := startHTTP(t, "127.0.0.1:0", "-tools", "echo")
-	_, port, _ := net.SplitHostPort(fx.addr)
+	_, port, _ := net.SplitHostPort(fx.Addr())
 	redirectTo := func(host string) *httptest.Server {
 		return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			http.Redirect(w, r, "http://"+host+":"+port+"/mcp", http.StatusTemporaryRedirect)
@@ -138,7 +138,7 @@ func TestRedirects(t *testing.T) {
 	if ds := ts.Diagnostics(); len(ds) != 1 || ds[0].Rule != diag.ConnectionFailure {
 		t.Errorf("diagnostics %v", ds)
 	}
-	if r := fx.requests(); len(r) != 0 {
+	if r := fx.Requests(); len(r) != 0 {
 		t.Errorf("redirect target contacted: %v", r)
 	}
 
@@ -152,7 +152,7 @@ func TestRedirects(t *testing.T) {
 	if got := call(t, ts, "fx__echo", map[string]any{"text": "via"}); got != "via" {
 		t.Errorf("echo %q", got)
 	}
-	reqs := fx.requests()
+	reqs := fx.Requests()
 	if len(reqs) == 0 {
 		t.Fatal("no request reached the target")
 	}
@@ -163,12 +163,12 @@ func TestRedirects(t *testing.T) {
 	}
 
 	// Direct to the origin: the configured header is sent.
-	s = remote("fx", fx.url("back.test"), plugin.TransportStreamableHTTP)
+	s = remote("fx", fx.URL("back.test"), plugin.TransportStreamableHTTP)
 	s.Config.Headers = map[string]string{"X-Tenant": "t1"}
-	before := len(fx.requests())
+	before := len(fx.Requests())
 	ts = open(t, []Server{s}, &Options{AllowedHosts: []string{"back.test"}, LookupIP: loopbackDNS})
 	call(t, ts, "fx__echo", nil)
-	for _, r := range fx.requests()[before:] {
+	for _, r := range fx.Requests()[before:] {
 		if r.Tenant != "t1" {
 			t.Errorf("configured header missing: %+v", r)
 		}
@@ -188,14 +188,14 @@ func TestAuthPerSession(t *testing.T) {
 		calls[session]++
 		return "tok-" + session, nil
 	}
-	s := remote("fx", fx.url(""), plugin.TransportStreamableHTTP)
+	s := remote("fx", fx.URL(""), plugin.TransportStreamableHTTP)
 	s.Config.Headers = map[string]string{"Authorization": "Bearer configured"} // ours wins
 	a := open(t, []Server{s}, &Options{Session: "a", Auth: auth})
 	b := open(t, []Server{s}, &Options{Session: "b", Auth: auth})
 
 	check := func(from int, want string) int {
 		t.Helper()
-		reqs := fx.requests()
+		reqs := fx.Requests()
 		if len(reqs) <= from {
 			t.Fatalf("no new requests")
 		}
@@ -253,7 +253,7 @@ func TestAuthFailsCall(t *testing.T) {
 	fx := startHTTP(t, "127.0.0.1:0", "-tools", "whoami")
 	var fail atomic.Bool
 	boom := errors.New("token expired")
-	ts := open(t, []Server{remote("fx", fx.url(""), plugin.TransportStreamableHTTP)}, &Options{Session: "s",
+	ts := open(t, []Server{remote("fx", fx.URL(""), plugin.TransportStreamableHTTP)}, &Options{Session: "s",
 		Auth: func(context.Context, string, string) (string, error) {
 			if fail.Load() {
 				return "", boom
@@ -270,16 +270,16 @@ func TestAuthFailsCall(t *testing.T) {
 
 func TestReconnectHTTPServerRestarted(t *testing.T) {
 	fx := startHTTP(t, "127.0.0.1:0", "-tools", "echo")
-	ts := open(t, []Server{remote("fx", fx.url(""), plugin.TransportStreamableHTTP)}, nil)
+	ts := open(t, []Server{remote("fx", fx.URL(""), plugin.TransportStreamableHTTP)}, nil)
 	if got := call(t, ts, "fx__echo", map[string]any{"text": "1"}); got != "1" {
 		t.Fatalf("echo %q", got)
 	}
-	fx.restart() // a new process on the same port: the old session is unknown
+	fx.Restart() // a new process on the same port: the old session is unknown
 	if got := call(t, ts, "fx__echo", map[string]any{"text": "2"}); got != "2" {
 		t.Errorf("echo after restart %q", got)
 	}
 	inits := 0
-	for _, r := range fx.requests() {
+	for _, r := range fx.Requests() {
 		if r.RPC == "initialize" {
 			inits++
 		}

@@ -49,7 +49,7 @@ func TestWakeZeroRoundTripsThenCorrect(t *testing.T) {
 	fx := startHTTP(t, "127.0.0.1:0", "-tools-file", httpFile)
 	st := sqliteAt(t, filepath.Join(dir, "g.db"))
 	servers := []Server{
-		remote("bank", fx.url(""), plugin.TransportStreamableHTTP),
+		remote("bank", fx.URL(""), plugin.TransportStreamableHTTP),
 		stdio("local", "-tools-file", stdioFile, "-starts", starts),
 	}
 
@@ -62,9 +62,9 @@ func TestWakeZeroRoundTripsThenCorrect(t *testing.T) {
 
 	// The servers change while the process sleeps.
 	writeTools(t, httpFile, bankV2()...)
-	fx.restart()
+	fx.Restart()
 	writeTools(t, stdioFile, tool("a", "Tool a, changed. "+poison, "x"))
-	reqs := len(fx.requests())
+	reqs := len(fx.Requests())
 
 	var changed atomic.Int64
 	ts := open(t, servers, &Options{Store: st, Wake: true, DeferReconcile: true, OnChange: func() { changed.Add(1) }})
@@ -72,7 +72,7 @@ func TestWakeZeroRoundTripsThenCorrect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := len(fx.requests()); got != reqs {
+	if got := len(fx.Requests()); got != reqs {
 		t.Fatalf("the wake made %d HTTP requests", got-reqs)
 	}
 	if got := lines(t, starts); got != 1 {
@@ -94,7 +94,7 @@ func TestWakeZeroRoundTripsThenCorrect(t *testing.T) {
 	if err := ts.Reconcile(ctxT(t)); err != nil {
 		t.Fatal(err)
 	}
-	if lines(t, starts) != 2 || len(fx.requests()) == reqs {
+	if lines(t, starts) != 2 || len(fx.Requests()) == reqs {
 		t.Fatal("Reconcile did not reach the servers")
 	}
 	if changed.Load() == 0 {
@@ -197,7 +197,7 @@ func TestWakeRefusals(t *testing.T) {
 	writeTools(t, file, bankV1()...)
 	fx := startHTTP(t, "127.0.0.1:0", "-tools-file", file)
 	st := sqliteAt(t, filepath.Join(dir, "g.db"))
-	bank := remote("bank", fx.url(""), plugin.TransportStreamableHTTP)
+	bank := remote("bank", fx.URL(""), plugin.TransportStreamableHTTP)
 	local := stdio("local", "-tools-file", file, "-starts", starts)
 
 	// Empty store: empty map, a diagnostic per server, nothing contacted.
@@ -218,7 +218,7 @@ func TestWakeRefusals(t *testing.T) {
 		t.Fatalf("call: %v", err)
 	}
 	ts.Close()
-	if len(fx.requests()) != 0 || lines(t, starts) != 0 {
+	if len(fx.Requests()) != 0 || lines(t, starts) != 0 {
 		t.Fatal("a server was contacted")
 	}
 
@@ -243,7 +243,7 @@ func TestWakeRefusals(t *testing.T) {
 		t.Fatalf("diagnostics %v", ds)
 	}
 	ts.Close()
-	if len(fx.requests()) != 0 || lines(t, starts) != 0 {
+	if len(fx.Requests()) != 0 || lines(t, starts) != 0 {
 		t.Fatal("a refused server was contacted")
 	}
 

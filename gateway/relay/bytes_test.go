@@ -60,7 +60,7 @@ func bytesText(t *testing.T, r *Relay, name, args string) string {
 // server without a live session, has none, and nothing is sent.
 func TestCallBytesHTTP(t *testing.T) {
 	fx := startHTTP(t, "127.0.0.1:0", "-tools", "echo")
-	r := openRelay(t, []toolset.Server{remote("fx", fx.url())}, nil, nil)
+	r := openRelay(t, []toolset.Server{remote("fx", fx.URL(""))}, nil, nil)
 	if got := call(t, r, "fx__echo", `{"text":"1"}`); got != "1" {
 		t.Fatalf("echo %q", got)
 	}
@@ -85,12 +85,12 @@ func TestCallBytesHTTP(t *testing.T) {
 		}
 	}
 	// A restarted server: the lost session is re-established once.
-	fx.restart()
+	fx.Restart()
 	if got := bytesText(t, r, "fx__echo", `{"text":"after"}`); got != "after" {
 		t.Fatalf("bytes echo after restart %q", got)
 	}
 	rpcs := map[string]int{}
-	for _, req := range fx.requests() {
+	for _, req := range fx.Requests() {
 		rpcs[req.RPC]++
 	}
 	// tools/call: CallTool's, CallBytes's, and after the restart the one
@@ -99,7 +99,7 @@ func TestCallBytesHTTP(t *testing.T) {
 		t.Errorf("the server was sent %v, want 2 initialize and 4 tools/call", rpcs)
 	}
 	// Without a live session (the toolset closed) there is no byte path.
-	sent := len(fx.requests())
+	sent := len(fx.Requests())
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +109,7 @@ func TestCallBytesHTTP(t *testing.T) {
 	if _, err := r.CallBytes(ctxT(t), tg, Call{Args: json.RawMessage(`{"text":"x"}`)}); !errors.Is(err, ErrNoBytePath) {
 		t.Errorf("CallBytes without a live session: %v, want ErrNoBytePath", err)
 	}
-	for _, req := range fx.requests()[sent:] {
+	for _, req := range fx.Requests()[sent:] {
 		if req.RPC != "" {
 			t.Errorf("%s sent after the toolset closed", req.RPC)
 		}
