@@ -85,8 +85,22 @@ func dsnErr(specific error, format string, args ...any) error {
 	if specific == nil {
 		return fmt.Errorf("%w: %s", ErrInvalidDSN, msg)
 	}
-	return fmt.Errorf("%w: %w: %s", ErrInvalidDSN, specific, msg)
+	return &dsnError{specific: specific, msg: msg}
 }
+
+// dsnError is an invalid DSN with a more specific reason; it reads
+// "store: invalid DSN: unknown DSN scheme: ..." (the package prefix once)
+// and matches both errors.
+type dsnError struct {
+	specific error
+	msg      string
+}
+
+func (e *dsnError) Error() string {
+	return ErrInvalidDSN.Error() + ": " + strings.TrimPrefix(e.specific.Error(), "store: ") + ": " + e.msg
+}
+
+func (e *dsnError) Unwrap() []error { return []error{ErrInvalidDSN, e.specific} }
 
 // ParseDSN parses a store DSN:
 //

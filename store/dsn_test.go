@@ -88,6 +88,9 @@ func TestParseDSNErrors(t *testing.T) {
 		if strings.Contains(err.Error(), "secret") {
 			t.Errorf("ParseDSN(%q) error repeats the password: %v", tc.in, err)
 		}
+		if n := strings.Count(err.Error(), "store:"); n != 1 {
+			t.Errorf("ParseDSN(%q) = %q: the package prefix %d times, want once", tc.in, err, n)
+		}
 	}
 }
 
