@@ -198,14 +198,48 @@ func TestSSEEndpointEventToAnotherOrigin(t *testing.T) {
 	gl := egress.New(&egress.Options{AllowedHosts: []string{"hostile.test"}, LookupIP: res.lookup})
 	before := sink.requests.Load()
 	endpoint = "http://hostile.test:" + hostile.port() + "/sse"
-	_, err = cl.Connect(ctx, &mcp.SSEClientTransport{Endpoint: endpoint, HTTPClient: client(t, gl, endpoint, nil, nil)}, nil)
-	// The go-sdk flattens errors from SSE POSTs to text ("client is closing:
-	// ..."), so errors.As cannot see the *egress.Error here; the rule is in
-	// the message.
-	if err == nil || !strings.Contains(err.Error(), "["+string(diag.HostNotAllowed)+"]") {
-		t.Errorf("Connect error %v, want host-not-allowed", err)
+	hl := client(t, gl, endpoint, nil, nil)
+	seen := &seenErrors{next: hl.Transport}
+	hl.Transport = seen
+	_, err = cl.Connect(ctx, &mcp.SSEClientTransport{Endpoint: endpoint, HTTPClient: hl}, nil)
+	if err == nil {
+		t.Fatal("Connect succeeded though the announced endpoint is on another host")
+	}
+	// The go-sdk flattens the POST's error to text and, racing with the
+	// closing stream, may report the stream's EOF instead ("client is
+	// closing: EOF"), so the refusal is read where the guard returns it: the
+	// client's round trip.
+	var ee *egress.Error
+	if !errors.As(seen.err(), &ee) || ee.Rule != diag.HostNotAllowed || ee.Host != "127.0.0.1" {
+		t.Errorf("round-trip error %v (Connect: %v), want host-not-allowed for 127.0.0.1", seen.err(), err)
 	}
 	if sink.requests.Load() != before {
 		t.Error("the sink was reached despite the host list")
 	}
+}
+
+// seenErrors is a RoundTripper that keeps the first error its next one
+// returned.
+type seenErrors struct {
+	next  http.RoundTripper
+	mu    sync.Mutex
+	first error
+}
+
+func (s *seenErrors) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := s.next.RoundTrip(r)
+	if err != nil {
+		s.mu.Lock()
+		if s.first == nil {
+			s.first = err
+		}
+		s.mu.Unlock()
+	}
+	return resp, err
+}
+
+func (s *seenErrors) err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.first
 }
