@@ -114,6 +114,11 @@ func newParityUpstream(t *testing.T) *parityUpstream {
 		effect("pretty", req)
 		return text("pretty"), nil // the HTTP handler below rewrites the answer
 	})
+	for _, name := range []string{"status500", "garbage"} {
+		add(name, "Answers badly (the HTTP handler below).", func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return text(name), nil
+		})
+	}
 	add("morph", "Stable.", func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return text(fmt.Sprintf("morph #%d", effect("morph", req))), nil
 	})
@@ -131,6 +136,18 @@ func newParityUpstream(t *testing.T) *parityUpstream {
 				Params struct {
 					Name string `json:"name"`
 				} `json:"params"`
+			}
+			if json.Unmarshal(body, &m) == nil && m.Method == "tools/call" && m.Params.Name == "status500" {
+				effect("status500", &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{}})
+				http.Error(w, "internal trouble", http.StatusInternalServerError)
+				return
+			}
+			if json.Unmarshal(body, &m) == nil && m.Method == "tools/call" && m.Params.Name == "garbage" {
+				effect("garbage", &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{}})
+				w.Header().Set("Content-Type", "text/event-stream")
+				w.WriteHeader(http.StatusOK)
+				fmt.Fprintf(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{nope\n\n", m.ID)
+				return
 			}
 			if json.Unmarshal(body, &m) == nil && m.Method == "tools/call" && m.Params.Name == "pretty" {
 				// The answer of a server that writes its JSON indented: one
@@ -534,18 +551,35 @@ func paritySenarios() []scenario {
 		}},
 		{name: "an answer too large", run: func(e *parityEnv) []string {
 			cs := e.session("alice-token")
-			// Dropped, the call a known failure (journaled, replayed, never
-			// re-sent), and the upstream session lives on.
+			// Dropped: the call failed and may have run (a keyed one is in
+			// doubt, never re-sent), and the upstream session lives on.
 			a := []string{e.call(cs, "alice", "big", nil, ""), e.call(cs, "alice", "big", nil, "k-big"),
 				e.call(cs, "alice", "big", nil, "k-big"), e.call(cs, "alice", "count", nil, "")}
 			want := fmt.Sprintf("rpc -32603 %s", toolset.ErrAnswerTooLarge.Message)
-			if a[0] != want || a[1] != want || a[2] != want || !strings.Contains(a[3], "count #1") {
+			if a[0] != want || refusalCode(a[1]) != "in_doubt" || refusalCode(a[2]) != "in_doubt" || !strings.Contains(a[3], "count #1") {
 				e.t.Errorf("answers %.300q", a)
 			}
 			if n := e.up.effectCounts()["big"]; n != 2 {
 				e.t.Errorf("big ran %d times, want 2 (never re-sent)", n)
 			}
 			e.wantSent(3)
+			return a
+		}},
+		{name: "bad answers: HTTP 500, no JSON", run: func(e *parityEnv) []string {
+			cs := e.session("alice-token")
+			// Each fails its call (keyed: in doubt), not the server.
+			a := []string{e.call(cs, "alice", "status500", nil, ""), e.call(cs, "alice", "status500", nil, "k-500"),
+				e.call(cs, "alice", "garbage", nil, ""), e.call(cs, "alice", "garbage", nil, "k-garbage"),
+				e.call(cs, "alice", "count", nil, "")}
+			if a[0] != "rpc -32603 the server's answer was not taken: it answered HTTP 500" ||
+				a[2] != "rpc -32603 the server's answer was not taken: it is not a JSON-RPC message" ||
+				refusalCode(a[1]) != "in_doubt" || refusalCode(a[3]) != "in_doubt" || !strings.Contains(a[4], "count #1") {
+				e.t.Errorf("answers %.300q", a)
+			}
+			if n := e.up.effectCounts(); n["status500"] != 2 || n["garbage"] != 2 {
+				e.t.Errorf("effects %v, want each bad tool reached twice", n)
+			}
+			e.wantSent(5)
 			return a
 		}},
 		{name: "an answer with newlines inside the JSON", run: func(e *parityEnv) []string {

@@ -322,6 +322,12 @@ func (p *pipeline) answer(srv, name string, res *mcp.CallToolResult, err error) 
 		p.log.Error("gateway: call ran but its outcome was not journaled", "tool", name, "err", err)
 		return p.answer(srv, name, res, nil)
 	}
+	if ae := (*toolset.AnswerError)(nil); errors.As(err, &ae) {
+		// The server answered the call with something not taken: the call
+		// failed (and may have run); the server is sound.
+		p.log.Warn("gateway: the server's answer was not taken", "tool", name, "err", err)
+		return callOutcome{err: &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: ae.Message}, label: outcomeRPCError}
+	}
 	var rpc *jsonrpc.Error
 	if errors.As(err, &rpc) {
 		return callOutcome{err: &jsonrpc.Error{Code: rpc.Code, Message: rpc.Message, Data: rpc.Data}, label: outcomeRPCError}

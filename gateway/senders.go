@@ -3,7 +3,9 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/url"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -45,7 +47,30 @@ type sdkSender struct{ r *relay.Relay }
 
 func (s sdkSender) send(ctx context.Context, tg toolset.Target, c relay.Call) (reply, error) {
 	res, err := s.r.CallTool(ctx, tg, c)
+	if err != nil {
+		err = sdkFailure(err, tg)
+	}
 	return reply{result: res, via: "sdk"}, err
+}
+
+// sdkFailure tells apart, in the go-sdk client's error for a call, what
+// the byte sender tells apart from what it reads: a bad answer (the
+// toolset's HTTP client put an error in its place: the call failed, the
+// connection is sound) and a request that never reached the server (the
+// go-sdk wraps the HTTP client's *url.Error as "rejected by transport",
+// which says nothing of the connection: it is one that failed).
+func sdkFailure(err error, tg toolset.Target) error {
+	if known := (*toolset.Error)(nil); errors.As(err, &known) && known.Code != toolset.CodeCallFailed {
+		return err // refusals, reconnection failures: already told
+	}
+	if te, ok := toolset.AsBadAnswer(err); ok {
+		te.Server, te.Tool = tg.Upstream.Name(), tg.Tool
+		return te
+	}
+	if ue := (*url.Error)(nil); errors.As(err, &ue) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+		return &toolset.Error{Code: toolset.CodeConnectionFailed, Server: tg.Upstream.Name(), Tool: tg.Tool, Err: ue}
+	}
+	return err
 }
 
 // byteSender sends the arguments and returns the result as bytes

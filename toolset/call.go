@@ -118,6 +118,10 @@ func (t *Toolset) callTarget(ctx context.Context, tg Target, args any, info Call
 		if StreamEnded(err) {
 			return nil, fail(CodeCallFailed, fmt.Errorf("%w (%v)", ErrStreamEnded, err))
 		}
+		if be, ok := AsBadAnswer(err); ok {
+			be.Server, be.Tool = u.Name(), tg.Tool
+			return nil, be // the call failed and may have run: never re-sent
+		}
 		if attempt > 0 || !SessionLost(err) {
 			return nil, fail(CodeCallFailed, err)
 		}

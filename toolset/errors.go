@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/gatehouse-dev/gatehouse/refusal"
+	"github.com/gatehouse-dev/gatehouse/toolset/internal/transport"
 )
 
 // Error codes carried by *Error.
@@ -21,6 +22,12 @@ const (
 	// from the server, or the caller's context ended). A tool that reports an
 	// error does so in its result (IsError), not through this code.
 	CodeCallFailed = "call_failed"
+	// CodeBadAnswer: the server answered the call with something that is
+	// not taken: an HTTP error status, a body or event that is no JSON-RPC
+	// message, no result, an answer past MaxAnswer. The call failed and may
+	// have run (a journal keeps it in doubt); the connection is sound and
+	// the session lives on. Err is an *AnswerError.
+	CodeBadAnswer = "bad_answer"
 	// CodeClosed: the toolset was closed.
 	CodeClosed = "closed"
 	// CodeQuarantined: the tool's contract changed after it was trusted
@@ -111,6 +118,7 @@ var (
 	ErrAuthFailed       = &Error{Code: CodeAuthFailed}
 	ErrInvalidArguments = &Error{Code: CodeInvalidArguments}
 	ErrCallFailed       = &Error{Code: CodeCallFailed}
+	ErrBadAnswer        = &Error{Code: CodeBadAnswer}
 	ErrClosed           = &Error{Code: CodeClosed}
 	ErrQuarantined      = &Error{Code: CodeQuarantined}
 	ErrToolWithdrawn    = &Error{Code: CodeToolWithdrawn}
@@ -127,3 +135,54 @@ var (
 	// ErrHostsConflict: both AllowedHosts and AllowedHostsFunc are set.
 	ErrHostsConflict = errors.New("toolset: set Options.AllowedHosts or Options.AllowedHostsFunc, not both")
 )
+
+// AnswerError is why a server's answer to a call was not taken: the Err of
+// an *Error with CodeBadAnswer. It is no *jsonrpc.Error on purpose: the
+// server did not answer an error, and a journal must not record the call
+// as failed for sure.
+type AnswerError struct {
+	// Message says what was wrong, in the words the caller of a gateway
+	// gets (as a JSON-RPC internal error).
+	Message string
+}
+
+// Error implements error.
+func (e *AnswerError) Error() string { return e.Message }
+
+// Reasons an answer is not taken (BadAnswer).
+const (
+	ReasonNotJSONRPC   = transport.ReasonNotJSONRPC
+	ReasonContentType  = transport.ReasonContentType
+	ReasonNoResult     = transport.ReasonNoResult
+	ReasonNotTheAnswer = transport.ReasonNotTheAnswer
+)
+
+// ReasonStatus is the reason for an answer with HTTP status code.
+func ReasonStatus(code int) string { return transport.ReasonStatus(code) }
+
+// BadAnswer returns the error of a call whose answer was not taken for
+// reason (a Reason constant, ReasonStatus): an *Error with CodeBadAnswer
+// and the same message whichever client read the answer (the go-sdk's
+// client gets it from the toolset's HTTP client, see AsBadAnswer; a
+// relay that reads an upstream's bytes itself makes it here).
+func BadAnswer(reason string) *Error {
+	return &Error{Code: CodeBadAnswer, Err: &AnswerError{Message: transport.BadAnswerText(reason)}}
+}
+
+// AnswerTooLarge is BadAnswer for an answer past MaxAnswer (its message is
+// ErrAnswerTooLarge's).
+func AnswerTooLarge() *Error {
+	return &Error{Code: CodeBadAnswer, Err: &AnswerError{Message: ErrAnswerTooLarge.Message}}
+}
+
+// AsBadAnswer returns the *Error with CodeBadAnswer that err, the error of
+// a go-sdk client of the toolset's for a call, stands for: the JSON-RPC
+// error the toolset's HTTP client put in place of an answer it did not
+// take (an HTTP error status, no JSON-RPC message, past MaxAnswer).
+func AsBadAnswer(err error) (*Error, bool) {
+	msg, ok := transport.IsBadAnswer(err)
+	if !ok {
+		return nil, false
+	}
+	return &Error{Code: CodeBadAnswer, Err: &AnswerError{Message: msg}}, true
+}

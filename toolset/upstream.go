@@ -237,11 +237,12 @@ func (u *Upstream) QuarantinedTemplate(uriTemplate string) error {
 // could make it buffer without end).
 const MaxAnswer = transport.MaxAnswer
 
-// ErrAnswerTooLarge is the JSON-RPC error a call gets in place of a
-// server's answer larger than MaxAnswer: the answer is dropped, the session
-// lives on, and, the server having answered, the call is a known failure
-// (never re-sent, journaled as failed). Whoever reads an upstream's bytes
-// itself (package gateway/relay) answers the same.
+// ErrAnswerTooLarge is the JSON-RPC error a go-sdk client of the toolset
+// gets in place of a server's answer larger than MaxAnswer: the answer is
+// dropped and the session lives on. The server may have run the call:
+// AsBadAnswer turns it into a CodeBadAnswer *Error, which a journal keeps
+// in doubt. Whoever reads an upstream's bytes itself (package
+// gateway/relay) answers AnswerTooLarge.
 var ErrAnswerTooLarge = transport.ErrAnswerTooLarge
 
 // Target is where a call of a projected tool goes now: its server and its

@@ -224,9 +224,26 @@ func (p poster) call(ctx context.Context, n uint64, remote string, args, meta js
 	switch {
 	case resp.StatusCode == http.StatusNotFound:
 		return nil, true, fmt.Errorf("%w: the server answered 404 to session %s", mcp.ErrSessionMissing, p.sid)
-	case resp.StatusCode != http.StatusOK:
+	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
 		snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 256))
 		return nil, false, fmt.Errorf("the server answered HTTP %d: %s", resp.StatusCode, bytes.TrimSpace(snippet))
+	case resp.StatusCode != http.StatusOK:
+		// A bad answer to this call, not a lost connection: the call
+		// fails and the session lives on (as the go-sdk's client sees it
+		// through the toolset's transport.AnswerLimit). A JSON-RPC error
+		// it carries is the server's answer.
+		b, err := readLimited(resp.Body, resp.ContentLength)
+		if err == nil {
+			if m, derr := jsonrpc.DecodeMessage(b); derr == nil {
+				if r, ok := m.(*jsonrpc.Response); ok && r.Error != nil {
+					var je *jsonrpc.Error
+					if errors.As(r.Error, &je) {
+						return nil, false, &toolset.Error{Code: toolset.CodeCallFailed, Err: je}
+					}
+				}
+			}
+		}
+		return nil, false, toolset.BadAnswer(toolset.ReasonStatus(resp.StatusCode))
 	}
 	rr := &rawReader{poster: p, ctx: rctx, id: id}
 	res, err := rr.read(resp)
@@ -374,12 +391,12 @@ func (r *rawReader) read(resp *http.Response) (json.RawMessage, error) {
 			}
 			res, done, err := r.message(b)
 			if err == nil && !done {
-				err = errors.New("the server's JSON answer is not the response to the call")
+				err = toolset.BadAnswer(toolset.ReasonNotTheAnswer)
 			}
 			return res, err
 		}
 		if !strings.HasPrefix(ct, "text/event-stream") {
-			return nil, fmt.Errorf("the server answered with Content-Type %q", ct)
+			return nil, toolset.BadAnswer(toolset.ReasonContentType)
 		}
 		res, done, err := r.events(resp.Body)
 		if errors.Is(err, errEventTooLarge) {
@@ -439,12 +456,9 @@ func (r *rawReader) resume() (*http.Response, error) {
 // the call's answer is toolset.ErrAnswerTooLarge (answerTooLarge).
 var errEventTooLarge = errors.New("relay: the server's message exceeds the largest answer taken")
 
-// answerTooLarge is a call's answer in place of one past maxRawMessage:
-// the JSON-RPC error the toolset's client gets for it too.
-func answerTooLarge() error {
-	e := *toolset.ErrAnswerTooLarge
-	return &toolset.Error{Code: toolset.CodeCallFailed, Err: &e}
-}
+// answerTooLarge is a call's error in place of an answer past
+// maxRawMessage: the bad answer the toolset's client gets for it too.
+func answerTooLarge() error { return toolset.AnswerTooLarge() }
 
 func readLimited(body io.Reader, n int64) ([]byte, error) {
 	size := 512
@@ -602,7 +616,7 @@ func (r *rawReader) message(b []byte) (json.RawMessage, bool, error) {
 		return true
 	})
 	if !ok {
-		return nil, false, errors.New("the server sent a message that is not a JSON object")
+		return nil, false, toolset.BadAnswer(toolset.ReasonNotJSONRPC)
 	}
 	if method != nil {
 		var m string
@@ -625,12 +639,12 @@ func (r *rawReader) message(b []byte) (json.RawMessage, bool, error) {
 	if rpcErr != nil {
 		var je jsonrpc.Error
 		if err := json.Unmarshal(rpcErr, &je); err != nil {
-			return nil, true, fmt.Errorf("the server's error answer is malformed: %w", err)
+			return nil, true, toolset.BadAnswer(toolset.ReasonNotJSONRPC)
 		}
 		return nil, true, &toolset.Error{Code: toolset.CodeCallFailed, Err: &je}
 	}
 	if len(result) == 0 || result[0] != '{' {
-		return nil, true, &toolset.Error{Code: toolset.CodeCallFailed, Err: errors.New("the server's answer has no result object")}
+		return nil, true, toolset.BadAnswer(toolset.ReasonNoResult)
 	}
 	return result, true, nil
 }

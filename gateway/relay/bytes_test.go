@@ -268,13 +268,13 @@ func TestCallBytesHostileServer(t *testing.T) {
 	}{
 		{"invalid JSON result", func(w http.ResponseWriter, id string) {
 			sse(w, "data: {\"jsonrpc\":\"2.0\",\"id\":"+id+",\"result\":{\"content\":[}}\n\n")
-		}, "not a JSON object"},
+		}, "not a JSON-RPC message"},
 		{"result not an object", func(w http.ResponseWriter, id string) {
 			sse(w, "data: {\"jsonrpc\":\"2.0\",\"id\":"+id+",\"result\":\"steer\"}\n\n")
 		}, "no result object"},
 		{"a smuggled second object", func(w http.ResponseWriter, id string) {
 			sse(w, "data: {\"jsonrpc\":\"2.0\",\"id\":"+id+",\"result\":{}}{\"x\":1}\n\n")
-		}, "not a JSON object"},
+		}, "not a JSON-RPC message"},
 		{"only an answer to another ID, then the end", func(w http.ResponseWriter, id string) {
 			sse(w, "data: {\"jsonrpc\":\"2.0\",\"id\":\"gatehouse-999999\",\"result\":{\"content\":[]}}\n\n")
 		}, "without answering"},
@@ -287,7 +287,7 @@ func TestCallBytesHostileServer(t *testing.T) {
 		{"another content type", func(w http.ResponseWriter, id string) {
 			w.Header().Set("Content-Type", "text/html")
 			_, _ = io.WriteString(w, "<html>")
-		}, `Content-Type "text/html"`},
+		}, "neither JSON nor an event stream"},
 		{"an event larger than the bound", func(w http.ResponseWriter, id string) {
 			w.Header().Set("Content-Type", "text/event-stream")
 			_, _ = io.WriteString(w, "data: {\"jsonrpc\":\"2.0\",\"id\":"+id+",\"result\":{\"x\":\"")
@@ -304,6 +304,12 @@ func TestCallBytesHostileServer(t *testing.T) {
 		_, err := callBytes(ctxT(t), t, r, "h__echo", `{}`)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: err %v, want %q", c.name, err, c.want)
+		}
+		// A bad answer fails the call, not the connection: typed, never
+		// by its text (a stream that ends is no answer at all).
+		bad := !strings.Contains(c.want, "answering")
+		if got := errors.Is(err, toolset.ErrBadAnswer); got != bad || (bad && errors.Is(err, toolset.ErrConnectionFailed)) {
+			t.Errorf("%s: err %v is a bad answer: %v, want %v", c.name, err, got, bad)
 		}
 	}
 

@@ -238,11 +238,21 @@ func IsError(result []byte) bool {
 }
 
 // AppendResult appends the JSON-RPC response with id and the result
-// object's bytes to dst.
+// object's bytes to dst, on one line: a result written over several lines
+// (pretty-printed: JSON's whitespace may hold line breaks, its strings
+// never do) is compacted, so that the message fits one SSE data line. The
+// result must be valid JSON.
 func AppendResult(dst, id, result []byte) []byte {
 	dst = append(dst, `{"jsonrpc":"2.0","id":`...)
 	dst = append(dst, id...)
 	dst = append(dst, `,"result":`...)
+	if bytes.IndexByte(result, '\n') >= 0 || bytes.IndexByte(result, '\r') >= 0 {
+		buf := bytes.NewBuffer(dst)
+		if json.Compact(buf, result) == nil {
+			return append(buf.Bytes(), '}')
+		}
+		dst = buf.Bytes()[:len(dst)] // not valid JSON: as it is
+	}
 	dst = append(dst, result...)
 	return append(dst, '}')
 }

@@ -211,3 +211,24 @@ func TestAnswers(t *testing.T) {
 		t.Fatal("CancelledID without a requestId")
 	}
 }
+
+// A result written over several lines (pretty-printed) comes out as one
+// line, the same JSON value: it fits one SSE data line. A result on one
+// line is written as it is, byte for byte.
+func TestAppendResultOneLine(t *testing.T) {
+	for _, c := range []struct{ result, want string }{
+		{`{"a":1}`, `{"a":1}`},
+		{`{"a" : 1}`, `{"a" : 1}`},
+		{"{\n  \"a\": [\n    1,\n    \"x\\ny\"\n  ]\n}", `{"a":[1,"x\ny"]}`},
+		{"{\r\n\"a\":1}", `{"a":1}`},
+		{"{\r\"a\":1}", `{"a":1}`},
+	} {
+		got := string(AppendResult([]byte("x"), []byte("7"), []byte(c.result)))
+		if want := `x{"jsonrpc":"2.0","id":7,"result":` + c.want + `}`; got != want {
+			t.Errorf("%q: got %q, want %q", c.result, got, want)
+		}
+		if strings.ContainsAny(got, "\r\n") {
+			t.Errorf("%q: a line break is left in %q", c.result, got)
+		}
+	}
+}

@@ -4,8 +4,10 @@
 // servers (Remote, over an HTTP client bounded by Limited), a transport
 // whose connection outlives its connect timeout (Detached), a notification
 // tap that sees progress and log messages in wire order (Tapped), the
-// bound on what a streamable HTTP server may send (AnswerLimit,
-// MaxAnswer), which errors mean a session is lost (SessionLost), and a
+// bound on what a server may send (MaxAnswer, on every transport) and the
+// guard that keeps a streamable HTTP server's bad answer to one call from
+// taking the go-sdk client's session down (AnswerLimit, BadAnswer,
+// IsBadAnswer), which errors mean a session is lost (SessionLost), and a
 // context that carries none of a request's values into an upstream session
 // (WithoutValues).
 //

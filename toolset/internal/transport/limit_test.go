@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
 // events splits an SSE stream into its events, each with the blank line
@@ -134,4 +136,112 @@ func FuzzEventLimit(f *testing.F) {
 			t.Fatalf("max %d:\n got %q\nwant %q", max, got, want)
 		}
 	})
+}
+
+// checked reads stream through an eventLimit that checks a call's events
+// (max large enough for every event).
+func checked(stream, id string, slow bool) string {
+	var r io.Reader = strings.NewReader(stream)
+	if slow {
+		r = iotest.OneByteReader(r)
+	}
+	el := &eventLimit{body: io.NopCloser(r), max: 1 << 20, id: []byte(id), check: true}
+	out, _ := io.ReadAll(el)
+	el.Close()
+	return string(out)
+}
+
+// Every way a call's event can be one the go-sdk's client refuses (taking
+// its connection down) becomes BadAnswer for the call; the events it reads
+// pass as they are.
+func TestEventCheck(t *testing.T) {
+	bad := "event: message\ndata: " + string(BadAnswer([]byte("7"), ReasonNotJSONRPC)) + "\n\n"
+	good := "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{}}\n\n"
+	for name, c := range map[string]struct{ stream, want string }{
+		"a message passes":              {good, good},
+		"data over several lines":       {"data: {\"jsonrpc\":\"2.0\",\ndata:  \"id\":7,\"result\":{}}\n\n", ""},
+		"a field that is no field":      {"data: {\"jsonrpc\":\"2.0\",\n data: \"id\":7,\"result\":{}}\n\n", bad},
+		"no JSON":                       {"event: message\ndata: {nope\n\n", bad},
+		"JSON but no JSON-RPC":          {"data: [1,2]\n\n", bad},
+		"a line without a colon":        {"event: message\ndata: {}\n}\n\n", bad},
+		"pretty-printed, one data line": {"data: {\n  \"id\": 7\n}\n\n", bad},
+		"another event name is skipped": {"event: other\ndata: {nope\n\n", "event: other\ndata: {nope\n\n"},
+		"an event without data":         {"id: 1\nretry: 5\n\n", "id: 1\nretry: 5\n\n"},
+		"a comment-only event":          {": hi\n\n", ": hi\n\n"},
+		"CRLF lines":                    {strings.ReplaceAll(good, "\n", "\r\n"), strings.ReplaceAll(good, "\n", "\r\n")},
+		"bad then good":                 {"data: x\n\n" + good, bad + good},
+	} {
+		want := c.want
+		if name == "data over several lines" {
+			want = c.stream
+		}
+		for _, slow := range []bool{false, true} {
+			if got := checked(c.stream, "7", slow); got != want {
+				t.Errorf("%s (slow %v):\n got %q\nwant %q", name, slow, got, want)
+			}
+		}
+	}
+}
+
+// FuzzEventCheck: whatever the stream, a call's events come out as the
+// go-sdk's client reads them without failing (an event it refuses is
+// replaced by BadAnswer), and an event it reads passes untouched.
+func FuzzEventCheck(f *testing.F) {
+	f.Add("event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{}}\n\n", false)
+	f.Add("data: {\n}\n\ndata: x\r\n\r\n", true)
+	f.Add("event: other\ndata: {\n\n: c\n\n", false)
+	f.Fuzz(func(t *testing.T, stream string, slow bool) {
+		if len(stream) > 1<<14 {
+			return
+		}
+		got := checked(stream, "3", slow)
+		var want strings.Builder
+		for _, ev := range events(stream) {
+			lines := strings.SplitAfter(ev, "\n")
+			last := lines[len(lines)-1]
+			if last == "" && len(lines) > 1 {
+				last = lines[len(lines)-2]
+			}
+			complete := strings.HasSuffix(ev, "\n") && strings.TrimRight(last, "\r\n") == ""
+			if !complete || sdkReads(ev) {
+				want.WriteString(ev)
+				continue
+			}
+			want.WriteString("event: message\ndata: " + string(BadAnswer([]byte("3"), ReasonNotJSONRPC)) + "\n\n")
+		}
+		if got != want.String() {
+			t.Fatalf("\n got %q\nwant %q", got, want.String())
+		}
+	})
+}
+
+// sdkReads is the go-sdk client's reading of one event, written plainly:
+// every non-blank line has a colon; the data of a message event, if any,
+// decodes as a JSON-RPC message.
+func sdkReads(ev string) bool {
+	name, data, n := "", "", 0
+	for _, line := range strings.Split(ev, "\n") {
+		line = strings.TrimRight(line, "\r\n")
+		if line == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(line, ":")
+		if !ok {
+			return false
+		}
+		switch k {
+		case "event":
+			name = strings.TrimSpace(v)
+		case "data":
+			if n++; n > 1 {
+				data += "\n"
+			}
+			data += strings.TrimSpace(v)
+		}
+	}
+	if data == "" || (name != "" && name != "message") {
+		return true
+	}
+	_, err := jsonrpc.DecodeMessage([]byte(data))
+	return err == nil
 }

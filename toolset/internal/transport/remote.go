@@ -19,7 +19,8 @@ import (
 // legacy SSE server are opened with the Connect context and must outlive
 // the connect timeout. A streamable HTTP server is reached through sdk
 // (see Limited) with events of at most MaxAnswer bytes, an SSE server
-// through hc. Any other transport type is an error.
+// through hc with events of at most MaxAnswer bytes too. Any other
+// transport type is an error.
 func Remote(life context.Context, cfg plugin.ServerConfig, hc, sdk *http.Client) (mcp.Transport, error) {
 	switch cfg.Type {
 	case plugin.TransportStreamableHTTP:
@@ -29,7 +30,10 @@ func Remote(life context.Context, cfg plugin.ServerConfig, hc, sdk *http.Client)
 			MaxEventSize: MaxAnswer,
 		}, Life: life}, nil
 	case plugin.TransportSSE:
-		return &Detached{Inner: &mcp.SSEClientTransport{Endpoint: cfg.URL, HTTPClient: hc}, Life: life}, nil
+		// The legacy transport's answers come on its one event stream: an
+		// event past MaxAnswer ends that stream (the go-sdk's reader cannot
+		// resynchronize it), a lost connection.
+		return &Detached{Inner: &mcp.SSEClientTransport{Endpoint: cfg.URL, HTTPClient: hc, MaxEventSize: MaxAnswer}, Life: life}, nil
 	}
 	return nil, fmt.Errorf("unsupported transport %q", cfg.Type)
 }

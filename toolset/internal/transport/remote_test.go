@@ -31,7 +31,7 @@ func TestRemote(t *testing.T) {
 	if d, ok = tr.(*Detached); err != nil || !ok {
 		t.Fatalf("sse: %T %v", tr, err)
 	}
-	if se, ok := d.Inner.(*mcp.SSEClientTransport); !ok || se.Endpoint != "https://h.example/sse" || se.HTTPClient != hc {
+	if se, ok := d.Inner.(*mcp.SSEClientTransport); !ok || se.Endpoint != "https://h.example/sse" || se.HTTPClient != hc || se.MaxEventSize != MaxAnswer {
 		t.Fatalf("sse inner %#v", d.Inner)
 	}
 	for _, typ := range []plugin.Transport{plugin.TransportStdio, "websocket", ""} {

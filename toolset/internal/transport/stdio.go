@@ -235,7 +235,9 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 		p.err = cmd.Wait()
 		close(p.done)
 	}()
-	inner, err := (&mcp.IOTransport{Reader: io.NopCloser(outR), Writer: inW}).Connect(ctx)
+	// A line (one message) past MaxAnswer ends the connection: the
+	// go-sdk's reader stops at its bound rather than buffer without end.
+	inner, err := (&mcp.IOTransport{Reader: io.NopCloser(outR), Writer: inW, MaxLineLength: MaxAnswer}).Connect(ctx)
 	if err != nil {
 		inW.Close()
 		p.reap()
