@@ -2,8 +2,6 @@ package gateway
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -413,14 +411,8 @@ func firewallRun(subject server.Subject, runID, session string) string {
 		}
 		runID = "session:" + session
 	}
-	h := sha256.New()
-	for _, part := range []string{"gatehouse/run/v1", string(subject), runID} {
-		var n [8]byte
-		binary.BigEndian.PutUint64(n[:], uint64(len(part)))
-		h.Write(n[:])
-		h.Write([]byte(part))
-	}
-	return "run_" + hex.EncodeToString(h.Sum(nil)[:16])
+	sum := store.KeyHash("gatehouse/run/v1", string(subject), runID)
+	return "run_" + hex.EncodeToString(sum[:16])
 }
 
 // unitOfWork names the journal record of (subject, tool, key): the run is
@@ -429,17 +421,7 @@ func firewallRun(subject server.Subject, runID, session string) string {
 // The upstream's _meta.idempotencyKey is runID:toolCallID; the caller's raw
 // key never leaves the gateway.
 func unitOfWork(subject server.Subject, tool, key string) (runID, toolCallID string) {
-	h := sha256.New()
-	part := func(s string) { // length-prefixed: no choice of parts can mimic another
-		var n [8]byte
-		binary.BigEndian.PutUint64(n[:], uint64(len(s)))
-		h.Write(n[:])
-		h.Write([]byte(s))
-	}
-	part("gatehouse/gateway/v1")
-	part(string(subject))
-	part(tool)
-	run := h.Sum(nil)
-	part(key)
-	return "gw_" + hex.EncodeToString(run[:12]), hex.EncodeToString(h.Sum(nil))
+	run := store.KeyHash("gatehouse/gateway/v1", string(subject), tool)
+	call := store.KeyHash("gatehouse/gateway/v1", string(subject), tool, key)
+	return "gw_" + hex.EncodeToString(run[:12]), hex.EncodeToString(call[:])
 }
