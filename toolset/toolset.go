@@ -489,7 +489,12 @@ func (c *conn) transport(ctx context.Context) (mcp.Transport, error) {
 	}
 	cfg := c.srv.Config
 	if cfg.Type == plugin.TransportStdio {
-		return transport.Stdio(cfg, c.ts.opts.Env, c.ts.opts.StopGrace, c.ts.opts.Stderr)
+		var lines *slog.Logger
+		if c.ts.opts.StderrLog != nil {
+			lines = c.ts.opts.StderrLog.With("server", c.name)
+		}
+		return transport.Stdio(cfg, c.ts.opts.Env, c.ts.opts.StopGrace,
+			transport.StdioOptions{Stderr: c.ts.opts.Stderr, StderrLog: lines})
 	}
 	if err := c.refreshToken(ctx); err != nil {
 		return nil, fmt.Errorf("auth: %w", err)
