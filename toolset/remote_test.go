@@ -144,7 +144,8 @@ func TestRedirects(t *testing.T) {
 	ts := open(t, []Server{remote("fx", hop(r1, "front.test"), plugin.TransportStreamableHTTP)},
 		&Options{AllowedHosts: []string{"front.test"}, LookupIP: loopbackDNS})
 	tools(t, ts)
-	if ds := ts.Diagnostics(); len(ds) != 1 || ds[0].Rule != diag.ConnectionFailure {
+	// The guard's rule for the refused redirect, not connection-failure.
+	if ds := ts.Diagnostics(); len(ds) != 1 || ds[0].Rule != diag.HostNotAllowed {
 		t.Errorf("diagnostics %v", ds)
 	}
 	if r := fx.Requests(); len(r) != 0 {
