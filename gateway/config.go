@@ -59,6 +59,12 @@ type Config struct {
 	ShutdownTimeout time.Duration `yaml:"shutdownTimeout" json:"shutdownTimeout"`
 	// Journal tunes the effect journal behind dedup and approvals.
 	Journal Journal `yaml:"journal" json:"journal"`
+	// InheritEnv names the gateway's environment variables passed to every
+	// stdio server beyond the minimal set (PATH, HOME, TMPDIR, TZ, LANG,
+	// LC_*): exact names, or a prefix followed by "*" ("AWS_*"; "*" alone:
+	// all of them). GATEHOUSE_* variables are never passed. A server's own
+	// env is always set.
+	InheritEnv []string `yaml:"inheritEnv" json:"inheritEnv"`
 	// StrictPlugins makes a rejected plugin a startup error instead of a
 	// logged, skipped plugin reported by /readyz.
 	StrictPlugins bool `yaml:"strictPlugins" json:"strictPlugins"`
@@ -392,6 +398,9 @@ func (c *Config) validate() error {
 	if c.Disclosure.Budget < 0 {
 		return c.errf("disclosure.budget", "use a positive number of tokens (default 20000)", "must not be negative")
 	}
+	if err := c.checkInheritEnv(); err != nil {
+		return err
+	}
 	if c.Firewall.MaxCallsPerRun < 0 {
 		return c.errf("firewall.maxCallsPerRun", "use 0 for no cap or a positive number", "must not be negative")
 	}
@@ -434,6 +443,38 @@ func (c *Config) validate() error {
 		c.inline = append(c.inline, inlineServer{cfg: sc, prefix: e.Prefix, warn: ds})
 	}
 	return nil
+}
+
+// checkInheritEnv checks inheritEnv: each entry a variable name, or a
+// prefix followed by "*", and none that could name a GATEHOUSE_* variable.
+func (c *Config) checkInheritEnv() error {
+	const fix = `list variable names such as "AWS_PROFILE", or prefixes such as "AWS_*"; GATEHOUSE_* variables are never passed to servers`
+	for i, e := range c.InheritEnv {
+		field := fmt.Sprintf("inheritEnv[%d]", i)
+		name, wild := strings.CutSuffix(e, "*")
+		switch {
+		case e == "":
+			return c.errf(field, fix, "empty name")
+		case name == "" && wild:
+			// "*": every variable but GATEHOUSE_*.
+		case strings.HasPrefix(name, "GATEHOUSE_"):
+			return c.errf(field, fix, "%q names GATEHOUSE_* variables, which are never passed", e)
+		case !envName(name):
+			return c.errf(field, fix, "%q is not a variable name (letters, digits and _, not starting with a digit, then an optional *)", e)
+		}
+	}
+	return nil
+}
+
+// envName reports whether s is a portable environment variable name.
+func envName(s string) bool {
+	for i := 0; i < len(s); i++ {
+		b := s[i]
+		if b != '_' && (b < 'A' || b > 'Z') && (b < 'a' || b > 'z') && (i == 0 || b < '0' || b > '9') {
+			return false
+		}
+	}
+	return s != ""
 }
 
 // checkListen checks listen, and that a gateway without auth serves only

@@ -113,6 +113,14 @@ func TestConfigErrors(t *testing.T) {
 		{"bad upstream protocol", "upstreamProtocol: latest\n", "upstreamProtocol", "not an MCP revision"},
 		{"negative budget", "disclosure: {budget: -1}\n", "disclosure.budget", "negative"},
 		{"negative cap", "firewall: {maxCallsPerRun: -2}\n", "firewall.maxCallsPerRun", "negative"},
+		{"inheritEnv empty name", "inheritEnv: ['']\n", "inheritEnv[0]", "empty name"},
+		{"inheritEnv gatehouse variable", "inheritEnv: [PATH, GATEHOUSE_STORE]\n", "inheritEnv[1]", "never passed"},
+		{"inheritEnv gatehouse prefix", "inheritEnv: ['GATEHOUSE_*']\n", "inheritEnv[0]", "never passed"},
+		{"inheritEnv not a name", "inheritEnv: ['A B']\n", "inheritEnv[0]", "not a variable name"},
+		{"inheritEnv assignment", "inheritEnv: ['A=b']\n", "inheritEnv[0]", "not a variable name"},
+		{"inheritEnv leading digit", "inheritEnv: ['1A']\n", "inheritEnv[0]", "not a variable name"},
+		{"inheritEnv star inside", "inheritEnv: ['A*B']\n", "inheritEnv[0]", "not a variable name"},
+		{"inheritEnv not a list", "inheritEnv: PATH\n", "", "cannot unmarshal"},
 		{"empty server", "servers: {x: }\n", "servers.x", "empty server entry"},
 		{"bad prefix", "servers: {x: {type: stdio, command: a, prefix: [1]}}\n", "", "prefix must be a string"},
 		{"open listen without auth", "listen: 0.0.0.0:8080\n", "listen", "not a loopback address"},
@@ -179,6 +187,8 @@ func FuzzParseConfig(f *testing.F) {
 	f.Add([]byte("servers: {a: {type: sse, url: 'http://127.0.0.1:1/sse', prefix: p}}"))
 	f.Add([]byte("rateLimit: {maxCalls: 1, window: 1h}"))
 	f.Add([]byte("metrics: {listen: '0.0.0.0:9090', allowRemote: true}"))
+	f.Add([]byte("inheritEnv: [AWS_PROFILE, 'SSL_*', '*']"))
+	f.Add([]byte("inheritEnv: ['GATEHOUSE_*', '', 'A=B']"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := ParseConfig(data, "f.yaml", "/srv")
 		if err != nil {
@@ -193,6 +203,11 @@ func FuzzParseConfig(f *testing.F) {
 		}
 		if len(c.Tools.Allow) > 0 && len(c.Tools.Block) > 0 {
 			t.Fatal("accepted allow and block together")
+		}
+		for _, e := range c.InheritEnv {
+			if strings.HasPrefix(e, "GATEHOUSE_") || strings.ContainsAny(e, "= \x00") {
+				t.Fatalf("accepted inheritEnv entry %q", e)
+			}
 		}
 	})
 }

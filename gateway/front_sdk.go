@@ -62,7 +62,10 @@ func (g *Gateway) sdkCall(ctx context.Context, req *mcp.CallToolRequest, local b
 		r.key, _ = v.(string)
 		r.badKey = r.key == ""
 	}
-	r.runID, _ = p.Meta[wire.MetaRunID].(string)
+	if v, present := p.Meta[wire.MetaRunID]; present {
+		r.runID, _ = v.(string)
+		r.badRunID = !validRunID(r.runID)
+	}
 	if req.Session != nil {
 		r.session = req.Session.ID()
 	}

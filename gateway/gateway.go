@@ -50,7 +50,11 @@ type Options struct {
 	// StoreDSN overrides the config's store DSN. Empty means
 	// $GATEHOUSE_STORE, else the config's store.
 	StoreDSN string
-	// Stderr receives the stderr of stdio upstreams. Nil means os.Stderr.
+	// Stderr, when set, receives the stderr of stdio upstreams as they
+	// write it. Nil (the default) means the Logger: one "upstream stderr"
+	// record per line, the line one attribute of it, bounded in length and
+	// rate, so that nothing an upstream prints can pass for a record of
+	// the gateway's.
 	Stderr io.Writer
 	// Version is reported to callers in the server implementation.
 	Version string
@@ -130,9 +134,6 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 	if o.Clock == nil {
 		o.Clock = time.Now
 	}
-	if o.Stderr == nil {
-		o.Stderr = os.Stderr
-	}
 	g := &Gateway{cfg: cfg, log: log, now: o.Clock, idle: server.DefaultIdleTimeout, auth: newAuthenticator(cfg.Auth)}
 	g.life.ctx, g.life.stop = context.WithCancel(context.Background())
 
@@ -172,8 +173,12 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 		Budget:       cfg.Disclosure.Budget,
 		Logger:       log,
 		Stderr:       o.Stderr,
-		Store:        g.st,
-		OnChange:     g.trust.changed,
+		StderrLog:    log,
+		// Stdio upstreams get what they need, not the gateway's
+		// environment (GATEHOUSE_STORE may hold a password).
+		Env:      toolset.MinimalEnv(os.Environ(), cfg.InheritEnv),
+		Store:    g.st,
+		OnChange: g.trust.changed,
 		// The revision asked of every upstream (config upstreamProtocol).
 		ProtocolVersion: cfg.UpstreamProtocolVersion(),
 	}, &relay.Options{

@@ -2,8 +2,6 @@ package gateway
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -47,8 +45,10 @@ type callRequest struct {
 	// badArgs reports arguments that are not a JSON object.
 	badArgs bool
 	// runID is _meta.runId ("" when absent), session the MCP session ID
-	// ("" without one): together they name the firewall's run.
+	// ("" without one): together they name the firewall's run. badRunID
+	// reports a runId that is present but not one validRunID accepts.
 	runID, session string
+	badRunID       bool
 	// info is what the transport authenticated.
 	info server.RequestInfo
 	// caller is the relay's calling session, progress the caller's
@@ -167,6 +167,8 @@ func (p *pipeline) call(ctx context.Context, req *callRequest) (out callOutcome)
 		return p.describe(ctx, subject, req.args)
 	case req.badKey:
 		return refused(&refusal.Error{Code: refusal.Denied, Message: "_meta.idempotencyKey must be a non-empty string"})
+	case req.badRunID:
+		return refused(&refusal.Error{Code: refusal.Denied, Message: runIDRule})
 	case req.badArgs:
 		return callOutcome{label: outcomeRPCError, err: &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
 			Message: "tools/call: arguments must be a JSON object"}}
@@ -404,14 +406,40 @@ func (p *pipeline) finish(subject server.Subject, tool, front string, out *callO
 	p.tel.Metrics.ObserveCall(tool, metricOutcome(out.label, cancelled), d)
 }
 
+// maxRunIDLen is the longest _meta.runId the gateway accepts, in bytes.
+const maxRunIDLen = 128
+
+// runIDRule is the denied refusal's message for a runId out of bounds. It
+// never repeats the value.
+var runIDRule = fmt.Sprintf("_meta.runId must be a string of 1 to %d printable ASCII characters (no spaces or control characters)", maxRunIDLen)
+
+// validRunID reports whether a caller's _meta.runId is within bounds: 1 to
+// maxRunIDLen bytes, each printable ASCII other than space (0x21-0x7e). A
+// run ID names the caller's run, it carries no data: the bound keeps what a
+// caller can make the gateway hash, compare and hold per call small, and
+// the charset keeps it one unambiguous token wherever it is shown.
+func validRunID(s string) bool {
+	if len(s) == 0 || len(s) > maxRunIDLen {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x21 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
 // runKey carries the firewall's run of a call to the guard.
 type runKey struct{}
 
 // firewallRun names the run a call belongs to for the firewall: the
-// caller's _meta.runId when it sends one, else its MCP session. It is
-// scoped to the subject, so no caller can spend another's budget, and it
-// is a hash: whatever the caller sends (a NUL byte, which PostgreSQL text
-// refuses; a megabyte of runId), the counter keys stay short and plain.
+// caller's _meta.runId when it sends one (validRunID: bounded before it
+// gets here), else its MCP session. It is scoped to the subject, so no
+// caller can spend another's budget, and it is a hash (store.KeyHash), so
+// the counter keys stay short and plain. A caller that sends another runId
+// starts another run, with a budget of its own: the cap bounds one run,
+// not a caller (that is the rate limit's job).
 func firewallRun(subject server.Subject, runID, session string) string {
 	if runID == "" {
 		if session == "" {
@@ -419,14 +447,8 @@ func firewallRun(subject server.Subject, runID, session string) string {
 		}
 		runID = "session:" + session
 	}
-	h := sha256.New()
-	for _, part := range []string{"gatehouse/run/v1", string(subject), runID} {
-		var n [8]byte
-		binary.BigEndian.PutUint64(n[:], uint64(len(part)))
-		h.Write(n[:])
-		h.Write([]byte(part))
-	}
-	return "run_" + hex.EncodeToString(h.Sum(nil)[:16])
+	sum := store.KeyHash("gatehouse/run/v1", string(subject), runID)
+	return "run_" + hex.EncodeToString(sum[:16])
 }
 
 // unitOfWork names the journal record of (subject, tool, key): the run is
@@ -435,17 +457,7 @@ func firewallRun(subject server.Subject, runID, session string) string {
 // The upstream's _meta.idempotencyKey is runID:toolCallID; the caller's raw
 // key never leaves the gateway.
 func unitOfWork(subject server.Subject, tool, key string) (runID, toolCallID string) {
-	h := sha256.New()
-	part := func(s string) { // length-prefixed: no choice of parts can mimic another
-		var n [8]byte
-		binary.BigEndian.PutUint64(n[:], uint64(len(s)))
-		h.Write(n[:])
-		h.Write([]byte(s))
-	}
-	part("gatehouse/gateway/v1")
-	part(string(subject))
-	part(tool)
-	run := h.Sum(nil)
-	part(key)
-	return "gw_" + hex.EncodeToString(run[:12]), hex.EncodeToString(h.Sum(nil))
+	run := store.KeyHash("gatehouse/gateway/v1", string(subject), tool)
+	call := store.KeyHash("gatehouse/gateway/v1", string(subject), tool, key)
+	return "gw_" + hex.EncodeToString(run[:12]), hex.EncodeToString(call[:])
 }

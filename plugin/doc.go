@@ -71,14 +71,13 @@
 // even when the plugin is rejected for another reason. An empty name is
 // manifest-invalid (§5.3, "empty"); any other §5.5 violation is
 // invalid-name. A non-object extensions is extensions-not-an-object and
-// Manifest.Extensions is nil. A namespace whose value is not an object
-// violates §8.1's "member values are objects" and, by §5.2 and §11.3.2
-// (every schema violation other than an unknown field or a non-object
-// extensions is fatal), rejects the plugin as manifest-invalid; only the
-// JSON type of the value is checked, never its contents, and namespace
-// names are not checked. No namespace is implemented, so extension
-// directories (§8.2) and other component directories (commands/, hooks/,
-// ...) are ignored.
+// Manifest.Extensions is nil. No namespace is implemented, and §8.1 has a
+// client ignore the entries of namespaces it does not implement without
+// validating their values, so a namespace's value is kept raw whatever its
+// JSON type ({"com.other.client": 5} loads, with no diagnostic) and
+// namespace names are not checked; a namespace written twice is a
+// duplicate member (manifest-invalid). Extension directories (§8.2) and
+// other component directories (commands/, hooks/, ...) are ignored.
 //
 // plugin.json and the root. A missing plugin directory, a path that is not a
 // directory, and a plugin.json that is absent, a dangling symlink, a symlink

@@ -18,6 +18,7 @@ func FuzzManifest(f *testing.F) {
 	f.Add([]byte(`{"$schema": "https://agent-plugins.org/schemas/1.0.0/plugin.schema.json", "name": "a.b-c", "version": "x", "author": {"name": "n", "email": "e", "url": "u"}, "keywords": ["k"], "extensions": {"com.x": {"a": [1, {"b": null}]}}, "other": 1}`))
 	f.Add([]byte(`{"$schema": "https://agent-plugins.org/schemas/1.0.0/plugin.schema.json", "name": "a", "extensions": [1]}`))
 	f.Add([]byte(`{"name": "a", "name": "b"}`))
+	f.Add([]byte(`{"$schema": "https://agent-plugins.org/schemas/1.0.0/plugin.schema.json", "name": "a", "extensions": {"com.other.client": 5, "b": null, "c": "s", "d": [true]}}`))
 	f.Add([]byte(`[]`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m, version, ds, ok := parseManifest(data, defaultVersions())

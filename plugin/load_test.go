@@ -323,7 +323,12 @@ func TestManifestTable(t *testing.T) {
 		{"extensions null", `{` + S + `, "name": "a", "extensions": null}`, true, []diag.Rule{diag.ExtensionsNotAnObject}},
 		{"extensions string", `{` + S + `, "name": "a", "extensions": "x"}`, true, []diag.Rule{diag.ExtensionsNotAnObject}},
 		{"extensions empty", `{` + S + `, "name": "a", "extensions": {}}`, true, nil},
-		{"extension null member", `{` + S + `, "name": "a", "extensions": {"com.x": null}}`, false, []diag.Rule{diag.ManifestInvalid}},
+		// §8.1: a namespace this client does not implement is ignored
+		// without validating its value, whatever its JSON type.
+		{"extension null member", `{` + S + `, "name": "a", "extensions": {"com.x": null}}`, true, nil},
+		{"extension number member", `{` + S + `, "name": "a", "extensions": {"com.other.client": 5}}`, true, nil},
+		{"extension members of every type", `{` + S + `, "name": "a", "extensions": {"a": "s", "b": [1], "c": true, "d": {}, "e": -0.5e9}}`, true, nil},
+		{"extension namespace twice", `{` + S + `, "name": "a", "extensions": {"com.x": 1, "com.x": {}}}`, false, []diag.Rule{diag.ManifestInvalid}},
 		{"extension contents with duplicates untouched", `{` + S + `, "name": "a", "extensions": {"com.x": {"k": 1, "k": [2]}}}`, true, nil},
 		{"unknown fields each reported", `{` + S + `, "name": "a", "Name": "b", "x": 1, "y": null}`, true, []diag.Rule{diag.UnknownField, diag.UnknownField, diag.UnknownField}},
 		{"duplicate schema", `{` + S + `, ` + S + `, "name": "a"}`, false, []diag.Rule{diag.ManifestInvalid}},

@@ -132,16 +132,14 @@ func parseManifest(data []byte, vs versions) (m Manifest, version string, ds []d
 				bad(diag.ExtensionsNotAnObject, "8.1", "\"extensions\" %v; it is ignored (put client data under reverse-domain keys of an object)", err)
 				continue
 			}
-			// Namespaces are never interpreted: their contents are not
-			// validated (§8.1). The spec does require each member value
-			// to be an object (§8.1, §5.2), so a non-object member is a
-			// schema violation and fatal (§11.3.2).
+			// This client implements no namespace, and §8.1 has a client
+			// ignore the entries of namespaces it does not implement
+			// without validating their values: a value is kept as it was
+			// written, whatever its JSON type ({"com.other.client": 5}
+			// loads, with no diagnostic). A namespace twice is a duplicate
+			// member of plugin.json, as anywhere in it.
 			ext := make(map[string]json.RawMessage, len(ems))
 			for _, em := range ems {
-				if k := kindOf(em.Value); k != kindObject {
-					invalid("8.1", "the value of extension namespace %q must be an object, not %s", em.Name, k)
-					continue
-				}
 				if _, dup := ext[em.Name]; dup {
 					invalid("8.1", "extension namespace %q appears more than once; keep exactly one", em.Name)
 					continue

@@ -50,12 +50,14 @@
 // nor change its answer. So the firewall keeps two counters in Counters, which survive
 // the process and are shared by every process using the same store:
 //
-//   - the run's count for the tool, key "fw/v1/<scope>/<run>/<tool>";
-//   - the call's ordinal, key "fw/v1/<scope>/<run>/<tool>/<toolCallID>":
+//   - the run's count for the tool, key store.Key("fw", scope, run, tool);
+//   - the call's ordinal, key store.Key("fw", scope, run, tool, toolCallID):
 //     the value the run's count reached when this call was counted.
 //
-// (Each part of a key is written as <length>:<value>, so no run, tool or
-// call ID can forge another's key.)
+// (A key is "fw_" and 32 hex digits of a hash whose parts are
+// length-delimited: no run, tool or call ID can forge another's key, and
+// whatever they hold — a NUL byte, invalid UTF-8, a megabyte — the key is
+// short and plain, so every store accepts it.)
 //
 // On a check the firewall reads the call's ordinal. If it is set, the call
 // was counted before and the answer is the same as then (ordinal <= cap).

@@ -4,11 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/refusal"
+	"github.com/gatehouse-dev/gatehouse/store"
 )
 
 // Counters are atomic counters shared by every process using one store.
@@ -184,7 +183,7 @@ func (f *Firewall) Check(ctx context.Context, c Call) (Decision, error) {
 func (f *Firewall) count(ctx context.Context, c Call) (int64, error) {
 	now := f.now()
 	exp := now.Add(f.ttl)
-	total := counterKey(f.scope, c.RunID, c.Tool)
+	total := store.Key("fw", f.scope, c.RunID, c.Tool)
 	if c.ToolCallID == "" {
 		// No call identity: every check is a distinct call.
 		n, err := f.counters.IncrBy(ctx, total, 1, exp)
@@ -193,7 +192,7 @@ func (f *Firewall) count(ctx context.Context, c Call) (int64, error) {
 		}
 		return n, nil
 	}
-	ord := counterKey(f.scope, c.RunID, c.Tool, c.ToolCallID)
+	ord := store.Key("fw", f.scope, c.RunID, c.Tool, c.ToolCallID)
 	o, err := f.counters.GetCounter(ctx, ord, now)
 	if err != nil {
 		return 0, fmt.Errorf("policy: read call ordinal of %q: %w", c.Tool, err)
@@ -212,20 +211,6 @@ func (f *Firewall) count(ctx context.Context, c Call) (int64, error) {
 		return 0, fmt.Errorf("policy: record call ordinal of %q: %w", c.Tool, err)
 	}
 	return o, nil
-}
-
-// counterKey joins parts unambiguously: each part is length-prefixed, so
-// no choice of run, tool or call ID can produce another's key.
-func counterKey(parts ...string) string {
-	var b strings.Builder
-	b.WriteString("fw/v1")
-	for _, p := range parts {
-		b.WriteByte('/')
-		b.WriteString(strconv.Itoa(len(p)))
-		b.WriteByte(':')
-		b.WriteString(p)
-	}
-	return b.String()
 }
 
 // ContractsFunc adapts a function to Contracts.

@@ -9,10 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/internal/fixture/pgtest"
 	"github.com/gatehouse-dev/gatehouse/policy"
 	"github.com/gatehouse-dev/gatehouse/refusal"
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/store/memory"
+	"github.com/gatehouse-dev/gatehouse/store/postgres"
 	"github.com/gatehouse-dev/gatehouse/store/sqlite"
 )
 
@@ -22,8 +24,10 @@ type counterStore interface {
 	Close() error
 }
 
-// stores returns a fresh memory store and a fresh SQLite file store, and
-// for SQLite a function that reopens the same file (a new process).
+// stores returns a fresh memory store, a fresh SQLite file store and a
+// fresh PostgreSQL schema (skipped without $GATEHOUSE_TEST_POSTGRES), and
+// for the last two a function that reopens the same database (a new
+// process).
 func stores(t *testing.T) map[string]func(t *testing.T) (counterStore, func() counterStore) {
 	return map[string]func(t *testing.T) (counterStore, func() counterStore){
 		"memory": func(t *testing.T) (counterStore, func() counterStore) {
@@ -38,6 +42,18 @@ func stores(t *testing.T) map[string]func(t *testing.T) (counterStore, func() co
 			path := filepath.Join(t.TempDir(), "gh.db")
 			open := func() counterStore {
 				s, err := sqlite.Open(ctx, path, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { s.Close() })
+				return s
+			}
+			return open(), open
+		},
+		"postgres": func(t *testing.T) (counterStore, func() counterStore) {
+			dsn := pgtest.Schema(t, "policy_test", "the firewall on PostgreSQL")
+			open := func() counterStore {
+				s, err := postgres.Open(ctx, dsn, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -217,7 +233,7 @@ func TestFirewallCallCap(t *testing.T) {
 				t.Fatalf("resumed new call past the cap: %+v", d)
 			}
 			// The count is exactly the distinct calls.
-			n, err := s2.GetCounter(ctx, "fw/v1/0:/5:run-1/14:bank__transfer", time.Now())
+			n, err := s2.GetCounter(ctx, store.Key("fw", "", "run-1", "bank__transfer"), time.Now())
 			if err != nil || n != 5 {
 				t.Fatalf("stored count = %d, %v; want 5 distinct calls", n, err)
 			}
@@ -298,7 +314,7 @@ func TestFirewallListsDoNotCount(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		check(t, g, call("r", "t", i))
 	}
-	if n, _ := m.GetCounter(ctx, "fw/v1/0:/1:r/1:t", time.Now()); n != 0 {
+	if n, _ := m.GetCounter(ctx, store.Key("fw", "", "r", "t"), time.Now()); n != 0 {
 		t.Fatalf("denied calls were counted: %d", n)
 	}
 }

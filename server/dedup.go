@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -12,29 +11,25 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/durable"
 	"github.com/gatehouse-dev/gatehouse/refusal"
+	"github.com/gatehouse-dev/gatehouse/store"
 )
 
 // unitOfWork names the journal record of a call: the run is the subject's
 // use of the tool and the tool call is the work key within it. Both are
-// hashes of the subject, so a key chosen by one caller never names another
-// caller's work. A multi-round call (input responses, request state) is a
+// store.KeyHash of the subject among their parts (length-delimited), so a
+// key chosen by one caller never names another caller's work, whatever
+// bytes the subject, tool or key hold. A multi-round call (input responses, request state) is a
 // new unit per round.
 func unitOfWork(subject Subject, tool, key string, req *mcp.CallToolRequest) (runID, toolCallID string) {
-	h := sha256.New()
-	h.Write([]byte(subject))
-	h.Write([]byte{0})
-	h.Write([]byte(tool))
-	run := h.Sum(nil)
-	h.Write([]byte{0})
-	h.Write([]byte(key))
+	run := store.KeyHash("gatehouse/server/v1", string(subject), tool)
+	var call [32]byte
 	if req.Params.RequestState != "" || len(req.Params.InputResponses) > 0 {
-		h.Write([]byte{0})
-		h.Write([]byte(req.Params.RequestState))
-		h.Write([]byte{0})
 		b, _ := json.Marshal(req.Params.InputResponses)
-		h.Write(b)
+		call = store.KeyHash("gatehouse/server/v1", string(subject), tool, key, req.Params.RequestState, string(b))
+	} else {
+		call = store.KeyHash("gatehouse/server/v1", string(subject), tool, key)
 	}
-	return "srv:" + hex.EncodeToString(run[:16]), hex.EncodeToString(h.Sum(nil))
+	return "srv:" + hex.EncodeToString(run[:16]), hex.EncodeToString(call[:])
 }
 
 // dedup runs the call at most once per unit of work through the journal.

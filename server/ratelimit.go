@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/gatehouse-dev/gatehouse/store"
 )
 
 // limiter decides whether subject may make one more call now.
@@ -86,8 +88,8 @@ func (l *memLimiter) size() int {
 }
 
 // sharedLimiter counts in a store shared by several processes: one atomic
-// IncrBy per call on "rl:<subject>:<window start ms>", expiring at the
-// window's end. A call over the limit still increments (the count only
+// IncrBy per call on store.Key("rl", subject, window start ms), expiring
+// at the window's end. A call over the limit still increments (the count only
 // grows within a window), which keeps it one statement and exact.
 type sharedLimiter struct {
 	max      int64
@@ -96,9 +98,11 @@ type sharedLimiter struct {
 	now      func() time.Time
 }
 
-// sharedKey is the counter key of subject's window starting at start.
+// sharedKey is the counter key of subject's window starting at start: a
+// hash, so that whatever Identify returns (a NUL byte, a long claim) the
+// key is short and plain and names no other subject's window.
 func sharedKey(subject Subject, start time.Time) string {
-	return "rl:" + string(subject) + ":" + strconv.FormatInt(start.UnixMilli(), 10)
+	return store.Key("rl", string(subject), strconv.FormatInt(start.UnixMilli(), 10))
 }
 
 func (l *sharedLimiter) allow(ctx context.Context, subject Subject, _ string) (bool, time.Duration, error) {

@@ -111,8 +111,9 @@ type RateLimit struct {
 	// Window is the window's length (>= 1ms).
 	Window time.Duration
 	// Counters, when set, holds the counts in a store shared by several
-	// processes (key "rl:<subject>:<window start, Unix ms>", expiring at the
-	// window's end), so they share one quota. Nil counts in this process.
+	// processes (key store.Key("rl", subject, window start in Unix ms),
+	// expiring at the window's end), so they share one quota. Nil counts in
+	// this process.
 	Counters Counters
 }
 

@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"net/netip"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -82,11 +83,20 @@ type Options struct {
 	// Env is the base environment of stdio servers; nil means this
 	// process's environment (os.Environ), which bare commands need for PATH.
 	// The configured env overlays it, then PLUGIN_ROOT and PLUGIN_DATA are
-	// set. Pass a non-nil slice (e.g. just PATH and HOME) to launch servers
-	// with less of your environment.
+	// set. Pass a non-nil slice to launch servers with less of your
+	// environment: MinimalEnv(os.Environ(), nil) is what the gateway
+	// passes.
 	Env []string
-	// Stderr receives the stderr of stdio servers; nil discards it.
+	// Stderr receives the stderr of stdio servers as they write it.
 	Stderr io.Writer
+	// StderrLog, when Stderr is nil, receives the stderr of stdio servers
+	// line by line as data: one warning record per line, message
+	// "upstream stderr", attributes "server" and "line" (at most 4 KiB;
+	// "truncated" when it was longer), at most 100 lines at once and 20 a
+	// second per child ("dropped" counts the rest). A child that prints
+	// something that looks like a log record only fills the "line"
+	// string. Stderr and StderrLog nil: stderr is discarded.
+	StderrLog *slog.Logger
 	// Logger receives the toolset's logs; nil discards them. Server
 	// instructions are never logged.
 	Logger *slog.Logger
@@ -210,4 +220,49 @@ func PluginServers(p *plugin.Plugin) []Server {
 		out = append(out, Server{Config: c})
 	}
 	return out
+}
+
+// MinimalEnv returns the entries of environ (typically os.Environ()) that
+// a stdio server needs and no more: PATH, HOME, TMPDIR, TZ, LANG and
+// LC_*, plus those extra names (an exact name, or a prefix followed by
+// "*": "AWS_*"). Entries named GATEHOUSE_* (the gateway's own settings,
+// such as GATEHOUSE_STORE, which may hold a password) are never kept,
+// whatever extra says. The result is never nil, so that Options.Env set
+// to it means exactly it. A server's configured env overlays it as usual.
+func MinimalEnv(environ, extra []string) []string {
+	out := []string{}
+	for _, kv := range environ {
+		k, _, ok := strings.Cut(kv, "=")
+		if !ok || k == "" || strings.HasPrefix(k, "GATEHOUSE_") {
+			continue
+		}
+		if minimalEnvName(k) || envNameMatches(k, extra) {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// minimalEnvName reports whether MinimalEnv keeps name whatever extra
+// says: what finding programs, a home directory, temporary files, the time
+// zone and the locale need.
+func minimalEnvName(name string) bool {
+	switch name {
+	case "PATH", "HOME", "TMPDIR", "TZ", "LANG":
+		return true
+	}
+	return strings.HasPrefix(name, "LC_")
+}
+
+func envNameMatches(name string, patterns []string) bool {
+	for _, p := range patterns {
+		if prefix, ok := strings.CutSuffix(p, "*"); ok {
+			if strings.HasPrefix(name, prefix) {
+				return true
+			}
+		} else if name == p {
+			return true
+		}
+	}
+	return false
 }

@@ -86,11 +86,20 @@ func TestHostList(t *testing.T) {
 		t.Errorf("tools %v", keys(m))
 	}
 	ds := ts.Diagnostics()
-	if len(ds) != 1 || ds[0].Rule != diag.ConnectionFailure || !strings.Contains(ds[0].Message, string(diag.UnsafeAddress)) {
+	if len(ds) != 1 || ds[0].Rule != diag.UnsafeAddress || ds[0].Origin != "fx" || !strings.Contains(ds[0].Message, "127.0.0.1") {
 		t.Errorf("diagnostics %v", ds)
 	}
 	if r := fx.Requests(); len(r) != 0 {
 		t.Errorf("an unsafe address was contacted: %v", r)
+	}
+	// The same over SSE: the rule survives the SSE transport's errors.
+	ts = open(t, []Server{remote("fx", fx.URL("rebind.test"), plugin.TransportSSE)},
+		&Options{LookupIP: loopbackDNS})
+	if m := tools(t, ts); len(m) != 0 {
+		t.Errorf("tools %v", keys(m))
+	}
+	if ds := ts.Diagnostics(); len(ds) != 1 || ds[0].Rule != diag.UnsafeAddress {
+		t.Errorf("SSE diagnostics %v", ds)
 	}
 
 	// Explicitly allowed (case-insensitively): the same name works.
@@ -135,7 +144,8 @@ func TestRedirects(t *testing.T) {
 	ts := open(t, []Server{remote("fx", hop(r1, "front.test"), plugin.TransportStreamableHTTP)},
 		&Options{AllowedHosts: []string{"front.test"}, LookupIP: loopbackDNS})
 	tools(t, ts)
-	if ds := ts.Diagnostics(); len(ds) != 1 || ds[0].Rule != diag.ConnectionFailure {
+	// The guard's rule for the refused redirect, not connection-failure.
+	if ds := ts.Diagnostics(); len(ds) != 1 || ds[0].Rule != diag.HostNotAllowed {
 		t.Errorf("diagnostics %v", ds)
 	}
 	if r := fx.Requests(); len(r) != 0 {

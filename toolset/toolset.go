@@ -429,6 +429,14 @@ func (c *conn) connectAndList(ctx context.Context) listing {
 			c.ts.log.Warn("toolset: server skipped", "server", c.name, "reason", d.Message)
 			return listing{diag: &d}
 		}
+		var ee *egress.Error
+		if errors.As(err, &ee) {
+			// The egress guard refused (a dial to an unsafe address, a
+			// redirect): its rule, not connection-failure.
+			d := diag.New(ee.Rule, "7.2.2", c.name, "server %q is skipped: %v", c.name, err)
+			c.ts.log.Warn("toolset: server skipped", "server", c.name, "reason", d.Message)
+			return listing{diag: &d}
+		}
 		return fail("%v", err)
 	}
 	p, err := published.List(ctx, sess)
@@ -489,7 +497,12 @@ func (c *conn) transport(ctx context.Context) (mcp.Transport, error) {
 	}
 	cfg := c.srv.Config
 	if cfg.Type == plugin.TransportStdio {
-		return transport.Stdio(cfg, c.ts.opts.Env, c.ts.opts.StopGrace, c.ts.opts.Stderr)
+		var lines *slog.Logger
+		if c.ts.opts.StderrLog != nil {
+			lines = c.ts.opts.StderrLog.With("server", c.name)
+		}
+		return transport.Stdio(cfg, c.ts.opts.Env, c.ts.opts.StopGrace,
+			transport.StdioOptions{Stderr: c.ts.opts.Stderr, StderrLog: lines})
 	}
 	if err := c.refreshToken(ctx); err != nil {
 		return nil, fmt.Errorf("auth: %w", err)

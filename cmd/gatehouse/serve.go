@@ -45,7 +45,7 @@ func newServeCmd() *cobra.Command {
 					return configErr(err)
 				}
 			}
-			opts := &gateway.Options{Logger: log, StoreDSN: sf.store, Stderr: cmd.ErrOrStderr(), Version: Version}
+			opts := &gateway.Options{Logger: log, StoreDSN: sf.store, Version: Version} // upstreams' stderr: into the log, as data
 			ctx := cmd.Context()
 			g, err := gateway.New(ctx, cfg, opts)
 			if err != nil {

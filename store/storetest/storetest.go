@@ -57,6 +57,7 @@ func Run(t *testing.T, open Opener) {
 		{"Counters", testCounters},
 		{"CountersConcurrent", testCountersConcurrent},
 		{"CounterWindowRestart", testCounterWindow},
+		{"DerivedCounterKeys", testDerivedCounterKeys},
 		{"Approvals", testApprovals},
 		{"ApprovalDecideRace", testApprovalRace},
 		{"Timestamps", testTimestamps},

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -89,16 +90,27 @@ func ensureData(cfg plugin.ServerConfig) (string, error) {
 	return filepath.EvalSymlinks(cfg.PluginData)
 }
 
+// StdioOptions say where a stdio server's stderr goes.
+type StdioOptions struct {
+	// Stderr receives the child's stderr as it writes it.
+	Stderr io.Writer
+	// StderrLog, when Stderr is nil, receives the child's stderr line by
+	// line as data: one record per line (message StderrMessage, the line
+	// in the attribute "line", at most StderrLineMax bytes), at a bounded
+	// rate. Both nil: discarded.
+	StderrLog *slog.Logger
+}
+
 // Stdio returns the transport of a stdio server, checked right before the
 // spawn (see prepareLaunch): env is the base environment (nil: this
 // process's), grace how long Close waits at each step before signalling
-// harder, stderr where the child's stderr goes.
-func Stdio(cfg plugin.ServerConfig, env []string, grace time.Duration, stderr io.Writer) (mcp.Transport, error) {
+// harder.
+func Stdio(cfg plugin.ServerConfig, env []string, grace time.Duration, opts StdioOptions) (mcp.Transport, error) {
 	l, err := prepareLaunch(cfg, env)
 	if err != nil {
 		return nil, err
 	}
-	return &stdioTransport{l: l, argv0: cfg.Command, grace: grace, stderr: stderr}, nil
+	return &stdioTransport{l: l, argv0: cfg.Command, grace: grace, stderr: opts.Stderr, stderrLog: opts.StderrLog}, nil
 }
 
 // prepareLaunch runs right before each spawn. For a plugin's server it
@@ -194,10 +206,11 @@ func (e *env) list() []string {
 // Close signals the whole group, so grandchildren (e.g. "go run", "npx") are
 // reaped too.
 type stdioTransport struct {
-	l      *launch
-	argv0  string
-	grace  time.Duration
-	stderr io.Writer
+	l         *launch
+	argv0     string
+	grace     time.Duration
+	stderr    io.Writer
+	stderrLog *slog.Logger
 }
 
 func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
@@ -211,6 +224,12 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 		inW.Close()
 		return nil, err
 	}
+	stderr := t.stderr
+	var lines *stderrLog
+	if stderr == nil && t.stderrLog != nil {
+		lines = newStderrLog(t.stderrLog, time.Now)
+		stderr = lines
+	}
 	cmd := &exec.Cmd{
 		Path:        t.l.path,
 		Args:        append([]string{t.argv0}, t.l.args...),
@@ -218,7 +237,7 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 		Dir:         t.l.dir,
 		Stdin:       inR,
 		Stdout:      outW,
-		Stderr:      t.stderr,
+		Stderr:      stderr,
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
 		WaitDelay:   t.grace,
 	}
@@ -232,7 +251,10 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	}
 	p := &process{cmd: cmd, pgid: cmd.Process.Pid, grace: t.grace, out: outR, done: make(chan struct{})}
 	go func() {
-		p.err = cmd.Wait()
+		p.err = cmd.Wait() // returns once the stderr copy is done
+		if lines != nil {
+			lines.Flush()
+		}
 		close(p.done)
 	}()
 	// A line (one message) past MaxAnswer ends the connection: the
