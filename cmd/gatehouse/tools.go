@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"slices"
 	"strings"
@@ -51,8 +53,8 @@ func newToolsCmd() *cobra.Command {
 			opts := &toolset.Options{
 				AllowedHosts: cfg.AllowedHosts,
 				Budget:       cfg.Disclosure.Budget,
-				Stderr:       cmd.ErrOrStderr(),
 			}
+			childOptions(opts, cfg, cmd.ErrOrStderr())
 			var redacted string
 			if d := toolsStoreDSN(storeDSN, configPath, cfg); d != "" {
 				st, err := openStore(cmd.Context(), d)
@@ -170,4 +172,15 @@ func firstLine(s string, max int) string {
 		s = string(r[:max-1]) + "…"
 	}
 	return s
+}
+
+// childOptions gives the stdio servers the CLI starts (tools, trust) what
+// `gatehouse serve` gives them: the minimal environment (never a
+// GATEHOUSE_* variable, so not the store's DSN) plus the config's
+// inheritEnv, and their stderr as the "line" field of log records on the
+// command's stderr rather than raw bytes that could forge a line or move
+// the terminal's cursor.
+func childOptions(o *toolset.Options, cfg *gateway.Config, stderr io.Writer) {
+	o.Env = toolset.MinimalEnv(os.Environ(), cfg.InheritEnv)
+	o.StderrLog = slog.New(slog.NewTextHandler(stderr, nil))
 }

@@ -39,12 +39,13 @@ func newTrustCmd() *cobra.Command {
 				return err
 			}
 			defer st.Close()
-			ts, err := toolset.Open(cmd.Context(), servers, &toolset.Options{
+			opts := &toolset.Options{
 				AllowedHosts: cfg.AllowedHosts,
 				Budget:       cfg.Disclosure.Budget,
-				Stderr:       cmd.ErrOrStderr(),
 				Store:        st,
-			})
+			}
+			childOptions(opts, cfg, cmd.ErrOrStderr())
+			ts, err := toolset.Open(cmd.Context(), servers, opts)
 			if err != nil {
 				return err
 			}
