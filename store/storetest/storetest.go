@@ -59,6 +59,10 @@ func Run(t *testing.T, open Opener) {
 		{"CounterWindowRestart", testCounterWindow},
 		{"Approvals", testApprovals},
 		{"ApprovalDecideRace", testApprovalRace},
+		{"ApprovalUsedOnce", testApprovalOnce},
+		{"ApprovalExpiry", testApprovalExpiry},
+		{"ApprovalPendingBound", testApprovalBound},
+		{"ApprovalCreateRace", testApprovalCreateRace},
 		{"Timestamps", testTimestamps},
 	}
 	for _, tc := range tests {
