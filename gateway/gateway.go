@@ -206,15 +206,16 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 
 	// The call pipeline: the journal and the guards.
 	journal, err := durable.NewJournal(g.st, &durable.JournalOptions{
-		Scope: JournalScope,
-		Lease: cfg.Journal.Lease,
-		TTL:   cfg.Journal.TTL,
+		Scope:      JournalScope,
+		Lease:      cfg.Journal.Lease,
+		TTL:        cfg.Journal.TTL,
+		Repeatable: func(_, tool string) bool { return slices.Contains(cfg.Tools.Repeatable, tool) },
+		Approvals:  g.st,
+		Logger:     log,
+
 		// An approval is spent by the call it allowed and expires; a
 		// subject has at most durable.DefaultMaxPendingApprovals pending.
 		ApprovalTTL: cfg.Approvals.TTL,
-		Repeatable:  func(_, tool string) bool { return slices.Contains(cfg.Tools.Repeatable, tool) },
-		Approvals:   g.st,
-		Logger:      log,
 	})
 	if err != nil {
 		return fail(fmt.Errorf("gateway: %w", err))
