@@ -46,8 +46,12 @@
 // operator's matter. Another fingerprint or owner under an existing key is
 // key_reused, never a replay.
 //
-// Guarded puts a policy.Guard in front of Do and keeps approvals durable
-// (see ApprovalID). Every refusal is a *refusal.Error (package refusal:
+// Guarded puts a policy.Guard in front of Do and keeps approvals durable.
+// An approval authorizes one execution: it is bound to the call's key,
+// owner, tool and arguments, spent by the execution it allowed, and
+// expires (JournalOptions.ApprovalTTL); once the call's record is swept,
+// the same call needs a new approval. A subject's pending approvals are
+// bounded (JournalOptions.MaxPendingApprovals). Every refusal is a *refusal.Error (package refusal:
 // the codes and shape of CONTRACTS.md §4; its Result is the tool-result
 // form), found with refusal.As; a refusal recorded as a call's outcome
 // replays as the same refusal (RecordedError). Tool, Invoke and GoTool

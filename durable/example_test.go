@@ -3,6 +3,7 @@ package durable_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -103,8 +104,9 @@ func ExampleJournal_Guarded() {
 		panic(err)
 	}
 	fmt.Println("first call:", r.Code, "retryable:", r.Retryable, "runs:", runs)
-	fmt.Println(r.Message)
-	fmt.Println("the ID is durable.ApprovalID of the call:", r.ApprovalID == durable.ApprovalID("", "run-7", "call-1"))
+	fmt.Println(strings.ReplaceAll(r.Message, r.ApprovalID, "ID"))
+	a, _ := st.GetApproval(ctx, r.ApprovalID)
+	fmt.Printf("the operator sees: %s %s by %q, expiring %v after it was asked\n", a.Tool, a.Args, a.Owner, a.ExpiresAt.Sub(a.CreatedAt))
 
 	// The operator's decision, by the approval's ID.
 	if _, err := st.DecideApproval(ctx, r.ApprovalID, true, "alice", time.Now()); err != nil {
@@ -120,8 +122,8 @@ func ExampleJournal_Guarded() {
 	}
 	// Output:
 	// first call: approval_required retryable: true runs: 0
-	// the call to bank__transfer needs an operator's approval: transfers need an operator (approval apr_b6346172f7e03975); once approved, retry the same call with the same key
-	// the ID is durable.ApprovalID of the call: true
+	// the call to bank__transfer needs an operator's approval: transfers need an operator (approval ID); once approved, retry the same call with the same key
+	// the operator sees: bank__transfer {"cents":500} by "", expiring 24h0m0s after it was asked
 	// retry: transferred 500 (key run-7:call-1) (replayed false) runs: 1
 	// repeat: transferred 500 (key run-7:call-1) (replayed true) runs: 1
 }

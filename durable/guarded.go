@@ -2,10 +2,11 @@ package durable
 
 import (
 	"context"
-	"crypto/sha256"
+	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -14,34 +15,64 @@ import (
 	"github.com/gatehouse-dev/gatehouse/store"
 )
 
-// ApprovalID returns the ID of the approval of the call (scope, runID,
-// toolCallID): "apr_" and the first 16 hex digits of
-// SHA-256(scope 0x00 runID 0x00 toolCallID). It is a pure function of the
-// call's key, so a resumed run finds the approval it asked for.
-func ApprovalID(scope, runID, toolCallID string) string {
-	h := sha256.New()
-	h.Write([]byte(scope))
-	h.Write([]byte{0})
-	h.Write([]byte(runID))
-	h.Write([]byte{0})
-	h.Write([]byte(toolCallID))
-	return "apr_" + hex.EncodeToString(h.Sum(nil))[:16]
+// Defaults of the approval fields of JournalOptions.
+const (
+	// DefaultApprovalTTL is how long an approval answers for its call.
+	DefaultApprovalTTL = 24 * time.Hour
+	// DefaultMaxPendingApprovals bounds one subject's pending approvals.
+	DefaultMaxPendingApprovals = 100
+)
+
+// newApprovalID returns a fresh approval ID: "apr_" and 16 random hex
+// digits. Every request for an approval gets its own, so an ID an
+// operator saw once never names a later request of the same call.
+func newApprovalID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return "apr_" + hex.EncodeToString(b[:])
+}
+
+func (j *Journal) approvalTTL() time.Duration {
+	if j.o.ApprovalTTL > 0 {
+		return j.o.ApprovalTTL
+	}
+	return DefaultApprovalTTL
+}
+
+func (j *Journal) maxPending() int {
+	switch {
+	case j.o.MaxPendingApprovals > 0:
+		return j.o.MaxPendingApprovals
+	case j.o.MaxPendingApprovals < 0:
+		return 0 // unbounded
+	}
+	return DefaultMaxPendingApprovals
 }
 
 // Guarded is Do behind a guard, with durable approvals:
 //
-//   - a call whose record exists is not put to the guard again: Do answers
-//     it (a replay, in_doubt, run_busy or key_reused), so a resumed run
-//     does not count its calls twice;
-//   - the guard's deny (or an error: fail closed) is an *refusal.Error with the
-//     decision's code (denied, call_limit, quarantined, ...) and the
+//   - a call whose record exists is not put to the guard again: it is
+//     answered from the record (a replay, in_doubt or key_reused) or, when
+//     the record is started, by Do (run_busy, a take-over), so a resumed
+//     run does not count its calls twice;
+//   - the guard's deny (or an error: fail closed) is an *refusal.Error with
+//     the decision's code (denied, call_limit, quarantined, ...) and the
 //     effect never runs;
-//   - require_approval records (idempotently) a pending store.Approval
-//     keyed by the call, with ID ApprovalID(...), and answers
-//     approval_required (retryable) with its ID; once an operator approves
-//     it, the same call with the same key runs once through Do; once denied
-//     it answers approval_denied, every time. An approval recorded for
-//     other arguments or another owner answers key_reused;
+//   - require_approval asks for an approval of this one execution: a
+//     pending store.Approval bound to the call's key, owner, server, tool
+//     and arguments (kept as sent, for the operator to see), expiring
+//     after JournalOptions.ApprovalTTL. The call answers approval_required
+//     (retryable) with its ID, the same ID while it is pending. Once an
+//     operator approves it, the same call with the same key spends it
+//     (store.ApprovalStore.UseApproval, a compare-and-swap) and runs once
+//     through Do; once denied it answers approval_denied until the denial
+//     expires. A spent or expired approval never authorizes again: after
+//     the call's record is swept, the same call asks for a new approval.
+//     A call whose arguments, owner, server or tool differ from the live
+//     approval of its key answers key_reused and never runs on it;
+//   - a subject with JournalOptions.MaxPendingApprovals pending approvals
+//     gets rate_limited (retryable, retryAfter: when its first pending
+//     approval expires) instead of another one;
 //   - allow runs Do.
 //
 // A guard that requires approval while JournalOptions.Approvals is nil is
@@ -55,8 +86,8 @@ func (j *Journal) Guarded(ctx context.Context, c Call, g policy.Guard, effect Ef
 		return nil, false, err
 	}
 	key := j.key(c)
-	if _, err := j.s.GetRecord(ctx, key); err == nil {
-		return j.Do(ctx, c, effect)
+	if rec, err := j.s.GetRecord(ctx, key); err == nil {
+		return j.recorded(ctx, c, rec, fp, effect)
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return nil, false, fmt.Errorf("durable: read record %s: %w", c.IdempotencyKey(), err)
 	}
@@ -83,35 +114,101 @@ func (j *Journal) Guarded(ctx context.Context, c Call, g policy.Guard, effect Ef
 	}
 }
 
+// recorded answers a call whose record was read. A completed or in-doubt
+// record is answered here, never through a claim: were the record swept
+// between the read and a claim, the claim would run the call past its
+// guard and approval. A started record goes to Do, which decides between
+// run_busy, a take-over and in_doubt.
+func (j *Journal) recorded(ctx context.Context, c Call, rec store.Record, fp string, effect Effect) (*mcp.CallToolResult, bool, error) {
+	ikey := c.IdempotencyKey()
+	switch rec.State {
+	case store.StateSucceeded, store.StateFailed, store.StateInDoubt:
+		if rec.Fingerprint != fp || rec.Owner != c.Owner {
+			return nil, false, &refusal.Error{Code: refusal.KeyReused,
+				Message: fmt.Sprintf("key %s was used for another call (other server, tool, arguments or owner); use a new tool call ID", ikey)}
+		}
+		if rec.State == store.StateInDoubt {
+			return nil, false, inDoubt(ikey, "")
+		}
+		res, err := replay(rec.Outcome)
+		if err != nil {
+			return nil, true, fmt.Errorf("durable: replay %s: %w", ikey, err)
+		}
+		return res.result, true, res.err
+	}
+	return j.Do(ctx, c, effect)
+}
+
 func (j *Journal) approval(ctx context.Context, c Call, key store.RecordKey, fp, reason string, effect Effect) (*mcp.CallToolResult, bool, error) {
 	if j.o.Approvals == nil {
 		return nil, false, &refusal.Error{Code: refusal.Denied,
 			Message: fmt.Sprintf("the call to %s needs an operator's approval (%s) and no approval store is configured", c.Tool, reason)}
 	}
-	id := ApprovalID(key.Scope, key.RunID, key.ToolCallID)
-	a, _, err := j.o.Approvals.CreateApproval(ctx, store.Approval{
-		ID: id, RecordKey: key, Server: c.Server, Tool: c.Tool, ArgsFingerprint: fp,
-		Reason: reason, Owner: c.Owner, State: store.ApprovalPending,
-	})
-	if err != nil {
-		return nil, false, fmt.Errorf("durable: record approval %s: %w", id, err)
+	callerKey := c.Key
+	if callerKey == c.IdempotencyKey() {
+		callerKey = ""
 	}
-	if a.ArgsFingerprint != fp || a.Owner != c.Owner || a.Server != c.Server || a.Tool != c.Tool {
-		return nil, false, &refusal.Error{Code: refusal.KeyReused, ApprovalID: a.ID,
-			Message: fmt.Sprintf("key %s was used for another call awaiting approval; use a new tool call ID", c.IdempotencyKey())}
-	}
-	switch a.State {
-	case store.ApprovalApproved:
-		return j.Do(ctx, c, effect)
-	case store.ApprovalDenied:
-		return nil, false, &refusal.Error{Code: refusal.ApprovalDenied, ApprovalID: a.ID,
-			Message: fmt.Sprintf("an operator denied the call to %s (approval %s)", c.Tool, a.ID)}
-	default:
-		msg := fmt.Sprintf("the call to %s needs an operator's approval", c.Tool)
-		if a.Reason != "" {
-			msg += ": " + a.Reason
+	for range 3 {
+		now := j.o.Clock()
+		a, _, err := j.o.Approvals.CreateApproval(ctx, store.Approval{
+			ID: newApprovalID(), RecordKey: key, Server: c.Server, Tool: c.Tool, ArgsFingerprint: fp,
+			Args: c.Args, CallerKey: callerKey, Reason: reason, Owner: c.Owner, State: store.ApprovalPending,
+			CreatedAt: now, ExpiresAt: now.Add(j.approvalTTL()),
+		}, j.maxPending())
+		if le := (*store.PendingLimitError)(nil); errors.As(err, &le) {
+			e := &refusal.Error{Code: refusal.RateLimited, Retryable: true, Err: err,
+				Message: fmt.Sprintf("the call to %s needs an operator's approval and %d of yours are already waiting; retry once some are decided or expire", c.Tool, le.Max)}
+			if !le.NextExpiry.IsZero() {
+				e.RetryAfter = max(le.NextExpiry.Sub(now), time.Millisecond)
+			}
+			return nil, false, e
 		}
-		msg += fmt.Sprintf(" (approval %s); once approved, retry the same call with the same key", a.ID)
-		return nil, false, &refusal.Error{Code: refusal.ApprovalRequired, Retryable: true, ApprovalID: a.ID, Message: msg}
+		if err != nil {
+			return nil, false, fmt.Errorf("durable: ask approval for %s: %w", c.IdempotencyKey(), err)
+		}
+		if a.ArgsFingerprint != fp || a.Owner != c.Owner || a.Server != c.Server || a.Tool != c.Tool {
+			return nil, false, &refusal.Error{Code: refusal.KeyReused, ApprovalID: a.ID,
+				Message: fmt.Sprintf("key %s was used for another call awaiting approval; use a new tool call ID", c.IdempotencyKey())}
+		}
+		switch a.State {
+		case store.ApprovalApproved:
+			_, err := j.o.Approvals.UseApproval(ctx, a.ID, now)
+			switch {
+			case err == nil:
+				return j.Do(ctx, c, effect)
+			case errors.Is(err, store.ErrExpired):
+				continue // expired since it was read: ask again
+			case errors.Is(err, store.ErrNotApproved):
+				// Spent by a concurrent call with the same key, which runs it.
+				return nil, false, &refusal.Error{Code: refusal.RunBusy, Retryable: true, Message: MsgRunBusy, ApprovalID: a.ID}
+			default:
+				return nil, false, fmt.Errorf("durable: use approval %s: %w", a.ID, err)
+			}
+		case store.ApprovalDenied:
+			return nil, false, &refusal.Error{Code: refusal.ApprovalDenied, ApprovalID: a.ID,
+				Message: fmt.Sprintf("an operator denied the call to %s (approval %s)", c.Tool, a.ID)}
+		default:
+			msg := fmt.Sprintf("the call to %s needs an operator's approval", c.Tool)
+			if a.Reason != "" {
+				msg += ": " + a.Reason
+			}
+			msg += fmt.Sprintf(" (approval %s); once approved, retry the same call with the same key", a.ID)
+			return nil, false, &refusal.Error{Code: refusal.ApprovalRequired, Retryable: true, ApprovalID: a.ID, Message: msg}
+		}
 	}
+	return nil, false, fmt.Errorf("durable: the approval of %s keeps expiring as it is read; retry", c.IdempotencyKey())
+}
+
+// SweepApprovals deletes the approvals whose expiry has passed (pending,
+// decided, used or expired) and returns how many; zero without an
+// approval store.
+func (j *Journal) SweepApprovals(ctx context.Context) (int64, error) {
+	if j.o.Approvals == nil {
+		return 0, nil
+	}
+	n, err := j.o.Approvals.SweepApprovals(ctx, j.o.Clock())
+	if err != nil {
+		return 0, fmt.Errorf("durable: sweep approvals: %w", err)
+	}
+	return n, nil
 }

@@ -52,6 +52,14 @@ type JournalOptions struct {
 	// Approvals stores approvals for Guarded. Nil: a guard's
 	// require_approval is refused as denied.
 	Approvals store.ApprovalStore
+	// ApprovalTTL is how long an approval answers for its call: a pending
+	// one can be decided, an approved one authorizes its one execution.
+	// Zero means DefaultApprovalTTL (24 h).
+	ApprovalTTL time.Duration
+	// MaxPendingApprovals bounds the pending approvals of one subject
+	// (Call.Owner); a call past it is refused as rate_limited. Zero means
+	// DefaultMaxPendingApprovals (100); negative means no bound.
+	MaxPendingApprovals int
 	// Clock is the time source for leases and expiry. Nil means time.Now.
 	Clock func() time.Time
 	// Logger receives take-overs, in-doubt markings and renewal failures.
@@ -78,8 +86,8 @@ func NewJournal(s store.JournalStore, opts *JournalOptions) (*Journal, error) {
 	if opts != nil {
 		o = *opts
 	}
-	if o.Lease < 0 || o.TTL < 0 {
-		return nil, errors.New("durable: negative Lease or TTL")
+	if o.Lease < 0 || o.TTL < 0 || o.ApprovalTTL < 0 {
+		return nil, errors.New("durable: negative Lease, TTL or ApprovalTTL")
 	}
 	if o.Lease == 0 {
 		o.Lease = DefaultLease
@@ -128,6 +136,10 @@ type Call struct {
 	// Owner is the subject the work belongs to. A record of another owner
 	// under the same key is never replayed (key_reused).
 	Owner string
+	// Key is the idempotency key as the caller sent it, when it is not
+	// RunID:ToolCallID (a gateway derives those from it). It is shown to
+	// operators with an approval and is not part of the journal key.
+	Key string
 }
 
 // IdempotencyKey returns RunID + ":" + ToolCallID, the _meta.idempotencyKey
@@ -486,13 +498,15 @@ func replay(b []byte) (replayed, error) {
 	return replayed{}, errors.New("stored outcome is empty")
 }
 
-// Sweep deletes the records whose TTL has passed and returns how many.
+// Sweep deletes the records whose TTL has passed, and the approvals
+// whose expiry has passed (SweepApprovals), and returns how many rows.
 func (j *Journal) Sweep(ctx context.Context) (int64, error) {
 	n, err := j.s.Sweep(ctx, j.o.Clock())
 	if err != nil {
 		return 0, fmt.Errorf("durable: sweep: %w", err)
 	}
-	return n, nil
+	na, err := j.SweepApprovals(ctx)
+	return n + na, err
 }
 
 // StartSweeper sweeps every interval until ctx ends or stop is called;

@@ -32,6 +32,7 @@ const (
 	DefaultShutdownTimeout  = 10 * time.Second
 	DefaultJournalLease     = 30 * time.Second
 	DefaultJournalTTL       = 24 * time.Hour
+	DefaultApprovalTTL      = 24 * time.Hour
 	DefaultUpstreamProtocol = "2025-11-25"
 )
 
@@ -65,6 +66,8 @@ type Config struct {
 	// all of them). GATEHOUSE_* variables are never passed. A server's own
 	// env is always set.
 	InheritEnv []string `yaml:"inheritEnv" json:"inheritEnv"`
+	// Approvals tunes the approvals of tools.requireApproval.
+	Approvals Approvals `yaml:"approvals" json:"approvals"`
 	// StrictPlugins makes a rejected plugin a startup error instead of a
 	// logged, skipped plugin reported by /readyz.
 	StrictPlugins bool `yaml:"strictPlugins" json:"strictPlugins"`
@@ -105,6 +108,15 @@ type Journal struct {
 	// Default 30s.
 	Lease time.Duration `yaml:"lease" json:"lease"`
 	// TTL is how long journal records (and so replays) are kept. Default 24h.
+	TTL time.Duration `yaml:"ttl" json:"ttl"`
+}
+
+// Approvals tunes approvals. An approval authorizes the one execution it
+// was asked for and expires.
+type Approvals struct {
+	// TTL is how long an approval answers for its call, from when it was
+	// asked: a pending one can be decided until then, an approved one
+	// authorizes its one execution until then. Default (and 0) 24h.
 	TTL time.Duration `yaml:"ttl" json:"ttl"`
 }
 
@@ -317,6 +329,9 @@ func (c *Config) applyDefaults() error {
 	if c.Journal.TTL == 0 {
 		c.Journal.TTL = max(DefaultJournalTTL, c.Journal.Lease)
 	}
+	if c.Approvals.TTL == 0 {
+		c.Approvals.TTL = DefaultApprovalTTL
+	}
 	return nil
 }
 
@@ -412,6 +427,9 @@ func (c *Config) validate() error {
 	}
 	if c.Journal.TTL < c.Journal.Lease {
 		return c.errf("journal.ttl", "use a TTL at least as long as journal.lease (default 24h)", "ttl %v is shorter than the lease %v", c.Journal.TTL, c.Journal.Lease)
+	}
+	if c.Approvals.TTL < time.Second {
+		return c.errf("approvals.ttl", "use a duration of at least 1s (default 24h)", "ttl %v is too short", c.Approvals.TTL)
 	}
 	if err := c.checkMetrics(); err != nil {
 		return err

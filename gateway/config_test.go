@@ -128,6 +128,9 @@ func TestConfigErrors(t *testing.T) {
 		{"negative shutdown", "shutdownTimeout: -1s\n", "shutdownTimeout", "negative"},
 		{"tiny lease", "journal: {lease: 10ms}\n", "journal.lease", "too short"},
 		{"ttl under lease", "journal: {lease: 1m, ttl: 30s}\n", "journal.ttl", "shorter than the lease"},
+		{"negative approval ttl", "approvals: {ttl: -1h}\n", "approvals.ttl", "too short"},
+		{"tiny approval ttl", "approvals: {ttl: 10ms}\n", "approvals.ttl", "too short"},
+		{"approvals unknown field", "approvals: {ttl: 1h, maxPending: 3}\n", "", "maxPending"},
 		{"server command with spaces", "servers: {x: {type: stdio, command: 'rm -rf'}}\n", "servers.x", "single executable token"},
 		{"server unknown type", "servers: {x: {type: http, url: 'https://a.example/mcp'}}\n", "servers.x", "unknown type"},
 		{"server unknown field", "servers: {x: {type: stdio, command: a, comand: b}}\n", "servers.x", "comand"},
@@ -237,6 +240,13 @@ func TestListenAndInlineServers(t *testing.T) {
 	}
 	if c.ShutdownTimeout != DefaultShutdownTimeout || c.Journal.Lease != DefaultJournalLease || c.Journal.TTL != DefaultJournalTTL {
 		t.Errorf("defaults: %v %+v", c.ShutdownTimeout, c.Journal)
+	}
+	if c.Approvals.TTL != DefaultApprovalTTL {
+		t.Errorf("approvals.ttl default = %v", c.Approvals.TTL)
+	}
+	c, err = ParseConfig([]byte("approvals: {ttl: 90m}\n"), "gh.yaml", "/etc/gh")
+	if err != nil || c.Approvals.TTL != 90*time.Minute {
+		t.Errorf("approvals.ttl 90m = %+v, %v", c.Approvals, err)
 	}
 }
 

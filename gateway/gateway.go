@@ -217,6 +217,10 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 		Repeatable: func(_, tool string) bool { return slices.Contains(cfg.Tools.Repeatable, tool) },
 		Approvals:  g.st,
 		Logger:     log,
+
+		// An approval is spent by the call it allowed and expires; a
+		// subject has at most durable.DefaultMaxPendingApprovals pending.
+		ApprovalTTL: cfg.Approvals.TTL,
 	})
 	if err != nil {
 		return fail(fmt.Errorf("gateway: %w", err))

@@ -236,14 +236,16 @@ servers:
 
 // answer is a call's answer as a caller sees it, normalized: the result's
 // JSON, or the JSON-RPC error's code and message, or the transport error.
-// Waits (retryAfterMs, "retry in 4m2s") are times, not outcomes: they are
-// replaced by a placeholder.
+// Waits (retryAfterMs, "retry in 4m2s") are times, not outcomes, and an
+// approval's ID is fresh for every request: they are replaced by
+// placeholders.
 func answer(res *mcp.CallToolResult, err error) string {
 	var rpc *jsonrpc.Error
 	switch {
 	case err == nil:
 		b, _ := json.Marshal(res)
 		s := waitMs.ReplaceAllString(string(b), `"retryAfterMs":1`)
+		s = approvalIDs.ReplaceAllString(s, "apr_ID")
 		return waitText.ReplaceAllString(s, "retry in T")
 	case errors.As(err, &rpc):
 		return fmt.Sprintf("rpc %d %s", rpc.Code, rpc.Message)
@@ -254,6 +256,8 @@ func answer(res *mcp.CallToolResult, err error) string {
 var (
 	waitMs   = regexp.MustCompile(`"retryAfterMs":[0-9]+`)
 	waitText = regexp.MustCompile(`retry in [0-9][0-9.a-zµ]*`)
+	// approvalIDs are durable's approval IDs ("apr_" and 16 hex digits).
+	approvalIDs = regexp.MustCompile(`apr_[0-9a-f]{16}`)
 )
 
 // call makes one call on cs and returns its normalized answer.

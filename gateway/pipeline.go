@@ -228,7 +228,7 @@ func (p *pipeline) call(ctx context.Context, req *callRequest) (out callOutcome)
 	if req.key != "" {
 		runID, callID = unitOfWork(subject, req.tool, req.key)
 		c := durable.Call{RunID: runID, ToolCallID: callID, Server: info.Server, Tool: req.tool,
-			RemoteName: info.RemoteName, Args: req.args, Owner: string(subject)}
+			RemoteName: info.RemoteName, Args: req.args, Owner: string(subject), Key: req.key}
 		res, out.replayed, err = p.journal.Guarded(ctx, c, p.guard, effect)
 	} else {
 		res, err = p.unkeyed(ctx, subject, req.tool, info, req.args, effect)

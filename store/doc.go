@@ -40,12 +40,19 @@
 //	journal    (scope, run_id, tool_call_id PK; fingerprint, state, outcome bytes, owner, executor,
 //	            lease_until, created_at, updated_at, expires_at)        indexes: owner, expires_at
 //	counters   (name PK, value, expires_at)                             index: expires_at
-//	approvals  (id PK; scope, run_id, tool_call_id UNIQUE; server, tool, args_fingerprint, reason,
-//	            owner, state, created_at, decided_at, decided_by)       indexes: (state, created_at), owner
+//	approvals  (id PK; scope, run_id, tool_call_id; server, tool, args_fingerprint, args bytes,
+//	            caller_key, reason, owner, state, created_at, expires_at, decided_at, decided_by,
+//	            used_at)   indexes: (scope, run_id, tool_call_id) UNIQUE WHERE state is live,
+//	                       (state, created_at), (owner, state), expires_at
+//	approval_decisions (approval_id FK -> approvals ON DELETE CASCADE, seq; verdict, decided_by, decided_at)
+//	approval_owners    (owner PK)   the row CreateApproval locks to bound a subject's pending approvals
 //
 // Version 1 had only servers (without baseline_version); version 2 added the
-// rest. A row written by version 1 survives the migration with an empty
-// baseline; callers derive its baseline from its stored catalogue.
+// rest; version 3 made an approval one execution's (arguments, expiry, use,
+// decisions). A row written by version 1 survives the migration with an
+// empty baseline; callers derive its baseline from its stored catalogue. An
+// approval written by version 2 keeps its state and decision, expires 24
+// hours after it was asked, and is used when its call has a journal record.
 //
 // Times are stored as BIGINT unix milliseconds, UTC, in both engines; 0
 // means "unset" (and, for an expiry, "never"). Read back, times are UTC
@@ -83,8 +90,15 @@
 //     by the store's clock (Options.Now) restarts from zero; otherwise its
 //     expiry becomes the later of the two. Fixed-window rate limits put the
 //     window start in the key and the window end in expiresAt.
-//   - CreateApproval is idempotent on (scope, run ID, tool call ID);
-//     DecideApproval is one conditional UPDATE: pending -> decided once.
+//   - An approval is for one execution. CreateApproval is idempotent on
+//     the call's live approval (pending, approved or denied, not expired),
+//     retires an expired one, and bounds a subject's pending approvals, in
+//     one transaction (on PostgreSQL it locks the subject's approval_owners
+//     row, so the bound holds across processes). DecideApproval is one
+//     conditional UPDATE (pending and not expired -> decided, once) and the
+//     decision's row. UseApproval is one conditional UPDATE (approved and
+//     not expired -> used): an approval is spent once. SweepApprovals
+//     deletes approvals whose expiry has passed, with their decisions.
 //
 // # What is stored, and what never is
 //

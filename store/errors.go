@@ -1,6 +1,10 @@
 package store
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+	"time"
+)
 
 // Sentinel errors. Implementations wrap them with %w and context; test with
 // errors.Is.
@@ -18,6 +22,14 @@ var (
 	ErrLeaseLost = errors.New("store: lease held by another executor")
 	// ErrAlreadyDecided: an approval is no longer pending.
 	ErrAlreadyDecided = errors.New("store: approval already decided")
+	// ErrExpired: an approval's ExpiresAt has passed.
+	ErrExpired = errors.New("store: approval expired")
+	// ErrNotApproved: an approval is not approved (pending, denied, or
+	// already used).
+	ErrNotApproved = errors.New("store: approval is not approved")
+	// ErrTooManyPending: the subject has as many pending approvals as the
+	// bound allows.
+	ErrTooManyPending = errors.New("store: too many pending approvals")
 	// ErrSchemaTooNew: the database was migrated by a newer build. Nothing
 	// was changed.
 	ErrSchemaTooNew = errors.New("store: database schema is newer than this build")
@@ -36,3 +48,24 @@ var (
 	// ErrClosed: the store has been closed.
 	ErrClosed = errors.New("store: closed")
 )
+
+// PendingLimitError is CreateApproval's error when the subject already has
+// as many pending approvals as the bound allows. It wraps
+// ErrTooManyPending.
+type PendingLimitError struct {
+	// Owner is the subject.
+	Owner string
+	// Max is the bound.
+	Max int
+	// NextExpiry is when the first of the subject's pending approvals
+	// expires: a place is free by then at the latest. Zero when none
+	// expires.
+	NextExpiry time.Time
+}
+
+func (e *PendingLimitError) Error() string {
+	return fmt.Sprintf("%v: subject %q has %d pending approvals, the most allowed", ErrTooManyPending, e.Owner, e.Max)
+}
+
+// Unwrap returns ErrTooManyPending.
+func (e *PendingLimitError) Unwrap() error { return ErrTooManyPending }

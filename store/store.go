@@ -226,56 +226,126 @@ type CounterStore interface {
 // ApprovalState is the state of an approval.
 type ApprovalState string
 
-// Approval states.
+// Approval states. An approval is asked for one execution of one call:
+//
+//	pending ──approve──▶ approved ──UseApproval──▶ used
+//	   │                    │
+//	   └──deny──▶ denied ◀──┘ (deny before use: a revocation)
+//
+// Pending, approved and denied approvals are live until their ExpiresAt;
+// expired is written when a store notices (CreateApproval for the same
+// call retires an expired one) and is final. Used and expired approvals
+// never authorize anything again.
 const (
 	ApprovalPending  ApprovalState = "pending"
 	ApprovalApproved ApprovalState = "approved"
 	ApprovalDenied   ApprovalState = "denied"
+	ApprovalUsed     ApprovalState = "used"
+	ApprovalExpired  ApprovalState = "expired"
 )
 
-// Valid reports whether s is one of the three states.
+// Valid reports whether s is one of the five states.
 func (s ApprovalState) Valid() bool {
 	switch s {
-	case ApprovalPending, ApprovalApproved, ApprovalDenied:
+	case ApprovalPending, ApprovalApproved, ApprovalDenied, ApprovalUsed, ApprovalExpired:
 		return true
 	}
 	return false
 }
 
-// Approval is a durable request for an operator's decision on one call.
+// Live reports whether an approval in state s still answers for its call
+// (pending, approved or denied), expiry aside.
+func (s ApprovalState) Live() bool {
+	return s == ApprovalPending || s == ApprovalApproved || s == ApprovalDenied
+}
+
+// Decision is one operator's decision on an approval.
+type Decision struct {
+	// Verdict is ApprovalApproved or ApprovalDenied.
+	Verdict ApprovalState
+	// By names who decided (for example "alice@ops-host").
+	By string
+	// At is when.
+	At time.Time
+}
+
+// Approval is a durable request for an operator's decision on one
+// execution of one call.
 type Approval struct {
-	// ID is caller-chosen and unique.
+	// ID is caller-chosen and unique; it is never reused for another
+	// request, even of the same call.
 	ID string
-	// RecordKey is the call awaiting approval; unique among approvals.
+	// RecordKey is the call awaiting approval. At most one live approval
+	// (pending, approved or denied, not expired) exists per key.
 	RecordKey
 	Server          string
 	Tool            string
 	ArgsFingerprint string
-	Reason          string
-	Owner           string
-	State           ApprovalState
+	// Args are the call's arguments as sent (JSON), for the operator to
+	// see. Nil for approvals recorded before they were stored.
+	Args []byte
+	// CallerKey is the idempotency key as the caller sent it, when it
+	// differs from RunID:ToolCallID (the gateway derives its keys); empty
+	// otherwise.
+	CallerKey string
+	Reason    string
+	Owner     string
+	State     ApprovalState
 	// CreatedAt is filled from the store's clock when zero.
 	CreatedAt time.Time
+	// ExpiresAt is when the approval stops answering for its call: a
+	// pending one can no longer be decided, an approved one no longer
+	// authorizes, and SweepApprovals may delete it. Zero means never.
+	ExpiresAt time.Time
+	// DecidedAt and DecidedBy are those of the last decision.
 	DecidedAt time.Time
 	DecidedBy string
+	// UsedAt is when the execution it authorized was started.
+	UsedAt time.Time
+	// Decisions are the decisions taken on the approval, oldest first (one,
+	// as a decision is final; a refused attempt is not a decision).
+	Decisions []Decision
+}
+
+// Expired reports whether a live approval's ExpiresAt has passed at now.
+func (a Approval) Expired(now time.Time) bool {
+	return !a.ExpiresAt.IsZero() && !a.ExpiresAt.After(now)
 }
 
 // ApprovalStore persists approvals.
 type ApprovalStore interface {
-	// CreateApproval records a pending approval. It is idempotent on the
-	// call key: when an approval for a.RecordKey exists it returns that one
-	// and created=false. An ID already used by another call is ErrConflict.
-	CreateApproval(ctx context.Context, a Approval) (stored Approval, created bool, err error)
+	// CreateApproval records a pending approval, unless the call
+	// (a.RecordKey) has a live approval that has not expired: then it
+	// returns that one and created=false. A live approval of the call that
+	// has expired is moved to expired first. When maxPending > 0 and
+	// a.Owner already has maxPending pending approvals that have not
+	// expired, nothing is written and the error wraps ErrTooManyPending.
+	// An ID already used is ErrConflict. Expiry and the bound are judged
+	// at a.CreatedAt (the store's clock when zero). One transaction:
+	// concurrent callers for one call get one approval, and the bound
+	// holds across processes.
+	CreateApproval(ctx context.Context, a Approval, maxPending int) (stored Approval, created bool, err error)
 	// GetApproval returns the approval or ErrNotFound.
 	GetApproval(ctx context.Context, id string) (Approval, error)
-	// GetApprovalByCall returns the approval of one call or ErrNotFound.
+	// GetApprovalByCall returns the live approval of one call (pending,
+	// approved or denied, expired or not) or ErrNotFound.
 	GetApprovalByCall(ctx context.Context, key RecordKey) (Approval, error)
 	// ListApprovals lists approvals in state (every state when empty),
 	// oldest first.
 	ListApprovals(ctx context.Context, state ApprovalState) ([]Approval, error)
-	// DecideApproval moves a pending approval to approved or denied. It
-	// fails with ErrNotFound or ErrAlreadyDecided.
+	// DecideApproval approves or denies a pending approval and records the
+	// decision with it (who, when, which). A decision is final. It fails
+	// with ErrNotFound, ErrExpired (ExpiresAt is at or before now) or
+	// ErrAlreadyDecided (no longer pending).
 	DecideApproval(ctx context.Context, id string, approve bool, by string, now time.Time) (Approval, error)
+	// UseApproval moves an approved approval that has not expired at now
+	// to used (compare-and-swap): the one execution it authorizes. It
+	// fails with ErrNotFound, ErrExpired, or ErrNotApproved (pending,
+	// denied, or already used: an approval is spent once).
+	UseApproval(ctx context.Context, id string, now time.Time) (Approval, error)
+	// SweepApprovals deletes the approvals whose ExpiresAt is non-zero and
+	// at or before now, whatever their state, and returns how many.
+	SweepApprovals(ctx context.Context, now time.Time) (int64, error)
 }
 
 // Store is every kind of storage Gatehouse uses. Consumers should declare

@@ -132,19 +132,67 @@ func newApprovalsCmd() *cobra.Command {
 
 // approvalJSON is one approval in `approvals list --json`.
 type approvalJSON struct {
-	ID              string     `json:"id"`
-	State           string     `json:"state"`
-	Server          string     `json:"server"`
-	Tool            string     `json:"tool"`
-	Scope           string     `json:"scope"`
-	RunID           string     `json:"runId"`
-	ToolCallID      string     `json:"toolCallId"`
-	Subject         string     `json:"subject"`
-	ArgsFingerprint string     `json:"argsFingerprint"`
-	Reason          string     `json:"reason"`
-	CreatedAt       time.Time  `json:"createdAt"`
-	DecidedAt       *time.Time `json:"decidedAt,omitempty"`
-	DecidedBy       string     `json:"decidedBy,omitempty"`
+	ID     string `json:"id"`
+	State  string `json:"state"`
+	Server string `json:"server"`
+	Tool   string `json:"tool"`
+	// Subject is the caller the call belongs to.
+	Subject string `json:"subject"`
+	// Args are the call's arguments as sent (null when not recorded).
+	Args json.RawMessage `json:"args"`
+	// Key is the idempotency key as the caller sent it, or runId:toolCallId.
+	Key             string         `json:"key"`
+	Scope           string         `json:"scope"`
+	RunID           string         `json:"runId"`
+	ToolCallID      string         `json:"toolCallId"`
+	ArgsFingerprint string         `json:"argsFingerprint"`
+	Reason          string         `json:"reason"`
+	AskedAt         time.Time      `json:"askedAt"`
+	ExpiresAt       *time.Time     `json:"expiresAt,omitempty"`
+	UsedAt          *time.Time     `json:"usedAt,omitempty"`
+	DecidedAt       *time.Time     `json:"decidedAt,omitempty"`
+	DecidedBy       string         `json:"decidedBy,omitempty"`
+	Decisions       []decisionJSON `json:"decisions"`
+}
+
+// decisionJSON is one decision of an approval.
+type decisionJSON struct {
+	Verdict string    `json:"verdict"`
+	By      string    `json:"by"`
+	At      time.Time `json:"at"`
+}
+
+func optTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+// toApprovalJSON shows a as an operator sees it at now: a live approval
+// whose expiry has passed is "expired".
+func toApprovalJSON(a store.Approval, now time.Time) approvalJSON {
+	state := a.State
+	if state.Live() && a.Expired(now) {
+		state = store.ApprovalExpired
+	}
+	key := a.CallerKey
+	if key == "" {
+		key = a.RunID + ":" + a.ToolCallID
+	}
+	var args json.RawMessage
+	if len(a.Args) > 0 && json.Valid(a.Args) {
+		args = json.RawMessage(a.Args)
+	}
+	j := approvalJSON{ID: a.ID, State: string(state), Server: a.Server, Tool: a.Tool, Subject: a.Owner, Args: args, Key: key,
+		Scope: a.Scope, RunID: a.RunID, ToolCallID: a.ToolCallID, ArgsFingerprint: a.ArgsFingerprint, Reason: a.Reason,
+		AskedAt: a.CreatedAt.UTC(), ExpiresAt: optTime(a.ExpiresAt), UsedAt: optTime(a.UsedAt), DecidedAt: optTime(a.DecidedAt),
+		DecidedBy: a.DecidedBy, Decisions: []decisionJSON{}}
+	for _, d := range a.Decisions {
+		j.Decisions = append(j.Decisions, decisionJSON{Verdict: string(d.Verdict), By: d.By, At: d.At.UTC()})
+	}
+	return j
 }
 
 func newApprovalsListCmd() *cobra.Command {
@@ -152,7 +200,7 @@ func newApprovalsListCmd() *cobra.Command {
 	var asJSON, all bool
 	cmd := &cobra.Command{
 		Use:   "list",
-		Short: "List pending approvals (--all for decided ones too)",
+		Short: "List the calls waiting for a decision: who asked, the tool, the arguments as sent, the key (--all: every approval)",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			st, err := sf.open(cmd.Context())
@@ -168,14 +216,12 @@ func newApprovalsListCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			now := time.Now()
 			out := make([]approvalJSON, 0, len(as))
 			for _, a := range as {
-				j := approvalJSON{ID: a.ID, State: string(a.State), Server: a.Server, Tool: a.Tool, Scope: a.Scope,
-					RunID: a.RunID, ToolCallID: a.ToolCallID, Subject: a.Owner, ArgsFingerprint: a.ArgsFingerprint,
-					Reason: a.Reason, CreatedAt: a.CreatedAt.UTC(), DecidedBy: a.DecidedBy}
-				if !a.DecidedAt.IsZero() {
-					t := a.DecidedAt.UTC()
-					j.DecidedAt = &t
+				j := toApprovalJSON(a, now)
+				if !all && j.State != string(store.ApprovalPending) {
+					continue // expired: it can no longer be decided
 				}
 				out = append(out, j)
 			}
@@ -183,9 +229,18 @@ func newApprovalsListCmd() *cobra.Command {
 				return writeJSON(cmd.OutOrStdout(), map[string]any{"approvals": out})
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tSTATE\tTOOL\tSUBJECT\tRUN\tREASON\tCREATED")
+			fmt.Fprintln(tw, "ID\tSTATE\tSUBJECT\tTOOL\tKEY\tASKED\tEXPIRES\tDECIDED BY\tARGS")
 			for _, a := range out {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.ID, a.State, a.Tool, dash(a.Subject), a.RunID, a.Reason, a.CreatedAt.Format(time.RFC3339))
+				expires := "never"
+				if a.ExpiresAt != nil {
+					expires = a.ExpiresAt.Format(time.RFC3339)
+				}
+				args := "(not recorded)"
+				if a.Args != nil {
+					args = string(a.Args)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.ID, a.State, dash(a.Subject), a.Tool, a.Key,
+					a.AskedAt.Format(time.RFC3339), expires, dash(a.DecidedBy), args)
 			}
 			if len(out) == 0 {
 				fmt.Fprintln(tw, "(no approvals)")
@@ -195,7 +250,7 @@ func newApprovalsListCmd() *cobra.Command {
 	}
 	sf.add(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, `print {"approvals": [...]}`)
-	cmd.Flags().BoolVar(&all, "all", false, "include approved and denied ones")
+	cmd.Flags().BoolVar(&all, "all", false, "include approved, denied, used and expired ones")
 	return cmd
 }
 
@@ -211,6 +266,9 @@ func newDecideCmd(approve bool) *cobra.Command {
 		Short: fmt.Sprintf("%s a pending call: the same call with the same key then %s", verb, map[bool]string{true: "runs once", false: "fails with approval_denied"}[approve]),
 		Args:  exactArgs(1, "one approval ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if by == "" {
+				return usagef("--by must name who decides")
+			}
 			st, err := sf.open(cmd.Context())
 			if err != nil {
 				return err
@@ -220,22 +278,46 @@ func newDecideCmd(approve bool) *cobra.Command {
 			switch {
 			case errors.Is(err, store.ErrNotFound):
 				return fmt.Errorf("no approval with ID %q (see `gatehouse approvals list`)", args[0])
+			case errors.Is(err, store.ErrExpired):
+				msg := fmt.Sprintf("approval %s has expired", args[0])
+				if cur, gerr := st.GetApproval(cmd.Context(), args[0]); gerr == nil {
+					msg += " (at " + cur.ExpiresAt.UTC().Format(time.RFC3339) + ")"
+				}
+				return fmt.Errorf("%s and can no longer be decided; the caller's next attempt asks for a new approval", msg)
 			case errors.Is(err, store.ErrAlreadyDecided):
 				cur, gerr := st.GetApproval(cmd.Context(), args[0])
-				if gerr == nil {
-					return fmt.Errorf("approval %s was already %s by %s; a decision is final", args[0], cur.State, dash(cur.DecidedBy))
+				switch {
+				case gerr != nil:
+					return fmt.Errorf("approval %s was already decided; a decision is final", args[0])
+				case cur.State == store.ApprovalApproved || cur.State == store.ApprovalDenied || cur.State == store.ApprovalUsed:
+					return fmt.Errorf("approval %s was already %s by %s; a decision is final", args[0], verdictOf(cur), dash(cur.DecidedBy))
 				}
-				return fmt.Errorf("approval %s was already decided; a decision is final", args[0])
+				return fmt.Errorf("approval %s is %s; a decision is final", args[0], cur.State)
 			case err != nil:
 				return err
 			}
-			_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s: %s (%s)\n", a.ID, a.State, a.Tool)
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s: %s by %s (%s %s of %s)\n", a.ID, a.State, a.DecidedBy, a.Tool, argsText(a.Args), dash(a.Owner))
 			return err
 		},
 	}
 	sf.add(cmd)
-	cmd.Flags().StringVar(&by, "by", defaultOperator(), "who decides (recorded with the decision)")
+	cmd.Flags().StringVar(&by, "by", defaultOperator(), "who decides (recorded with the decision; default user@host)")
 	return cmd
+}
+
+// verdictOf names the decision taken on a decided approval.
+func verdictOf(a store.Approval) store.ApprovalState {
+	if a.State == store.ApprovalUsed {
+		return store.ApprovalApproved
+	}
+	return a.State
+}
+
+func argsText(b []byte) string {
+	if len(b) == 0 {
+		return "(arguments not recorded)"
+	}
+	return string(b)
 }
 
 func writeJSON(w io.Writer, v any) error {

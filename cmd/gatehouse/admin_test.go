@@ -39,8 +39,8 @@ func seedStore(t *testing.T) string {
 		_, _, err := st.CreateApproval(ctx, store.Approval{
 			ID: id, RecordKey: store.RecordKey{Scope: "gw", RunID: "run-x", ToolCallID: id},
 			Server: "bank", Tool: "bank__transfer", ArgsFingerprint: "fp", Reason: "requires approval", Owner: "alice",
-			State: store.ApprovalPending,
-		})
+			State: store.ApprovalPending, ExpiresAt: now.Add(time.Hour),
+		}, 0)
 		if err != nil {
 			t.Fatal(err)
 		}

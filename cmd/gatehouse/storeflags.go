@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/user"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
@@ -79,10 +80,22 @@ func openStore(ctx context.Context, d string) (store.Store, error) {
 }
 
 // defaultOperator names the person running an admin command, for the
-// record of who decided.
+// record of who decided: the OS user and host ("alice@ops-1"), from
+// os/user and os.Hostname ($USER, then "operator", when the user cannot
+// be looked up; the user alone when the host is unknown).
 func defaultOperator() string {
-	if u := os.Getenv("USER"); u != "" {
-		return u
+	name := ""
+	if u, err := user.Current(); err == nil {
+		name = u.Username
 	}
-	return "operator"
+	if name == "" {
+		name = os.Getenv("USER")
+	}
+	if name == "" {
+		name = "operator"
+	}
+	if host, err := os.Hostname(); err == nil && host != "" {
+		return name + "@" + host
+	}
+	return name
 }

@@ -77,14 +77,16 @@ func testPurge(t *testing.T, s store.Store) {
 	for i := range 2 {
 		get(claimOK(ctx, s, rec(key("rb", fmt.Sprint(i)), "bob", "A", time.Minute))).ok(t)
 	}
-	_, _, err := s.CreateApproval(ctx, store.Approval{ID: "ap-alice", RecordKey: key("ra", "0"), Owner: "alice"})
+	_, _, err := s.CreateApproval(ctx, store.Approval{ID: "ap-alice", RecordKey: key("ra", "0"), Owner: "alice"}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, _, err = s.CreateApproval(ctx, store.Approval{ID: "ap-bob", RecordKey: key("rb", "0"), Owner: "bob"})
+	_, _, err = s.CreateApproval(ctx, store.Approval{ID: "ap-bob", RecordKey: key("rb", "0"), Owner: "bob"}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A decided approval goes with its decisions.
+	get(s.DecideApproval(ctx, "ap-alice", true, "ops", time.Now())).ok(t)
 	if n := get(s.Purge(ctx, "alice")).ok(t); n != 4 {
 		t.Fatalf("Purge(alice) = %d, want 4 (3 records + 1 approval)", n)
 	}

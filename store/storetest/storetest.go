@@ -60,6 +60,10 @@ func Run(t *testing.T, open Opener) {
 		{"DerivedCounterKeys", testDerivedCounterKeys},
 		{"Approvals", testApprovals},
 		{"ApprovalDecideRace", testApprovalRace},
+		{"ApprovalUsedOnce", testApprovalOnce},
+		{"ApprovalExpiry", testApprovalExpiry},
+		{"ApprovalPendingBound", testApprovalBound},
+		{"ApprovalCreateRace", testApprovalCreateRace},
 		{"Timestamps", testTimestamps},
 	}
 	for _, tc := range tests {

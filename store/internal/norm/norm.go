@@ -16,6 +16,7 @@
 package norm
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"time"
@@ -118,7 +119,7 @@ func Completion(state store.State) error {
 }
 
 // Approval validates and completes an approval for CreateApproval.
-func Approval(a store.Approval, now time.Time) (store.Approval, error) {
+func Approval(a store.Approval, maxPending int, now time.Time) (store.Approval, error) {
 	if a.ID == "" {
 		return a, invalid("approval ID is empty")
 	}
@@ -128,14 +129,35 @@ func Approval(a store.Approval, now time.Time) (store.Approval, error) {
 	if a.State != "" && a.State != store.ApprovalPending {
 		return a, invalid("approvals are created pending, not %q", a.State)
 	}
+	if maxPending < 0 {
+		return a, invalid("the bound on pending approvals is negative (%d)", maxPending)
+	}
+	if len(a.Args) > 0 && !json.Valid(a.Args) {
+		return a, invalid("approval %q: arguments are not JSON", a.ID)
+	}
 	a.State = store.ApprovalPending
 	if a.CreatedAt.IsZero() {
 		a.CreatedAt = now
 	}
 	a.CreatedAt = Round(a.CreatedAt)
+	a.ExpiresAt = Round(a.ExpiresAt)
+	if !a.ExpiresAt.IsZero() && !a.ExpiresAt.After(a.CreatedAt) {
+		return a, invalid("approval %q expires (%v) before it is created (%v)", a.ID, a.ExpiresAt, a.CreatedAt)
+	}
+	a.Args = Bytes(a.Args)
 	a.DecidedAt = time.Time{}
 	a.DecidedBy = ""
+	a.UsedAt = time.Time{}
+	a.Decisions = nil
 	return a, nil
+}
+
+// Decider validates who decides an approval.
+func Decider(by string) error {
+	if by == "" {
+		return invalid("a decision needs a decider")
+	}
+	return nil
 }
 
 // ApprovalFilter validates a ListApprovals filter.
@@ -173,3 +195,40 @@ func NotFound(what string, args ...any) error {
 func AlreadyDecided(id string, st store.ApprovalState) error {
 	return fmt.Errorf("%w: approval %q is %s", store.ErrAlreadyDecided, id, st)
 }
+
+// ApprovalExpired builds the error for an approval whose ExpiresAt has passed.
+func ApprovalExpired(id string, at time.Time) error {
+	return fmt.Errorf("%w: approval %q expired at %s", store.ErrExpired, id, at.UTC().Format(time.RFC3339))
+}
+
+// NotApproved builds the error for an approval that cannot be used.
+func NotApproved(id string, st store.ApprovalState) error {
+	return fmt.Errorf("%w: approval %q is %s", store.ErrNotApproved, id, st)
+}
+
+// TooManyPending builds the error for a subject at its bound; next is when
+// its first pending approval expires (unix ms, 0 = never).
+func TooManyPending(owner string, max int, next int64) error {
+	return &store.PendingLimitError{Owner: owner, Max: max, NextExpiry: Time(next)}
+}
+
+// WhyNotDecided explains why DecideApproval changed nothing on a, read
+// after the compare-and-swap failed.
+func WhyNotDecided(a store.Approval, now time.Time) error {
+	if a.State.Live() && a.Expired(now) {
+		return ApprovalExpired(a.ID, a.ExpiresAt)
+	}
+	return AlreadyDecided(a.ID, a.State)
+}
+
+// WhyNotUsed explains why UseApproval changed nothing on a.
+func WhyNotUsed(a store.Approval, now time.Time) error {
+	if a.State.Live() && a.Expired(now) {
+		return ApprovalExpired(a.ID, a.ExpiresAt)
+	}
+	return NotApproved(a.ID, a.State)
+}
+
+// Decidable reports whether DecideApproval may move an approval in state
+// st: only a pending one (a decision is final).
+func Decidable(st store.ApprovalState) bool { return st == store.ApprovalPending }

@@ -10,7 +10,7 @@ func TestMigrationsAreSequential(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ms) != 2 || ms[0].Name != "0001_servers" || ms[1].Version != 2 || LatestVersion() != 2 {
+	if len(ms) != 3 || ms[0].Name != "0001_servers" || ms[2].Name != "0003_approvals_once" || LatestVersion() != 3 {
 		t.Fatalf("migrations = %+v", ms)
 	}
 }
