@@ -285,6 +285,7 @@ type Store interface {
 	JournalStore
 	CounterStore
 	ApprovalStore
+	ExecutorStore
 	io.Closer
 }
 
