@@ -56,6 +56,13 @@ type Options struct {
 	Version string
 	// Clock is the time source of backoffs. Nil means time.Now.
 	Clock func() time.Time
+	// Instance names this gateway in the store across its restarts (see
+	// the executor in docs/gateway.md): the next start under the same name
+	// makes the calls the previous one left running in doubt at once. Two
+	// running gateways must never share one. Empty means derived from the
+	// host and the store (a free slot among lock files), or random when
+	// Store is given.
+	Instance string
 }
 
 // Gateway serves the tools of the configured plugins and servers through
@@ -75,6 +82,7 @@ type Gateway struct {
 	idle     time.Duration
 	st       store.Store
 	ownStore bool
+	exec     *executor // this process in the journal
 
 	relay  *relay.Relay
 	ts     *toolset.Toolset
@@ -143,6 +151,7 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 	}
 
 	// The store.
+	var storeDSN string
 	if o.Store != nil {
 		g.st = o.Store
 	} else {
@@ -155,7 +164,7 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 			g.life.stop()
 			return nil, err
 		}
-		g.st, g.ownStore = st, true
+		g.st, g.ownStore, storeDSN = st, true, d
 	}
 	fail := func(err error) (*Gateway, error) {
 		_ = g.Close()
@@ -204,9 +213,25 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 	g.trust.countDrift()
 	g.tel.Upstreams(g.servers, g.skipped())
 
-	// The call pipeline: the journal and the guards.
+	// The call pipeline: this process as the journal's executor, the
+	// journal and the guards.
+	lease := cfg.Journal.Lease
+	if lease <= 0 {
+		lease = durable.DefaultLease
+	}
+	ttl := cfg.Journal.TTL
+	if ttl <= 0 {
+		ttl = durable.DefaultTTL
+	}
+	ttl = max(ttl, lease)
+	g.exec, err = startExecutor(ctx, g.st, o.Instance, storeDSN, lease, ttl, log)
+	if err != nil {
+		return fail(err)
+	}
 	journal, err := durable.NewJournal(g.st, &durable.JournalOptions{
 		Scope:      JournalScope,
+		Executor:   g.exec.id,
+		Executors:  g.st,
 		Lease:      cfg.Journal.Lease,
 		TTL:        cfg.Journal.TTL,
 		Repeatable: func(_, tool string) bool { return slices.Contains(cfg.Tools.Repeatable, tool) },
@@ -377,6 +402,9 @@ func (g *Gateway) Close() error {
 	}
 	if g.relay != nil {
 		errs = append(errs, g.relay.Close())
+	}
+	if g.exec != nil {
+		g.exec.stop() // after the calls: the store says this incarnation is gone
 	}
 	if g.ownStore && g.st != nil {
 		errs = append(errs, g.st.Close())
