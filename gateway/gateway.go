@@ -17,6 +17,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/diag"
 	"github.com/gatehouse-dev/gatehouse/durable"
+	"github.com/gatehouse-dev/gatehouse/gateway/internal/executor"
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/telemetry"
 	"github.com/gatehouse-dev/gatehouse/gateway/relay"
 	"github.com/gatehouse-dev/gatehouse/plugin"
@@ -82,7 +83,7 @@ type Gateway struct {
 	idle     time.Duration
 	st       store.Store
 	ownStore bool
-	exec     *executor // this process in the journal
+	exec     *executor.Executor // this process in the journal
 
 	relay  *relay.Relay
 	ts     *toolset.Toolset
@@ -224,13 +225,14 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 		ttl = durable.DefaultTTL
 	}
 	ttl = max(ttl, lease)
-	g.exec, err = startExecutor(ctx, g.st, o.Instance, storeDSN, lease, ttl, log)
+	g.exec, err = executor.Start(ctx, g.st, &executor.Options{Instance: o.Instance, StoreDSN: storeDSN,
+		Lease: lease, TTL: ttl, SweepEvery: sweepEvery, Logger: log})
 	if err != nil {
 		return fail(err)
 	}
 	journal, err := durable.NewJournal(g.st, &durable.JournalOptions{
 		Scope:      JournalScope,
-		Executor:   g.exec.id,
+		Executor:   g.exec.ID(),
 		Executors:  g.st,
 		Lease:      cfg.Journal.Lease,
 		TTL:        cfg.Journal.TTL,
@@ -404,7 +406,7 @@ func (g *Gateway) Close() error {
 		errs = append(errs, g.relay.Close())
 	}
 	if g.exec != nil {
-		g.exec.stop() // after the calls: the store says this incarnation is gone
+		g.exec.Stop() // after the calls: the store says this incarnation is gone
 	}
 	if g.ownStore && g.st != nil {
 		errs = append(errs, g.st.Close())

@@ -1,4 +1,13 @@
-package gateway
+// Package executor makes a gateway process an executor of the effect
+// journal: an instance name that stays the same across restarts, an
+// incarnation that changes every start, registered in the store,
+// heartbeated, and stopped at shutdown (see store.ExecutorStore and
+// durable.JournalOptions.Executors).
+//
+//	ex, err := executor.Start(ctx, st, &executor.Options{StoreDSN: dsn, Lease: lease, TTL: ttl})
+//	defer ex.Stop()
+//	j, err := durable.NewJournal(st, &durable.JournalOptions{Executor: ex.ID(), Executors: st})
+package executor
 
 import (
 	"context"
@@ -16,6 +25,25 @@ import (
 	"github.com/gatehouse-dev/gatehouse/store"
 )
 
+// Options configure Start.
+type Options struct {
+	// Instance names the process; empty means derived (see Start).
+	Instance string
+	// StoreDSN is the store's DSN, from which the instance is derived.
+	StoreDSN string
+	// Lease is how long the executor counts as alive after a heartbeat;
+	// it heartbeats every Lease/3. Required.
+	Lease time.Duration
+	// TTL is how long stopped or silent executors are kept before the
+	// sweep deletes them. Required.
+	TTL time.Duration
+	// SweepEvery is how often that sweep runs. Zero means 10 minutes.
+	SweepEvery time.Duration
+	// Logger receives registration, heartbeat and sweep trouble. Nil
+	// discards it.
+	Logger *slog.Logger
+}
+
 // maxInstanceSlots bounds how many gateways on one host share one store
 // under derived instance names.
 const maxInstanceSlots = 64
@@ -23,17 +51,18 @@ const maxInstanceSlots = 64
 // executorTimeout bounds the store writes of registration and shutdown.
 const executorTimeout = 10 * time.Second
 
-// executor is this gateway process in the journal: an instance name that
+// Executor is this gateway process in the journal: an instance name that
 // stays the same across restarts and an incarnation that changes every
 // start. Its ID (instance#incarnation) is the executor written into the
 // records it claims; it is registered in the store at start, heartbeated
 // every lease/3 and stopped at Close, so that after a crash the next
 // incarnation's registration marks this one dead at once (see
 // store.ExecutorStore and durable.JournalOptions.Executors).
-type executor struct {
+type Executor struct {
 	id, instance string
 	st           store.ExecutorStore
 	lease, ttl   time.Duration
+	sweepEvery   time.Duration
 	log          *slog.Logger
 	release      func() // the instance lock, if any
 
@@ -42,7 +71,7 @@ type executor struct {
 	once   sync.Once
 }
 
-// startExecutor claims an instance name, registers a new incarnation of it
+// Start claims an instance name, registers a new incarnation of it
 // and starts its heartbeat, which ends at stop.
 //
 // The instance is named (Options.Instance), or derived: for a SQLite or
@@ -53,13 +82,23 @@ type executor struct {
 // hence its instance; two live gateways never share one. Where no lock can
 // be taken (no DSN, a memory store, no flock) the instance is random: a
 // restart is then recognised only when the heartbeat lapses.
-func startExecutor(ctx context.Context, st store.ExecutorStore, named, storeDSN string, lease, ttl time.Duration, log *slog.Logger) (*executor, error) {
-	e := &executor{st: st, lease: lease, ttl: ttl, log: log, release: func() {}}
+func Start(ctx context.Context, st store.ExecutorStore, o *Options) (*Executor, error) {
+	if o == nil || o.Lease <= 0 || o.TTL <= 0 {
+		return nil, errors.New("executor: Start needs a positive Lease and TTL")
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	e := &Executor{st: st, lease: o.Lease, ttl: o.TTL, sweepEvery: o.SweepEvery, log: log, release: func() {}}
+	if e.sweepEvery <= 0 {
+		e.sweepEvery = 10 * time.Minute
+	}
 	switch {
-	case named != "":
-		e.instance = named
+	case o.Instance != "":
+		e.instance = o.Instance
 	default:
-		inst, release, err := lockInstance(storeDSN)
+		inst, release, err := LockInstance(o.StoreDSN)
 		if err != nil {
 			log.Warn("gateway: no stable instance name; a restart is recognised once the heartbeat lapses", "err", err)
 			inst = "gw-" + randomHex(8)
@@ -73,9 +112,9 @@ func startExecutor(ctx context.Context, st store.ExecutorStore, named, storeDSN 
 	now := time.Now()
 	rctx, cancel := context.WithTimeout(ctx, executorTimeout)
 	defer cancel()
-	if err := st.RegisterExecutor(rctx, store.Executor{ID: e.id, Instance: e.instance, StartedAt: now, AliveUntil: now.Add(lease)}); err != nil {
+	if err := st.RegisterExecutor(rctx, store.Executor{ID: e.id, Instance: e.instance, StartedAt: now, AliveUntil: now.Add(e.lease)}); err != nil {
 		e.release()
-		return nil, fmt.Errorf("gateway: registering executor %s: %w", e.id, err)
+		return nil, fmt.Errorf("executor: registering %s: %w", e.id, err)
 	}
 	log.Info("gateway: executor registered", "executor", e.id, "instance", e.instance)
 	hctx, hcancel := context.WithCancel(context.Background())
@@ -86,14 +125,14 @@ func startExecutor(ctx context.Context, st store.ExecutorStore, named, storeDSN 
 
 // heartbeat extends the registration every lease/3 and sweeps executors
 // gone for longer than the journal's TTL every sweepEvery, until ctx ends.
-func (e *executor) heartbeat(ctx context.Context) {
+func (e *Executor) heartbeat(ctx context.Context) {
 	every := max(e.lease/3, 10*time.Millisecond)
 	t := time.NewTicker(every)
 	defer t.Stop()
 	lastSweep := time.Time{}
 	for {
 		now := time.Now()
-		if now.Sub(lastSweep) >= sweepEvery {
+		if now.Sub(lastSweep) >= e.sweepEvery {
 			lastSweep = now
 			if n, err := e.st.SweepExecutors(ctx, now.Add(-e.ttl)); err != nil && ctx.Err() == nil {
 				e.log.Warn("gateway: sweeping executors failed", "err", err)
@@ -120,9 +159,16 @@ func (e *executor) heartbeat(ctx context.Context) {
 	}
 }
 
-// stop ends the heartbeat, marks the executor stopped in the store (its
+// ID returns the executor's ID, instance#incarnation: the Executor to
+// give the journal.
+func (e *Executor) ID() string { return e.id }
+
+// Instance returns the executor's instance name.
+func (e *Executor) Instance() string { return e.instance }
+
+// Stop ends the heartbeat, marks the executor stopped in the store (its
 // remaining claims are then dead at once) and releases the instance.
-func (e *executor) stop() {
+func (e *Executor) Stop() {
 	e.once.Do(func() {
 		e.cancel()
 		e.wg.Wait()
@@ -135,9 +181,9 @@ func (e *executor) stop() {
 	})
 }
 
-// lockInstance takes the first free instance slot of the store named by
+// LockInstance takes the first free instance slot of the store named by
 // d and returns the instance name and the lock's release.
-func lockInstance(d string) (string, func(), error) {
+func LockInstance(d string) (string, func(), error) {
 	if d == "" {
 		return "", nil, errors.New("no store DSN")
 	}
