@@ -46,6 +46,17 @@
 // operator's matter. Another fingerprint or owner under an existing key is
 // key_reused, never a replay.
 //
+// A lease only says how long to wait for an executor that went silent.
+// With JournalOptions.Executors (a store.ExecutorStore where processes
+// register and heartbeat, as the gateway does), a started record whose
+// executor is known to be dead (it restarted under the same instance, shut
+// down, or stopped heartbeating for its lease) is decided at once, as an
+// expired lease would be: in doubt, or taken over once for a repeatable
+// tool. The store checks in the same statement that the record is still
+// held by that dead executor, so replicas racing on it move it once. An
+// executor the store does not know (an agent's journal, an older record)
+// keeps the lease rules.
+//
 // Guarded puts a policy.Guard in front of Do and keeps approvals durable.
 // An approval authorizes one execution: it is bound to the call's key,
 // owner, tool and arguments, spent by the execution it allowed, and

@@ -60,6 +60,14 @@ type JournalOptions struct {
 	// (Call.Owner); a call past it is refused as rate_limited. Zero means
 	// DefaultMaxPendingApprovals (100); negative means no bound.
 	MaxPendingApprovals int
+	// Executors, when set, is where the processes that claim records
+	// register and heartbeat (a gateway registers its Executor there). A
+	// call that finds a record started by another registered executor that
+	// is dead (it restarted, stopped, or stopped heartbeating) does not wait
+	// for the record's lease: the record is in doubt at once, or taken over
+	// once for a repeatable tool. Records of executors it does not know keep
+	// the lease rules. Nil: leases alone decide.
+	Executors store.ExecutorStore
 	// Clock is the time source for leases and expiry. Nil means time.Now.
 	Clock func() time.Time
 	// Logger receives take-overs, in-doubt markings and renewal failures.
@@ -186,7 +194,9 @@ func Fingerprint(c Call) (string, error) {
 //   - succeeded or failed: the recorded outcome is returned with
 //     replayed=true, and effect does not run;
 //   - another fingerprint or owner under the key: *refusal.Error key_reused;
-//   - started with a live lease: *refusal.Error run_busy (retryable);
+//   - started with a live lease: *refusal.Error run_busy (retryable),
+//     unless JournalOptions.Executors knows the record's executor is dead:
+//     then as an expired lease, at once;
 //   - started with an expired lease, or in_doubt: *refusal.Error in_doubt, unless
 //     JournalOptions.Repeatable says the tool may be repeated and the record
 //     is still started, in which case this journal takes it over and sends
@@ -244,6 +254,10 @@ func (j *Journal) Do(ctx context.Context, c Call, effect Effect) (res *mcp.CallT
 			return nil, false, inDoubt(ikey, "")
 		case store.StateStarted:
 			if rec.LeaseUntil.After(now) {
+				res, done, err := j.fromDead(ctx, c, key, rec, now, effect)
+				if done {
+					return res, false, err
+				}
 				return nil, false, &refusal.Error{Code: refusal.RunBusy, Retryable: true, Message: MsgRunBusy,
 					RetryAfter: rec.LeaseUntil.Sub(now)}
 			}
@@ -274,6 +288,42 @@ func (j *Journal) Do(ctx context.Context, c Call, effect Effect) (res *mcp.CallT
 		}
 	}
 	return nil, false, fmt.Errorf("durable: record %s keeps changing under concurrent executors; retry", ikey)
+}
+
+// fromDead decides a started record whose lease is live but whose
+// executor may be dead (JournalOptions.Executors): a repeatable call is
+// taken over and run, another is marked in doubt, each by a
+// compare-and-swap that checks the record is still held by that dead
+// executor. done=false means the holder is alive, unknown, or the record
+// moved: the caller answers run_busy.
+func (j *Journal) fromDead(ctx context.Context, c Call, key store.RecordKey, rec store.Record, now time.Time, effect Effect) (res *mcp.CallToolResult, done bool, err error) {
+	if j.o.Executors == nil || rec.Executor == j.o.Executor {
+		return nil, false, nil
+	}
+	ikey := c.IdempotencyKey()
+	if j.repeatable(c) {
+		ok, err := j.o.Executors.TakeOverFromDead(ctx, key, rec.Executor, j.o.Executor, now.Add(j.o.Lease), now)
+		if err != nil {
+			return nil, true, fmt.Errorf("durable: take over %s: %w", ikey, err)
+		}
+		if !ok {
+			return nil, false, nil
+		}
+		j.log.Info("durable: re-sending a repeatable call whose executor died before recording an outcome",
+			"key", ikey, "server", c.Server, "tool", c.Tool, "previous_executor", rec.Executor)
+		res, _, err := j.run(ctx, c, key, effect)
+		return res, true, err
+	}
+	ok, err := j.o.Executors.MarkInDoubtFromDead(ctx, key, rec.Executor, now)
+	if err != nil {
+		return nil, true, fmt.Errorf("durable: mark in doubt %s: %w", ikey, err)
+	}
+	if !ok {
+		return nil, false, nil
+	}
+	j.log.Warn("durable: call is in doubt (its executor died before recording an outcome)",
+		"key", ikey, "server", c.Server, "tool", c.Tool, "previous_executor", rec.Executor)
+	return nil, true, inDoubt(ikey, "")
 }
 
 // run performs the effect for a record this journal holds.

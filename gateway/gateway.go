@@ -17,6 +17,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/diag"
 	"github.com/gatehouse-dev/gatehouse/durable"
+	"github.com/gatehouse-dev/gatehouse/gateway/internal/executor"
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/telemetry"
 	"github.com/gatehouse-dev/gatehouse/gateway/relay"
 	"github.com/gatehouse-dev/gatehouse/plugin"
@@ -60,6 +61,13 @@ type Options struct {
 	Version string
 	// Clock is the time source of backoffs. Nil means time.Now.
 	Clock func() time.Time
+	// Instance names this gateway in the store across its restarts (see
+	// the executor in docs/gateway.md): the next start under the same name
+	// makes the calls the previous one left running in doubt at once. Two
+	// running gateways must never share one. Empty means derived from the
+	// host and the store (a free slot among lock files), or random when
+	// Store is given.
+	Instance string
 }
 
 // Gateway serves the tools of the configured plugins and servers through
@@ -79,6 +87,7 @@ type Gateway struct {
 	idle     time.Duration
 	st       store.Store
 	ownStore bool
+	exec     *executor.Executor // this process in the journal
 
 	relay  *relay.Relay
 	ts     *toolset.Toolset
@@ -144,6 +153,7 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 	}
 
 	// The store.
+	var storeDSN string
 	if o.Store != nil {
 		g.st = o.Store
 	} else {
@@ -156,7 +166,7 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 			g.life.stop()
 			return nil, err
 		}
-		g.st, g.ownStore = st, true
+		g.st, g.ownStore, storeDSN = st, true, d
 	}
 	fail := func(err error) (*Gateway, error) {
 		_ = g.Close()
@@ -209,9 +219,26 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 	g.trust.countDrift()
 	g.tel.Upstreams(g.servers, g.skipped())
 
-	// The call pipeline: the journal and the guards.
+	// The call pipeline: this process as the journal's executor, the
+	// journal and the guards.
+	lease := cfg.Journal.Lease
+	if lease <= 0 {
+		lease = durable.DefaultLease
+	}
+	ttl := cfg.Journal.TTL
+	if ttl <= 0 {
+		ttl = durable.DefaultTTL
+	}
+	ttl = max(ttl, lease)
+	g.exec, err = executor.Start(ctx, g.st, &executor.Options{Instance: o.Instance, StoreDSN: storeDSN,
+		Lease: lease, TTL: ttl, SweepEvery: sweepEvery, Logger: log})
+	if err != nil {
+		return fail(err)
+	}
 	journal, err := durable.NewJournal(g.st, &durable.JournalOptions{
 		Scope:      JournalScope,
+		Executor:   g.exec.ID(),
+		Executors:  g.st,
 		Lease:      cfg.Journal.Lease,
 		TTL:        cfg.Journal.TTL,
 		Repeatable: func(_, tool string) bool { return slices.Contains(cfg.Tools.Repeatable, tool) },
@@ -386,6 +413,9 @@ func (g *Gateway) Close() error {
 	}
 	if g.relay != nil {
 		errs = append(errs, g.relay.Close())
+	}
+	if g.exec != nil {
+		g.exec.Stop() // after the calls: the store says this incarnation is gone
 	}
 	if g.ownStore && g.st != nil {
 		errs = append(errs, g.st.Close())

@@ -355,6 +355,7 @@ type Store interface {
 	JournalStore
 	CounterStore
 	ApprovalStore
+	ExecutorStore
 	io.Closer
 }
 

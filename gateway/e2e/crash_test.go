@@ -11,8 +11,9 @@ import (
 
 // TestSIGKILLMidCallThenRetry: the gateway dies (SIGKILL) while a keyed
 // call is running; a new gateway on the same SQLite store answers the
-// retry with run_busy while the dead one's lease lasts, then in_doubt; the
-// effect never runs twice.
+// retry with in_doubt (at once: it knows its predecessor is dead, see
+// TestRestartAnswersAtOnce; run_busy would be allowed only while the
+// lease lasts); the effect never runs twice.
 func TestSIGKILLMidCallThenRetry(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()

@@ -34,6 +34,7 @@ type Store struct {
 	journal   map[store.RecordKey]store.Record
 	counters  map[string]counter
 	approvals map[string]store.Approval
+	executors map[string]store.Executor // made by RegisterExecutor
 }
 
 type counter struct {

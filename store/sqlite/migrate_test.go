@@ -82,7 +82,7 @@ func snapshot(t *testing.T, path string) string {
 func columns(t *testing.T, db *sql.DB) map[string][]string {
 	t.Helper()
 	out := map[string][]string{}
-	for _, tb := range []string{"schema_migrations", "servers", "baselines", "journal", "counters", "approvals"} {
+	for _, tb := range []string{"schema_migrations", "servers", "baselines", "journal", "counters", "approvals", "executors"} {
 		rows, err := db.Query(`SELECT name, type, "notnull", COALESCE(dflt_value, ''), pk FROM pragma_table_info(?)`, tb)
 		if err != nil {
 			t.Fatal(err)

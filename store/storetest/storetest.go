@@ -65,6 +65,12 @@ func Run(t *testing.T, open Opener) {
 		{"ApprovalPendingBound", testApprovalBound},
 		{"ApprovalCreateRace", testApprovalCreateRace},
 		{"Timestamps", testTimestamps},
+		{"Executors", testExecutors},
+		{"ExecutorValidation", testExecutorValidation},
+		{"MarkInDoubtFromDead", testMarkInDoubtFromDead},
+		{"TakeOverFromDead", testTakeOverFromDead},
+		{"TakeOverFromDeadRace", testTakeOverFromDeadRace},
+		{"SweepExecutors", testSweepExecutors},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

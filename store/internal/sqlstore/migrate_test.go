@@ -10,7 +10,7 @@ func TestMigrationsAreSequential(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ms) != 3 || ms[0].Name != "0001_servers" || ms[2].Name != "0003_approvals_once" || LatestVersion() != 3 {
+	if len(ms) != 4 || ms[0].Name != "0001_servers" || ms[2].Name != "0003_approvals_once" || ms[3].Name != "0004_executors" || LatestVersion() != 4 {
 		t.Fatalf("migrations = %+v", ms)
 	}
 }
