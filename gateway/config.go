@@ -103,9 +103,11 @@ type inlineServer struct {
 
 // Journal tunes the effect journal.
 type Journal struct {
-	// Lease is how long a claimed call stays busy without renewal: after a
-	// crash, a retry gets run_busy until the lease runs out, then in_doubt.
-	// Default 30s.
+	// Lease is how long a claimed call stays busy without renewal, and how
+	// long a silent gateway counts as alive. After a crash, a retry is
+	// in_doubt at once when the gateway came back under its instance (its
+	// registered executor is dead), else run_busy until a lease passes, then
+	// in_doubt. Default 30s.
 	Lease time.Duration `yaml:"lease" json:"lease"`
 	// TTL is how long journal records (and so replays) are kept. Default 24h.
 	TTL time.Duration `yaml:"ttl" json:"ttl"`
