@@ -5,12 +5,12 @@ import (
 	"io"
 	"log/slog"
 	"net/netip"
-	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gatehouse-dev/gatehouse/plugin"
+	"github.com/gatehouse-dev/gatehouse/toolset/internal/transport"
 )
 
 // Server is one MCP server to connect.
@@ -229,40 +229,4 @@ func PluginServers(p *plugin.Plugin) []Server {
 // such as GATEHOUSE_STORE, which may hold a password) are never kept,
 // whatever extra says. The result is never nil, so that Options.Env set
 // to it means exactly it. A server's configured env overlays it as usual.
-func MinimalEnv(environ, extra []string) []string {
-	out := []string{}
-	for _, kv := range environ {
-		k, _, ok := strings.Cut(kv, "=")
-		if !ok || k == "" || strings.HasPrefix(k, "GATEHOUSE_") {
-			continue
-		}
-		if minimalEnvName(k) || envNameMatches(k, extra) {
-			out = append(out, kv)
-		}
-	}
-	return out
-}
-
-// minimalEnvName reports whether MinimalEnv keeps name whatever extra
-// says: what finding programs, a home directory, temporary files, the time
-// zone and the locale need.
-func minimalEnvName(name string) bool {
-	switch name {
-	case "PATH", "HOME", "TMPDIR", "TZ", "LANG":
-		return true
-	}
-	return strings.HasPrefix(name, "LC_")
-}
-
-func envNameMatches(name string, patterns []string) bool {
-	for _, p := range patterns {
-		if prefix, ok := strings.CutSuffix(p, "*"); ok {
-			if strings.HasPrefix(name, prefix) {
-				return true
-			}
-		} else if name == p {
-			return true
-		}
-	}
-	return false
-}
+func MinimalEnv(environ, extra []string) []string { return transport.MinimalEnv(environ, extra) }
