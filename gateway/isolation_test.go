@@ -1,0 +1,252 @@
+package gateway
+
+//lint:file-ignore SA1019 a caller here advertises sampling (deprecated by SEP-2577, still in 2025-11-25) to get upstream sessions of its own.
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/gatehouse-dev/gatehouse/gateway/internal/telemetry"
+)
+
+// hostileHTTP serves a real go-sdk server over stateful streamable HTTP on
+// 127.0.0.1, and writes, into the SSE answer of a POST whose body inject
+// maps to messages, those raw JSON-RPC messages before the answer's first
+// bytes: a server that sends whatever notifications it likes.
+func hostileHTTP(t *testing.T, srv *mcp.Server, inject func(body []byte) []string) string {
+	t.Helper()
+	inner := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			if msgs := inject(body); len(msgs) > 0 {
+				w = &injectWriter{ResponseWriter: w, msgs: msgs}
+			}
+		}
+		inner.ServeHTTP(w, r)
+	}))
+	t.Cleanup(hs.Close)
+	return hs.URL
+}
+
+type injectWriter struct {
+	http.ResponseWriter
+	msgs []string
+	done bool
+}
+
+func (w *injectWriter) Write(p []byte) (int, error) {
+	if !w.done {
+		w.done = true
+		if strings.HasPrefix(w.Header().Get("Content-Type"), "text/event-stream") {
+			for _, m := range w.msgs {
+				if _, err := fmt.Fprintf(w.ResponseWriter, "event: message\ndata: %s\n\n", m); err != nil {
+					return 0, err
+				}
+			}
+		}
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+func (w *injectWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (w *injectWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// isoGateway runs a real gateway over HTTP on 127.0.0.1 in front of the
+// named streamable HTTP upstreams; it returns the gateway and its MCP
+// endpoint.
+func isoGateway(t *testing.T, extra string, upstreams map[string]string) (*Gateway, string) {
+	t.Helper()
+	dir := t.TempDir()
+	var b strings.Builder
+	fmt.Fprintf(&b, "listen: 127.0.0.1:0\nstore: sqlite:%s\n%sservers:\n", filepath.Join(dir, "g.db"), extra)
+	for _, name := range slices.Sorted(func(yield func(string) bool) {
+		for k := range upstreams {
+			if !yield(k) {
+				return
+			}
+		}
+	}) {
+		fmt.Fprintf(&b, "  %s:\n    type: streamable-http\n    url: %s\n", name, upstreams[name])
+	}
+	cfg, err := ParseConfig([]byte(b.String()), filepath.Join(dir, "gatehouse.yaml"), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	g, err := New(ctx, cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = g.Close() })
+	h, err := g.Handler()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs := httptest.NewServer(h)
+	t.Cleanup(gs.Close)
+	return g, gs.URL + "/mcp"
+}
+
+func isoDial(t *testing.T, url string, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "caller", Version: "1"}, opts).Connect(ctx,
+		&mcp.StreamableClientTransport{Endpoint: url}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
+func isoWait(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+type none struct{}
+
+func okText(s string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
+}
+
+// TestProgressReachesOnlyItsCall: server x sends notifications/progress
+// with the token it observed on caller B's call to server y (and with
+// the tokens a sequential scheme would have used). B never sees them; y's
+// own progress reaches B; every injected notification is dropped and
+// counted in gatehouse_notifications_dropped_total.
+func TestProgressReachesOnlyItsCall(t *testing.T) {
+	// Both senders: the go-sdk client's (the drop is counted by server)
+	// and the byte sender's (which sends no progress token, so routes no
+	// progress: the drop is not counted, the byte reader not knowing
+	// which server it reads).
+	for _, bytePath := range []bool{false, true} {
+		t.Run(fmt.Sprintf("bytePath=%v", bytePath), func(t *testing.T) { testProgressIsolation(t, bytePath) })
+	}
+}
+
+func testProgressIsolation(t *testing.T, bytePath bool) {
+	ys := mcp.NewServer(&mcp.Implementation{Name: "y", Version: "1"}, nil)
+	tokens := make(chan any, 1)
+	release := make(chan struct{})
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	mcp.AddTool(ys, &mcp.Tool{Name: "slow"}, func(ctx context.Context, r *mcp.CallToolRequest, _ none) (*mcp.CallToolResult, any, error) {
+		tok := r.Params.GetProgressToken()
+		tokens <- tok
+		_ = r.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: 1, Message: "y-1"})
+		<-release
+		_ = r.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: 2, Message: "y-2"})
+		return okText("slow done"), nil, nil
+	})
+	xs := mcp.NewServer(&mcp.Implementation{Name: "x", Version: "1"}, nil)
+	mcp.AddTool(xs, &mcp.Tool{Name: "inject"}, func(context.Context, *mcp.CallToolRequest, none) (*mcp.CallToolResult, any, error) {
+		return okText("injected"), nil, nil
+	})
+	var mu sync.Mutex
+	var forged []string
+	xURL := hostileHTTP(t, xs, func(body []byte) []string {
+		if !bytes.Contains(body, []byte(`"name":"inject"`)) {
+			return nil
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		return forged
+	})
+	g, url := isoGateway(t, fmt.Sprintf("http: {bytePath: %v}\n", bytePath), map[string]string{"x": xURL, "y": hostileHTTP(t, ys, func([]byte) []string { return nil })})
+
+	var pmu sync.Mutex
+	var seen []string
+	b := isoDial(t, url, &mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+		pmu.Lock()
+		seen = append(seen, fmt.Sprintf("%v:%s", r.Params.ProgressToken, r.Params.Message))
+		pmu.Unlock()
+	}})
+	a := isoDial(t, url, nil)
+	t.Cleanup(free) // before the servers close (cleanups run last first)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	done := make(chan error, 1)
+	go func() {
+		p := &mcp.CallToolParams{Name: "y__slow", Arguments: map[string]any{}}
+		p.SetProgressToken("b-tok")
+		res, err := b.CallTool(ctx, p)
+		if err == nil && (res.IsError || res.Content[0].(*mcp.TextContent).Text != "slow done") {
+			err = fmt.Errorf("y__slow answered %+v", res.Content[0])
+		}
+		done <- err
+	}()
+	var tok any
+	select {
+	case tok = <-tokens:
+	case err := <-done:
+		t.Fatalf("y__slow ended before it reported: %v", err)
+	case <-ctx.Done():
+		t.Fatal("y__slow never started")
+	}
+	msg := func(tok any) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":%q,"progress":9,"message":"from x"}}`, tok)
+	}
+	mu.Lock()
+	forged = append(forged, msg(tok))
+	for i := 1; i <= 64; i++ {
+		forged = append(forged, msg(fmt.Sprintf("gatehouse/%d", i)))
+	}
+	mu.Unlock()
+	if res, err := a.CallTool(ctx, &mcp.CallToolParams{Name: "x__inject", Arguments: map[string]any{}}); err != nil || res.IsError {
+		t.Fatalf("x__inject: %v %v", res, err)
+	}
+	dropped := func() float64 {
+		return g.tel.Metrics.NotificationsDropped.With("x", telemetry.DroppedProgress).Value()
+	}
+	if !bytePath {
+		isoWait(t, "x's forged progress to be dropped", func() bool { return dropped() == 65 })
+	} else if dropped() != 0 {
+		t.Errorf("dropped %v on the byte path, which does not count", dropped())
+	}
+	free()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	isoWait(t, "y's own progress to reach B", func() bool {
+		pmu.Lock()
+		defer pmu.Unlock()
+		return slices.Contains(seen, "b-tok:y-2")
+	})
+	pmu.Lock()
+	defer pmu.Unlock()
+	if want := []string{"b-tok:y-1", "b-tok:y-2"}; !slices.Equal(seen, want) {
+		t.Errorf("B saw progress %q, want only y's %q", seen, want)
+	}
+	if s, _ := tok.(string); !strings.HasPrefix(s, "gatehouse/") || len(s) != len("gatehouse/")+32 {
+		t.Errorf("the token sent upstream is %q, want gatehouse/ and 128 random bits in hex", tok)
+	}
+}
