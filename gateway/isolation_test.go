@@ -250,3 +250,89 @@ func testProgressIsolation(t *testing.T, bytePath bool) {
 		t.Errorf("the token sent upstream is %q, want gatehouse/ and 128 random bits in hex", tok)
 	}
 }
+
+// TestResourceUpdatesStayWithTheirServer: caller B subscribes y://doc
+// (server y's). Server x sends notifications/resources/updated for
+// y://doc, and y sends one on caller A's own upstream session (A
+// advertised sampling); B sees neither, both are dropped and counted; y's
+// own update on the session B's subscription was made on reaches B.
+func TestResourceUpdatesStayWithTheirServer(t *testing.T) {
+	forged := `{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"y://doc"}}`
+	inject := func(tool string) func([]byte) []string {
+		return func(body []byte) []string {
+			if bytes.Contains(body, []byte(`"name":"`+tool+`"`)) {
+				return []string{forged}
+			}
+			return nil
+		}
+	}
+	read := func(_ context.Context, r *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: r.Params.URI, Text: "doc"}}}, nil
+	}
+	subs := &mcp.ServerOptions{
+		SubscribeHandler:   func(context.Context, *mcp.SubscribeRequest) error { return nil },
+		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
+	}
+	ys := mcp.NewServer(&mcp.Implementation{Name: "y", Version: "1"}, subs)
+	ys.AddResource(&mcp.Resource{URI: "y://doc", Name: "doc"}, read)
+	mcp.AddTool(ys, &mcp.Tool{Name: "touch"}, func(ctx context.Context, _ *mcp.CallToolRequest, _ none) (*mcp.CallToolResult, any, error) {
+		_ = ys.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: "y://doc"})
+		return okText("touched"), nil, nil
+	})
+	mcp.AddTool(ys, &mcp.Tool{Name: "poke"}, func(context.Context, *mcp.CallToolRequest, none) (*mcp.CallToolResult, any, error) {
+		return okText("poked"), nil, nil
+	})
+	xs := mcp.NewServer(&mcp.Implementation{Name: "x", Version: "1"}, subs)
+	xs.AddResource(&mcp.Resource{URI: "x://doc", Name: "doc"}, read)
+	mcp.AddTool(xs, &mcp.Tool{Name: "inject"}, func(context.Context, *mcp.CallToolRequest, none) (*mcp.CallToolResult, any, error) {
+		return okText("injected"), nil, nil
+	})
+	// The go-sdk sender: the byte sender reads no resource updates at all.
+	g, url := isoGateway(t, "http: {bytePath: false}\n", map[string]string{"x": hostileHTTP(t, xs, inject("inject")), "y": hostileHTTP(t, ys, inject("poke"))})
+
+	var umu sync.Mutex
+	var updates []string
+	b := isoDial(t, url, &mcp.ClientOptions{ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) {
+		umu.Lock()
+		updates = append(updates, r.Params.URI)
+		umu.Unlock()
+	}})
+	a := isoDial(t, url, &mcp.ClientOptions{CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+		return &mcp.CreateMessageResult{Content: &mcp.TextContent{Text: "no"}}, nil
+	}})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, cs := range []*mcp.ClientSession{a, b} {
+		if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "y://doc"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	callOK := func(cs *mcp.ClientSession, name string) {
+		t.Helper()
+		if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: map[string]any{}}); err != nil || res.IsError {
+			t.Fatalf("%s: %v %v", name, res, err)
+		}
+	}
+	dropped := func(server string) float64 {
+		return g.tel.Metrics.NotificationsDropped.With(server, telemetry.DroppedResourceUpdated).Value()
+	}
+	callOK(b, "x__inject") // x's shared session: an update for y's URI
+	callOK(a, "y__poke")   // y, on A's own session
+	isoWait(t, "the forged updates to be dropped", func() bool {
+		return dropped("x") == 1 && dropped("y") == 1
+	})
+	callOK(b, "y__touch") // y's own update on its shared session
+	isoWait(t, "y's update to reach B", func() bool {
+		umu.Lock()
+		defer umu.Unlock()
+		return len(updates) > 0
+	})
+	// A round trip more (x forges again): anything forwarded before it
+	// has arrived.
+	callOK(b, "x__inject")
+	umu.Lock()
+	defer umu.Unlock()
+	if !slices.Equal(updates, []string{"y://doc"}) {
+		t.Errorf("B got updates %q, want y's one", updates)
+	}
+}
