@@ -336,3 +336,50 @@ func TestResourceUpdatesStayWithTheirServer(t *testing.T) {
 		t.Errorf("B got updates %q, want y's one", updates)
 	}
 }
+
+// TestForwardedListsSpendQuota: logging/setLevel, resources/list,
+// resources/templates/list and prompts/list reach every upstream (a level
+// may open a session to each), so each spends the subject's rate-limit
+// quota: a subject over its quota is refused with the rate_limited error.
+func TestForwardedListsSpendQuota(t *testing.T) {
+	up := mcp.NewServer(&mcp.Implementation{Name: "up", Version: "1"}, nil)
+	mcp.AddTool(up, &mcp.Tool{Name: "noop"}, func(context.Context, *mcp.CallToolRequest, none) (*mcp.CallToolResult, any, error) {
+		return okText("ok"), nil, nil
+	})
+	up.AddResource(&mcp.Resource{URI: "up://r", Name: "r"}, func(_ context.Context, r *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: r.Params.URI, Text: "r"}}}, nil
+	})
+	up.AddPrompt(&mcp.Prompt{Name: "p"}, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		return &mcp.GetPromptResult{}, nil
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	type op struct {
+		name string
+		do   func(*mcp.ClientSession) error
+	}
+	ops := []op{
+		{"logging/setLevel", func(cs *mcp.ClientSession) error {
+			return cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "debug"})
+		}},
+		{"resources/list", func(cs *mcp.ClientSession) error { _, err := cs.ListResources(ctx, nil); return err }},
+		{"resources/templates/list", func(cs *mcp.ClientSession) error { _, err := cs.ListResourceTemplates(ctx, nil); return err }},
+		{"prompts/list", func(cs *mcp.ClientSession) error { _, err := cs.ListPrompts(ctx, nil); return err }},
+	}
+	for _, o := range ops {
+		t.Run(o.name, func(t *testing.T) {
+			// The quota is the subject's: one gateway per method.
+			_, url := isoGateway(t, "rateLimit: {maxCalls: 3, window: 1h}\n", map[string]string{"up": hostileHTTP(t, up, func([]byte) []string { return nil })})
+			cs := isoDial(t, url, nil)
+			for i := range 3 {
+				if err := o.do(cs); err != nil {
+					t.Fatalf("%s #%d within the quota: %v", o.name, i+1, err)
+				}
+			}
+			err := o.do(cs)
+			if err == nil || !strings.Contains(err.Error(), "rate_limited") {
+				t.Fatalf("%s over the quota: %v, want the rate_limited error", o.name, err)
+			}
+		})
+	}
+}

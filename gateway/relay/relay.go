@@ -27,8 +27,11 @@ type Options struct {
 	Visible func(server, subject string) bool
 	// Limit, when set, is asked before a request that reaches an upstream
 	// on the caller's behalf (resources/read, resources/subscribe,
-	// prompts/get, completion/complete) is forwarded; an error refuses it
-	// and is the answer. Lists are not limited (as tools/list).
+	// prompts/get, completion/complete, and resources/list,
+	// resources/templates/list, prompts/list and logging/setLevel, which
+	// list every server or may open a session to each) is forwarded; an
+	// error refuses it and is the answer. tools/list is not limited (it
+	// is answered from the tool map).
 	Limit func(ctx context.Context, subject, method string) error
 	// Stateless tells that the HTTP server serves without sessions: each
 	// request is a session of its own, so no HTTP caller gets upstream
