@@ -199,6 +199,9 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 		// of their own.
 		Stateless: cfg.HTTP.Stateless,
 		Limit:     g.relayLimit,
+		// Notifications an upstream sent for another server's call or
+		// resource: dropped, and counted here.
+		Dropped: func(server string, what relay.Dropped) { g.tel.Metrics.NotificationDropped(server, string(what)) },
 	})
 	if err != nil {
 		return fail(fmt.Errorf("gateway: %w", err))

@@ -29,7 +29,9 @@ func (t *Toolset) newSharedClient() *mcp.Client {
 	}
 	if h.ResourceUpdated != nil {
 		o.ResourceUpdatedHandler = func(ctx context.Context, r *mcp.ResourceUpdatedNotificationRequest) {
-			h.ResourceUpdated(ctx, r.Params)
+			if c := t.connOf(r.Session); c != nil {
+				h.ResourceUpdated(ctx, c.name, r.Params)
+			}
 		}
 	}
 	c := mcp.NewClient(&mcp.Implementation{Name: "gatehouse", Version: "0.1.0"}, o)
@@ -75,31 +77,36 @@ func (t *Toolset) sharedTap(c *conn) func(method string, params json.RawMessage)
 	return func(method string, params json.RawMessage) { n(c.name, method, params) }
 }
 
-// onListChanged re-lists a server's tools (judged by the drift checks,
-// then OnChange) and reports the change. A prompts or resources change
-// re-lists the server too (coalesced), so its prompts and resource
-// templates are judged against their pins and drift is reported; the hook
-// is told at once, and what a relay then lists is judged as it is listed.
+// onListChanged re-lists a server (its tools, prompts and resource
+// templates judged by the drift checks, then OnChange) and reports the
+// change. Re-listings are coalesced per server (relistSoon): at most one
+// runs and one waits, however many announcements arrive. The hook is told
+// at once; what a relay then lists is judged as it is listed.
 func (t *Toolset) onListChanged(sess *mcp.ClientSession, what ListChange) {
-	var c *conn
-	for _, x := range t.conns {
-		if x.liveSession() == sess {
-			c = x
-		}
-	}
+	c := t.connOf(sess)
 	if c == nil {
 		return
 	}
-	if what == ToolsChanged {
-		if !t.background(func() { _ = c.reconcile(t.life, false) }) {
-			return
-		}
-	} else {
-		c.relistSoon()
+	if t.isClosed() {
+		return
 	}
+	// Tools, prompts and resources alike: one re-listing judges them all,
+	// and a burst of announcements is coalesced (relistSoon).
+	c.relistSoon()
 	if f := t.hooks().ListChanged; f != nil {
 		f(c.name, what)
 	}
+}
+
+// connOf returns the server whose shared session sess is now (nil: none,
+// e.g. a session already replaced).
+func (t *Toolset) connOf(sess *mcp.ClientSession) *conn {
+	for _, c := range t.conns {
+		if c.liveSession() == sess {
+			return c
+		}
+	}
+	return nil
 }
 
 func (c *conn) liveSession() *mcp.ClientSession {

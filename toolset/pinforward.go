@@ -1,8 +1,10 @@
 package toolset
 
 import (
+	"context"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -168,23 +170,55 @@ func admit(st itemState, ip itemPrints) admission {
 }
 
 // relistSoon re-lists a server in the background through the drift checks
-// (record: diagnostics, first-sight pins, OnChange), coalescing requests
-// that arrive while one is waiting.
+// (record: diagnostics, first-sight pins, OnChange). It is a single flight
+// with a dirty bit: at most one re-listing runs and one waits, and the
+// waiting one starts once the announcements have paused for relistQuiet
+// (or relistMaxWait after the first): a request that arrives meanwhile is
+// covered by it (the bit is cleared only once the listing lock is held, so
+// it lists after every change announced before). A storm of list_changed
+// costs one re-listing, and a storm that never pauses one a second.
 func (c *conn) relistSoon() {
 	t := c.ts
+	c.announced.Add(1)
 	if c.relistQueued.Swap(true) {
 		return
 	}
 	started := t.background(func() {
-		// A change announced before the flag is cleared is covered by the
-		// listing that follows.
-		c.relistMu.Lock()
-		c.relistQueued.Store(false)
-		c.relistMu.Unlock()
-		_ = c.reconcile(t.life, false)
+		if !c.settle(t.life) {
+			c.relistQueued.Store(false)
+			return
+		}
+		_ = c.reconcileQueued(t.life)
 	})
 	if !started {
 		c.relistQueued.Store(false)
+	}
+}
+
+// Announcements of a changed list are coalesced: a queued re-listing
+// waits until none came for relistQuiet, or relistMaxWait at most.
+const (
+	relistQuiet   = 100 * time.Millisecond
+	relistMaxWait = time.Second
+)
+
+// settle waits until the server's announcements pause (see relistSoon).
+// It reports false when ctx ended first.
+func (c *conn) settle(ctx context.Context) bool {
+	start := time.Now()
+	timer := time.NewTimer(relistQuiet)
+	defer timer.Stop()
+	for {
+		seen := c.announced.Load()
+		select {
+		case <-ctx.Done():
+			return false
+		case <-timer.C:
+		}
+		if c.announced.Load() == seen || time.Since(start) >= relistMaxWait {
+			return true
+		}
+		timer.Reset(relistQuiet)
 	}
 }
 

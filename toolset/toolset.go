@@ -356,8 +356,9 @@ type conn struct {
 	up     *Upstream // this server, as Upstreams and Target hand it out
 	asleep bool      // a wake found no usable row: never connected
 
-	relistMu     sync.Mutex  // serializes reconciles and re-trusts of this server
-	relistQueued atomic.Bool // a relistSoon is waiting (pinforward.go)
+	relistMu     sync.Mutex    // serializes reconciles and re-trusts of this server
+	relistQueued atomic.Bool   // a relistSoon is waiting (pinforward.go)
+	announced    atomic.Uint64 // relistSoon's requests, for its pause (pinforward.go)
 	// judged counts the listings applied (update): a relay's routes made
 	// before the last one are re-checked before use (Upstream.Generation).
 	judged atomic.Uint64

@@ -27,13 +27,14 @@ import (
 // that read the message and must not block.
 type SessionHooks struct {
 	// ListChanged is told that a server announced a changed list
-	// (notifications/*/list_changed). A tools change has already started a
-	// re-listing judged by the drift checks (Options.OnChange follows it);
-	// resources and prompts are listed live, so a relay only needs telling.
+	// (notifications/*/list_changed). A re-listing judged by the drift
+	// checks is already queued (Options.OnChange follows it; a burst of
+	// announcements costs one or two); resources and prompts are listed
+	// live, so a relay only needs telling.
 	ListChanged func(server string, what ListChange)
 	// ResourceUpdated receives every notifications/resources/updated of a
-	// shared session.
-	ResourceUpdated func(ctx context.Context, params *mcp.ResourceUpdatedNotificationParams)
+	// shared session, with the name of the server that sent it.
+	ResourceUpdated func(ctx context.Context, server string, params *mcp.ResourceUpdatedNotificationParams)
 	// Notification receives every other notification of a shared session
 	// (progress, log messages) as it is read from the wire, before the
 	// response that follows it is handed to its caller: in wire order.

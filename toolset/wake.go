@@ -189,7 +189,17 @@ func (t *Toolset) AwaitReconcile(ctx context.Context) error {
 // reconcile lists one server and applies the listing. With onlyPending it
 // does nothing for a server already reconciled (a Call got there first).
 func (c *conn) reconcile(ctx context.Context, onlyPending bool) error {
-	err := c.reconcileLocked(ctx, onlyPending)
+	return c.reconcileWith(ctx, onlyPending, false)
+}
+
+// reconcileQueued is the re-listing relistSoon queued: it clears the
+// queued bit once it holds the listing lock.
+func (c *conn) reconcileQueued(ctx context.Context) error {
+	return c.reconcileWith(ctx, false, true)
+}
+
+func (c *conn) reconcileWith(ctx context.Context, onlyPending, queued bool) error {
+	err := c.reconcileLocked(ctx, onlyPending, queued)
 	var te *Error
 	if err == nil || errors.As(err, &te) && te.Code == CodeConnectionFailed {
 		c.ts.changed()
@@ -203,9 +213,13 @@ func (c *conn) reconcile(ctx context.Context, onlyPending bool) error {
 // errNothingToDo: the server was already reconciled.
 var errNothingToDo = errors.New("toolset: already reconciled")
 
-func (c *conn) reconcileLocked(ctx context.Context, onlyPending bool) error {
+func (c *conn) reconcileLocked(ctx context.Context, onlyPending, queued bool) error {
 	c.relistMu.Lock()
 	defer c.relistMu.Unlock()
+	if queued {
+		// A change announced from now on queues another re-listing.
+		c.relistQueued.Store(false)
+	}
 	if onlyPending && !c.ts.pending(c) {
 		return errNothingToDo
 	}

@@ -86,7 +86,7 @@ func (r *Relay) CallTool(ctx context.Context, tg toolset.Target, c Call) (*mcp.C
 	var token string
 	if c.ProgressToken != nil && st != nil {
 		var release func()
-		token, release = r.newProgressToken(st, c.ProgressToken)
+		token, release = r.newProgressToken(st, u.Name(), c.ProgressToken)
 		defer release()
 	}
 	sess, dedicated, err := r.sessionFor(ctx, u, st)

@@ -101,8 +101,14 @@ func (r *Relay) newDedicatedClient(st *callerState) *mcp.Client {
 		// toolset's tap), not by the go-sdk's handlers.
 		Logger:       r.log,
 		Capabilities: c,
+		// Subscriptions are made on the shared sessions only (subscribe):
+		// an update on a caller's own session answers no subscription of
+		// anyone's, and the go-sdk could not address it to its owner
+		// alone. It is dropped.
 		ResourceUpdatedHandler: func(ctx context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
-			r.onResourceUpdated(ctx, req.Params)
+			if h := r.ownerOf(ctx, req.Session); h != nil {
+				r.dropped(r.serverOf(h, req.Session), DroppedResourceUpdated)
+			}
 		},
 	}
 	if c.Sampling != nil {
@@ -294,7 +300,8 @@ func (r *Relay) sessionFor(ctx context.Context, u *toolset.Upstream, st *callerS
 	if st.client == nil {
 		st.client = r.newDedicatedClient(st)
 	}
-	s, err := u.Connect(ctx, st.client, func(method string, params json.RawMessage) { r.routeNotification(st, method, params) })
+	name := u.Name()
+	s, err := u.Connect(ctx, st.client, func(method string, params json.RawMessage) { r.routeFrom(name, st, method, params) })
 	if err != nil {
 		return nil, true, err
 	}
@@ -308,6 +315,19 @@ func (r *Relay) sessionFor(ctx context.Context, u *toolset.Upstream, st *callerS
 	r.owners[s] = st
 	r.mu.Unlock()
 	return s, true, nil
+}
+
+// serverOf returns the name of the server of st's own session s ("" when
+// it is not one of st's).
+func (r *Relay) serverOf(st *callerState, s *mcp.ClientSession) string {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	for u, x := range st.sessions {
+		if x == s {
+			return u.Name()
+		}
+	}
+	return ""
 }
 
 // dropDedicated forgets a lost dedicated session.

@@ -87,6 +87,9 @@ func (r *Relay) middleware(local bool) mcp.Middleware {
 				return r.advertise(ctx, res), nil
 			case "resources/list":
 				_, allow := r.callerOf(ctx, req, local)
+				if err := r.limit(ctx, req, local, method); err != nil {
+					return nil, err
+				}
 				rs, err := onePage(req, func() ([]*mcp.Resource, error) { return r.listResources(ctx, allow) })
 				if err != nil {
 					return nil, err
@@ -94,6 +97,9 @@ func (r *Relay) middleware(local bool) mcp.Middleware {
 				return &mcp.ListResourcesResult{Resources: rs}, nil
 			case "resources/templates/list":
 				_, allow := r.callerOf(ctx, req, local)
+				if err := r.limit(ctx, req, local, method); err != nil {
+					return nil, err
+				}
 				rs, err := onePage(req, func() ([]*mcp.ResourceTemplate, error) {
 					return r.listResourceTemplates(ctx, allow)
 				})
@@ -115,6 +121,9 @@ func (r *Relay) middleware(local bool) mcp.Middleware {
 				return r.readResource(ctx, sess.caller, p, allow)
 			case "prompts/list":
 				_, allow := r.callerOf(ctx, req, local)
+				if err := r.limit(ctx, req, local, method); err != nil {
+					return nil, err
+				}
 				ps, err := onePage(req, func() ([]*mcp.Prompt, error) { return r.listPrompts(ctx, allow) })
 				if err != nil {
 					return nil, err
@@ -133,6 +142,10 @@ func (r *Relay) middleware(local bool) mcp.Middleware {
 				defer done()
 				return r.getPrompt(ctx, sess.caller, p, allow)
 			case "logging/setLevel":
+				// Counted: a level may open an upstream session per server.
+				if err := r.limit(ctx, req, local, method); err != nil {
+					return nil, err
+				}
 				res, err := next(ctx, method, req)
 				if err != nil {
 					return res, err

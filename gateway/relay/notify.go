@@ -4,8 +4,9 @@ package relay
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
-	"strconv"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -18,15 +19,31 @@ type progressRoute struct {
 	token any
 }
 
-// routeNotification delivers an upstream progress or log notification to
-// its caller: progress by token, log messages to the dedicated session's
-// owner (nil for a shared session: nobody's).
+// progressKey is where a progress notification goes: the server the call
+// was sent to and the token the relay made for it. A notification from
+// any other server, with whatever token, matches no route.
+type progressKey struct {
+	server string
+	token  string
+}
+
+// routeNotification delivers an upstream progress or log notification that
+// came by a path that does not say which server sent it (CallBytes, which
+// never carries a progress token): log messages to owner (nil: nobody),
+// progress nowhere.
 func (r *Relay) routeNotification(owner *callerState, method string, params json.RawMessage) {
+	r.routeFrom("", owner, method, params)
+}
+
+// routeFrom delivers a progress or log notification that server sent on
+// one of its sessions: progress by (server, token), log messages to the
+// dedicated session's owner (nil for a shared session: nobody's).
+func (r *Relay) routeFrom(server string, owner *callerState, method string, params json.RawMessage) {
 	switch method {
 	case "notifications/progress":
 		var p mcp.ProgressNotificationParams
 		if json.Unmarshal(params, &p) == nil {
-			r.routeProgress(context.Background(), &p)
+			r.routeProgress(context.Background(), server, &p)
 		}
 	case "notifications/message":
 		var p mcp.LoggingMessageParams
@@ -40,17 +57,23 @@ func (r *Relay) routeNotification(owner *callerState, method string, params json
 	}
 }
 
-// routeProgress delivers an upstream progress notification to the caller
-// whose call carries its token, with the caller's own token.
-func (r *Relay) routeProgress(ctx context.Context, params *mcp.ProgressNotificationParams) {
-	key, ok := progressKey(params.ProgressToken)
-	if !ok {
+// routeProgress delivers a progress notification server sent to the
+// caller whose call to that server carries its token, with the caller's
+// own token. Anything else (a token of another server's call, a guessed
+// or stale one) is dropped and counted (Options.Dropped).
+func (r *Relay) routeProgress(ctx context.Context, server string, params *mcp.ProgressNotificationParams) {
+	tok, _ := params.ProgressToken.(string)
+	r.mu.Lock()
+	route, ok := r.progress[progressKey{server: server, token: tok}]
+	r.mu.Unlock()
+	if !ok || server == "" {
+		if server != "" {
+			r.log.Debug("relay: progress notification for no call of its server; dropped", "server", server)
+			r.dropped(server, DroppedProgress)
+		}
 		return
 	}
-	r.mu.Lock()
-	route, ok := r.progress[key]
-	r.mu.Unlock()
-	if !ok || route.st.caller.handlers.progress == nil {
+	if route.st.caller.handlers.progress == nil {
 		return
 	}
 	p := *params
@@ -58,28 +81,60 @@ func (r *Relay) routeProgress(ctx context.Context, params *mcp.ProgressNotificat
 	route.st.caller.handlers.progress(ctx, &p)
 }
 
-func progressKey(tok any) (string, bool) {
-	s, ok := tok.(string)
-	return s, ok && strings.HasPrefix(s, "gatehouse/")
+// dropped counts a notification dropped because it belongs to nothing of
+// the server that sent it.
+func (r *Relay) dropped(server string, what Dropped) {
+	if r.o.Dropped != nil {
+		r.o.Dropped(server, what)
+	}
 }
 
-// newProgressToken registers a route for the caller's progress token and
-// returns the token sent upstream, with its release.
-func (r *Relay) newProgressToken(st *callerState, token any) (string, func()) {
-	key := "gatehouse/" + strconv.FormatUint(r.seq.Add(1), 36)
+// Dropped says what kind of upstream notification the relay dropped
+// (Options.Dropped).
+type Dropped string
+
+// Notifications the relay drops.
+const (
+	// DroppedProgress: a notifications/progress whose token is not one
+	// the relay sent to that server for a call in progress.
+	DroppedProgress Dropped = "progress"
+	// DroppedResourceUpdated: a notifications/resources/updated for a URI
+	// the sending server does not publish, or that no subscriber of that
+	// session subscribed to.
+	DroppedResourceUpdated Dropped = "resource_updated"
+)
+
+// newProgressToken registers a route for the caller's progress token on a
+// call to server and returns the token sent upstream (128 random bits: not
+// guessable from any other call's), with its release.
+func (r *Relay) newProgressToken(st *callerState, server string, token any) (string, func()) {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24)
+	key := progressKey{server: server, token: "gatehouse/" + hex.EncodeToString(b[:])}
 	r.mu.Lock()
 	r.progress[key] = progressRoute{st: st, token: token}
 	r.mu.Unlock()
-	return key, func() {
+	return key.token, func() {
 		r.mu.Lock()
 		delete(r.progress, key)
 		r.mu.Unlock()
 	}
 }
 
-// onResourceUpdated fans an upstream update out to the sessions subscribed
-// to its URI (the go-sdk's servers track subscriptions).
-func (r *Relay) onResourceUpdated(ctx context.Context, p *mcp.ResourceUpdatedNotificationParams) {
+// onResourceUpdated fans an update that server sent on its shared session
+// out to the sessions subscribed to its URI (the go-sdk's servers track
+// subscriptions), when server is the one that URI routes to. An update
+// for a URI of another server, or one the relay does not route, is
+// dropped and counted: a server speaks only for its own resources.
+func (r *Relay) onResourceUpdated(ctx context.Context, server string, p *mcp.ResourceUpdatedNotificationParams) {
+	if p == nil {
+		return
+	}
+	if u, _ := r.routeURI(p.URI); u == nil || u.Name() != server {
+		r.log.Debug("relay: resource update for a URI the server does not publish; dropped", "server", server)
+		r.dropped(server, DroppedResourceUpdated)
+		return
+	}
 	for _, s := range r.mcpServers() {
 		_ = s.ResourceUpdated(context.WithoutCancel(ctx), p)
 	}

@@ -27,14 +27,23 @@ type Options struct {
 	Visible func(server, subject string) bool
 	// Limit, when set, is asked before a request that reaches an upstream
 	// on the caller's behalf (resources/read, resources/subscribe,
-	// prompts/get, completion/complete) is forwarded; an error refuses it
-	// and is the answer. Lists are not limited (as tools/list).
+	// prompts/get, completion/complete, and resources/list,
+	// resources/templates/list, prompts/list and logging/setLevel, which
+	// list every server or may open a session to each) is forwarded; an
+	// error refuses it and is the answer. tools/list is not limited (it
+	// is answered from the tool map).
 	Limit func(ctx context.Context, subject, method string) error
 	// Stateless tells that the HTTP server serves without sessions: each
 	// request is a session of its own, so no HTTP caller gets upstream
 	// sessions of its own, whatever it advertises or asks
 	// (logging/setLevel).
 	Stateless bool
+	// Dropped, when set, is told of each upstream notification the relay
+	// drops because it belongs to nothing of the server that sent it: a
+	// progress notification with a token the relay did not send that
+	// server for a call in progress, a resource update for a URI the
+	// server does not publish. It must not block.
+	Dropped func(server string, what Dropped)
 	// Logger receives debug logs. Nil discards them.
 	Logger *slog.Logger
 }
@@ -47,12 +56,12 @@ type Relay struct {
 	log  *slog.Logger
 	life context.Context // ends at Close
 	stop context.CancelFunc
-	seq  atomic.Uint64 // caller IDs, progress tokens, request registrations
+	seq  atomic.Uint64 // caller IDs, request registrations
 
 	mu        sync.Mutex
 	callers   map[string]*callerState
 	owners    map[*mcp.ClientSession]*callerState // dedicated sessions
-	progress  map[string]progressRoute            // upstream token -> caller
+	progress  map[progressKey]progressRoute       // (server, upstream token) -> caller
 	uris      map[string]*toolset.Upstream        // resource URI -> server (collisions removed)
 	templates []routedTemplate
 	prompts   map[string]promptRoute // projected name -> server and remote name
@@ -113,7 +122,7 @@ func Open(ctx context.Context, servers []toolset.Server, tsOpts *toolset.Options
 	r := &Relay{
 		o: o, log: log,
 		callers: map[string]*callerState{}, owners: map[*mcp.ClientSession]*callerState{},
-		progress: map[string]progressRoute{}, uris: map[string]*toolset.Upstream{},
+		progress: map[progressKey]progressRoute{}, uris: map[string]*toolset.Upstream{},
 		prompts: map[string]promptRoute{}, qprompts: map[string]promptRoute{},
 		subs: map[string]map[string]*callerState{}, subMu: map[*toolset.Upstream]*sync.Mutex{},
 		sessions: map[*mcp.ServerSession]*session{}, byID: map[string]*session{},
@@ -122,7 +131,7 @@ func Open(ctx context.Context, servers []toolset.Server, tsOpts *toolset.Options
 	to.SessionHooks = &toolset.SessionHooks{
 		ListChanged:     r.onListChanged,
 		ResourceUpdated: r.onResourceUpdated,
-		Notification:    func(_, method string, params json.RawMessage) { r.routeNotification(nil, method, params) },
+		Notification:    func(server, method string, params json.RawMessage) { r.routeFrom(server, nil, method, params) },
 		Middleware:      r.sharedMiddleware,
 		Reconnected:     r.resubscribe,
 	}

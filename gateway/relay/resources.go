@@ -340,24 +340,24 @@ func (r *Relay) readResource(ctx context.Context, caller *Caller, params *mcp.Re
 	return res, err
 }
 
-// subscribe subscribes the caller to a resource's updates. On a shared
-// session one upstream subscription serves every subscriber.
+// subscribe subscribes the caller to a resource's updates. Subscriptions
+// are held on the server's shared session, whoever subscribes (a caller
+// with upstream sessions of its own too): one upstream subscription serves
+// every subscriber, and an update is the server's, about its resource,
+// for the sessions subscribed to it (onResourceUpdated).
 func (r *Relay) subscribe(ctx context.Context, caller *Caller, uri string, allow allowFunc) error {
 	u, err := r.resolveURI(ctx, uri, allow)
 	if err != nil {
 		return err
 	}
 	st := r.callerState(caller)
-	shared := st == nil || !st.dedicated()
-	if shared {
-		// On the shared session, subscribing and the last unsubscribing
-		// of a server's URIs take turns: an unsubscribe decided before
-		// this subscribe cannot reach the server after it.
-		mu := r.lock(u)
-		mu.Lock()
-		defer mu.Unlock()
-	}
-	if shared && st != nil {
+	// Subscribing and the last unsubscribing of a server's URIs take
+	// turns: an unsubscribe decided before this subscribe cannot reach
+	// the server after it.
+	mu := r.lock(u)
+	mu.Lock()
+	defer mu.Unlock()
+	if st != nil {
 		r.mu.Lock()
 		if !caller.released.Load() { // release sets it under r.mu
 			m := r.subs[uri]
@@ -369,7 +369,7 @@ func (r *Relay) subscribe(ctx context.Context, caller *Caller, uri string, allow
 		}
 		r.mu.Unlock()
 	}
-	return r.forward(ctx, u, st, func(s *mcp.ClientSession) error {
+	return r.forward(ctx, u, nil, func(s *mcp.ClientSession) error {
 		if err := canPush(u, s); err != nil {
 			return err
 		}
@@ -395,20 +395,17 @@ func canPush(u *toolset.Upstream, s *mcp.ClientSession) error {
 }
 
 // unsubscribe ends the caller's subscription (upstream too when it was
-// the last subscriber of a shared session).
+// the last subscriber).
 func (r *Relay) unsubscribe(ctx context.Context, caller *Caller, uri string, allow allowFunc) error {
 	u, err := r.resolveURI(ctx, uri, allow)
 	if err != nil {
 		return err
 	}
 	st := r.callerState(caller)
-	shared := st == nil || !st.dedicated()
-	if shared {
-		mu := r.lock(u) // see subscribe
-		mu.Lock()
-		defer mu.Unlock()
-	}
-	if shared && st != nil {
+	mu := r.lock(u) // see subscribe
+	mu.Lock()
+	defer mu.Unlock()
+	if st != nil {
 		r.mu.Lock()
 		m := r.subs[uri]
 		delete(m, caller.id)
@@ -421,7 +418,7 @@ func (r *Relay) unsubscribe(ctx context.Context, caller *Caller, uri string, all
 			return nil
 		}
 	}
-	return r.forward(ctx, u, st, func(s *mcp.ClientSession) error {
+	return r.forward(ctx, u, nil, func(s *mcp.ClientSession) error {
 		return s.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri})
 	})
 }

@@ -24,6 +24,7 @@
 //	gatehouse_upstream_up{server}              gauge      SetUpstreamUp, RemoveUpstream
 //	gatehouse_drift_events_total{server,kind}  counter    DriftEvent
 //	gatehouse_sessions                         gauge      SessionOpened, SessionClosed
+//	gatehouse_notifications_dropped_total{server,kind}  counter  NotificationDropped
 //	gatehouse_approvals_pending                gauge      SetApprovalsPendingSource
 //	gatehouse_journal_lag_seconds              gauge      SetJournalSource
 //

@@ -53,6 +53,7 @@ func ExampleNew() {
 	// gatehouse_calls_total{tool="bank__transfer",outcome="rate_limited"} 1
 	// # TYPE gatehouse_drift_events_total counter
 	// # TYPE gatehouse_journal_lag_seconds gauge
+	// # TYPE gatehouse_notifications_dropped_total counter
 	// # TYPE gatehouse_sessions gauge
 	// gatehouse_sessions 0
 	// # TYPE gatehouse_upstream_up gauge

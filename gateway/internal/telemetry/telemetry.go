@@ -23,6 +23,19 @@ const (
 	OutcomeCanceled = "canceled"
 )
 
+// Kinds of dropped notifications, the kind label values of
+// gatehouse_notifications_dropped_total.
+const (
+	// DroppedProgress: a notifications/progress whose token is not one the
+	// gateway sent that server for a call in progress (another server's
+	// call's, guessed, or stale).
+	DroppedProgress = "progress"
+	// DroppedResourceUpdated: a notifications/resources/updated for a URI
+	// the sending server does not publish, or that nobody subscribed to on
+	// the session it came by.
+	DroppedResourceUpdated = "resource_updated"
+)
+
 // UnknownTool is the tool label value for calls to a name that is not a
 // projected tool (or that the caller may not see). A caller-chosen name
 // never becomes a label value.
@@ -59,6 +72,12 @@ type Metrics struct {
 	DriftEvents *metrics.CounterVec
 	// Sessions is gatehouse_sessions: caller sessions open now.
 	Sessions *metrics.Gauge
+	// NotificationsDropped is
+	// gatehouse_notifications_dropped_total{server,kind}: upstream
+	// notifications dropped because they belong to no call or
+	// subscription of the server that sent them, by server and kind
+	// (DroppedProgress, DroppedResourceUpdated).
+	NotificationsDropped *metrics.CounterVec
 
 	approvals atomic.Pointer[func() (int, error)]
 	journal   atomic.Pointer[func() (time.Time, error)]
@@ -83,6 +102,9 @@ func New(reg *metrics.Registry) *Metrics {
 	m.DriftEvents = reg.NewCounterVec("gatehouse_drift_events_total",
 		"Tool drift events by upstream server and kind (quarantined, withheld, removed).", "server", "kind")
 	m.Sessions = reg.NewGauge("gatehouse_sessions", "Caller sessions open now.")
+	m.NotificationsDropped = reg.NewCounterVec("gatehouse_notifications_dropped_total",
+		"Upstream notifications dropped because they belong to no call or subscription of the server that sent them, by server and kind (progress, resource_updated).",
+		"server", "kind")
 	reg.NewGaugeFuncOptional("gatehouse_approvals_pending", "Tool calls waiting for an operator's approval.", m.approvalsPending)
 	reg.NewGaugeFuncOptional("gatehouse_journal_lag_seconds",
 		"Age in seconds of the oldest journal record still in the started state (0 when there is none).", m.journalLag)
@@ -141,6 +163,12 @@ func (m *Metrics) RemoveUpstream(server string) { m.UpstreamUp.Delete(server) }
 // DriftEvent counts one drift event of the given kind (a Drift constant) on
 // the named server.
 func (m *Metrics) DriftEvent(server, kind string) { m.DriftEvents.With(server, kind).Inc() }
+
+// NotificationDropped counts one upstream notification of the given kind
+// (a Dropped constant) that the named server sent for nothing of its own.
+func (m *Metrics) NotificationDropped(server, kind string) {
+	m.NotificationsDropped.With(server, kind).Inc()
+}
 
 // SessionOpened counts a caller session as open.
 func (m *Metrics) SessionOpened() { m.Sessions.Inc() }

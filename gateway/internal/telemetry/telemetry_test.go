@@ -22,13 +22,14 @@ func TestMetrics(t *testing.T) {
 	out := expose(r)
 	fams := promtext.MustParse(t, out)
 	wantFams := map[string]string{
-		"gatehouse_approvals_pending":     "gauge",
-		"gatehouse_call_duration_seconds": "histogram",
-		"gatehouse_calls_total":           "counter",
-		"gatehouse_drift_events_total":    "counter",
-		"gatehouse_journal_lag_seconds":   "gauge",
-		"gatehouse_sessions":              "gauge",
-		"gatehouse_upstream_up":           "gauge",
+		"gatehouse_approvals_pending":           "gauge",
+		"gatehouse_call_duration_seconds":       "histogram",
+		"gatehouse_calls_total":                 "counter",
+		"gatehouse_drift_events_total":          "counter",
+		"gatehouse_journal_lag_seconds":         "gauge",
+		"gatehouse_notifications_dropped_total": "counter",
+		"gatehouse_sessions":                    "gauge",
+		"gatehouse_upstream_up":                 "gauge",
 	}
 	if len(fams) != len(wantFams) {
 		t.Fatalf("%d families, want %d:\n%s", len(fams), len(wantFams), out)
@@ -164,6 +165,8 @@ func TestGoldenExposition(t *testing.T) {
 # TYPE gatehouse_drift_events_total counter
 # HELP gatehouse_journal_lag_seconds Age in seconds of the oldest journal record still in the started state (0 when there is none).
 # TYPE gatehouse_journal_lag_seconds gauge
+# HELP gatehouse_notifications_dropped_total Upstream notifications dropped because they belong to no call or subscription of the server that sent them, by server and kind (progress, resource_updated).
+# TYPE gatehouse_notifications_dropped_total counter
 # HELP gatehouse_sessions Caller sessions open now.
 # TYPE gatehouse_sessions gauge
 gatehouse_sessions 0
@@ -178,6 +181,7 @@ gatehouse_sessions 0
 	g.ObserveCall(UnknownTool, "denied", 50*time.Microsecond)
 	g.SetUpstreamUp("bank", true)
 	g.DriftEvent("bank", DriftQuarantined)
+	g.NotificationDropped("mail", DroppedProgress)
 	g.SessionOpened()
 	g.SetApprovalsPendingSource(func() (int, error) { return 7, nil })
 	g.SetJournalSource(func() (time.Time, error) { return now.Add(-90 * time.Second), nil })
@@ -235,6 +239,9 @@ gatehouse_drift_events_total{server="bank",kind="quarantined"} 1
 # HELP gatehouse_journal_lag_seconds Age in seconds of the oldest journal record still in the started state (0 when there is none).
 # TYPE gatehouse_journal_lag_seconds gauge
 gatehouse_journal_lag_seconds 90
+# HELP gatehouse_notifications_dropped_total Upstream notifications dropped because they belong to no call or subscription of the server that sent them, by server and kind (progress, resource_updated).
+# TYPE gatehouse_notifications_dropped_total counter
+gatehouse_notifications_dropped_total{server="mail",kind="progress"} 1
 # HELP gatehouse_sessions Caller sessions open now.
 # TYPE gatehouse_sessions gauge
 gatehouse_sessions 1
