@@ -1,15 +1,12 @@
 package toolset
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
-
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gatehouse-dev/gatehouse/diag"
 	"github.com/gatehouse-dev/gatehouse/internal/projection"
 	"github.com/gatehouse-dev/gatehouse/pin"
+	"github.com/gatehouse-dev/gatehouse/toolset/internal/stored"
 )
 
 // catalog is the tool map built from one round of listings.
@@ -208,22 +205,4 @@ func sanitizeAnnotations(a *mcp.ToolAnnotations) *mcp.ToolAnnotations {
 // annotations, exactly as the server sent them (as decoded by the go-sdk
 // client). Object keys are sorted at every depth. The pin package will
 // replace this with its canonical fingerprint.
-func ContractHash(tool *mcp.Tool) string {
-	contract := map[string]any{
-		"name":         tool.Name,
-		"title":        tool.Title,
-		"description":  tool.Description,
-		"inputSchema":  tool.InputSchema,
-		"outputSchema": tool.OutputSchema,
-		"annotations":  tool.Annotations,
-	}
-	// encoding/json writes map keys sorted and struct fields in a fixed
-	// order; schemas decoded by the go-sdk client are maps, so one encoding
-	// is canonical for what a client receives.
-	b, err := json.Marshal(contract)
-	if err != nil {
-		return ""
-	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
-}
+func ContractHash(tool *mcp.Tool) string { return stored.ContractHash(tool) }

@@ -1,10 +1,8 @@
 package toolset
 
 import (
-	"context"
 	"fmt"
 	"sort"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -170,55 +168,22 @@ func admit(st itemState, ip itemPrints) admission {
 }
 
 // relistSoon re-lists a server in the background through the drift checks
-// (record: diagnostics, first-sight pins, OnChange). It is a single flight
-// with a dirty bit: at most one re-listing runs and one waits, and the
-// waiting one starts once the announcements have paused for relistQuiet
-// (or relistMaxWait after the first): a request that arrives meanwhile is
-// covered by it (the bit is cleared only once the listing lock is held, so
-// it lists after every change announced before). A storm of list_changed
-// costs one re-listing, and a storm that never pauses one a second.
+// (record: diagnostics, first-sight pins, OnChange), paced by relist.Pacer:
+// a storm of list_changed costs one re-listing.
 func (c *conn) relistSoon() {
 	t := c.ts
-	c.announced.Add(1)
-	if c.relistQueued.Swap(true) {
+	if !c.relist.Announce() {
 		return
 	}
 	started := t.background(func() {
-		if !c.settle(t.life) {
-			c.relistQueued.Store(false)
+		if !c.relist.Settle(t.life) {
+			c.relist.Clear()
 			return
 		}
 		_ = c.reconcileQueued(t.life)
 	})
 	if !started {
-		c.relistQueued.Store(false)
-	}
-}
-
-// Announcements of a changed list are coalesced: a queued re-listing
-// waits until none came for relistQuiet, or relistMaxWait at most.
-const (
-	relistQuiet   = 100 * time.Millisecond
-	relistMaxWait = time.Second
-)
-
-// settle waits until the server's announcements pause (see relistSoon).
-// It reports false when ctx ended first.
-func (c *conn) settle(ctx context.Context) bool {
-	start := time.Now()
-	timer := time.NewTimer(relistQuiet)
-	defer timer.Stop()
-	for {
-		seen := c.announced.Load()
-		select {
-		case <-ctx.Done():
-			return false
-		case <-timer.C:
-		}
-		if c.announced.Load() == seen || time.Since(start) >= relistMaxWait {
-			return true
-		}
-		timer.Reset(relistQuiet)
+		c.relist.Clear()
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/plugin"
 	"github.com/gatehouse-dev/gatehouse/toolset/internal/ephemeral"
 	"github.com/gatehouse-dev/gatehouse/toolset/internal/published"
+	"github.com/gatehouse-dev/gatehouse/toolset/internal/relist"
 	"github.com/gatehouse-dev/gatehouse/toolset/internal/stored"
 	"github.com/gatehouse-dev/gatehouse/toolset/internal/transport"
 )
@@ -356,9 +357,8 @@ type conn struct {
 	up     *Upstream // this server, as Upstreams and Target hand it out
 	asleep bool      // a wake found no usable row: never connected
 
-	relistMu     sync.Mutex    // serializes reconciles and re-trusts of this server
-	relistQueued atomic.Bool   // a relistSoon is waiting (pinforward.go)
-	announced    atomic.Uint64 // relistSoon's requests, for its pause (pinforward.go)
+	relistMu sync.Mutex   // serializes reconciles and re-trusts of this server
+	relist   relist.Pacer // relistSoon's single flight (pinforward.go)
 	// judged counts the listings applied (update): a relay's routes made
 	// before the last one are re-checked before use (Upstream.Generation).
 	judged atomic.Uint64

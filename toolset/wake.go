@@ -218,7 +218,7 @@ func (c *conn) reconcileLocked(ctx context.Context, onlyPending, queued bool) er
 	defer c.relistMu.Unlock()
 	if queued {
 		// A change announced from now on queues another re-listing.
-		c.relistQueued.Store(false)
+		c.relist.Clear()
 	}
 	if onlyPending && !c.ts.pending(c) {
 		return errNothingToDo
