@@ -84,7 +84,7 @@ func (r *Relay) CallBytes(ctx context.Context, tg toolset.Target, c Call) (json.
 	if err := u.Authorize(ctx); err != nil {
 		return nil, fail(toolset.CodeAuthFailed, errors.Unwrap(err))
 	}
-	p := poster{r: r, url: endpoint, hc: hc} // a value: it lives on the stack
+	p := poster{r: r, server: u.Name(), url: endpoint, hc: hc} // a value: it lives on the stack
 	for attempt := 0; ; attempt++ {
 		sess := u.Live()
 		p.sid, p.proto = rawSession(sess)
@@ -165,6 +165,7 @@ func rawSession(sess *mcp.ClientSession) (id, proto string) {
 // toolset's HTTP client.
 type poster struct {
 	r          *Relay
+	server     string // the upstream's name (where its notifications come from)
 	url        string
 	hc         *http.Client
 	sid, proto string
@@ -624,7 +625,7 @@ func (r *rawReader) message(b []byte) (json.RawMessage, bool, error) {
 			return nil, false, nil
 		}
 		if id == nil {
-			r.r.routeNotification(nil, m, params)
+			r.r.routeFrom(r.server, nil, m, params)
 			return nil, false, nil
 		}
 		if r.refused < maxRefusals {

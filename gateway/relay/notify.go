@@ -27,14 +27,6 @@ type progressKey struct {
 	token  string
 }
 
-// routeNotification delivers an upstream progress or log notification that
-// came by a path that does not say which server sent it (CallBytes, which
-// never carries a progress token): log messages to owner (nil: nobody),
-// progress nowhere.
-func (r *Relay) routeNotification(owner *callerState, method string, params json.RawMessage) {
-	r.routeFrom("", owner, method, params)
-}
-
 // routeFrom delivers a progress or log notification that server sent on
 // one of its sessions: progress by (server, token), log messages to the
 // dedicated session's owner (nil for a shared session: nobody's).
