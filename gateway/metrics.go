@@ -41,8 +41,14 @@ func (g *Gateway) sessionCount() int {
 }
 
 // MetricsHandler returns the handler of the metrics endpoint: Prometheus
-// text at /metrics. It has no authentication (see Config.Metrics).
-func (g *Gateway) MetricsHandler() http.Handler { return g.tel.Handler() }
+// text at /metrics, and /readyz with its detail. It has no authentication
+// (see Config.Metrics).
+func (g *Gateway) MetricsHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/", g.tel.Handler())
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) { g.serveReady(w, r, true) })
+	return mux
+}
 
 // ServeMetrics serves MetricsHandler on ln until ctx ends.
 func (g *Gateway) ServeMetrics(ctx context.Context, ln net.Listener) error {
