@@ -33,6 +33,8 @@ const (
 	DefaultJournalLease     = 30 * time.Second
 	DefaultJournalTTL       = 24 * time.Hour
 	DefaultUpstreamProtocol = "2025-11-25"
+	// DefaultMaxSessionsPerSubject is sessions.maxPerSubject's default.
+	DefaultMaxSessionsPerSubject = 16
 )
 
 // Config is the gateway configuration of CONTRACTS.md §4. It is read from
@@ -67,6 +69,8 @@ type Config struct {
 	Metrics *Metrics `yaml:"metrics" json:"metrics"`
 	// HTTP tunes the MCP endpoint toward callers.
 	HTTP HTTP `yaml:"http" json:"http"`
+	// Sessions bounds the MCP sessions of each subject.
+	Sessions Sessions `yaml:"sessions" json:"sessions"`
 	// UpstreamProtocol is the MCP revision the gateway asks its upstream
 	// servers for: a revision date, or "auto" to let the go-sdk negotiate
 	// (newest first, 2026-07-28 where the server offers it). Default
@@ -197,6 +201,14 @@ type HTTP struct {
 	Bytes *bool `yaml:"bytePath" json:"bytePath"`
 }
 
+// Sessions bounds the MCP sessions callers keep open.
+type Sessions struct {
+	// MaxPerSubject is how many sessions one subject (a token's subject;
+	// "local" without auth) may have open at once; an initialize beyond it
+	// is refused with a JSON-RPC error that says why. 0 means 16.
+	MaxPerSubject int `yaml:"maxPerSubject" json:"maxPerSubject"`
+}
+
 // BytePath reports whether the byte path is on (http.bytePath, default
 // true).
 func (h HTTP) BytePath() bool { return h.Bytes == nil || *h.Bytes }
@@ -305,6 +317,9 @@ func (c *Config) applyDefaults() error {
 	if c.ShutdownTimeout == 0 {
 		c.ShutdownTimeout = DefaultShutdownTimeout
 	}
+	if c.Sessions.MaxPerSubject == 0 {
+		c.Sessions.MaxPerSubject = DefaultMaxSessionsPerSubject
+	}
 	if c.Journal.Lease == 0 {
 		c.Journal.Lease = DefaultJournalLease
 	}
@@ -394,6 +409,9 @@ func (c *Config) validate() error {
 	}
 	if c.Firewall.MaxCallsPerRun < 0 {
 		return c.errf("firewall.maxCallsPerRun", "use 0 for no cap or a positive number", "must not be negative")
+	}
+	if c.Sessions.MaxPerSubject < 0 {
+		return c.errf("sessions.maxPerSubject", "use a positive number of sessions (default 16)", "must not be negative (got %d)", c.Sessions.MaxPerSubject)
 	}
 	if c.ShutdownTimeout < 0 {
 		return c.errf("shutdownTimeout", "use a positive duration such as 10s", "must not be negative")

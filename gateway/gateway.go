@@ -241,6 +241,8 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 		Name:               "gatehouse",
 		Logger:             log,
 	}
+	// Sessions per subject (each initialize also spends the rate limit).
+	so.MaxSessionsPerSubject = cfg.Sessions.MaxPerSubject
 	if rl := cfg.RateLimit; rl != nil {
 		so.RateLimit = &server.RateLimit{MaxCalls: rl.MaxCalls, Window: rl.Window, Counters: g.st}
 	}

@@ -1,11 +1,20 @@
 package gateway
 
 import (
+	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/gatehouse-dev/gatehouse/server"
 )
 
 // getReadyz GETs url with token ("" for none).
@@ -55,5 +64,148 @@ func TestReadyzDetailNeedsAToken(t *testing.T) {
 	}
 	if status, _ := getReadyz(t, ms.URL+"/metrics", ""); status != http.StatusOK {
 		t.Errorf("metrics listener /metrics: %d", status)
+	}
+}
+
+// connectAs opens a go-sdk client session on url with token, without
+// listing anything.
+func connectAs(url, token string) (*mcp.ClientSession, error) {
+	c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+	return c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url,
+		HTTPClient: &http.Client{Transport: bearer{token}}}, nil)
+}
+
+// refusedInit connects with token and returns the JSON-RPC error the
+// initialize was refused with (nil when it was not: the session is closed).
+func refusedInit(t *testing.T, url, token string) (*jsonrpc.Error, error) {
+	t.Helper()
+	cs, err := connectAs(url, token)
+	if err == nil {
+		_ = cs.Close()
+		return nil, errors.New("the session opened")
+	}
+	var rpc *jsonrpc.Error
+	if !errors.As(err, &rpc) {
+		return nil, err
+	}
+	return rpc, err
+}
+
+// TestSessionsPerSubject: a token holder opening sessions in a loop gets
+// 16; the 17th initialize is refused with a JSON-RPC error its go-sdk
+// client reports with the reason; the 16 keep working, another subject is
+// not affected, and closing one (DELETE) frees a slot at once.
+func TestSessionsPerSubject(t *testing.T) {
+	up := newRawUpstream(t)
+	_, url := rawGateway(t, up, "")
+	var open []*mcp.ClientSession
+	t.Cleanup(func() {
+		for _, cs := range open {
+			_ = cs.Close()
+		}
+	})
+	for i := range DefaultMaxSessionsPerSubject {
+		cs, err := connectAs(url, "alice-token")
+		if err != nil {
+			t.Fatalf("session %d: %v", i+1, err)
+		}
+		open = append(open, cs)
+	}
+	rpc, err := refusedInit(t, url, "alice-token")
+	if rpc == nil || rpc.Code != server.CodeSessionLimit || !strings.Contains(rpc.Message, "too many open sessions") {
+		t.Fatalf("17th session: %v, want a JSON-RPC error %d saying why", err, server.CodeSessionLimit)
+	}
+	if !strings.Contains(err.Error(), "too many open sessions") {
+		t.Errorf("the client's error does not carry the reason: %v", err)
+	}
+	for _, cs := range []*mcp.ClientSession{open[0], open[len(open)-1]} {
+		r, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "still here"}})
+		if err != nil || r.IsError || r.Content[0].(*mcp.TextContent).Text != "still here" {
+			t.Fatalf("an open session stopped working: %+v %v", r, err)
+		}
+	}
+	bob, err := connectAs(url, "bob-token")
+	if err != nil {
+		t.Fatalf("another subject is refused: %v", err)
+	}
+	_ = bob.Close()
+	if err := open[3].Close(); err != nil {
+		t.Fatal(err)
+	}
+	open = slices.Delete(open, 3, 4)
+	cs, err := connectAs(url, "alice-token")
+	if err != nil {
+		t.Fatalf("closing a session did not free its slot: %v", err)
+	}
+	open = append(open, cs)
+}
+
+// TestSessionSlotFreedByIdleTimeout: a session closed by the idle timeout
+// frees its slot (sessions.maxPerSubject: 1).
+func TestSessionSlotFreedByIdleTimeout(t *testing.T) {
+	up := newRawUpstream(t)
+	_, url := rawGateway(t, up, "sessions: {maxPerSubject: 1}\n", func(g *Gateway) { g.idle = 300 * time.Millisecond })
+	first, err := connectAs(url, "alice-token")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	if rpc, err := refusedInit(t, url, "alice-token"); rpc == nil || rpc.Code != server.CodeSessionLimit {
+		t.Fatalf("second session: %v, want the session limit", err)
+	}
+	var rpc *jsonrpc.Error
+	// The first session idles out; then a new one gets its slot.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		cs, err := connectAs(url, "alice-token")
+		if err == nil {
+			_ = cs.Close()
+			return
+		}
+		if !errors.As(err, &rpc) || rpc.Code != server.CodeSessionLimit || time.Now().After(deadline) {
+			t.Fatalf("the idle session's slot was not freed: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestInitializeSpendsTheRateLimit: every initialize spends one call of
+// the subject's rate limit; past it, initialize is refused as rate_limited
+// (a JSON-RPC error with the refusal's fields) and calls are too.
+func TestInitializeSpendsTheRateLimit(t *testing.T) {
+	up := newRawUpstream(t)
+	_, url := rawGateway(t, up, "rateLimit: {maxCalls: 3, window: 1h}\n")
+	for i := range 3 {
+		cs, err := connectAs(url, "alice-token")
+		if err != nil {
+			t.Fatalf("session %d: %v", i+1, err)
+		}
+		defer cs.Close()
+	}
+	rpc, err := refusedInit(t, url, "alice-token")
+	if rpc == nil || rpc.Code != CodeRateLimitedRPC || !strings.Contains(string(rpc.Data), `"code":"rate_limited"`) {
+		t.Fatalf("4th initialize: %v, want rate_limited", err)
+	}
+	bob, err := connectAs(url, "bob-token")
+	if err != nil {
+		t.Fatalf("bob shares no quota with alice: %v", err)
+	}
+	_ = bob.Close()
+}
+
+// TestSessionsConfig: sessions.maxPerSubject defaults to 16 and a negative
+// one is a config error naming the key.
+func TestSessionsConfig(t *testing.T) {
+	c, err := ParseConfig([]byte("listen: 127.0.0.1:0\n"), "g.yaml", t.TempDir())
+	if err != nil || c.Sessions.MaxPerSubject != 16 {
+		t.Fatalf("default: %+v %v", c.Sessions, err)
+	}
+	_, err = ParseConfig([]byte("sessions: {maxPerSubject: -1}\n"), "g.yaml", t.TempDir())
+	var ce *ConfigError
+	if !errors.As(err, &ce) || ce.Field != "sessions.maxPerSubject" {
+		t.Fatalf("negative: %v", err)
+	}
+	if _, err = ParseConfig([]byte("sessions: {maxPerSubjet: 3}\n"), "g.yaml", t.TempDir()); err == nil {
+		t.Fatal("a misspelt key was accepted")
 	}
 }
