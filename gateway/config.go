@@ -199,6 +199,16 @@ type HTTP struct {
 	// same pipeline decides every call, with the same answers (for
 	// diagnosis; it costs throughput). Default true.
 	Bytes *bool `yaml:"bytePath" json:"bytePath"`
+	// ReadTimeout bounds reading a request, headers and body. Default 30s.
+	ReadTimeout time.Duration `yaml:"readTimeout" json:"readTimeout"`
+	// WriteTimeout bounds each write of an answer (a stream that keeps
+	// writing is never cut). Default 30s.
+	WriteTimeout time.Duration `yaml:"writeTimeout" json:"writeTimeout"`
+	// ConnIdleTimeout closes a keep-alive connection idle this long; one
+	// that never authenticated, after at most 10s. Default 2m.
+	ConnIdleTimeout time.Duration `yaml:"connIdleTimeout" json:"connIdleTimeout"`
+	// MaxConnections caps the connections open at once. Default 1024.
+	MaxConnections int `yaml:"maxConnections" json:"maxConnections"`
 }
 
 // Sessions bounds the MCP sessions callers keep open.
@@ -409,6 +419,14 @@ func (c *Config) validate() error {
 	}
 	if c.Firewall.MaxCallsPerRun < 0 {
 		return c.errf("firewall.maxCallsPerRun", "use 0 for no cap or a positive number", "must not be negative")
+	}
+	for key, d := range map[string]time.Duration{"readTimeout": c.HTTP.ReadTimeout, "writeTimeout": c.HTTP.WriteTimeout, "connIdleTimeout": c.HTTP.ConnIdleTimeout} {
+		if d < 0 {
+			return c.errf("http."+key, "use a positive duration, or leave it out for the default", "must not be negative")
+		}
+	}
+	if c.HTTP.MaxConnections < 0 {
+		return c.errf("http.maxConnections", "use a positive number (default 1024)", "must not be negative")
 	}
 	if c.Sessions.MaxPerSubject < 0 {
 		return c.errf("sessions.maxPerSubject", "use a positive number of sessions (default 16)", "must not be negative (got %d)", c.Sessions.MaxPerSubject)

@@ -5,9 +5,9 @@ import (
 	"errors"
 	"net"
 	"net/http"
-	"time"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/telemetry"
+	"github.com/gatehouse-dev/gatehouse/server"
 )
 
 // unknownToolLabel is the tool label of calls to a name that is not a
@@ -52,7 +52,11 @@ func (g *Gateway) MetricsHandler() http.Handler {
 
 // ServeMetrics serves MetricsHandler on ln until ctx ends.
 func (g *Gateway) ServeMetrics(ctx context.Context, ln net.Listener) error {
-	hs := &http.Server{Handler: g.MetricsHandler(), ReadHeaderTimeout: 10 * time.Second}
+	// The HTTP server's default limits, and few connections: scrapers.
+	hs, err := server.NewHTTPServer(g.MetricsHandler(), &server.HTTPLimits{MaxConns: 64})
+	if err != nil {
+		return err
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {

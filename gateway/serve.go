@@ -170,7 +170,12 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 	if err != nil {
 		return err
 	}
-	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	hc := g.cfg.HTTP
+	hs, err := server.NewHTTPServer(h, &server.HTTPLimits{ReadTimeout: hc.ReadTimeout, WriteTimeout: hc.WriteTimeout,
+		IdleTimeout: hc.ConnIdleTimeout, MaxConns: hc.MaxConnections})
+	if err != nil {
+		return err
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {

@@ -1,9 +1,11 @@
 package gateway
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -208,4 +210,65 @@ func TestSessionsConfig(t *testing.T) {
 	if _, err = ParseConfig([]byte("sessions: {maxPerSubjet: 3}\n"), "g.yaml", t.TempDir()); err == nil {
 		t.Fatal("a misspelt key was accepted")
 	}
+}
+
+// TestServeProtectsItself: Serve applies the http limits of the config: a
+// client that never finishes its body is cut off (http.readTimeout), an
+// idle keep-alive connection that never authenticated is closed, and a
+// token holder's session is served throughout.
+func TestServeProtectsItself(t *testing.T) {
+	up := newRawUpstream(t)
+	g, _ := rawGateway(t, up, "http: {readTimeout: 1s, writeTimeout: 1s, connIdleTimeout: 500ms, maxConnections: 8}\n")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- g.Serve(ctx, ln) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	}()
+	addr := ln.Addr().String()
+	closed := func(c net.Conn) bool { // by the server, within a generous bound
+		_ = c.SetReadDeadline(time.Now().Add(20 * time.Second))
+		_, err := io.Copy(io.Discard, c)
+		var ne net.Error
+		return !(errors.As(err, &ne) && ne.Timeout())
+	}
+
+	slow, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Close()
+	_, _ = io.WriteString(slow, "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer alice-token\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: 500\r\n\r\n{")
+	if !closed(slow) {
+		t.Error("a body never finished kept its connection")
+	}
+
+	anon, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer anon.Close()
+	_, _ = io.WriteString(anon, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+	_ = anon.SetReadDeadline(time.Now().Add(20 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(anon), nil)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("healthz: %v %v", resp, err)
+	}
+	if !closed(anon) {
+		t.Error("an idle unauthenticated keep-alive connection was kept open")
+	}
+
+	cs := session(t, "http://"+addr+"/mcp", "alice-token")
+	r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "served"}})
+	if err != nil || r.IsError {
+		t.Fatalf("the token holder was not served: %+v %v", r, err)
+	}
+	_ = cs.Close()
 }
