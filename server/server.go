@@ -201,9 +201,9 @@ type Options struct {
 // Server is an MCP server with identity, authorization, rate limits and
 // dedup applied to every tool. It is safe for concurrent use.
 type Server struct {
-	opts    Options
-	name    string
-	logger  *slog.Logger
+	opts     Options
+	name     string
+	logger   *slog.Logger
 	limiter  limiter
 	sessions *sessionBook // nil: no cap
 	remote   *mcp.Server
