@@ -19,14 +19,18 @@ import (
 	"github.com/gatehouse-dev/gatehouse/server"
 )
 
-// getReadyz GETs url with token ("" for none).
+// getReadyz GETs url with token ("" for none); a token with a space is
+// sent as the whole Authorization header.
 func getReadyz(t *testing.T, url, token string) (int, string) {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodGet, url, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if token != "" {
+	switch {
+	case strings.Contains(token, " "):
+		req.Header.Set("Authorization", token)
+	case token != "":
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	resp, err := http.DefaultClient.Do(req)
@@ -48,11 +52,15 @@ func TestReadyzDetailNeedsAToken(t *testing.T) {
 	up := newRawUpstream(t)
 	g, mcpURL := rawGateway(t, up, "plugins: [./secret-plugin-dir]\n")
 	url := strings.TrimSuffix(mcpURL, "/mcp") + "/readyz"
-	for _, tok := range []string{"", "not-a-token", "alice-token-"} {
+	for _, tok := range []string{"", "not-a-token", "alice-token-", "Basic alice-token", "Bearer ", "Bearer  alice-token",
+		"Token alice-token", "alice-token Bearer"} { // (net/http trims a header's trailing spaces)
 		status, body := getReadyz(t, url, tok)
 		if status != http.StatusOK || body != "{\"ready\":true}\n" {
 			t.Errorf("token %q: %d %q, want 200 {\"ready\":true} alone", tok, status, body)
 		}
+	}
+	if _, body := getReadyz(t, url, "bearer alice-token"); !strings.Contains(body, `"name":"up"`) {
+		t.Errorf("the scheme is case-insensitive (RFC 7235): %s", body)
 	}
 	status, body := getReadyz(t, url, "bob-token")
 	if status != http.StatusOK || !strings.Contains(body, `"name":"up"`) || !strings.Contains(body, "secret-plugin-dir") {
@@ -271,4 +279,22 @@ func TestServeProtectsItself(t *testing.T) {
 		t.Fatalf("the token holder was not served: %+v %v", r, err)
 	}
 	_ = cs.Close()
+}
+
+// FuzzVerified: /readyz's detail is given exactly when the Authorization
+// header is "Bearer" (any case), one space, and a configured token.
+func FuzzVerified(f *testing.F) {
+	for _, s := range []string{"Bearer alice-token", "bearer alice-token", "Bearer  alice-token", "Bearer alice-token ",
+		"Basic alice-token", "Bearer", "", "Bearer \x00", "BEARER alice-token"} {
+		f.Add(s)
+	}
+	au := newAuthenticator(&Auth{Tokens: []Token{{SHA256: hashOf("alice-token"), Subject: "alice"}}})
+	f.Fuzz(func(t *testing.T, header string) {
+		r := httptest.NewRequest(http.MethodGet, "/readyz", nil)
+		r.Header["Authorization"] = []string{header}
+		want := len(header) == len("Bearer alice-token") && strings.EqualFold(header[:7], "Bearer ") && header[7:] == "alice-token"
+		if got := verified(r, au.verify); got != want {
+			t.Fatalf("verified(%q) = %v, want %v", header, got, want)
+		}
+	})
 }
