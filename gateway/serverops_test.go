@@ -203,8 +203,8 @@ func TestInitializeSpendsTheRateLimit(t *testing.T) {
 	_ = bob.Close()
 }
 
-// TestSessionsConfig: sessions.maxPerSubject defaults to 16 and a negative
-// one is a config error naming the key.
+// TestSessionsConfig: sessions.maxPerSubject defaults to 16; a negative
+// one, or a negative HTTP limit, is a config error naming the key.
 func TestSessionsConfig(t *testing.T) {
 	c, err := ParseConfig([]byte("listen: 127.0.0.1:0\n"), "g.yaml", t.TempDir())
 	if err != nil || c.Sessions.MaxPerSubject != 16 {
@@ -217,6 +217,17 @@ func TestSessionsConfig(t *testing.T) {
 	}
 	if _, err = ParseConfig([]byte("sessions: {maxPerSubjet: 3}\n"), "g.yaml", t.TempDir()); err == nil {
 		t.Fatal("a misspelt key was accepted")
+	}
+	for _, key := range []string{"readTimeout: -1s", "writeTimeout: -1s", "connIdleTimeout: -1s", "maxConnections: -1"} {
+		_, err = ParseConfig([]byte("http: {"+key+"}\n"), "g.yaml", t.TempDir())
+		if !errors.As(err, &ce) || ce.Field != "http."+strings.Split(key, ":")[0] {
+			t.Errorf("%s: %v", key, err)
+		}
+	}
+	for _, bad := range []string{"http: {readTimeout: soon}\n", "http: {maxConnections: many}\n"} {
+		if _, err = ParseConfig([]byte(bad), "g.yaml", t.TempDir()); err == nil {
+			t.Errorf("%q was accepted", bad)
+		}
 	}
 }
 

@@ -288,3 +288,11 @@ func TestHTTPLimitsRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestMaxSessionsPerSubjectRefused: a negative cap is an invalid option.
+func TestMaxSessionsPerSubjectRefused(t *testing.T) {
+	_, err := New(Options{MaxSessionsPerSubject: -1, Logger: quietLogger()})
+	if !errors.Is(err, ErrInvalidOptions) || !strings.Contains(err.Error(), "MaxSessionsPerSubject") {
+		t.Fatalf("%v", err)
+	}
+}
