@@ -34,6 +34,8 @@ const (
 	DefaultJournalTTL       = 24 * time.Hour
 	DefaultApprovalTTL      = 24 * time.Hour
 	DefaultUpstreamProtocol = "2025-11-25"
+	// DefaultMaxSessionsPerSubject is sessions.maxPerSubject's default.
+	DefaultMaxSessionsPerSubject = 16
 )
 
 // Config is the gateway configuration of CONTRACTS.md §4. It is read from
@@ -76,6 +78,8 @@ type Config struct {
 	Metrics *Metrics `yaml:"metrics" json:"metrics"`
 	// HTTP tunes the MCP endpoint toward callers.
 	HTTP HTTP `yaml:"http" json:"http"`
+	// Sessions bounds the MCP sessions of each subject.
+	Sessions Sessions `yaml:"sessions" json:"sessions"`
 	// UpstreamProtocol is the MCP revision the gateway asks its upstream
 	// servers for: a revision date, or "auto" to let the go-sdk negotiate
 	// (newest first, 2026-07-28 where the server offers it). Default
@@ -215,6 +219,24 @@ type HTTP struct {
 	// same pipeline decides every call, with the same answers (for
 	// diagnosis; it costs throughput). Default true.
 	Bytes *bool `yaml:"bytePath" json:"bytePath"`
+	// ReadTimeout bounds reading a request, headers and body. Default 30s.
+	ReadTimeout time.Duration `yaml:"readTimeout" json:"readTimeout"`
+	// WriteTimeout bounds each write of an answer (a stream that keeps
+	// writing is never cut). Default 30s.
+	WriteTimeout time.Duration `yaml:"writeTimeout" json:"writeTimeout"`
+	// ConnIdleTimeout closes a keep-alive connection idle this long; one
+	// that never authenticated, after at most 10s. Default 2m.
+	ConnIdleTimeout time.Duration `yaml:"connIdleTimeout" json:"connIdleTimeout"`
+	// MaxConnections caps the connections open at once. Default 1024.
+	MaxConnections int `yaml:"maxConnections" json:"maxConnections"`
+}
+
+// Sessions bounds the MCP sessions callers keep open.
+type Sessions struct {
+	// MaxPerSubject is how many sessions one subject (a token's subject;
+	// "local" without auth) may have open at once; an initialize beyond it
+	// is refused with a JSON-RPC error that says why. 0 means 16.
+	MaxPerSubject int `yaml:"maxPerSubject" json:"maxPerSubject"`
 }
 
 // BytePath reports whether the byte path is on (http.bytePath, default
@@ -325,6 +347,9 @@ func (c *Config) applyDefaults() error {
 	if c.ShutdownTimeout == 0 {
 		c.ShutdownTimeout = DefaultShutdownTimeout
 	}
+	if c.Sessions.MaxPerSubject == 0 {
+		c.Sessions.MaxPerSubject = DefaultMaxSessionsPerSubject
+	}
 	if c.Journal.Lease == 0 {
 		c.Journal.Lease = DefaultJournalLease
 	}
@@ -420,6 +445,17 @@ func (c *Config) validate() error {
 	}
 	if c.Firewall.MaxCallsPerRun < 0 {
 		return c.errf("firewall.maxCallsPerRun", "use 0 for no cap or a positive number", "must not be negative")
+	}
+	for key, d := range map[string]time.Duration{"readTimeout": c.HTTP.ReadTimeout, "writeTimeout": c.HTTP.WriteTimeout, "connIdleTimeout": c.HTTP.ConnIdleTimeout} {
+		if d < 0 {
+			return c.errf("http."+key, "use a positive duration, or leave it out for the default", "must not be negative")
+		}
+	}
+	if c.HTTP.MaxConnections < 0 {
+		return c.errf("http.maxConnections", "use a positive number (default 1024)", "must not be negative")
+	}
+	if c.Sessions.MaxPerSubject < 0 {
+		return c.errf("sessions.maxPerSubject", "use a positive number of sessions (default 16)", "must not be negative (got %d)", c.Sessions.MaxPerSubject)
 	}
 	if c.ShutdownTimeout < 0 {
 		return c.errf("shutdownTimeout", "use a positive duration such as 10s", "must not be negative")

@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -281,6 +280,8 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 		Name:               "gatehouse",
 		Logger:             log,
 	}
+	// Sessions per subject (each initialize also spends the rate limit).
+	so.MaxSessionsPerSubject = cfg.Sessions.MaxPerSubject
 	if rl := cfg.RateLimit; rl != nil {
 		so.RateLimit = &server.RateLimit{MaxCalls: rl.MaxCalls, Window: rl.Window, Counters: g.st}
 	}
@@ -352,18 +353,15 @@ func diagText(ds []diag.Diagnostic) string {
 	return strings.Join(parts, "; ")
 }
 
-// openStore opens a DSN, creating the directory of a SQLite file.
+// openStore opens a DSN.
 func openStore(ctx context.Context, d string) (store.Store, error) {
 	parsed, err := store.ParseDSN(d)
 	if err != nil {
 		return nil, &ConfigError{File: "(store)", Field: "store", Msg: err.Error(),
 			Fix: "use sqlite:PATH or postgres://... in store: or $GATEHOUSE_STORE"}
 	}
-	if parsed.Kind == store.KindSQLite {
-		if err := os.MkdirAll(filepath.Dir(parsed.Path), 0o700); err != nil {
-			return nil, fmt.Errorf("gateway: creating the store directory: %w", err)
-		}
-	}
+	// A SQLite file's missing directories are created by sqlite.Open
+	// (0700, the file 0600, whatever the umask).
 	st, err := dsn.Open(ctx, d, nil)
 	if err != nil {
 		return nil, fmt.Errorf("gateway: opening store %s: %w", parsed, err)

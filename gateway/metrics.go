@@ -5,9 +5,9 @@ import (
 	"errors"
 	"net"
 	"net/http"
-	"time"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/telemetry"
+	"github.com/gatehouse-dev/gatehouse/server"
 )
 
 // unknownToolLabel is the tool label of calls to a name that is not a
@@ -41,12 +41,22 @@ func (g *Gateway) sessionCount() int {
 }
 
 // MetricsHandler returns the handler of the metrics endpoint: Prometheus
-// text at /metrics. It has no authentication (see Config.Metrics).
-func (g *Gateway) MetricsHandler() http.Handler { return g.tel.Handler() }
+// text at /metrics, and /readyz with its detail. It has no authentication
+// (see Config.Metrics).
+func (g *Gateway) MetricsHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/", g.tel.Handler())
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) { g.serveReady(w, r, true) })
+	return mux
+}
 
 // ServeMetrics serves MetricsHandler on ln until ctx ends.
 func (g *Gateway) ServeMetrics(ctx context.Context, ln net.Listener) error {
-	hs := &http.Server{Handler: g.MetricsHandler(), ReadHeaderTimeout: 10 * time.Second}
+	// The HTTP server's default limits, and few connections: scrapers.
+	hs, err := server.NewHTTPServer(g.MetricsHandler(), &server.HTTPLimits{MaxConns: 64})
+	if err != nil {
+		return err
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {

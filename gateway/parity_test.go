@@ -403,7 +403,8 @@ func paritySenarios() []scenario {
 			e.wantSent(1)
 			return a
 		}},
-		{name: "rate_limited", extra: "rateLimit: {maxCalls: 2, window: 1h}\n", run: func(e *parityEnv) []string {
+		// maxCalls 3: the session's initialize spends one.
+		{name: "rate_limited", extra: "rateLimit: {maxCalls: 3, window: 1h}\n", run: func(e *parityEnv) []string {
 			cs := e.session("alice-token")
 			a := []string{e.call(cs, "alice", "count", nil, ""), e.call(cs, "alice", "count", nil, ""), e.call(cs, "alice", "count", nil, "")}
 			wantCodes(e.t, a, "", "", "rate_limited")

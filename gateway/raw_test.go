@@ -313,7 +313,8 @@ func TestRawPathAnswersAsTheGoSDK(t *testing.T) {
 // call goes the byte way too and is journaled.
 func TestRawPathRateLimitAndKeys(t *testing.T) {
 	up := newRawUpstream(t)
-	_, url := rawGateway(t, up, "rateLimit: {maxCalls: 2, window: 1h}\n")
+	// 3: the session's initialize spends one.
+	_, url := rawGateway(t, up, "rateLimit: {maxCalls: 3, window: 1h}\n")
 	cs := session(t, url, "alice-token")
 	ctx := context.Background()
 	for i := range 3 {
@@ -463,7 +464,8 @@ func TestListCursorRefused(t *testing.T) {
 // refused with a JSON-RPC error carrying the refusal's fields.
 func TestForwardedRequestsShareTheRateLimit(t *testing.T) {
 	up := newRawUpstream(t)
-	_, url := rawGateway(t, up, "rateLimit: {maxCalls: 3, window: 1h}\n")
+	// 4: the session's initialize spends one.
+	_, url := rawGateway(t, up, "rateLimit: {maxCalls: 4, window: 1h}\n")
 	cs := session(t, url, "alice-token")
 	ctx := context.Background()
 	if _, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "hello"}); err != nil {

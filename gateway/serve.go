@@ -7,14 +7,18 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
 
 	"github.com/gatehouse-dev/gatehouse/diag"
 	"github.com/gatehouse-dev/gatehouse/server"
 )
 
 // Handler returns the gateway's HTTP handler: the MCP endpoint at /mcp
-// (behind bearer auth when configured), /healthz and /readyz.
+// (behind bearer auth when configured), /healthz and /readyz (its detail,
+// the servers and plugins, for a caller with a token; see serveReady).
 func (g *Gateway) Handler() (http.Handler, error) {
 	ho := &server.HTTPOptions{JSONResponse: g.cfg.HTTP.JSONResponse, Stateless: g.cfg.HTTP.Stateless, IdleTimeout: g.idle}
 	if g.cfg.Auth != nil {
@@ -43,17 +47,42 @@ func (g *Gateway) Handler() (http.Handler, error) {
 		_, _ = w.Write([]byte(`{"ok":true}` + "\n"))
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		rep := g.Ready(r.Context())
-		w.Header().Set("Content-Type", "application/json")
-		if !rep.Ready {
-			w.WriteHeader(http.StatusServiceUnavailable)
-		}
-		_ = json.NewEncoder(w).Encode(rep)
+		g.serveReady(w, r, ho.Verifier == nil || verified(r, ho.Verifier))
 	})
 	return mux, nil
 }
 
-// Readiness is the body of /readyz.
+// serveReady answers /readyz: 200 or 503 with {"ready": bool}, and the
+// whole Readiness (servers, plugins) when detail is true: for a caller
+// with a valid token, on the metrics listener, or without auth.
+func (g *Gateway) serveReady(w http.ResponseWriter, r *http.Request, detail bool) {
+	rep := g.Ready(r.Context())
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	if !rep.Ready {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}
+	if !detail {
+		_ = json.NewEncoder(w).Encode(struct {
+			Ready bool `json:"ready"`
+		}{rep.Ready})
+		return
+	}
+	_ = json.NewEncoder(w).Encode(rep)
+}
+
+// verified reports whether r carries a bearer token v accepts.
+func verified(r *http.Request, v auth.TokenVerifier) bool {
+	scheme, tok, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || tok == "" {
+		return false
+	}
+	_, err := v(r.Context(), tok, r)
+	return err == nil
+}
+
+// Readiness is the body of /readyz for a caller with a token (without
+// one, when auth is configured, the body is {"ready": bool} alone).
 type Readiness struct {
 	// Ready is true when the store answers, the gateway is not shutting
 	// down, and every configured server is connected or reported.
@@ -80,7 +109,7 @@ type ServerState struct {
 }
 
 // PluginState is one plugin in Readiness (diagnostic texts stay in the
-// logs: /readyz answers without authentication).
+// logs: the detail of /readyz needs no more than any token).
 type PluginState struct {
 	Dir    string `json:"dir"`
 	Name   string `json:"name,omitempty"`
@@ -141,7 +170,12 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 	if err != nil {
 		return err
 	}
-	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	hc := g.cfg.HTTP
+	hs, err := server.NewHTTPServer(h, &server.HTTPLimits{ReadTimeout: hc.ReadTimeout, WriteTimeout: hc.WriteTimeout,
+		IdleTimeout: hc.ConnIdleTimeout, MaxConns: hc.MaxConnections})
+	if err != nil {
+		return err
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {

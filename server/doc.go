@@ -44,6 +44,17 @@
 // get. The gateway sets it so that one pipeline admits every call,
 // whichever front read it. It cannot be combined with a Journal.
 //
+// A subject's sessions are bounded too: with [Options.MaxSessionsPerSubject]
+// an initialize beyond the cap is refused with a JSON-RPC error
+// ([CodeSessionLimit]) that says why, and a session frees its slot when it
+// ends. Every initialize spends one call of the subject's rate limit.
+//
+// [NewHTTPServer] serves a handler with [HTTPLimits]: how long a client may
+// take to send a request, how long a write may wait for it to read (per
+// write, so that an SSE stream lasts as long as it has something to say),
+// how long idle connections live (shorter for those that never
+// authenticated), and how many are open at once.
+//
 // Everything is built from go-sdk receiving middleware around an ordinary
 // [mcp.Server]: schema validation, progress, cancellation and the rest of the
 // protocol stay the go-sdk's.

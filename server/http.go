@@ -93,6 +93,9 @@ func (s *Server) Handler(opts *HTTPOptions) (http.Handler, error) {
 	if o.Inner != nil {
 		h = o.Inner(h)
 	}
+	// A request that gets here passed the token check: its connection
+	// is kept open as an authenticated one (NewHTTPServer).
+	h = markConn(h)
 	if o.Verifier != nil {
 		h = withWWWAuthenticate(auth.RequireBearerToken(o.Verifier, o.Bearer)(h))
 	} else {
@@ -110,6 +113,15 @@ func (s *Server) Handler(opts *HTTPOptions) (http.Handler, error) {
 		h = allowHosts(h, o.AllowedHosts)
 	}
 	return h, nil
+}
+
+// markConn marks the connection of every request it serves as
+// authenticated.
+func markConn(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		markAuthenticated(r.Context())
+		h.ServeHTTP(w, r)
+	})
 }
 
 // limitBody refuses bodies over max with 413 before anything reads them

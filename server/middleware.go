@@ -18,8 +18,9 @@ const (
 )
 
 // middleware is the receiving middleware that applies identity,
-// authorization, rate limits and dedup to tools/list and tools/call. Every
-// other method goes straight to the go-sdk.
+// authorization, rate limits and dedup to tools/list and tools/call, and
+// the rate limit and the session cap to initialize. Every other method
+// goes straight to the go-sdk.
 func (s *Server) middleware(local bool) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
@@ -29,6 +30,10 @@ func (s *Server) middleware(local bool) mcp.Middleware {
 			case methodCallTool:
 				if creq, ok := req.(*mcp.CallToolRequest); ok {
 					return s.callTool(ctx, local, next, method, creq)
+				}
+			case methodInitialize:
+				if !local {
+					return s.initialize(ctx, next, method, req)
 				}
 			}
 			return next(ctx, method, req)

@@ -102,8 +102,9 @@ type Counters interface {
 	IncrBy(ctx context.Context, key string, delta int64, expiresAt time.Time) (int64, error)
 }
 
-// RateLimit allows each subject at most MaxCalls tools/call requests per
-// fixed window of length Window (windows are aligned on the Unix epoch, so
+// RateLimit allows each subject at most MaxCalls tools/call requests (and
+// initialize requests: opening a session spends one) per fixed window of
+// length Window (windows are aligned on the Unix epoch, so
 // every process agrees on them).
 type RateLimit struct {
 	// MaxCalls is the number of calls a subject may make per window (> 0).
@@ -118,7 +119,9 @@ type RateLimit struct {
 }
 
 // RateLimitFunc decides whether subject may call tool now. It returns
-// ok=false and how long to wait to refuse the call with rate_limited.
+// ok=false and how long to wait to refuse the call with rate_limited. For
+// a request that is not a tools/call, tool is its method: "initialize"
+// for every session opened (or what [Server.RateLimit] is given).
 type RateLimitFunc func(ctx context.Context, subject Subject, tool string) (ok bool, retryAfter time.Duration, err error)
 
 // Options configure a [Server]. Every protection left unset is logged once,
@@ -167,6 +170,15 @@ type Options struct {
 	// admission).
 	DeferCallAdmission bool
 
+	// MaxSessionsPerSubject caps the sessions one subject may have open
+	// (HTTP and Serve; stdio and ServeLocal are not counted). An initialize
+	// beyond it is refused with a JSON-RPC error (CodeSessionLimit) that
+	// says why; a session frees its slot when it ends (DELETE, idle
+	// timeout, closed transport). Every initialize, counted or not, also
+	// spends one call of the subject's RateLimit. Zero means no cap;
+	// negative is invalid.
+	MaxSessionsPerSubject int
+
 	// WorkKey names the unit of work of a call; "" means the call is not
 	// deduplicated. When set it replaces the client's key. Nil uses the
 	// client's _meta.idempotencyKey. Either way the unit of work is scoped
@@ -190,11 +202,12 @@ type Options struct {
 // Server is an MCP server with identity, authorization, rate limits and
 // dedup applied to every tool. It is safe for concurrent use.
 type Server struct {
-	opts    Options
-	name    string
-	logger  *slog.Logger
-	limiter limiter
-	remote  *mcp.Server
+	opts     Options
+	name     string
+	logger   *slog.Logger
+	limiter  limiter
+	sessions *sessionBook // nil: no cap
+	remote   *mcp.Server
 
 	stdioOnce sync.Once
 	stdio     *mcp.Server
@@ -234,6 +247,12 @@ func New(opts Options) (*Server, error) {
 			s.limiter = newMemLimiter(rl.MaxCalls, rl.Window, clock)
 		}
 	}
+	switch {
+	case opts.MaxSessionsPerSubject < 0:
+		return nil, fmt.Errorf("%w: MaxSessionsPerSubject %d is negative", ErrInvalidOptions, opts.MaxSessionsPerSubject)
+	case opts.MaxSessionsPerSubject > 0:
+		s.sessions = newSessionBook(opts.MaxSessionsPerSubject)
+	}
 	if opts.DeferCallAdmission && opts.Journal != nil {
 		return nil, fmt.Errorf("%w: DeferCallAdmission cannot be combined with Journal", ErrInvalidOptions)
 	}
@@ -265,6 +284,9 @@ func (s *Server) warnOpen() {
 	}
 	if s.limiter == nil {
 		s.logger.Warn("server: not protected: rate limit (Options.RateLimit is not set): a caller may call without limit")
+	}
+	if s.sessions == nil {
+		s.logger.Warn("server: not protected: sessions per subject (Options.MaxSessionsPerSubject is not set): a caller may open sessions without limit")
 	}
 	if o.Journal != nil && o.WorkKey == nil {
 		s.logger.Warn("server: not protected: work keys (Options.WorkKey is not set): dedup uses the client's _meta.idempotencyKey, scoped to the caller and tool")

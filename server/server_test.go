@@ -367,8 +367,9 @@ func TestRateLimitExactUnderConcurrency(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if eff.total() != 5 || limited != 25 {
-		t.Fatalf("ran %d, limited %d; want 5 and 25", eff.total(), limited)
+	// The session's initialize spent one of the 5.
+	if eff.total() != 4 || limited != 26 {
+		t.Fatalf("ran %d, limited %d; want 4 and 26", eff.total(), limited)
 	}
 	// Another subject has its own quota.
 	bob := connect(t, url, "tok-bob")
@@ -579,10 +580,10 @@ func TestLoudWhenOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := logs.warnings()
-	if len(w) != 4 {
-		t.Fatalf("want 4 warnings, got %d: %v", len(w), w)
+	if len(w) != 5 {
+		t.Fatalf("want 5 warnings, got %d: %v", len(w), w)
 	}
-	for _, want := range []string{"Identify", "AllowTool", "RateLimit", "WorkKey"} {
+	for _, want := range []string{"Identify", "AllowTool", "RateLimit", "MaxSessionsPerSubject", "WorkKey"} {
 		n := 0
 		for _, line := range w {
 			if strings.Contains(line, "Options."+want) {
@@ -596,14 +597,14 @@ func TestLoudWhenOpen(t *testing.T) {
 	// Serving does not repeat them.
 	cs := connect(t, serveHTTP(t, s, nil), "tok-alice")
 	callTool(t, cs, "whoami", nil, nil)
-	if got := len(logs.warnings()); got != 4 {
+	if got := len(logs.warnings()); got != 5 {
 		t.Fatalf("warnings grew to %d", got)
 	}
 
 	var quiet logCapture
 	_, err = New(Options{Tools: testTools(&effects{}, nil), Journal: j, Logger: quiet.logger(),
 		Identify: identify, AllowTool: testAllow, RateLimit: &RateLimit{MaxCalls: 1, Window: time.Second},
-		WorkKey: func(*mcp.CallToolRequest) string { return "" }})
+		MaxSessionsPerSubject: 4, WorkKey: func(*mcp.CallToolRequest) string { return "" }})
 	if err != nil {
 		t.Fatal(err)
 	}

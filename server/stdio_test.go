@@ -79,7 +79,7 @@ func TestRateLimitFunc(t *testing.T) {
 		o.RateLimit = nil
 		o.RateLimitFunc = func(_ context.Context, subject Subject, tool string) (bool, time.Duration, error) {
 			seen = append(seen, string(subject)+"/"+tool)
-			return subject != "bob", 1500 * time.Millisecond, nil
+			return subject != "bob" || tool == "initialize", 1500 * time.Millisecond, nil
 		}
 	})
 	url := serveHTTP(t, s, nil)
@@ -90,7 +90,7 @@ func TestRateLimitFunc(t *testing.T) {
 	if refusalCode(r) != "rate_limited" || structured(t, r)["retryAfterMs"] != float64(1500) {
 		t.Fatalf("%+v %v", r.Content, r.StructuredContent)
 	}
-	if fmt.Sprint(seen) != "[alice/whoami bob/whoami]" {
+	if fmt.Sprint(seen) != "[alice/initialize alice/whoami bob/initialize bob/whoami]" {
 		t.Fatalf("limiter saw %v", seen)
 	}
 }

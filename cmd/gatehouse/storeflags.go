@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"os/user"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -67,11 +66,8 @@ func openStore(ctx context.Context, d string) (store.Store, error) {
 	if err != nil {
 		return nil, usagef("%v", err)
 	}
-	if parsed.Kind == store.KindSQLite {
-		if err := os.MkdirAll(filepath.Dir(parsed.Path), 0o700); err != nil {
-			return nil, fmt.Errorf("creating the store directory: %w", err)
-		}
-	}
+	// A SQLite file's missing directories are created by sqlite.Open
+	// (0700, the file 0600, whatever the umask).
 	st, err := dsn.Open(ctx, d, nil)
 	if err != nil {
 		return nil, fmt.Errorf("opening store %s: %w", parsed, err)

@@ -8,6 +8,13 @@
 // Open creates the file if needed and migrates its schema; a DSN
 // ("sqlite:PATH?durability=power") opens the same through store/dsn.
 //
+// The store is private to its user. A file Open creates is made 0600 and a
+// directory it creates 0700, whatever the process's umask; SQLite gives the
+// -wal and -shm files the mode of the database file, so they are 0600 too.
+// An existing file or directory keeps the mode its operator gave it (Open
+// never loosens or tightens it: chmod 600 the three files to make an older
+// store private).
+//
 // Open switches the file to journal_mode=WAL (a property of the file,
 // retried while another process holds the lock), and every connection runs
 // with foreign_keys=ON, a busy timeout (Options.BusyTimeout, default 10 s)
@@ -25,7 +32,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -78,6 +88,9 @@ func Open(ctx context.Context, path string, opts *store.Options) (*Store, error)
 	if err != nil {
 		return nil, err
 	}
+	if err := createPrivate(path); err != nil {
+		return nil, fmt.Errorf("%w: sqlite %q: %w", store.ErrUnavailable, path, err)
+	}
 	db, err := sql.Open("sqlite", DriverDSN(path, o))
 	if err != nil {
 		return nil, fmt.Errorf("%w: sqlite %q: %w", store.ErrUnavailable, path, err)
@@ -108,6 +121,53 @@ func Open(ctx context.Context, path string, opts *store.Options) (*Store, error)
 }
 
 const defaultBusyTimeout = 10 * time.Second
+
+// createPrivate creates path's missing directories (0700) and the file
+// itself (0600, empty: SQLite makes an empty file a new database) when it
+// does not exist. The modes are set with chmod after creation, so no umask
+// narrows or widens them. What exists already is left as it is.
+func createPrivate(path string) error {
+	if err := mkdirPrivate(filepath.Dir(path)); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("creating the database file: %w", err)
+	}
+	err = f.Chmod(0o600)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("making the database file private: %w", err)
+	}
+	return nil
+}
+
+// mkdirPrivate creates dir and its missing parents, each 0700.
+func mkdirPrivate(dir string) error {
+	if _, err := os.Stat(dir); err == nil {
+		return nil
+	}
+	if parent := filepath.Dir(dir); parent != dir {
+		if err := mkdirPrivate(parent); err != nil {
+			return err
+		}
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return nil // created by another process meanwhile: theirs
+		}
+		return fmt.Errorf("creating the store directory: %w", err)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return fmt.Errorf("making the store directory private: %w", err)
+	}
+	return nil
+}
 
 // setup switches the file to WAL (a persistent property of the file, so
 // connections opened later inherit it) and checks that it took.
