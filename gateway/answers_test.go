@@ -217,7 +217,7 @@ func TestBadAnswerFailsOnlyItsCall(t *testing.T) {
 							t.Errorf("after %s: the same caller's next call got %.300q", tool, a)
 						}
 					}
-					if down := g.pipe.health.snapshot(); len(down) != 0 {
+					if down := g.pipe.health.Snapshot(); len(down) != 0 {
 						t.Errorf("servers in backoff after bad answers: %v", down)
 					}
 				})
@@ -247,8 +247,8 @@ func TestDeadUpstreamStillBacksOff(t *testing.T) {
 			if refusalCode(first) != "unavailable" || refusalCode(second) != "unavailable" {
 				t.Errorf("calls to a dead upstream got %.200q and %.200q, want unavailable", first, second)
 			}
-			if _, down := g.pipe.health.snapshot()["up"]; !down {
-				t.Errorf("the dead server is not in backoff: %v", g.pipe.health.snapshot())
+			if _, down := g.pipe.health.Snapshot()["up"]; !down {
+				t.Errorf("the dead server is not in backoff: %v", g.pipe.health.Snapshot())
 			}
 		})
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/diag"
 	"github.com/gatehouse-dev/gatehouse/durable"
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/executor"
+	"github.com/gatehouse-dev/gatehouse/gateway/internal/health"
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/telemetry"
 	"github.com/gatehouse-dev/gatehouse/gateway/relay"
 	"github.com/gatehouse-dev/gatehouse/plugin"
@@ -106,8 +107,8 @@ type Gateway struct {
 // flight (shutdown waits for them), the context that ends when shutdown
 // stops waiting, and the journal's sweeper.
 type lifecycle struct {
-	calls     inflight // tool calls being served
-	posts     inflight // HTTP POSTs being answered
+	calls     health.Inflight // tool calls being served
+	posts     health.Inflight // HTTP POSTs being answered
 	ctx       context.Context
 	stop      context.CancelFunc
 	closed    atomic.Bool
@@ -261,7 +262,7 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 	g.life.stopSweep = startSweeper(g.life.ctx, journal, g.st, g.now, log)
 	g.pipe = &pipeline{
 		served: g.served, relay: g.relay, ts: g.ts, journal: journal, guard: guard, st: g.st,
-		health: newHealthBook(o.Clock), calls: &g.life.calls, stopCtx: g.life.ctx, tel: g.tel, log: log,
+		health: health.NewBackoff(o.Clock), calls: &g.life.calls, stopCtx: g.life.ctx, tel: g.tel, log: log,
 		runs: cfg.Firewall.MaxCallsPerRun > 0, bytes: cfg.HTTP.BytePath(),
 	}
 
@@ -400,7 +401,7 @@ func (g *Gateway) Close() error {
 	if g.life.closed.Swap(true) {
 		return nil
 	}
-	g.life.calls.close()
+	g.life.calls.Close()
 	g.life.stop()
 	if g.trust != nil {
 		g.trust.wait()

@@ -7,12 +7,9 @@ import (
 	"errors"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/gatehouse-dev/gatehouse/toolset"
 )
 
 func hashOf(tok string) string {
@@ -94,61 +91,5 @@ func TestFirewallRun(t *testing.T) {
 	}
 	if firewallRun("alice", "", "") != "" {
 		t.Error("no runId and no session: no run")
-	}
-}
-
-func TestBackoff(t *testing.T) {
-	now := time.Unix(1000, 0)
-	h := newHealthBook(func() time.Time { return now })
-	lost := &toolset.Error{Code: toolset.CodeConnectionFailed, Server: "s"}
-	if _, down := h.down("s"); down {
-		t.Fatal("down before any failure")
-	}
-	var waits []time.Duration
-	for range 8 {
-		h.observe("s", lost, false)
-		w, down := h.down("s")
-		if !down {
-			t.Fatal("not down after a lost connection")
-		}
-		waits = append(waits, w)
-		now = now.Add(w)
-	}
-	if waits[0] != backoffMin || waits[1] != 2*backoffMin || waits[7] != backoffMax {
-		t.Errorf("backoff %v", waits)
-	}
-	h.observe("s", lost, true) // a cancelled call says nothing
-	if _, down := h.down("s"); down {
-		t.Error("a cancelled call put the server in backoff")
-	}
-	h.observe("s", nil, false)
-	h.observe("s", lost, false)
-	if w, _ := h.down("s"); w != backoffMin {
-		t.Errorf("success did not reset the backoff: %v", w)
-	}
-	h.observe("s", errors.New("tool said no"), false)
-	if _, down := h.down("s"); down {
-		t.Error("an ordinary error is not a lost connection")
-	}
-}
-
-func TestInflightDrain(t *testing.T) {
-	var f inflight
-	if !f.enter() {
-		t.Fatal("enter refused")
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if f.drain(ctx) {
-		t.Error("drain with a call running and ctx done reported done")
-	}
-	if f.enter() {
-		t.Error("enter admitted a call after drain began")
-	}
-	done := make(chan bool)
-	go func() { done <- f.drain(context.Background()) }()
-	f.leave()
-	if !<-done {
-		t.Error("drain did not finish when the last call left")
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gatehouse-dev/gatehouse/durable"
+	"github.com/gatehouse-dev/gatehouse/gateway/internal/health"
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/telemetry"
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/wire"
 	"github.com/gatehouse-dev/gatehouse/gateway/relay"
@@ -103,8 +104,8 @@ type pipeline struct {
 	journal *durable.Journal
 	guard   policy.Guard
 	st      store.JournalStore
-	health  *healthBook
-	calls   *inflight
+	health  *health.Backoff
+	calls   *health.Inflight
 	stopCtx context.Context // ends when shutdown stops waiting for calls
 	tel     *telemetry.Instruments
 	log     *slog.Logger
@@ -150,11 +151,11 @@ func (p *pipeline) call(ctx context.Context, req *callRequest) (out callOutcome)
 	if res != nil || err != nil {
 		return admissionOutcome(res, err)
 	}
-	if !p.calls.enter() {
+	if !p.calls.Enter() {
 		return refused(&refusal.Error{Code: refusal.Unavailable, Retryable: true, RetryAfter: time.Second,
 			Message: "the gateway is shutting down; retry the same call"})
 	}
-	defer p.calls.leave()
+	defer p.calls.Leave()
 
 	info, ok := p.served.tool(req.tool)
 	switch {
@@ -173,7 +174,7 @@ func (p *pipeline) call(ctx context.Context, req *callRequest) (out callOutcome)
 		return callOutcome{label: outcomeRPCError, err: &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
 			Message: "tools/call: arguments must be a JSON object"}}
 	}
-	if wait, down := p.health.down(info.Server); down && !p.recorded(ctx, subject, req.tool, req.key) {
+	if wait, down := p.health.Down(info.Server); down && !p.recorded(ctx, subject, req.tool, req.key) {
 		// Nothing is claimed or sent; a call already journaled is answered
 		// from the journal below (replay, in_doubt...), server or not.
 		return refused(&refusal.Error{Code: refusal.Unavailable, Retryable: true, RetryAfter: wait,
@@ -335,7 +336,7 @@ func (p *pipeline) answer(srv, name string, res *mcp.CallToolResult, err error) 
 		return callOutcome{err: &jsonrpc.Error{Code: rpc.Code, Message: rpc.Message, Data: rpc.Data}, label: outcomeRPCError}
 	}
 	if connectionLost(err) {
-		wait, _ := p.health.down(srv)
+		wait, _ := p.health.Down(srv)
 		return refused(&refusal.Error{Code: refusal.Unavailable, Retryable: true, RetryAfter: max(wait, time.Millisecond),
 			Message: fmt.Sprintf("server %s is unavailable; the call may not have completed", srv)})
 	}
@@ -383,7 +384,9 @@ func (p *pipeline) recorded(ctx context.Context, subject server.Subject, tool, k
 
 // observeUpstream records a server's health after one upstream call.
 func (p *pipeline) observeUpstream(srv string, err error, cancelled bool) {
-	p.health.observe(srv, err, cancelled)
+	if !cancelled { // a cancelled call says nothing about the server
+		p.health.Observe(srv, err != nil && connectionLost(err))
+	}
 	if !cancelled {
 		p.tel.Metrics.SetUpstreamUp(srv, err == nil || !connectionLost(err))
 	}

@@ -37,8 +37,8 @@ func (g *Gateway) Handler() (http.Handler, error) {
 	// closes no session with an answer still on its way.
 	mux.Handle("/mcp", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost {
-			g.life.posts.add()
-			defer g.life.posts.leave()
+			g.life.posts.Add()
+			defer g.life.posts.Leave()
 		}
 		mcpH.ServeHTTP(w, r)
 	}))
@@ -141,7 +141,7 @@ func (g *Gateway) Ready(ctx context.Context) Readiness {
 		rep.Store = "unreachable"
 	}
 	skipped := g.skipped()
-	down := g.pipe.health.snapshot()
+	down := g.pipe.health.Snapshot()
 	for _, name := range g.servers {
 		s := ServerState{Name: name, State: "connected"}
 		if r, ok := skipped[name]; ok {
@@ -154,7 +154,7 @@ func (g *Gateway) Ready(ctx context.Context) Readiness {
 	for _, p := range g.plugins {
 		rep.Plugins = append(rep.Plugins, PluginState{Dir: p.Dir, Name: p.Name, Loaded: p.Loaded})
 	}
-	rep.Draining = g.life.calls.isClosed()
+	rep.Draining = g.life.calls.IsClosed()
 	rep.Ready = rep.Store == "ok" && !rep.Draining
 	return rep
 }
@@ -183,7 +183,7 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 		return err
 	case <-ctx.Done():
 	}
-	g.log.Info("gateway: shutting down", "inflight", g.life.calls.count(), "timeout", g.cfg.ShutdownTimeout.String())
+	g.log.Info("gateway: shutting down", "inflight", g.life.calls.Count(), "timeout", g.cfg.ShutdownTimeout.String())
 	sctx, cancel := context.WithTimeout(context.Background(), g.cfg.ShutdownTimeout)
 	defer cancel()
 	shut := make(chan struct{})
@@ -191,16 +191,16 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 		defer close(shut)
 		_ = hs.Shutdown(sctx) // stop accepting; idle connections close
 	}()
-	if !g.life.calls.drain(sctx) {
-		g.log.Warn("gateway: shutdown timeout: cancelling calls still running", "inflight", g.life.calls.count())
+	if !g.life.calls.Drain(sctx) {
+		g.log.Warn("gateway: shutdown timeout: cancelling calls still running", "inflight", g.life.calls.Count())
 		g.life.stop()
 		wctx, wcancel := context.WithTimeout(context.Background(), 15*time.Second)
-		g.life.calls.drain(wctx) // the journal records their outcomes
+		g.life.calls.Drain(wctx) // the journal records their outcomes
 		wcancel()
 	}
 	// Answers on their way out are written before sessions close.
 	wctx, wcancel := context.WithTimeout(context.Background(), 5*time.Second)
-	g.life.posts.drain(wctx)
+	g.life.posts.Drain(wctx)
 	wcancel()
 	// Calls are done: close the sessions (ending streams held open by
 	// clients) and the listener's remaining connections.
@@ -221,7 +221,7 @@ func (g *Gateway) ServeStdio(ctx context.Context) error {
 	err := g.srv.ServeStdio(ctx)
 	wctx, cancel := context.WithTimeout(context.Background(), g.cfg.ShutdownTimeout)
 	defer cancel()
-	if !g.life.calls.drain(wctx) {
+	if !g.life.calls.Drain(wctx) {
 		g.life.stop()
 	}
 	if ctx.Err() != nil {
