@@ -17,9 +17,6 @@ hostport=${hostport%%/*}
 cat >"$dir/gatehouse.yaml" <<EOF
 listen: $hostport
 store: sqlite:$dir/gatehouse.db
-# Every load session is the one subject "local": lift the per-subject cap.
-sessions:
-  maxPerSubject: 100000
 servers:
   echo:
     type: streamable-http

@@ -235,7 +235,9 @@ type HTTP struct {
 type Sessions struct {
 	// MaxPerSubject is how many sessions one subject (a token's subject;
 	// "local" without auth) may have open at once; an initialize beyond it
-	// is refused with a JSON-RPC error that says why. 0 means 16.
+	// is refused with a JSON-RPC error that says why. 0 means 16 with
+	// auth, and no cap without it (every caller of a loopback gateway is
+	// the one subject "local"; set it to bound them together).
 	MaxPerSubject int `yaml:"maxPerSubject" json:"maxPerSubject"`
 }
 
@@ -347,7 +349,10 @@ func (c *Config) applyDefaults() error {
 	if c.ShutdownTimeout == 0 {
 		c.ShutdownTimeout = DefaultShutdownTimeout
 	}
-	if c.Sessions.MaxPerSubject == 0 {
+	if c.Sessions.MaxPerSubject == 0 && c.Auth != nil {
+		// Without auth every caller is the one subject "local" on a
+		// loopback address: a default cap would bound every local client
+		// together. An explicit maxPerSubject applies there too.
 		c.Sessions.MaxPerSubject = DefaultMaxSessionsPerSubject
 	}
 	if c.Journal.Lease == 0 {

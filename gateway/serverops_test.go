@@ -203,12 +203,22 @@ func TestInitializeSpendsTheRateLimit(t *testing.T) {
 	_ = bob.Close()
 }
 
-// TestSessionsConfig: sessions.maxPerSubject defaults to 16; a negative
-// one, or a negative HTTP limit, is a config error naming the key.
+// TestSessionsConfig: sessions.maxPerSubject defaults to 16 with auth and
+// to no cap without it (every loopback caller is the one subject "local"),
+// where an explicit one applies; a negative one, or a negative HTTP limit,
+// is a config error naming the key.
 func TestSessionsConfig(t *testing.T) {
-	c, err := ParseConfig([]byte("listen: 127.0.0.1:0\n"), "g.yaml", t.TempDir())
+	c, err := ParseConfig([]byte("listen: 127.0.0.1:0\nauth: {tokens: [{sha256: "+hashOf("t0ken")+", subject: alice}]}\n"), "g.yaml", t.TempDir())
 	if err != nil || c.Sessions.MaxPerSubject != 16 {
-		t.Fatalf("default: %+v %v", c.Sessions, err)
+		t.Fatalf("default with auth: %+v %v", c.Sessions, err)
+	}
+	c, err = ParseConfig([]byte("listen: 127.0.0.1:0\n"), "g.yaml", t.TempDir())
+	if err != nil || c.Sessions.MaxPerSubject != 0 {
+		t.Fatalf("default without auth: %+v %v", c.Sessions, err)
+	}
+	c, err = ParseConfig([]byte("listen: 127.0.0.1:0\nsessions: {maxPerSubject: 4}\n"), "g.yaml", t.TempDir())
+	if err != nil || c.Sessions.MaxPerSubject != 4 {
+		t.Fatalf("explicit without auth: %+v %v", c.Sessions, err)
 	}
 	_, err = ParseConfig([]byte("sessions: {maxPerSubject: -1}\n"), "g.yaml", t.TempDir())
 	var ce *ConfigError
