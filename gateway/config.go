@@ -76,6 +76,8 @@ type Config struct {
 	Metrics *Metrics `yaml:"metrics" json:"metrics"`
 	// HTTP tunes the MCP endpoint toward callers.
 	HTTP HTTP `yaml:"http" json:"http"`
+	// Sessions bounds what callers' sessions hold.
+	Sessions Sessions `yaml:"sessions" json:"sessions"`
 	// UpstreamProtocol is the MCP revision the gateway asks its upstream
 	// servers for: a revision date, or "auto" to let the go-sdk negotiate
 	// (newest first, 2026-07-28 where the server offers it). Default
@@ -215,6 +217,36 @@ type HTTP struct {
 	// same pipeline decides every call, with the same answers (for
 	// diagnosis; it costs throughput). Default true.
 	Bytes *bool `yaml:"bytePath" json:"bytePath"`
+}
+
+// Sessions bounds what callers' sessions hold.
+type Sessions struct {
+	UpstreamSessions `yaml:",inline"`
+}
+
+// UpstreamSessions caps the upstream sessions callers get of their own: a
+// stateful caller that advertised sampling or elicitation, or set a
+// logging level, gets one per server (a process per stdio server). A
+// caller over a cap shares the server's session: its calls work, but
+// sampling and elicitation requests of that server are refused for it and
+// its logging/setLevel answers an error naming the server. The local
+// (stdio) caller is not counted.
+type UpstreamSessions struct {
+	// UpstreamPerServer caps them per server, all callers together. 0
+	// means 64.
+	UpstreamPerServer int `yaml:"upstreamPerServer" json:"upstreamPerServer"`
+	// UpstreamPerSubject caps them per subject and server. 0 means 4.
+	UpstreamPerSubject int `yaml:"upstreamPerSubject" json:"upstreamPerSubject"`
+}
+
+func (u UpstreamSessions) check(c *Config) error {
+	if u.UpstreamPerServer < 0 {
+		return c.errf("sessions.upstreamPerServer", "use a positive number of sessions (default 64)", "must not be negative (got %d)", u.UpstreamPerServer)
+	}
+	if u.UpstreamPerSubject < 0 {
+		return c.errf("sessions.upstreamPerSubject", "use a positive number of sessions (default 4)", "must not be negative (got %d)", u.UpstreamPerSubject)
+	}
+	return nil
 }
 
 // BytePath reports whether the byte path is on (http.bytePath, default
@@ -411,6 +443,9 @@ func (c *Config) validate() error {
 		if c.RateLimit.Window < time.Second {
 			return c.errf("rateLimit.window", "use a duration of at least 1s, such as 60s", "window %v is too short", c.RateLimit.Window)
 		}
+	}
+	if err := c.Sessions.UpstreamSessions.check(c); err != nil {
+		return err
 	}
 	if c.Disclosure.Budget < 0 {
 		return c.errf("disclosure.budget", "use a positive number of tokens (default 20000)", "must not be negative")

@@ -202,6 +202,10 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 		// Notifications an upstream sent for another server's call or
 		// resource: dropped, and counted here.
 		Dropped: func(server string, what relay.Dropped) { g.tel.Metrics.NotificationDropped(server, string(what)) },
+		// Upstream sessions of callers' own (a process each for stdio).
+		UpstreamPerServer:  cfg.Sessions.UpstreamPerServer,
+		UpstreamPerSubject: cfg.Sessions.UpstreamPerSubject,
+		Capped:             func(server string, why relay.Capped) { g.tel.Metrics.UpstreamSessionCapped(server, string(why)) },
 	})
 	if err != nil {
 		return fail(fmt.Errorf("gateway: %w", err))
