@@ -64,6 +64,7 @@ func TestUpstreamSessionsCapped(t *testing.T) {
 	}
 	// open connects a caller named subject (sampling-capable or not),
 	// sets a level unless sampling, and calls echo as it.
+	var all []*mcp.ClientSession
 	open := func(subject string, sampling bool) (*mcp.ClientSession, error) {
 		t.Helper()
 		var o *mcp.ClientOptions
@@ -76,6 +77,7 @@ func TestUpstreamSessionsCapped(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = cs.Close() })
+		all = append(all, cs)
 		var levelErr error
 		if !sampling {
 			levelErr = cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "debug"})
@@ -139,4 +141,74 @@ func TestUpstreamSessionsCapped(t *testing.T) {
 	if n := starts(t, file); n != 5 {
 		t.Fatalf("%d processes, want 5 (bob's second caller got the freed slot)", n)
 	}
+	for _, cs := range all {
+		_ = cs.Close()
+	}
+	waitFor(t, "every caller and slot to be released", func() bool {
+		r.mu.Lock()
+		slots := len(r.slots)
+		r.mu.Unlock()
+		return r.liveSessions() == 0 && r.leftovers() == 0 && slots == 0
+	})
+}
+
+// TestCappedCallerSamplingRefused: a sampling request an upstream sends
+// during the call of a caller a cap keeps on the shared session is
+// refused (the tool sees the refusal), and reaches no other caller; the
+// caller within the cap is asked on its own session.
+func TestCappedCallerSamplingRefused(t *testing.T) {
+	up := mcp.NewServer(&mcp.Implementation{Name: "up", Version: "1"}, nil)
+	mcp.AddTool(up, &mcp.Tool{Name: "ask"}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		res, err := req.Session.CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 1, Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "?"}}}})
+		if err != nil {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "refused"}}}, nil, nil
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "answered by " + res.Model}}}, nil, nil
+	})
+	r := openRelay(t, []toolset.Server{remote("up", serveHTTP(t, up))}, &toolset.Options{ProtocolVersion: "2025-11-25"}, &Options{UpstreamPerSubject: 1})
+	ctx := ctxT(t)
+	if _, err := r.Toolset().Tools(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_, url := front(t, r, false)
+	tg, err := r.Toolset().Target(ctx, "up__ask")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	asked := map[string]int{}
+	var callers []*mcp.ClientSession
+	ask := func(name string) string {
+		cs := dial(t, url, "2025-11-25", &mcp.ClientOptions{
+			CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+				mu.Lock()
+				asked[name]++
+				mu.Unlock()
+				return &mcp.CreateMessageResult{Model: name, Content: &mcp.TextContent{Text: "!"}}, nil
+			}})
+		callers = append(callers, cs)
+		if _, err := cs.ListTools(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+		res, err := r.CallTool(ctx, tg, Call{Caller: callerFor(t, r, cs)})
+		if err != nil || res.IsError {
+			t.Fatalf("%s: %v %+v", name, err, res)
+		}
+		return resultText(t, res)
+	}
+	if got := ask("first"); got != "answered by first" {
+		t.Fatalf("the caller within the cap: %q", got)
+	}
+	if got := ask("second"); got != "refused" {
+		t.Fatalf("the capped caller: %q, want its sampling refused", got)
+	}
+	mu.Lock()
+	if asked["first"] != 1 || asked["second"] != 0 {
+		t.Errorf("asked %v, want first once, second never", asked)
+	}
+	mu.Unlock()
+	for _, cs := range callers {
+		_ = cs.Close()
+	}
+	waitFor(t, "every caller to be released", func() bool { return r.liveSessions() == 0 && r.leftovers() == 0 && sessions(up) == 1 })
 }
