@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -78,6 +80,7 @@ servers:
 	}
 	// caller opens a session of token's; with a level set (or sampling
 	// advertised) it calls echo and returns its setLevel's error.
+	var all []*mcp.ClientSession
 	caller := func(token string, sampling bool) (*mcp.ClientSession, error) {
 		t.Helper()
 		var o *mcp.ClientOptions
@@ -87,6 +90,7 @@ servers:
 			}}
 		}
 		cs := sessionWith(t, url, token, o)
+		all = append(all, cs)
 		var err error
 		if !sampling {
 			err = cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "debug"})
@@ -139,4 +143,22 @@ servers:
 	})
 	echo("bob-token", b3)
 	wantStarted(6, "the new caller's own")
+
+	// Every caller ends: every process of a caller's own exits (reaped),
+	// the shared one lives on.
+	for _, cs := range append(all, b3) {
+		_ = cs.Close()
+	}
+	pids := started()
+	isoWait(t, "the callers' processes to exit", func() bool {
+		for _, p := range pids[1:] {
+			if pid, _ := strconv.Atoi(p); syscall.Kill(pid, 0) == nil {
+				return false
+			}
+		}
+		return true
+	})
+	if pid, _ := strconv.Atoi(pids[0]); syscall.Kill(pid, 0) != nil {
+		t.Error("the shared process is gone")
+	}
 }
