@@ -224,29 +224,14 @@ type Sessions struct {
 	UpstreamSessions `yaml:",inline"`
 }
 
-// UpstreamSessions caps the upstream sessions callers get of their own: a
-// stateful caller that advertised sampling or elicitation, or set a
-// logging level, gets one per server (a process per stdio server). A
-// caller over a cap shares the server's session: its calls work, but
-// sampling and elicitation requests of that server are refused for it and
-// its logging/setLevel answers an error naming the server. The local
-// (stdio) caller is not counted.
+// UpstreamSessions caps the upstream sessions (a process each for stdio)
+// callers get of their own (see docs/gateway.md, "Forwarding"); a caller
+// over a cap shares the server's session. The local caller is not counted.
 type UpstreamSessions struct {
-	// UpstreamPerServer caps them per server, all callers together. 0
-	// means 64.
+	// UpstreamPerServer caps them per server, all callers together (0: 64).
 	UpstreamPerServer int `yaml:"upstreamPerServer" json:"upstreamPerServer"`
-	// UpstreamPerSubject caps them per subject and server. 0 means 4.
+	// UpstreamPerSubject caps them per subject and server (0: 4).
 	UpstreamPerSubject int `yaml:"upstreamPerSubject" json:"upstreamPerSubject"`
-}
-
-func (u UpstreamSessions) check(c *Config) error {
-	if u.UpstreamPerServer < 0 {
-		return c.errf("sessions.upstreamPerServer", "use a positive number of sessions (default 64)", "must not be negative (got %d)", u.UpstreamPerServer)
-	}
-	if u.UpstreamPerSubject < 0 {
-		return c.errf("sessions.upstreamPerSubject", "use a positive number of sessions (default 4)", "must not be negative (got %d)", u.UpstreamPerSubject)
-	}
-	return nil
 }
 
 // BytePath reports whether the byte path is on (http.bytePath, default
@@ -444,8 +429,12 @@ func (c *Config) validate() error {
 			return c.errf("rateLimit.window", "use a duration of at least 1s, such as 60s", "window %v is too short", c.RateLimit.Window)
 		}
 	}
-	if err := c.Sessions.UpstreamSessions.check(c); err != nil {
-		return err
+	if u := c.Sessions.UpstreamSessions; u.UpstreamPerServer < 0 || u.UpstreamPerSubject < 0 {
+		f, n := "sessions.upstreamPerServer", u.UpstreamPerServer
+		if n >= 0 {
+			f, n = "sessions.upstreamPerSubject", u.UpstreamPerSubject
+		}
+		return c.errf(f, "use a positive number of sessions (default 64 per server, 4 per subject)", "must not be negative (got %d)", n)
 	}
 	if c.Disclosure.Budget < 0 {
 		return c.errf("disclosure.budget", "use a positive number of tokens (default 20000)", "must not be negative")

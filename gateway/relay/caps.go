@@ -34,9 +34,9 @@ type placement struct {
 	local   bool
 }
 
-// unplaced is the placement of a caller whose subject was never learned
-// (or could not be): its sessions are counted under a subject of their own.
-var unplaced = &placement{subject: "\x00unplaced"}
+// unplaced is the subject of a caller whose subject was never learned (or
+// could not be): its sessions are counted under a subject of their own.
+const unplaced = "\x00unplaced"
 
 // slotCount is what the callers hold of one server's upstream sessions.
 type slotCount struct {
@@ -55,7 +55,7 @@ func (r *Relay) place(ctx context.Context, req mcp.Request, local bool, c *Calle
 		if s, ok := r.o.Subject(ctx, req, false); ok {
 			p.subject = s
 		} else {
-			p = unplaced
+			p.subject = unplaced
 		}
 	}
 	c.placed.CompareAndSwap(nil, p)
@@ -73,7 +73,7 @@ func capOf(n, def int) int {
 func (r *Relay) acquire(u *toolset.Upstream, st *callerState) (Capped, bool) {
 	if st.held == nil {
 		if st.held = st.caller.placed.Load(); st.held == nil {
-			st.held = unplaced
+			st.held = &placement{subject: unplaced}
 		}
 	}
 	p := st.held
