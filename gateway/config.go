@@ -234,6 +234,16 @@ type UpstreamSessions struct {
 	UpstreamPerSubject int `yaml:"upstreamPerSubject" json:"upstreamPerSubject"`
 }
 
+// upstreamPerSubject is sessions.upstreamPerSubject for the relay: without
+// auth every loopback caller is the one subject "local", so it has no
+// default cap there (the per-server one holds), only a set one.
+func upstreamPerSubject(c *Config) int {
+	if n := c.Sessions.UpstreamPerSubject; n != 0 || c.Auth != nil {
+		return n
+	}
+	return -1
+}
+
 // BytePath reports whether the byte path is on (http.bytePath, default
 // true).
 func (h HTTP) BytePath() bool { return h.Bytes == nil || *h.Bytes }

@@ -204,7 +204,7 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 		Dropped: func(server string, what relay.Dropped) { g.tel.Metrics.NotificationDropped(server, string(what)) },
 		// Upstream sessions of callers' own (a process each for stdio).
 		UpstreamPerServer:  cfg.Sessions.UpstreamPerServer,
-		UpstreamPerSubject: cfg.Sessions.UpstreamPerSubject,
+		UpstreamPerSubject: upstreamPerSubject(cfg),
 		Capped:             func(server string, why relay.Capped) { g.tel.Metrics.UpstreamSessionCapped(server, string(why)) },
 	})
 	if err != nil {

@@ -162,3 +162,44 @@ servers:
 		t.Error("the shared process is gone")
 	}
 }
+
+// TestUpstreamSessionsWithoutAuth: without auth every loopback caller is
+// the one subject "local", so sessions.upstreamPerSubject has no default
+// there (the per-server cap holds); set, it bounds them together.
+func TestUpstreamSessionsWithoutAuth(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := testserver.Build(dir); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for _, tc := range []struct {
+		sessions string
+		own      int // callers of the 6 that get a process of their own
+	}{{"", 6}, {"sessions: {upstreamPerServer: 5}\n", 5}, {"sessions: {upstreamPerSubject: 2}\n", 2}} {
+		file := filepath.Join(t.TempDir(), "starts")
+		_, url := serveGateway(t, fmt.Sprintf("listen: 127.0.0.1:0\nstore: sqlite:%s\n%sservers:\n  s:\n    type: stdio\n    command: ./fixture\n    args: [\"-tools\", \"echo\", \"-starts\", %q]\n",
+			filepath.Join(t.TempDir(), "g.db"), tc.sessions, file), dir)
+		refused := 0
+		for range 6 {
+			cs := sessionWith(t, url, "", nil)
+			if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "debug"}); err != nil {
+				var je *jsonrpc.Error
+				if !errors.As(err, &je) || je.Code != relay.CodeUpstreamCap {
+					t.Fatalf("%q: setLevel: %v", tc.sessions, err)
+				}
+				refused++
+			}
+			if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "s__echo", Arguments: map[string]any{"text": "x"}}); err != nil || res.IsError {
+				t.Fatalf("%q: call: %v %+v", tc.sessions, err, res)
+			}
+		}
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(strings.Fields(string(b))); n != 1+tc.own || refused != 6-tc.own {
+			t.Errorf("%q: %d processes, %d levels refused; want %d and %d", tc.sessions, n, refused, 1+tc.own, 6-tc.own)
+		}
+	}
+}
