@@ -224,24 +224,13 @@ type Sessions struct {
 	UpstreamSessions `yaml:",inline"`
 }
 
-// UpstreamSessions caps the upstream sessions (a process each for stdio)
-// callers get of their own (see docs/gateway.md, "Forwarding"); a caller
-// over a cap shares the server's session. The local caller is not counted.
+// UpstreamSessions caps the upstream sessions (stdio: processes) callers
+// get of their own; a caller over a cap shares the server's session.
 type UpstreamSessions struct {
 	// UpstreamPerServer caps them per server, all callers together (0: 64).
 	UpstreamPerServer int `yaml:"upstreamPerServer" json:"upstreamPerServer"`
 	// UpstreamPerSubject caps them per subject and server (0: 4).
 	UpstreamPerSubject int `yaml:"upstreamPerSubject" json:"upstreamPerSubject"`
-}
-
-// upstreamPerSubject is sessions.upstreamPerSubject for the relay: without
-// auth every loopback caller is the one subject "local", so it has no
-// default cap there (the per-server one holds), only a set one.
-func upstreamPerSubject(c *Config) int {
-	if n := c.Sessions.UpstreamPerSubject; n != 0 || c.Auth != nil {
-		return n
-	}
-	return -1
 }
 
 // BytePath reports whether the byte path is on (http.bytePath, default
