@@ -78,7 +78,8 @@ type Config struct {
 	Metrics *Metrics `yaml:"metrics" json:"metrics"`
 	// HTTP tunes the MCP endpoint toward callers.
 	HTTP HTTP `yaml:"http" json:"http"`
-	// Sessions bounds the MCP sessions of each subject.
+	// Sessions bounds the MCP sessions of each subject and what they hold
+	// upstream.
 	Sessions Sessions `yaml:"sessions" json:"sessions"`
 	// UpstreamProtocol is the MCP revision the gateway asks its upstream
 	// servers for: a revision date, or "auto" to let the go-sdk negotiate
@@ -231,7 +232,8 @@ type HTTP struct {
 	MaxConnections int `yaml:"maxConnections" json:"maxConnections"`
 }
 
-// Sessions bounds the MCP sessions callers keep open.
+// Sessions bounds the MCP sessions callers keep open, and the upstream
+// sessions of their own they hold.
 type Sessions struct {
 	// MaxPerSubject is how many sessions one subject (a token's subject;
 	// "local" without auth) may have open at once; an initialize beyond it
@@ -239,6 +241,12 @@ type Sessions struct {
 	// auth, and no cap without it (every caller of a loopback gateway is
 	// the one subject "local"; set it to bound them together).
 	MaxPerSubject int `yaml:"maxPerSubject" json:"maxPerSubject"`
+	// The upstream sessions (stdio: processes) callers get of their own
+	// are capped; a caller over a cap shares the server's session.
+	// UpstreamPerServer caps them per server, all callers together (0: 64).
+	UpstreamPerServer int `yaml:"upstreamPerServer" json:"upstreamPerServer"`
+	// UpstreamPerSubject caps them per subject and server (0: 4).
+	UpstreamPerSubject int `yaml:"upstreamPerSubject" json:"upstreamPerSubject"`
 }
 
 // BytePath reports whether the byte path is on (http.bytePath, default
@@ -441,6 +449,13 @@ func (c *Config) validate() error {
 		if c.RateLimit.Window < time.Second {
 			return c.errf("rateLimit.window", "use a duration of at least 1s, such as 60s", "window %v is too short", c.RateLimit.Window)
 		}
+	}
+	if u := c.Sessions; u.UpstreamPerServer < 0 || u.UpstreamPerSubject < 0 {
+		f, n := "sessions.upstreamPerServer", u.UpstreamPerServer
+		if n >= 0 {
+			f, n = "sessions.upstreamPerSubject", u.UpstreamPerSubject
+		}
+		return c.errf(f, "use a positive number of sessions (default 64 per server, 4 per subject)", "must not be negative (got %d)", n)
 	}
 	if c.Disclosure.Budget < 0 {
 		return c.errf("disclosure.budget", "use a positive number of tokens (default 20000)", "must not be negative")

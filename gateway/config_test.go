@@ -142,6 +142,10 @@ func TestConfigErrors(t *testing.T) {
 		{"metrics remote not allowed", "metrics: {listen: '10.0.0.5:9090'}\n", "metrics.listen", "not a loopback address"},
 		{"metrics on the MCP address", "listen: 127.0.0.1:9000\nmetrics: {listen: '127.0.0.1:9000'}\n", "metrics.listen", "also the MCP listen address"},
 		{"metrics unknown field", "metrics: {listen: '127.0.0.1:1', auth: x}\n", "", "auth"},
+		{"negative upstream sessions per server", "sessions: {upstreamPerServer: -1}\n", "sessions.upstreamPerServer", "negative"},
+		{"negative upstream sessions per subject", "sessions: {upstreamPerSubject: -4}\n", "sessions.upstreamPerSubject", "negative"},
+		{"upstream sessions not a number", "sessions: {upstreamPerSubject: many}\n", "", "many"},
+		{"sessions unknown field", "sessions: {upstreamPerSubjet: 2}\n", "", "upstreamPerSubjet"},
 		{"subject with two scope sets", "auth: {tokens: [{sha256: " + hash + ", subject: a}, {sha256: " + strings.Repeat("1", 64) + ", subject: a, scopes: ['tool:x']}]}\n", "auth.tokens[1].scopes", "other scopes"},
 	}
 	for _, tc := range cases {

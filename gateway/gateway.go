@@ -178,6 +178,12 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 	// store, so replicas share them and `gatehouse trust` (another
 	// process) re-trusts through it.
 	g.trust = &trustWatcher{log: log, life: g.life.ctx}
+	// Without auth every loopback caller is the one subject "local": no
+	// per-subject cap of upstream sessions unless set.
+	perSubject := cfg.Sessions.UpstreamPerSubject
+	if perSubject == 0 && cfg.Auth == nil {
+		perSubject = -1
+	}
 	g.relay, err = relay.Open(ctx, servers, &toolset.Options{
 		AllowedHosts: cfg.AllowedHosts,
 		Budget:       cfg.Disclosure.Budget,
@@ -202,6 +208,10 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 		// Notifications an upstream sent for another server's call or
 		// resource: dropped, and counted here.
 		Dropped: func(server string, what relay.Dropped) { g.tel.Metrics.NotificationDropped(server, string(what)) },
+		// Upstream sessions of callers' own (a process each for stdio).
+		UpstreamPerServer:  cfg.Sessions.UpstreamPerServer,
+		UpstreamPerSubject: perSubject,
+		Capped:             func(server string, why relay.Capped) { g.tel.Metrics.UpstreamSessionCapped(server, string(why)) },
 	})
 	if err != nil {
 		return fail(fmt.Errorf("gateway: %w", err))

@@ -34,7 +34,8 @@ type Caller struct {
 	capabilities *mcp.ClientCapabilities
 	dedicated    bool
 	handlers     handlers
-	released     atomic.Bool // by release: a late request registers nothing
+	released     atomic.Bool               // by release: a late request registers nothing
+	placed       atomic.Pointer[placement] // its subject, for the caps (place)
 }
 
 // handlers deliver upstream traffic to a caller's session. Each gets the
@@ -56,6 +57,8 @@ type callerState struct {
 	sessions map[*toolset.Upstream]*mcp.ClientSession
 	level    mcp.LoggingLevel
 	closed   bool
+	held     *placement                 // whose slots its sessions hold (acquire)
+	capped   map[*toolset.Upstream]bool // servers a cap kept it from (refused)
 }
 
 type callerCtxKey struct{}
@@ -258,8 +261,9 @@ func (r *Relay) release(id string) {
 		delete(r.owners, s)
 	}
 	r.mu.Unlock()
-	for _, s := range sessions {
+	for u, s := range sessions {
 		_ = s.Close()
+		r.free(u, st.held)
 	}
 	// The last subscriber of a URI on a shared session: unsubscribe
 	// upstream, unless someone subscribed meanwhile (see subscribe).
@@ -283,26 +287,43 @@ func (r *Relay) release(id string) {
 }
 
 // sessionFor returns the session a caller's request to u goes through: its
-// dedicated one (created now if needed), else the shared one.
+// dedicated one (created now if needed), else the shared one. A caller
+// that a cap keeps from a session of its own (acquire) shares.
 func (r *Relay) sessionFor(ctx context.Context, u *toolset.Upstream, st *callerState) (*mcp.ClientSession, bool, error) {
 	if st == nil || !st.dedicated() {
 		s, err := u.Session(ctx)
 		return s, false, err
 	}
 	st.mu.Lock()
-	defer st.mu.Unlock()
+	s, own, err := r.dedicatedLocked(ctx, u, st)
+	st.mu.Unlock()
+	if s == nil && err == nil && !own {
+		s, err = u.Session(ctx)
+	}
+	return s, own, err
+}
+
+// dedicatedLocked is sessionFor's part under st.mu: a nil session and
+// error when a cap refused it.
+func (r *Relay) dedicatedLocked(ctx context.Context, u *toolset.Upstream, st *callerState) (*mcp.ClientSession, bool, error) {
 	if st.closed {
 		return nil, true, &toolset.Error{Code: toolset.CodeClosed, Server: u.Name(), Err: errors.New("the caller was released")}
 	}
 	if s := st.sessions[u]; s != nil {
 		return s, true, nil
 	}
+	if why, ok := r.acquire(u, st); !ok {
+		r.refused(u, st, why)
+		return nil, false, nil
+	}
+	delete(st.capped, u)
 	if st.client == nil {
 		st.client = r.newDedicatedClient(st)
 	}
 	name := u.Name()
 	s, err := u.Connect(ctx, st.client, func(method string, params json.RawMessage) { r.routeFrom(name, st, method, params) })
 	if err != nil {
+		r.free(u, st.held)
 		return nil, true, err
 	}
 	if st.level != "" {
@@ -335,6 +356,7 @@ func (r *Relay) dropDedicated(u *toolset.Upstream, st *callerState, s *mcp.Clien
 	st.mu.Lock()
 	if st.sessions[u] == s {
 		delete(st.sessions, u)
+		r.free(u, st.held)
 	}
 	st.mu.Unlock()
 	r.mu.Lock()

@@ -18,7 +18,11 @@
 //     requests (it advertised sampling or elicitation on a stateful
 //     revision) or that set a logging level gets upstream sessions of its
 //     own, one per server, advertising the same capabilities; the others
-//     share the toolset's one session per server.
+//     share the toolset's one session per server. Those sessions are
+//     capped per server and per subject and server
+//     (Options.UpstreamPerServer, Options.UpstreamPerSubject): a caller
+//     over a cap shares the server's session (its calls work; its
+//     logging/setLevel answers CodeUpstreamCap) until a slot frees.
 //   - Tool calls, two ways: CallTool through the go-sdk's client (any
 //     transport, any caller), and CallBytes, which sends the arguments and
 //     returns the result as bytes on a shared streamable HTTP session

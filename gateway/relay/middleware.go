@@ -4,6 +4,7 @@ package relay
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -70,6 +71,9 @@ func (r *Relay) middleware(local bool) mcp.Middleware {
 			if method == "initialize" || method == "notifications/initialized" {
 				// The session's capabilities are known once it is initialized.
 			} else if sess := r.sessionOf(req, local); sess != nil {
+				if !sess.stateless {
+					r.place(ctx, req, local, sess.caller)
+				}
 				sess.lastSeen.Store(time.Now().UnixNano())
 				sess.mu.Lock()
 				sess.local = local
@@ -154,6 +158,10 @@ func (r *Relay) middleware(local bool) mcp.Middleware {
 				// A session that lasts one request keeps no level upstream.
 				if p, _ := req.GetParams().(*mcp.SetLoggingLevelParams); p != nil && sess.caller != nil && !sess.stateless {
 					if err := r.setLoggingLevel(ctx, sess.caller, p.Level, allow); err != nil {
+						var je *jsonrpc.Error
+						if errors.As(err, &je) {
+							return nil, err // a cap kept it from some servers
+						}
 						r.log.Debug("relay: setting the log level upstream", "err", err)
 					}
 				}

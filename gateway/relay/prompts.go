@@ -4,7 +4,10 @@ package relay
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -133,7 +136,11 @@ func (r *Relay) templateOwner(tmpl string) (found *toolset.Upstream, stale bool)
 
 // setLoggingLevel sets the caller's log level. The caller then gets
 // dedicated upstream sessions (created with this level; existing ones are
-// told), so the log messages of its requests reach it and no one else.
+// told), so the log messages of its requests reach it and no one else. A
+// server a cap keeps the caller from (acquire) is not told (its shared
+// session is everyone's): the answer is then a *jsonrpc.Error with
+// CodeUpstreamCap naming those servers, and the level reaches each of them
+// when a slot frees and the caller's next request there takes it.
 func (r *Relay) setLoggingLevel(ctx context.Context, caller *Caller, level mcp.LoggingLevel, allow allowFunc) error {
 	st := r.callerState(caller)
 	if st == nil {
@@ -146,16 +153,38 @@ func (r *Relay) setLoggingLevel(ctx context.Context, caller *Caller, level mcp.L
 	if err != nil {
 		return err
 	}
+	var capped []string
 	for _, u := range ups {
 		if u.Capabilities().Logging == nil {
 			continue
 		}
 		err := r.forward(ctx, u, st, func(s *mcp.ClientSession) error {
+			if r.serverOf(st, s) == "" {
+				return errCapped
+			}
 			return s.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: level})
 		})
-		if err != nil {
+		if err == errCapped {
+			capped = append(capped, u.Name())
+		} else if err != nil {
 			r.log.Debug("relay: setting the log level upstream", "server", u.Name(), "err", err)
 		}
 	}
+	if len(capped) > 0 {
+		data, _ := json.Marshal(map[string]any{"servers": capped})
+		return &jsonrpc.Error{Code: CodeUpstreamCap, Data: data, Message: fmt.Sprintf(
+			"the log level was not applied to %s: the gateway's cap on upstream sessions of their own is reached there; their log messages do not reach this session until a slot frees",
+			strings.Join(capped, ", "))}
+	}
 	return nil
 }
+
+// CodeUpstreamCap is the JSON-RPC error code of a logging/setLevel that
+// could not reach every server because a cap on upstream sessions
+// (Options.UpstreamPerServer, Options.UpstreamPerSubject) is reached. Its
+// data is {"servers": [names]}.
+const CodeUpstreamCap = -32031
+
+// errCapped: a caller's request reached a server's shared session because
+// of a cap, for something only its own session may carry.
+var errCapped = errors.New("relay: no upstream session of the caller's own (cap reached)")

@@ -44,6 +44,22 @@ type Options struct {
 	// server for a call in progress, a resource update for a URI the
 	// server does not publish. It must not block.
 	Dropped func(server string, what Dropped)
+	// UpstreamPerServer caps the upstream sessions of their own (see
+	// Caller) that callers hold to one server, all callers together; 0
+	// means DefaultUpstreamPerServer, a negative number no cap.
+	// UpstreamPerSubject caps those the callers of one subject hold to one
+	// server; 0 means DefaultUpstreamPerSubject, a negative number no cap.
+	// The local (stdio) caller is not counted. A caller a cap refuses
+	// shares the server's session: its calls work, but what needed a
+	// session of its own does not reach it there (sampling, elicitation
+	// and roots are refused as on any shared session; logging/setLevel
+	// answers CodeUpstreamCap). It takes a slot on a later request once
+	// one frees (a caller's slots free when its session ends).
+	UpstreamPerServer, UpstreamPerSubject int
+	// Capped, when set, is told when a cap first keeps a caller from a
+	// session of its own to server (once per caller and server). It must
+	// not block.
+	Capped func(server string, why Capped)
 	// Logger receives debug logs. Nil discards them.
 	Logger *slog.Logger
 }
@@ -71,6 +87,7 @@ type Relay struct {
 	qtemplates []routedTemplate
 	subs       map[string]map[string]*callerState // URI -> caller ID -> caller (shared sessions)
 	subMu      map[*toolset.Upstream]*sync.Mutex  // orders subscribes and last unsubscribes on a shared session
+	slots      map[*toolset.Upstream]*slotCount   // callers' own upstream sessions (acquire)
 
 	smu      sync.Mutex
 	sessions map[*mcp.ServerSession]*session
@@ -125,6 +142,7 @@ func Open(ctx context.Context, servers []toolset.Server, tsOpts *toolset.Options
 		progress: map[progressKey]progressRoute{}, uris: map[string]*toolset.Upstream{},
 		prompts: map[string]promptRoute{}, qprompts: map[string]promptRoute{},
 		subs: map[string]map[string]*callerState{}, subMu: map[*toolset.Upstream]*sync.Mutex{},
+		slots:    map[*toolset.Upstream]*slotCount{},
 		sessions: map[*mcp.ServerSession]*session{}, byID: map[string]*session{},
 	}
 	r.life, r.stop = context.WithCancel(context.Background())

@@ -25,6 +25,7 @@
 //	gatehouse_drift_events_total{server,kind}  counter    DriftEvent
 //	gatehouse_sessions                         gauge      SessionOpened, SessionClosed
 //	gatehouse_notifications_dropped_total{server,kind}  counter  NotificationDropped
+//	gatehouse_upstream_sessions_capped_total{server,cap}  counter  UpstreamSessionCapped
 //	gatehouse_approvals_pending                gauge      SetApprovalsPendingSource
 //	gatehouse_journal_lag_seconds              gauge      SetJournalSource
 //
@@ -41,7 +42,8 @@
 // one (a caller-chosen name never becomes a label value); an outcome is an
 // Outcome constant ([OutcomeOK], ...) or a refusal code from CONTRACTS.md
 // §4; a server is a name from the operator's configuration; a drift kind
-// is a Drift constant ([DriftQuarantined], ...).
+// is a Drift constant ([DriftQuarantined], ...); a cap is a Capped
+// constant ([CappedServer], [CappedSubject]).
 //
 // # Hot path
 //

@@ -56,6 +56,7 @@ func ExampleNew() {
 	// # TYPE gatehouse_notifications_dropped_total counter
 	// # TYPE gatehouse_sessions gauge
 	// gatehouse_sessions 0
+	// # TYPE gatehouse_upstream_sessions_capped_total counter
 	// # TYPE gatehouse_upstream_up gauge
 	// gatehouse_upstream_up{server="bank"} 1
 }

@@ -36,6 +36,16 @@ const (
 	DroppedResourceUpdated = "resource_updated"
 )
 
+// Caps, the cap label values of gatehouse_upstream_sessions_capped_total.
+const (
+	// CappedServer: the server's callers held its cap of upstream sessions
+	// of their own (sessions.upstreamPerServer).
+	CappedServer = "server"
+	// CappedSubject: the subject's callers held its cap of upstream
+	// sessions of their own to the server (sessions.upstreamPerSubject).
+	CappedSubject = "subject"
+)
+
 // UnknownTool is the tool label value for calls to a name that is not a
 // projected tool (or that the caller may not see). A caller-chosen name
 // never becomes a label value.
@@ -78,6 +88,12 @@ type Metrics struct {
 	// subscription of the server that sent them, by server and kind
 	// (DroppedProgress, DroppedResourceUpdated).
 	NotificationsDropped *metrics.CounterVec
+	// UpstreamSessionsCapped is
+	// gatehouse_upstream_sessions_capped_total{server,cap}: callers that
+	// a cap kept from an upstream session of their own to a server (they
+	// share its session), once per caller and server, by server and cap
+	// (CappedServer, CappedSubject).
+	UpstreamSessionsCapped *metrics.CounterVec
 
 	approvals atomic.Pointer[func() (int, error)]
 	journal   atomic.Pointer[func() (time.Time, error)]
@@ -105,6 +121,9 @@ func New(reg *metrics.Registry) *Metrics {
 	m.NotificationsDropped = reg.NewCounterVec("gatehouse_notifications_dropped_total",
 		"Upstream notifications dropped because they belong to no call or subscription of the server that sent them, by server and kind (progress, resource_updated).",
 		"server", "kind")
+	m.UpstreamSessionsCapped = reg.NewCounterVec("gatehouse_upstream_sessions_capped_total",
+		"Callers a cap kept from an upstream session of their own to a server (they share its session), once per caller and server, by server and cap (server, subject).",
+		"server", "cap")
 	reg.NewGaugeFuncOptional("gatehouse_approvals_pending", "Tool calls waiting for an operator's approval.", m.approvalsPending)
 	reg.NewGaugeFuncOptional("gatehouse_journal_lag_seconds",
 		"Age in seconds of the oldest journal record still in the started state (0 when there is none).", m.journalLag)
@@ -168,6 +187,12 @@ func (m *Metrics) DriftEvent(server, kind string) { m.DriftEvents.With(server, k
 // (a Dropped constant) that the named server sent for nothing of its own.
 func (m *Metrics) NotificationDropped(server, kind string) {
 	m.NotificationsDropped.With(server, kind).Inc()
+}
+
+// UpstreamSessionCapped counts one caller that a cap (a Capped constant)
+// kept from an upstream session of its own to the named server.
+func (m *Metrics) UpstreamSessionCapped(server, cap string) {
+	m.UpstreamSessionsCapped.With(server, cap).Inc()
 }
 
 // SessionOpened counts a caller session as open.

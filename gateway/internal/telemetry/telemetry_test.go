@@ -22,14 +22,15 @@ func TestMetrics(t *testing.T) {
 	out := expose(r)
 	fams := promtext.MustParse(t, out)
 	wantFams := map[string]string{
-		"gatehouse_approvals_pending":           "gauge",
-		"gatehouse_call_duration_seconds":       "histogram",
-		"gatehouse_calls_total":                 "counter",
-		"gatehouse_drift_events_total":          "counter",
-		"gatehouse_journal_lag_seconds":         "gauge",
-		"gatehouse_notifications_dropped_total": "counter",
-		"gatehouse_sessions":                    "gauge",
-		"gatehouse_upstream_up":                 "gauge",
+		"gatehouse_approvals_pending":              "gauge",
+		"gatehouse_call_duration_seconds":          "histogram",
+		"gatehouse_calls_total":                    "counter",
+		"gatehouse_drift_events_total":             "counter",
+		"gatehouse_journal_lag_seconds":            "gauge",
+		"gatehouse_notifications_dropped_total":    "counter",
+		"gatehouse_sessions":                       "gauge",
+		"gatehouse_upstream_up":                    "gauge",
+		"gatehouse_upstream_sessions_capped_total": "counter",
 	}
 	if len(fams) != len(wantFams) {
 		t.Fatalf("%d families, want %d:\n%s", len(fams), len(wantFams), out)
@@ -170,6 +171,8 @@ func TestGoldenExposition(t *testing.T) {
 # HELP gatehouse_sessions Caller sessions open now.
 # TYPE gatehouse_sessions gauge
 gatehouse_sessions 0
+# HELP gatehouse_upstream_sessions_capped_total Callers a cap kept from an upstream session of their own to a server (they share its session), once per caller and server, by server and cap (server, subject).
+# TYPE gatehouse_upstream_sessions_capped_total counter
 # HELP gatehouse_upstream_up Whether the gateway holds a working session to the upstream server (1) or not (0).
 # TYPE gatehouse_upstream_up gauge
 `
@@ -182,6 +185,7 @@ gatehouse_sessions 0
 	g.SetUpstreamUp("bank", true)
 	g.DriftEvent("bank", DriftQuarantined)
 	g.NotificationDropped("mail", DroppedProgress)
+	g.UpstreamSessionCapped("bank", CappedSubject)
 	g.SessionOpened()
 	g.SetApprovalsPendingSource(func() (int, error) { return 7, nil })
 	g.SetJournalSource(func() (time.Time, error) { return now.Add(-90 * time.Second), nil })
@@ -245,6 +249,9 @@ gatehouse_notifications_dropped_total{server="mail",kind="progress"} 1
 # HELP gatehouse_sessions Caller sessions open now.
 # TYPE gatehouse_sessions gauge
 gatehouse_sessions 1
+# HELP gatehouse_upstream_sessions_capped_total Callers a cap kept from an upstream session of their own to a server (they share its session), once per caller and server, by server and cap (server, subject).
+# TYPE gatehouse_upstream_sessions_capped_total counter
+gatehouse_upstream_sessions_capped_total{server="bank",cap="subject"} 1
 # HELP gatehouse_upstream_up Whether the gateway holds a working session to the upstream server (1) or not (0).
 # TYPE gatehouse_upstream_up gauge
 gatehouse_upstream_up{server="bank"} 1
