@@ -35,7 +35,7 @@ func TestSharedRateLimitHostileSubjects(t *testing.T) {
 		Tools:     testTools(&eff, nil),
 		Identify:  identify,
 		AllowTool: testAllow,
-		RateLimit: &RateLimit{MaxCalls: 2, Window: time.Hour, Counters: st},
+		RateLimit: &RateLimit{MaxCalls: 3, Window: time.Hour, Counters: st}, // initialize and two calls
 		Clock:     func() time.Time { return childNow },
 		Logger:    quietLogger(),
 	})

@@ -46,14 +46,22 @@ func TestOpenBadDSNs(t *testing.T) {
 	}
 }
 
+// TestOpenSQLiteInMissingDirectory: a SQLite store in a directory that does
+// not exist yet creates it, private (0700 for each directory it creates),
+// as `gatehouse serve` and the CLI expect of their default store.
 func TestOpenSQLiteInMissingDirectory(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "no", "such", "dir", "g.db")
-	_, err := dsn.Open(t.Context(), "sqlite:"+p, nil)
-	if !errors.Is(err, store.ErrUnavailable) {
-		t.Fatalf("Open in a missing directory = %v, want ErrUnavailable", err)
+	root := t.TempDir()
+	p := filepath.Join(root, "no", "such", "dir", "g.db")
+	s, err := dsn.Open(t.Context(), "sqlite:"+p, nil)
+	if err != nil {
+		t.Fatalf("Open in a missing directory = %v", err)
 	}
-	if _, statErr := os.Stat(filepath.Dir(p)); !os.IsNotExist(statErr) {
-		t.Fatalf("Open created directories: %v", statErr)
+	s.Close()
+	for _, d := range []string{"no", "no/such", "no/such/dir"} {
+		fi, err := os.Stat(filepath.Join(root, d))
+		if err != nil || fi.Mode().Perm() != 0o700 {
+			t.Fatalf("%s: %v %v, want a 0700 directory", d, fi, err)
+		}
 	}
 }
 
