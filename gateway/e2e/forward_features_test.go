@@ -94,6 +94,7 @@ func (u *upstream) stop() {
 // fwdClient is a caller with every client feature.
 type fwdClient struct {
 	cs       *mcp.ClientSession
+	url      string // the gateway's
 	mu       sync.Mutex
 	progress []*mcp.ProgressNotificationParams
 	logs     []*mcp.LoggingMessageParams
@@ -102,7 +103,7 @@ type fwdClient struct {
 
 func connectFwd(t *testing.T, url string) *fwdClient {
 	t.Helper()
-	fc := &fwdClient{updated: make(chan string, 8)}
+	fc := &fwdClient{url: url, updated: make(chan string, 8)}
 	c := mcp.NewClient(&mcp.Implementation{Name: "e2e-forward", Version: "1"}, &mcp.ClientOptions{
 		CreateMessageHandler: func(_ context.Context, r *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
 			return &mcp.CreateMessageResult{Role: "assistant", Model: "test", Content: &mcp.TextContent{Text: "pong"}}, nil
@@ -360,11 +361,25 @@ func checkForwarding(t *testing.T, p pairing, fc, other *fwdClient, cancelled st
 			t.Fatalf("touch: %q %v", text(res), err)
 		}
 	}
-	// Over stdio each upstream session is a process of its own: the
-	// subscriber's update comes from a touch on its own session.
+	// Subscriptions are held on the server's shared upstream session, and
+	// only what that session reports is passed on (an update on a caller's
+	// own session is dropped: it could be about that caller's view alone).
+	// Over stdio each upstream session is a process of its own, and both
+	// callers here have one (they advertise sampling): the touch that
+	// counts comes from a caller on the shared session.
 	toucher, second := other, fc
 	if p.mode == "stdio" {
-		toucher, second = fc, other
+		plain, err := mcp.NewClient(&mcp.Implementation{Name: "e2e-plain", Version: "1"}, nil).
+			Connect(ctx, &mcp.StreamableClientTransport{Endpoint: fc.url}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = plain.Close() })
+		shared := &fwdClient{cs: plain, updated: make(chan string, 8)}
+		toucher, second = shared, shared
+		// A touch on the subscriber's own process is not the shared
+		// session's news: nothing reaches anyone.
+		touch(fc)
 	}
 	touch(toucher)
 	select {
