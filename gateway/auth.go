@@ -150,5 +150,6 @@ func (g *Gateway) relayLimit(ctx context.Context, subject, method string) error 
 
 // CodeRateLimitedRPC is the JSON-RPC error code of a forwarded request
 // (not a tools/call) refused by the rate limit, in the range JSON-RPC
-// leaves to servers.
-const CodeRateLimitedRPC = -32029
+// leaves to servers: the hardened server's code for an initialize it
+// refuses so, declared once there.
+const CodeRateLimitedRPC = server.CodeRateLimited
