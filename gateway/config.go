@@ -228,7 +228,8 @@ type HTTP struct {
 	// ConnIdleTimeout closes a keep-alive connection idle this long; one
 	// that never authenticated, after at most 10s. Default 2m.
 	ConnIdleTimeout time.Duration `yaml:"connIdleTimeout" json:"connIdleTimeout"`
-	// MaxConnections caps the connections open at once. Default 1024.
+	// MaxConnections caps the connections open at once. Default 16384
+	// (each stateful session holds one for its SSE stream).
 	MaxConnections int `yaml:"maxConnections" json:"maxConnections"`
 }
 
@@ -472,7 +473,7 @@ func (c *Config) validate() error {
 		}
 	}
 	if c.HTTP.MaxConnections < 0 {
-		return c.errf("http.maxConnections", "use a positive number (default 1024)", "must not be negative")
+		return c.errf("http.maxConnections", "use a positive number (default 16384)", "must not be negative")
 	}
 	if c.Sessions.MaxPerSubject < 0 {
 		return c.errf("sessions.maxPerSubject", "use a positive number of sessions (default 16)", "must not be negative (got %d)", c.Sessions.MaxPerSubject)

@@ -26,7 +26,7 @@ const (
 	// none of whose requests was authenticated.
 	DefaultUnauthenticatedIdleTimeout = 10 * time.Second
 	// DefaultMaxConns caps the connections open at once.
-	DefaultMaxConns = 1024
+	DefaultMaxConns = 16384
 )
 
 // HTTPLimits bound what one client may hold of an HTTP server made by
@@ -60,7 +60,9 @@ type HTTPLimits struct {
 	// behind [HTTPOptions.Verifier] (default 10s, and never more than
 	// IdleTimeout).
 	UnauthenticatedIdleTimeout time.Duration
-	// MaxConns caps the connections open at once (default 1024). Beyond
+	// MaxConns caps the connections open at once (default 16384: a
+	// stateful session holds one for its standalone SSE stream, and the
+	// gateway is sized for 10,000 idle sessions). Beyond
 	// it, Serve accepts no more until one closes: the others wait in the
 	// kernel's backlog, while the open connections keep being served.
 	MaxConns int
