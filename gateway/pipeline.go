@@ -384,12 +384,12 @@ func (p *pipeline) recorded(ctx context.Context, subject server.Subject, tool, k
 
 // observeUpstream records a server's health after one upstream call.
 func (p *pipeline) observeUpstream(srv string, err error, cancelled bool) {
-	if !cancelled { // a cancelled call says nothing about the server
-		p.health.Observe(srv, err != nil && connectionLost(err))
+	if cancelled { // a cancelled call says nothing about the server
+		return
 	}
-	if !cancelled {
-		p.tel.Metrics.SetUpstreamUp(srv, err == nil || !connectionLost(err))
-	}
+	lost := err != nil && connectionLost(err)
+	p.health.Observe(srv, lost)
+	p.tel.Metrics.SetUpstreamUp(srv, !lost)
 }
 
 // finish writes the call's log line and counts it in the metrics.
@@ -414,7 +414,7 @@ const maxRunIDLen = 128
 
 // runIDRule is the denied refusal's message for a runId out of bounds. It
 // never repeats the value.
-var runIDRule = fmt.Sprintf("_meta.runId must be a string of 1 to %d printable ASCII characters (no spaces or control characters)", maxRunIDLen)
+const runIDRule = "_meta.runId must be a string of 1 to 128 printable ASCII characters (no spaces or control characters)"
 
 // validRunID reports whether a caller's _meta.runId is within bounds: 1 to
 // maxRunIDLen bytes, each printable ASCII other than space (0x21-0x7e). A

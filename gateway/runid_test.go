@@ -147,3 +147,14 @@ func TestRunIDBounds(t *testing.T) {
 		}
 	}
 }
+
+// TestRunIDRuleNamesTheBound: the refusal's message states the bound the
+// check applies.
+func TestRunIDRuleNamesTheBound(t *testing.T) {
+	if !strings.Contains(runIDRule, fmt.Sprintf(" 1 to %d ", maxRunIDLen)) {
+		t.Fatalf("runIDRule %q does not name the bound %d", runIDRule, maxRunIDLen)
+	}
+	if !validRunID(strings.Repeat("r", maxRunIDLen)) || validRunID(strings.Repeat("r", maxRunIDLen+1)) {
+		t.Fatal("validRunID does not apply maxRunIDLen")
+	}
+}
