@@ -229,6 +229,8 @@ func (r *Relay) release(id string) {
 	delete(r.callers, id)
 	if st != nil {
 		st.caller.released.Store(true)
+		r.releasing.Add(1) // under r.mu: Close's look at r.callers sees it or waits for it
+		defer r.releasing.Done()
 	}
 	var unsub []string
 	if st != nil {

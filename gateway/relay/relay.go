@@ -88,6 +88,7 @@ type Relay struct {
 	subs       map[string]map[string]*callerState // URI -> caller ID -> caller (shared sessions)
 	subMu      map[*toolset.Upstream]*sync.Mutex  // orders subscribes and last unsubscribes on a shared session
 	slots      map[*toolset.Upstream]*slotCount   // callers' own upstream sessions (acquire)
+	releasing  sync.WaitGroup                     // releases under way (Close waits for them)
 
 	smu      sync.Mutex
 	sessions map[*mcp.ServerSession]*session
@@ -178,6 +179,10 @@ func (r *Relay) Close() error {
 	for _, id := range ids {
 		r.release(id)
 	}
+	// A release another goroutine began (a session that ended) took its
+	// caller out of r.callers before Close looked: wait until its upstream
+	// sessions are closed too, before the toolset goes.
+	r.releasing.Wait()
 	return r.ts.Close()
 }
 
