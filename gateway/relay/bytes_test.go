@@ -431,9 +431,10 @@ func TestCallBytesReusesConnections(t *testing.T) {
 			t.Fatalf("bytes echo %s %v", b, err)
 		}
 	}
-	// A call may start before the previous stream's end is read: a few
-	// connections, not one a call.
-	if n := conns.Load() - before; n > 8 {
+	// A call may start before the previous stream's end is read (more
+	// often on a loaded machine under -race: CI saw 9): a few connections,
+	// never one a call (the bug this guards against dialled 200).
+	if n := conns.Load() - before; n > 40 {
 		t.Errorf("200 byte calls opened %d connections", n)
 	}
 }
