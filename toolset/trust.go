@@ -19,20 +19,23 @@ import (
 )
 
 // Store is what a Toolset persists through: server rows (the last published
-// catalogue, for waking) and trust baselines (for drift). store.ServerStore,
-// and so every store implementation, satisfies it.
+// catalogue, for waking), trust baselines and drift observations (for
+// drift). store.Store, and so every store implementation, satisfies it.
 type Store interface {
 	PutServer(ctx context.Context, s store.Server) error
 	GetServer(ctx context.Context, id string) (store.Server, error)
-	SaveBaseline(ctx context.Context, serverID string, fingerprints map[string]string) (added int, err error)
-	GetBaseline(ctx context.Context, serverID string) (map[string]string, error)
-	ClearBaseline(ctx context.Context, serverID string) (int64, error)
+	SaveBaseline(ctx context.Context, serverID string, entries store.Baseline) (added int, err error)
+	GetBaseline(ctx context.Context, serverID string) (store.Baseline, error)
+	ReplaceBaseline(ctx context.Context, serverID string, entries store.Baseline) (cleared int64, err error)
 	BaselineVersion(ctx context.Context, serverID string) (int64, error)
+	ObserveListing(ctx context.Context, o store.Observation) (store.Observation, bool, error)
+	OpenObservations(ctx context.Context, serverID string, entries bool) ([]store.Observation, error)
+	DriftHeads(ctx context.Context) ([]store.DriftHead, error)
 }
 
 // Every store, and the keeper of a Toolset without one, is a Store.
 var (
-	_ Store = store.ServerStore(nil)
+	_ Store = store.Store(nil)
 	_ Store = (*ephemeral.Store)(nil)
 )
 
