@@ -295,6 +295,13 @@ type TrustRecord struct {
 	// ResourceTemplates are the trusted resource templates (Name is the
 	// URI template, Fingerprint pin.TemplateFingerprint), sorted.
 	ResourceTemplates []TrustedTool `json:"resourceTemplates"`
+	// Listing is the fingerprint of the trusted listing (what `gatehouse
+	// drift list` shows as "listing").
+	Listing string `json:"listing"`
+	// Changes are what the re-trust accepted: the differences between the
+	// baseline it replaced and the listing it recorded (empty when they
+	// were the same).
+	Changes []pin.Change `json:"changes"`
 }
 
 // TrustedTool is one recorded tool contract (or prompt, or resource
