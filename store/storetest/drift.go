@@ -167,37 +167,49 @@ func testObserveListing(t *testing.T, s store.Store) {
 	wantErr(t, err, store.ErrNotFound)
 }
 
+// Concurrent observations of one listing by one instance: one is added,
+// the others see it. Several rounds (a new listing each), each released at
+// once, so that the observations overlap inside the store.
 func testObserveRace(t *testing.T, s store.Store) {
 	ctx := ctxT(t)
 	v := trustedServer(t, s, "pay")
-	const n = 8
-	got := make([]store.Observation, n)
-	added := make([]bool, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			got[i], added[i], errs[i] = s.ObserveListing(ctx, obs("pay", "gw-1", "L1", v, at(time.Duration(i)*time.Second)))
-		})
-	}
-	wg.Wait()
-	adds := 0
-	for i := range n {
-		if errs[i] != nil {
-			t.Fatal(errs[i])
+	const rounds, n = 10, 8
+	for r := range rounds {
+		fp := fmt.Sprintf("L%d", r)
+		got := make([]store.Observation, n)
+		added := make([]bool, n)
+		errs := make([]error, n)
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				<-start
+				got[i], added[i], errs[i] = s.ObserveListing(ctx, obs("pay", "gw-1", fp, v, at(time.Duration(r*n+i)*time.Second)))
+			})
 		}
-		if added[i] {
-			adds++
+		close(start)
+		wg.Wait()
+		adds := 0
+		for i := range n {
+			if errs[i] != nil {
+				t.Fatalf("round %d: %v", r, errs[i])
+			}
+			if added[i] {
+				adds++
+			}
+			if got[i].ID != got[0].ID {
+				t.Fatalf("round %d: concurrent observations of one listing got IDs %d and %d", r, got[0].ID, got[i].ID)
+			}
 		}
-		if got[i].ID != got[0].ID {
-			t.Fatalf("concurrent observations of one listing got IDs %d and %d", got[0].ID, got[i].ID)
+		if adds != 1 {
+			t.Fatalf("round %d: %d concurrent observations of one listing added %d, want 1", r, n, adds)
+		}
+		if last := get(s.GetObservation(ctx, got[0].ID)).ok(t).LastSeenAt; !last.Equal(at(time.Duration(r*n+n-1) * time.Second)) {
+			t.Fatalf("round %d: LastSeenAt = %v, want the latest of the times seen", r, last)
 		}
 	}
-	if adds != 1 {
-		t.Fatalf("%d concurrent observations of one listing added %d, want 1", n, adds)
-	}
-	if last := get(s.GetObservation(ctx, got[0].ID)).ok(t).LastSeenAt; !last.Equal(at((n - 1) * time.Second)) {
-		t.Fatalf("LastSeenAt = %v, want the latest of the times seen, %v", last, at((n-1)*time.Second))
+	if open := get(s.OpenObservations(ctx, "pay", false)).ok(t); len(open) != 1 || open[0].Listing != fmt.Sprintf("L%d", rounds-1) {
+		t.Fatalf("open observations after the rounds: %+v", open)
 	}
 }
 
@@ -221,9 +233,9 @@ func testOpenObservations(t *testing.T, s store.Store) {
 	a1 := observe(obs("pay", "gw-1", "L1", v, at(1*time.Second)))
 	b1 := observe(obs("pay", "gw-2", "L1", v, at(2*time.Second)))
 	k1 := observe(obs("bank", "gw-1", "K1", w, at(3*time.Second)))
-	a2 := observe(obs("pay", "gw-1", "L2", v, at(4*time.Second))) // replaces a1 as gw-1's latest
+	observe(obs("pay", "gw-1", "L2", v, at(4*time.Second)))       // replaces a1 as gw-1's latest
 	observe(obs("pay", "gw-3", "L0", v-1, at(5*time.Second)))     // judged under an older version: not open
-	a2 = observe(obs("pay", "gw-1", "L2", v, at(6*time.Second)))  // seen again: LastSeenAt moves
+	a2 := observe(obs("pay", "gw-1", "L2", v, at(6*time.Second))) // seen again: LastSeenAt moves
 	c1 := observe(obs("pay", "gw-3", "L1", v, at(7*time.Second))) // gw-3 under the current version
 	clean := obs("pay", "gw-4", "back", v, at(8*time.Second))     // a return to the baseline is open too
 	clean.Entries, clean.Changes, clean.Drifted = trusted(), nil, false

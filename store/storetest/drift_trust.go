@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -152,36 +153,46 @@ func testTrustListing(t *testing.T, s store.Store) {
 }
 
 // Concurrent trusts of one listing: exactly one succeeds, the others are
-// stale, and the version moves once.
+// stale, and the version moves once. Several rounds, each released at once,
+// so that the trusts overlap inside the store.
 func testTrustListingRace(t *testing.T, s store.Store) {
 	ctx := ctxT(t)
 	v := trustedServer(t, s, "pay")
-	if _, _, err := s.ObserveListing(ctx, obs("pay", "gw-1", "L1", v, at(time.Second))); err != nil {
-		t.Fatal(err)
-	}
-	const n = 8
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() { _, errs[i] = s.TrustListing(ctx, "pay", "L1") })
-	}
-	wg.Wait()
-	ok := 0
-	for _, err := range errs {
-		switch {
-		case err == nil:
-			ok++
-		case !errors.Is(err, store.ErrStaleListing):
-			t.Fatalf("a concurrent TrustListing failed otherwise: %v", err)
+	const rounds, n = 10, 8
+	for r := range rounds {
+		fp := fmt.Sprintf("L%d", r)
+		if _, _, err := s.ObserveListing(ctx, obs("pay", "gw-1", fp, v, at(time.Duration(r)*time.Second))); err != nil {
+			t.Fatal(err)
 		}
-	}
-	if ok != 1 {
-		t.Fatalf("%d of %d concurrent TrustListing calls of one listing succeeded, want exactly 1", ok, n)
-	}
-	if got := get(s.BaselineVersion(ctx, "pay")).ok(t); got != v+1 {
-		t.Fatalf("version %d after the race, want %d", got, v+1)
-	}
-	if b := get(s.GetBaseline(ctx, "pay")).ok(t); !equalBaselines(b, listing("L1")) {
-		t.Fatalf("baseline after the race = %v", b)
+		errs := make([]error, n)
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				<-start
+				_, errs[i] = s.TrustListing(ctx, "pay", fp)
+			})
+		}
+		close(start)
+		wg.Wait()
+		ok := 0
+		for _, err := range errs {
+			switch {
+			case err == nil:
+				ok++
+			case !errors.Is(err, store.ErrStaleListing):
+				t.Fatalf("round %d: a concurrent TrustListing failed otherwise: %v", r, err)
+			}
+		}
+		if ok != 1 {
+			t.Fatalf("round %d: %d of %d concurrent TrustListing calls of one listing succeeded, want exactly 1", r, ok, n)
+		}
+		v++
+		if got := get(s.BaselineVersion(ctx, "pay")).ok(t); got != v {
+			t.Fatalf("round %d: version %d after the race, want %d", r, got, v)
+		}
+		if b := get(s.GetBaseline(ctx, "pay")).ok(t); !equalBaselines(b, listing(fp)) {
+			t.Fatalf("round %d: baseline after the race = %v", r, b)
+		}
 	}
 }
