@@ -42,7 +42,7 @@
 //	            created_at; PK server_id, kind, name)
 //	observations (id AUTOINCREMENT/BIGSERIAL; server_id FK -> servers ON DELETE CASCADE, listing,
 //	            baseline_version, seen_by, seen_at, last_seen_at, entries bytes (JSON), changes bytes,
-//	            drifted, trusted_at)   indexes: (server_id, seen_by, baseline_version, id), (server_id, id)
+//	            drifted, trusted_at)   indexes: (server_id, baseline_version, seen_by, id), (server_id, id)
 //	journal    (scope, run_id, tool_call_id PK; fingerprint, state, outcome bytes, owner, executor,
 //	            lease_until, created_at, updated_at, expires_at)        indexes: owner, expires_at
 //	counters   (name PK, value, expires_at)                             index: expires_at
