@@ -50,7 +50,8 @@ type BaselineKey struct {
 	Kind BaselineKind
 	// Name is the item's identity on its server: a tool's or prompt's
 	// name, a template's URI template, a marker's name; "" for the
-	// instructions. Any string is allowed, spaces and all.
+	// instructions. Any string is allowed, spaces and all, that is valid
+	// UTF-8 and holds no NUL byte (see BaselineKey.Validate).
 	Name string
 }
 
@@ -72,7 +73,8 @@ type BaselineEntry struct {
 	// Contract is the item's contract as it was trusted (JSON; the
 	// toolset's form), shown as "before" when the item drifts. It is nil
 	// for entries recorded before contracts were kept (a baseline
-	// migrated from schema version 4). The store treats it as opaque.
+	// migrated from schema version 4). The store treats it as opaque;
+	// an empty one reads back as nil.
 	Contract []byte
 }
 
@@ -131,14 +133,17 @@ type DriftStore interface {
 	// the store) unless the latest observation by o.SeenBy of o.ServerID
 	// made under o.BaselineVersion has the same Listing: then it only
 	// moves that one's LastSeenAt and returns it with added false.
-	// ErrNotFound if the server row does not exist; ErrInvalid for an
-	// empty ServerID, Listing or SeenBy, or a key of Entries whose Kind is
-	// not valid.
+	// ErrNotFound if the server row does not exist; ErrInvalid (checked
+	// first, nothing written) for what Observation.Validate refuses: an
+	// empty ServerID, Listing or SeenBy, or Entries that fail
+	// Baseline.Validate.
 	ObserveListing(ctx context.Context, o Observation) (stored Observation, added bool, err error)
 	// OpenObservations returns, for serverID (every server when ""), the
 	// latest observation of each instance made under the server's current
 	// baseline version and not trusted, by ascending ID. With entries
-	// false, Entries is left nil (the cheap form replicas poll).
+	// false, Entries is left nil (the cheap form replicas poll). The slice
+	// is empty, not nil, when nothing is open; ErrNotFound when serverID
+	// names no server row.
 	OpenObservations(ctx context.Context, serverID string, entries bool) ([]Observation, error)
 	// GetObservation returns one observation, Entries included, or
 	// ErrNotFound.
@@ -149,7 +154,10 @@ type DriftStore interface {
 	// Listing, the baseline is replaced by its Entries (the version bumped
 	// once) and the observation is marked trusted and returned. Otherwise
 	// nothing changes and the error is a *StaleListingError (errors.Is
-	// ErrStaleListing); ErrNotFound when the server row does not exist.
+	// ErrStaleListing); ErrNotFound when the server row does not exist;
+	// ErrInvalid for an empty serverID or listing. TrustedAt is from the
+	// store's clock. Two concurrent calls for one listing: one succeeds,
+	// the other is stale (the first moved the version).
 	TrustListing(ctx context.Context, serverID, listing string) (Observation, error)
 	// DriftHeads returns the head of every server, ordered by ID, in one
 	// query.

@@ -28,7 +28,8 @@ type Server struct {
 	// the store's clock when zero.
 	UpdatedAt time.Time
 	// BaselineVersion is bumped by every SaveBaseline that adds an entry
-	// and by every ClearBaseline. It is read-only: PutServer ignores it.
+	// and by every ClearBaseline, ReplaceBaseline and successful
+	// TrustListing. It is read-only: PutServer ignores it.
 	BaselineVersion int64
 }
 
@@ -41,15 +42,17 @@ type ServerStore interface {
 	GetServer(ctx context.Context, id string) (Server, error)
 	// ListServers returns every row, ordered by ID.
 	ListServers(ctx context.Context) ([]Server, error)
-	// DeleteServer deletes the row and its baseline (ErrNotFound if absent).
+	// DeleteServer deletes the row, its baseline and its drift
+	// observations (ErrNotFound if absent).
 	DeleteServer(ctx context.Context, id string) error
 
 	// SaveBaseline records entries in the server's baseline. It is
 	// insert-only: an existing entry (same Kind and Name) is never
 	// replaced, whatever the new value. It returns how many entries were
 	// added (the version is bumped when that is not zero), and ErrNotFound
-	// if the server row does not exist; ErrInvalid for a key whose Kind is
-	// not one of the five.
+	// if the server row does not exist; ErrInvalid (nothing saved) for
+	// entries that fail Baseline.Validate: a Kind not one of the five, a
+	// name or value no store can hold.
 	SaveBaseline(ctx context.Context, serverID string, entries Baseline) (added int, err error)
 	// GetBaseline returns the server's baseline (empty, non-nil, when none
 	// is recorded) or ErrNotFound when the server row does not exist.
@@ -60,7 +63,10 @@ type ServerStore interface {
 	// ReplaceBaseline makes entries the server's whole baseline in one
 	// transaction (a re-trust: what ClearBaseline then SaveBaseline do,
 	// with no moment in which another process sees no baseline), bumps the
-	// version once, and returns how many old entries it removed.
+	// version once (even when entries equal the old baseline), and returns
+	// how many old entries it removed; ErrNotFound and ErrInvalid as
+	// SaveBaseline. Observations made under the old version are closed by
+	// the bump (see DriftStore).
 	ReplaceBaseline(ctx context.Context, serverID string, entries Baseline) (cleared int64, err error)
 	// BaselineVersion returns the server's baseline version; a process can
 	// poll it cheaply to notice a re-trust made by another process.

@@ -71,7 +71,7 @@ func (t *Toolset) build(results []listing, prev *catalog) *catalog {
 		if !r.ok {
 			continue
 		}
-		for _, remote := range r.removed {
+		for _, remote := range r.v.Removed {
 			cat.withdrawn[projection.Name(c.prefix, remote)] = withdrawal{server: c.name, remote: remote}
 		}
 		var entries []*entry
@@ -82,7 +82,7 @@ func (t *Toolset) build(results []listing, prev *catalog) *catalog {
 				continue // a server listing a name twice: the first one counts
 			}
 			seen[tool.Name] = true
-			d, judged := r.decisions[tool.Name]
+			d, judged := r.v.Decisions[tool.Name]
 			if !judged || !(d.Callable() || d.Action == pin.Quarantined) {
 				continue // withheld (or not fingerprintable)
 			}

@@ -45,6 +45,9 @@ func (p *Pacer) Announce() bool {
 	return !p.queued.Swap(true)
 }
 
+// Queued reports whether a re-listing is queued and has not yet begun.
+func (p *Pacer) Queued() bool { return p.queued.Load() }
+
 // Clear says the queued re-listing now holds the listing lock (or gave
 // up): an announcement from now on queues another.
 func (p *Pacer) Clear() { p.queued.Store(false) }

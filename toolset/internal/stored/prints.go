@@ -21,15 +21,9 @@ type Rejected struct {
 // Reason is why a listed item was rejected.
 type Reason int
 
-const (
-	// Unprintable: the item cannot be fingerprinted (a schema or
-	// annotations that are not canonicalizable JSON).
-	Unprintable Reason = iota
-	// SpaceInName: a tool whose name has a space, which no MCP tool name
-	// can have; its baseline key would be in the namespace of prompts and
-	// resource templates (see Reserved).
-	SpaceInName
-)
+// Unprintable: the item cannot be fingerprinted (a schema or annotations
+// that are not canonicalizable JSON, a string that is not UTF-8).
+const Unprintable Reason = iota
 
 // ToolContract is the part of a tool the pin package fingerprints.
 func ToolContract(tool *mcp.Tool) (pin.Contract, error) {
@@ -52,17 +46,14 @@ func ToolContract(tool *mcp.Tool) (pin.Contract, error) {
 }
 
 // ToolPrints fingerprints a listing of tools, in order. A nil tool is
-// skipped; a tool that cannot be fingerprinted, or whose name has a space,
-// is left out and returned as rejected, in order.
+// skipped; a tool that cannot be fingerprinted is left out and returned as
+// rejected, in order. Any name is fingerprinted (the baseline keeps kinds
+// apart, so a name with a space is a tool's name like any other).
 func ToolPrints(tools []*mcp.Tool) ([]pin.ToolPrint, []Rejected) {
 	out := make([]pin.ToolPrint, 0, len(tools))
 	var rs []Rejected
 	for _, tool := range tools {
 		if tool == nil {
-			continue
-		}
-		if Reserved(tool.Name) {
-			rs = append(rs, Rejected{Name: tool.Name, Reason: SpaceInName})
 			continue
 		}
 		c, err := ToolContract(tool)
