@@ -207,3 +207,8 @@ func BenchmarkClaimComplete(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkDrift: the drift record on PostgreSQL (storetest.BenchDrift).
+func BenchmarkDrift(b *testing.B) {
+	storetest.BenchDrift(b, openFresh(b, nil))
+}

@@ -43,11 +43,24 @@ func scanObservation(r Row, entries bool) (store.Observation, error) {
 	return o, nil
 }
 
-// openObservation is true for an observation that is open: its instance's
-// latest under its server's current baseline version (s is the server's
-// row), and not trusted.
-const openObservation = `o.trusted_at = 0 AND o.baseline_version = s.baseline_version AND o.id = (SELECT MAX(o2.id) FROM observations o2
- WHERE o2.server_id = o.server_id AND o2.seen_by = o.seen_by AND o2.baseline_version = o.baseline_version)`
+// openIDs selects the IDs of the latest observation of each instance
+// under its server's current baseline version (of the server $1 when
+// oneServer), trusted or not: one index range per server
+// (observations_instance), whatever the history of older versions.
+func openIDs(oneServer bool) string {
+	q := `SELECT MAX(o2.id) FROM servers s2 JOIN observations o2 ON o2.server_id = s2.id AND o2.baseline_version = s2.baseline_version`
+	if oneServer {
+		q += ` WHERE s2.id = $1`
+	}
+	return q + ` GROUP BY o2.server_id, o2.seen_by`
+}
+
+// openObservations selects the open observations (their columns with
+// entries when asked for): the latest of each instance under the current
+// version, unless trusted, by ascending ID.
+func openObservations(oneServer, entries bool) string {
+	return `SELECT ` + observationColumns(entries) + ` FROM observations o WHERE o.trusted_at = 0 AND o.id IN (` + openIDs(oneServer) + `) ORDER BY o.id`
+}
 
 // ObserveListing implements store.DriftStore in one transaction: the
 // server row locked, the instance's latest observation under the version
@@ -105,13 +118,11 @@ WHERE server_id = $1 AND seen_by = $2 AND baseline_version = $3 ORDER BY id DESC
 
 // OpenObservations implements store.DriftStore in one query.
 func (s *Store) OpenObservations(ctx context.Context, serverID string, entries bool) ([]store.Observation, error) {
-	q := `SELECT ` + observationColumns(entries) + ` FROM observations o JOIN servers s ON s.id = o.server_id WHERE ` + openObservation
 	var args []any
 	if serverID != "" {
-		q += ` AND o.server_id = $1`
 		args = append(args, serverID)
 	}
-	rows, err := s.db.Query(ctx, q+` ORDER BY o.id`, args...)
+	rows, err := s.db.Query(ctx, openObservations(serverID != "", entries), args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: open observations: %w", err)
 	}
@@ -161,8 +172,7 @@ func (s *Store) TrustListing(ctx context.Context, serverID, listing string) (sto
 		if _, err := lockServer(ctx, tx, serverID, 0); err != nil {
 			return err
 		}
-		latest, err := scanObservation(tx.QueryRow(ctx, `SELECT `+observationColumns(true)+` FROM observations o JOIN servers s ON s.id = o.server_id
-WHERE o.server_id = $1 AND `+openObservation+` ORDER BY o.id DESC LIMIT 1`, serverID), true)
+		latest, err := scanObservation(tx.QueryRow(ctx, openObservations(true, true)+` DESC LIMIT 1`, serverID), true)
 		if err != nil && !errors.Is(err, ErrNoRows) {
 			return err
 		}

@@ -57,13 +57,15 @@ CREATE TABLE observations (
     seen_by          TEXT NOT NULL,
     seen_at          BIGINT NOT NULL,
     last_seen_at     BIGINT NOT NULL,
-    entries          {{BYTES}} NOT NULL,
-    changes          {{BYTES}},
     drifted          BOOLEAN NOT NULL,
-    trusted_at       BIGINT NOT NULL DEFAULT 0
+    trusted_at       BIGINT NOT NULL DEFAULT 0,
+    changes          {{BYTES}},
+    entries          {{BYTES}} NOT NULL
 );
--- An instance's latest observation under a version (ObserveListing, the
--- open ones).
-CREATE INDEX observations_instance ON observations (server_id, seen_by, baseline_version, id);
+-- The observations under a server's version, by instance: each instance's
+-- latest (ObserveListing, OpenObservations, TrustListing) without reading
+-- the rows of older versions. The blobs come last in the row, so reading
+-- the other columns never walks a blob's overflow pages (SQLite).
+CREATE INDEX observations_instance ON observations (server_id, baseline_version, seen_by, id);
 -- A server's observations by ID (DriftHeads, the cascade of DeleteServer).
 CREATE INDEX observations_server ON observations (server_id, id);
