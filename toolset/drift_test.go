@@ -405,7 +405,9 @@ func TestRetrustUnknownServer(t *testing.T) {
 }
 
 // toolKey is the baseline key of a tool.
-func toolKey(name string) store.BaselineKey { return store.BaselineKey{Kind: store.KindTool, Name: name} }
+func toolKey(name string) store.BaselineKey {
+	return store.BaselineKey{Kind: store.KindTool, Name: name}
+}
 
 // toolEntries are the tool entries of a baseline of tools.
 func toolEntries(server string, tools []*mcp.Tool) store.Baseline {

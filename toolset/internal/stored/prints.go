@@ -6,6 +6,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gatehouse-dev/gatehouse/pin"
+	"github.com/gatehouse-dev/gatehouse/store"
 )
 
 // Rejected is an item of a listing that has no print, so it cannot be
@@ -58,6 +59,9 @@ func ToolPrints(tools []*mcp.Tool) ([]pin.ToolPrint, []Rejected) {
 		}
 		c, err := ToolContract(tool)
 		var p pin.ToolPrint
+		if err == nil {
+			err = storable(store.KindTool, tool.Name)
+		}
 		if err == nil {
 			p, err = pin.NewToolPrint(c)
 		}
@@ -135,16 +139,23 @@ func TemplatePrint(r *mcp.ResourceTemplate) (pin.ToolPrint, error) {
 // PromptPrints fingerprints a listing of prompts, as ToolPrints does tools
 // (a prompt is rejected only as Unprintable).
 func PromptPrints(prompts []*mcp.Prompt) ([]pin.ToolPrint, []Rejected) {
-	return printsOf(prompts, PromptPrint, func(p *mcp.Prompt) string { return p.Name })
+	return printsOf(prompts, store.KindPrompt, PromptPrint, func(p *mcp.Prompt) string { return p.Name })
 }
 
 // TemplatePrints fingerprints a listing of resource templates, as
 // PromptPrints does prompts.
 func TemplatePrints(templates []*mcp.ResourceTemplate) ([]pin.ToolPrint, []Rejected) {
-	return printsOf(templates, TemplatePrint, func(r *mcp.ResourceTemplate) string { return r.URITemplate })
+	return printsOf(templates, store.KindTemplate, TemplatePrint, func(r *mcp.ResourceTemplate) string { return r.URITemplate })
 }
 
-func printsOf[T any](items []*T, print func(*T) (pin.ToolPrint, error), id func(*T) string) ([]pin.ToolPrint, []Rejected) {
+// storable reports whether every store can pin a name of kind (no NUL
+// byte, valid UTF-8): an item whose name cannot be pinned cannot be
+// trusted, so it is rejected rather than failing its whole server.
+func storable(kind store.BaselineKind, name string) error {
+	return store.BaselineKey{Kind: kind, Name: name}.Validate()
+}
+
+func printsOf[T any](items []*T, kind store.BaselineKind, print func(*T) (pin.ToolPrint, error), id func(*T) string) ([]pin.ToolPrint, []Rejected) {
 	out := make([]pin.ToolPrint, 0, len(items))
 	var rs []Rejected
 	for _, it := range items {
@@ -152,6 +163,9 @@ func printsOf[T any](items []*T, print func(*T) (pin.ToolPrint, error), id func(
 			continue
 		}
 		p, err := print(it)
+		if err == nil {
+			err = storable(kind, id(it))
+		}
 		if err != nil {
 			rs = append(rs, Rejected{Name: id(it), Reason: Unprintable})
 			continue

@@ -48,6 +48,7 @@ func TestToolPrintsRejected(t *testing.T) {
 		{Name: "prompt greet", Description: "Squats on a key."},
 		{Name: "inf", InputSchema: map[string]any{"maximum": math.Inf(1)}},
 		{Name: "dup", InputSchema: json.RawMessage(`{"type":"object","type":"string"}`)},
+		{Name: "nul\x00byte", Description: "No store can pin this name."},
 		tool("b", "B."),
 	}
 	prints, rs := ToolPrints(listed)
@@ -56,7 +57,7 @@ func TestToolPrintsRejected(t *testing.T) {
 	if len(prints) != 3 || prints[0].Name != "a" || prints[1].Name != "prompt greet" || prints[2].Name != "b" || prints[0].Unnamed == "" {
 		t.Fatalf("prints %+v", prints)
 	}
-	want := []Rejected{{"inf", Unprintable}, {"dup", Unprintable}}
+	want := []Rejected{{"inf", Unprintable}, {"dup", Unprintable}, {"nul\x00byte", Unprintable}}
 	if len(rs) != len(want) {
 		t.Fatalf("rejected %+v, want %+v", rs, want)
 	}
