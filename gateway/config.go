@@ -42,6 +42,9 @@ type (
 	Sessions = config.Sessions
 	// Metrics configures the Prometheus endpoint.
 	Metrics = config.Metrics
+	// Drift tunes how drift is caught while the gateway runs
+	// (drift.recheck).
+	Drift = config.Drift
 )
 
 // Defaults of the gateway config.
@@ -57,6 +60,8 @@ const (
 	DefaultUpstreamProtocol = config.DefaultUpstreamProtocol
 	// DefaultMaxSessionsPerSubject is sessions.maxPerSubject's default.
 	DefaultMaxSessionsPerSubject = config.DefaultMaxSessionsPerSubject
+	// DefaultDriftRecheck is drift.recheck's default.
+	DefaultDriftRecheck = config.DefaultDriftRecheck
 )
 
 // LoadConfig reads and validates the config file at path. Relative paths

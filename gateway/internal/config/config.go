@@ -85,6 +85,9 @@ type Config struct {
 	// Sessions bounds the MCP sessions of each subject and what they hold
 	// upstream.
 	Sessions Sessions `yaml:"sessions" json:"sessions"`
+	// Drift tunes how drift is caught while the gateway runs (drift.recheck:
+	// the background re-listing of every connected server).
+	Drift Drift `yaml:"drift" json:"drift"`
 	// UpstreamProtocol is the MCP revision the gateway asks its upstream
 	// servers for: a revision date, or "auto" to let the go-sdk negotiate
 	// (newest first, 2026-07-28 where the server offers it). Default

@@ -196,6 +196,9 @@ func FuzzParseConfig(f *testing.F) {
 	f.Add([]byte("metrics: {listen: '0.0.0.0:9090', allowRemote: true}"))
 	f.Add([]byte("inheritEnv: [AWS_PROFILE, 'SSL_*', '*']"))
 	f.Add([]byte("inheritEnv: ['GATEHOUSE_*', '', 'A=B']"))
+	f.Add([]byte("drift: {recheck: 2m}"))
+	f.Add([]byte("drift: {recheck: 0}"))
+	f.Add([]byte("drift: {recheck: 500ms, x: 1}"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := Parse(data, "f.yaml", "/srv")
 		if err != nil {
@@ -210,6 +213,9 @@ func FuzzParseConfig(f *testing.F) {
 		}
 		if len(c.Tools.Allow) > 0 && len(c.Tools.Block) > 0 {
 			t.Fatal("accepted allow and block together")
+		}
+		if r := c.Drift.Recheck; r < 0 || (r > 0 && r < MinDriftRecheck) || (r == 0) != c.Drift.RecheckOff() {
+			t.Fatalf("accepted drift.recheck %v (off %v)", r, c.Drift.RecheckOff())
 		}
 		for _, e := range c.InheritEnv {
 			if strings.HasPrefix(e, "GATEHOUSE_") || strings.ContainsAny(e, "= \x00") {

@@ -226,6 +226,9 @@ func (c *Config) validate() error {
 	if c.Approvals.TTL < time.Second {
 		return c.errf("approvals.ttl", "use a duration of at least 1s (default 24h)", "ttl %v is too short", c.Approvals.TTL)
 	}
+	if err := c.checkDrift(); err != nil {
+		return err
+	}
 	if err := c.checkMetrics(); err != nil {
 		return err
 	}
