@@ -16,6 +16,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/diag"
 	"github.com/gatehouse-dev/gatehouse/durable"
+	"github.com/gatehouse-dev/gatehouse/gateway/internal/config"
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/executor"
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/health"
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/telemetry"
@@ -321,7 +322,7 @@ func (g *Gateway) loadPlugins() ([]toolset.Server, error) {
 		if !res.OK() {
 			log.Error("gateway: plugin rejected; it is skipped", "dir", dir, "diagnostics", diagText(res.Diagnostics))
 			if cfg.StrictPlugins {
-				return nil, cfg.errf("plugins", "fix the plugin (see `gatehouse plugin check DIR`) or remove it from plugins, or set strictPlugins: false",
+				return nil, config.Errorf(cfg, "plugins", "fix the plugin (see `gatehouse plugin check DIR`) or remove it from plugins, or set strictPlugins: false",
 					"plugin %s is rejected: %s", dir, diagText(res.Diagnostics))
 			}
 			g.plugins = append(g.plugins, ps)
@@ -337,10 +338,8 @@ func (g *Gateway) loadPlugins() ([]toolset.Server, error) {
 			servers = append(servers, s)
 		}
 	}
-	for _, in := range cfg.inline {
-		for _, d := range in.warn {
-			log.Warn("gateway: server diagnostic", "server", in.cfg.Name, "rule", string(d.Rule), "message", d.Message)
-		}
+	for _, d := range cfg.InlineDiagnostics() { // each one's origin is its server's name
+		log.Warn("gateway: server diagnostic", "server", d.Origin, "rule", string(d.Rule), "message", d.Message)
 	}
 	servers = append(servers, cfg.InlineServers()...)
 	for _, s := range servers {
