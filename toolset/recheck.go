@@ -7,9 +7,10 @@ import (
 	"time"
 )
 
-// recheckConcurrency bounds how many servers one recheck round lists at
-// once: a round over many servers is spread out instead of bursting.
-const recheckConcurrency = 4
+// recheckConcurrency bounds how many servers are re-listed at once by the
+// recheck (a slow server does not hold up the others; a fleet does not
+// burst).
+const recheckConcurrency = 2
 
 // startRecheck starts the background re-listing (Options.Recheck), once.
 func (t *Toolset) startRecheck() {
@@ -21,20 +22,40 @@ func (t *Toolset) startRecheck() {
 	})
 }
 
-// recheckLoop runs a recheck round about every interval, jittered by up
-// to a tenth either way (replicas started together drift apart), until
-// ctx ends.
+// recheckLoop re-lists every server once about every interval until ctx
+// ends, spread over the interval: the servers are taken one after the
+// other, a jittered interval/N apart (replicas started together drift
+// apart), so a fleet of servers costs one listing at a time rather than a
+// burst that would compete with calls. A server whose listing is slow
+// holds up nobody: up to recheckConcurrency run at once.
 func (t *Toolset) recheckLoop(ctx context.Context, every time.Duration) {
-	timer := time.NewTimer(jitter(every))
+	sem := make(chan struct{}, recheckConcurrency)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	gap := every / time.Duration(max(1, len(t.conns)))
+	timer := time.NewTimer(jitter(gap))
 	defer timer.Stop()
 	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-timer.C:
+		for _, c := range t.conns {
+			select {
+			case <-ctx.Done():
+				return
+			case <-timer.C:
+			}
+			timer.Reset(jitter(gap))
+			if !c.due() {
+				continue
+			}
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			wg.Go(func() {
+				defer func() { <-sem }()
+				t.recheck(ctx, c)
+			})
 		}
-		t.recheckRound(ctx)
-		timer.Reset(jitter(every))
 	}
 }
 
@@ -47,18 +68,13 @@ func jitter(d time.Duration) time.Duration {
 	return d - d/10 + time.Duration(rand.Int64N(span+1))
 }
 
-// recheckRound re-lists every connected server, at most
-// recheckConcurrency at a time, and judges each listing (reconcile): a
-// listing identical to the last one stops there; one that drifted is
-// recorded, quarantined and announced (OnChange). A server with a
-// re-listing already queued by its list_changed announcement is left to
-// it, one never connected (or whose session is gone) to its next call,
-// and a server that fails keeps its tools and its diagnostic says why.
+// recheckRound re-lists every connected server now, at most
+// recheckConcurrency at a time (RecheckNow).
 func (t *Toolset) recheckRound(ctx context.Context) {
 	sem := make(chan struct{}, recheckConcurrency)
 	var wg sync.WaitGroup
 	for _, c := range t.conns {
-		if c.skip || c.asleep || c.relist.Queued() || !c.connected() {
+		if !c.due() {
 			continue
 		}
 		select {
@@ -69,12 +85,28 @@ func (t *Toolset) recheckRound(ctx context.Context) {
 		}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			if err := c.reconcile(ctx, false); err != nil && ctx.Err() == nil {
-				t.log.Debug("toolset: recheck", "server", c.name, "err", err)
-			}
+			t.recheck(ctx, c)
 		})
 	}
 	wg.Wait()
+}
+
+// due reports whether a recheck would list the server: it runs, it is
+// connected (one never connected, or whose session is gone, is left to its
+// next call), and no re-listing is already queued by its list_changed
+// announcement (the recheck is coalesced with it).
+func (c *conn) due() bool {
+	return !c.skip && !c.asleep && !c.relist.Queued() && c.connected()
+}
+
+// recheck re-lists one server and judges the listing (reconcile): a
+// listing identical to the last one stops there; one that drifted is
+// recorded, quarantined and announced (OnChange). A server that fails
+// keeps its tools and its diagnostic says why.
+func (t *Toolset) recheck(ctx context.Context, c *conn) {
+	if err := c.reconcile(ctx, false); err != nil && ctx.Err() == nil {
+		t.log.Debug("toolset: recheck", "server", c.name, "err", err)
+	}
 }
 
 // RecheckNow runs one recheck round now (what Options.Recheck runs on its

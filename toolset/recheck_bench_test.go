@@ -43,12 +43,12 @@ const (
 )
 
 // countingStore counts the writes the toolset makes to its store. The write
-// methods of Store are PutServer, SaveBaseline and ClearBaseline (GetServer,
-// GetBaseline and BaselineVersion read); each call counts one write, whatever
-// it changes.
+// methods of Store are PutServer, SaveBaseline, ReplaceBaseline and
+// ObserveListing (the others read); each call counts one write, whatever it
+// changes.
 type countingStore struct {
 	Store
-	puts, saves, clears atomic.Int64
+	puts, saves, clears, observes atomic.Int64
 }
 
 func (s *countingStore) PutServer(ctx context.Context, srv store.Server) error {
@@ -56,17 +56,24 @@ func (s *countingStore) PutServer(ctx context.Context, srv store.Server) error {
 	return s.Store.PutServer(ctx, srv)
 }
 
-func (s *countingStore) SaveBaseline(ctx context.Context, serverID string, fingerprints map[string]string) (int, error) {
+func (s *countingStore) SaveBaseline(ctx context.Context, serverID string, entries store.Baseline) (int, error) {
 	s.saves.Add(1)
-	return s.Store.SaveBaseline(ctx, serverID, fingerprints)
+	return s.Store.SaveBaseline(ctx, serverID, entries)
 }
 
-func (s *countingStore) ClearBaseline(ctx context.Context, serverID string) (int64, error) {
+func (s *countingStore) ReplaceBaseline(ctx context.Context, serverID string, entries store.Baseline) (int64, error) {
 	s.clears.Add(1)
-	return s.Store.ClearBaseline(ctx, serverID)
+	return s.Store.ReplaceBaseline(ctx, serverID, entries)
 }
 
-func (s *countingStore) writes() int64 { return s.puts.Load() + s.saves.Load() + s.clears.Load() }
+func (s *countingStore) ObserveListing(ctx context.Context, o store.Observation) (store.Observation, bool, error) {
+	s.observes.Add(1)
+	return s.Store.ObserveListing(ctx, o)
+}
+
+func (s *countingStore) writes() int64 {
+	return s.puts.Load() + s.saves.Load() + s.clears.Load() + s.observes.Load()
+}
 
 // recheckFleet is the benchmarks' fleet and the toolset over it.
 type recheckFleet struct {
@@ -81,7 +88,7 @@ type recheckFleet struct {
 // one loopback listener (one path each) and a toolset over them with a
 // SQLite store in b.TempDir, connected, every tool trusted at first sight.
 // Cleanup closes the toolset, then the listener, then the store.
-func startRecheckFleet(b *testing.B) *recheckFleet {
+func startRecheckFleet(b *testing.B, recheck time.Duration) *recheckFleet {
 	b.Helper()
 	f := &recheckFleet{}
 	mux := http.NewServeMux()
@@ -120,7 +127,7 @@ func startRecheckFleet(b *testing.B) *recheckFleet {
 	for i := range servers {
 		servers[i] = remote(fmt.Sprintf("s%02d", i), fmt.Sprintf("%s/s%02d/mcp", hs.URL, i), plugin.TransportStreamableHTTP)
 	}
-	ts, err := Open(ctx, servers, &Options{Store: f.store, ConnectTimeout: 30 * time.Second})
+	ts, err := Open(ctx, servers, &Options{Store: f.store, ConnectTimeout: 30 * time.Second, Recheck: recheck})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -146,9 +153,10 @@ func startRecheckFleet(b *testing.B) *recheckFleet {
 	return f
 }
 
-// round runs one recheck round. For now it is Reconcile: every server
-// re-listed and judged, its row written back.
-func (f *recheckFleet) round(ctx context.Context) error { return f.ts.Reconcile(ctx) }
+// round runs one recheck round (what Options.Recheck runs on its
+// schedule): every connected server re-listed and judged; a listing
+// identical to the last one stops there.
+func (f *recheckFleet) round(ctx context.Context) error { return f.ts.RecheckNow(ctx) }
 
 // healthy fails b if any server's listing failed or any tool left the map
 // or was quarantined: the rounds measured must be clean re-listings.
@@ -173,7 +181,7 @@ func (f *recheckFleet) healthy(b *testing.B) {
 }
 
 func BenchmarkRecheckRound(b *testing.B) {
-	f := startRecheckFleet(b)
+	f := startRecheckFleet(b, 0)
 	ctx := context.Background()
 	writes, lists := f.store.writes(), f.lists.Load()
 	b.ReportAllocs()
@@ -193,10 +201,56 @@ func BenchmarkRecheckRound(b *testing.B) {
 	f.healthy(b)
 }
 
+// The sub-benchmarks: "idle" makes calls with no re-listing at all;
+// "scheduled" makes them while Options.Recheck re-lists the fleet as a
+// gateway does (spread over the interval, here 2s for the 50 servers: a
+// listing every 40 ms, ~30 times the rate drift.recheck's default 60s
+// gives); "burst" while RecheckNow rounds run back to back (every server,
+// two at a time, no pause: the worst case, not what a gateway does).
 func BenchmarkCallDuringRecheck(b *testing.B) {
-	f := startRecheckFleet(b)
+	f := startRecheckFleet(b, 0)
 	b.Run("idle", func(b *testing.B) { benchCallsDuring(b, f, false) })
-	b.Run("recheck", func(b *testing.B) { benchCallsDuring(b, f, true) })
+	b.Run("burst", func(b *testing.B) { benchCallsDuring(b, f, true) })
+	g := startRecheckFleet(b, 2*time.Second)
+	b.Run("scheduled", func(b *testing.B) { benchCallsScheduled(b, g) })
+}
+
+// benchCallsScheduled calls one tool while the toolset's own recheck runs
+// (the fleet was opened with Options.Recheck), and reports the latency
+// percentiles and the listings made meanwhile.
+func benchCallsScheduled(b *testing.B, f *recheckFleet) {
+	ctx := context.Background()
+	args := map[string]any{"id": "4f7c2a1e-5b6d-4e8f-9a0b-1c2d3e4f5a6b", "mode": "careful"}
+	lat := make([]time.Duration, 0, 1<<14)
+	lists := f.lists.Load()
+	runtime.GC()
+	b.ReportAllocs()
+	for b.Loop() {
+		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		t0 := time.Now()
+		res, err := f.ts.Call(cctx, f.tool, args, CallInfo{})
+		lat = append(lat, time.Since(t0))
+		cancel()
+		if err == nil && res.IsError {
+			err = errors.New("tool error")
+		}
+		if err != nil {
+			b.Fatalf("call %d: %v", len(lat), err)
+		}
+	}
+	b.StopTimer()
+	listed := f.lists.Load() - lists
+	if listed == 0 {
+		b.Fatal("the recheck listed nothing during the calls")
+	}
+	slices.Sort(lat)
+	pct := func(q float64) float64 {
+		return float64(lat[int(q*float64(len(lat)-1))]) / float64(time.Microsecond)
+	}
+	b.ReportMetric(pct(0.50), "p50-µs")
+	b.ReportMetric(pct(0.99), "p99-µs")
+	b.ReportMetric(float64(listed), "lists")
+	f.healthy(b)
 }
 
 // benchCallsDuring calls one tool of one server (a server the rounds re-list
