@@ -2,6 +2,7 @@ package toolset
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -101,10 +102,20 @@ func (c *conn) due() bool {
 
 // recheck re-lists one server and judges the listing (reconcile): a
 // listing identical to the last one stops there; one that drifted is
-// recorded, quarantined and announced (OnChange). A server that fails
-// keeps its tools and its diagnostic says why.
+// recorded, quarantined and announced (OnChange). When the listing fails
+// on its session (the server restarted, the session expired), the session
+// is re-established once and listed through the same checks, as a call
+// would do: a server that came back with other tools is judged before
+// anyone calls it. A server that still fails keeps its tools and its
+// diagnostic says why.
 func (t *Toolset) recheck(ctx context.Context, c *conn) {
-	if err := c.reconcile(ctx, false); err != nil && ctx.Err() == nil {
+	old := c.liveSession()
+	err := c.reconcile(ctx, false)
+	var te *Error
+	if err != nil && errors.As(err, &te) && te.Code == CodeConnectionFailed && old != nil && ctx.Err() == nil {
+		_, err = c.reconnect(ctx, old)
+	}
+	if err != nil && ctx.Err() == nil {
 		t.log.Debug("toolset: recheck", "server", c.name, "err", err)
 	}
 }
@@ -124,9 +135,6 @@ func (t *Toolset) RecheckNow(ctx context.Context) error {
 	return ctx.Err()
 }
 
-// connected reports whether the server has a live session.
-func (c *conn) connected() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.session != nil
-}
+// connected reports whether the server has a session.
+func (c *conn) connected() bool { return c.liveSession() != nil }
+
