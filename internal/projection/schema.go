@@ -34,6 +34,16 @@ func SanitizeSchema(schema map[string]any) map[string]any {
 	return w.schemaObject(schema)
 }
 
+// SanitizeJSON returns a copy of v, a JSON value (as SanitizeSchema takes
+// its members), in which every object key and every string has been passed
+// through Sanitize, keys that collide kept as SanitizeSchema keeps them. It
+// never mutates or shares any part of v. Use it on free-form JSON a server
+// lists that is not a schema, such as an item's _meta.
+func SanitizeJSON(v any) any {
+	w := walker{build: true}
+	return w.value(v, false)
+}
+
 // HiddenBindings returns the JSON pointers (RFC 6901, into schema as given)
 // of the binding strings of a JSON Schema that Sanitize would change, in
 // byte order; nil when there are none. A binding string is one whose exact

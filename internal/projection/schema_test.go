@@ -436,3 +436,20 @@ func memberKeys(v any) []string {
 	slices.Sort(keys)
 	return keys
 }
+
+func TestSanitizeJSON(t *testing.T) {
+	in := map[string]any{"k" + zw: []any{"v" + rlo, 1.0, nil, map[string]any{"a" + hiddenPayload: "b" + bell}}, "ok": "fine"}
+	before := mustJSON(t, in)
+	out := SanitizeJSON(in)
+	if got := mustJSON(t, out); got != `{"k":["v",1,null,{"a":"b"}],"ok":"fine"}` {
+		t.Errorf("got %s", got)
+	}
+	if mustJSON(t, in) != before {
+		t.Error("SanitizeJSON modified its input")
+	}
+	for _, v := range []any{nil, "x" + zw, 2.0, true} {
+		if d := dirty(SanitizeJSON(v), ""); d != "" {
+			t.Errorf("%v: %s", v, d)
+		}
+	}
+}
