@@ -160,8 +160,13 @@ func (r *Relay) listAll(ctx context.Context) (*listed, error) {
 			rs, _ := listEvery(ctx, r, u, func(s *mcp.ClientSession) iter.Seq2[*mcp.Resource, error] { return s.Resources(ctx, nil) })
 			l.resources[u] = make([]*mcp.Resource, 0, len(rs))
 			for _, res := range rs {
+				if hidesText(res.URI) {
+					r.log.Warn("relay: resource URI with hidden characters; withheld", "server", u.Name(), "uri", pin.SanitizeName(res.URI))
+					continue
+				}
 				cp := *res
 				cp.Name, cp.Title, cp.Description = projection.Sanitize(res.Name), projection.Sanitize(res.Title), projection.Sanitize(res.Description)
+				cp.MIMEType, cp.Meta = projection.Sanitize(res.MIMEType), sanitizeMeta(res.Meta)
 				l.resources[u] = append(l.resources[u], &cp)
 			}
 			live, err := listEvery(ctx, r, u, func(s *mcp.ClientSession) iter.Seq2[*mcp.ResourceTemplate, error] {
@@ -180,9 +185,15 @@ func (r *Relay) listAll(ctx context.Context) (*listed, error) {
 						continue
 					case !a.Trusted[rt.URITemplate]:
 						continue
+					case hidesText(rt.URITemplate):
+						// Shown sanitized it would not be the server's
+						// template; shown as sent it would pass hidden text.
+						r.log.Warn("relay: resource template with hidden characters; withheld", "server", u.Name(), "template", pin.SanitizeName(rt.URITemplate))
+						continue
 					}
 					cp := *rt
 					cp.Name, cp.Title, cp.Description = projection.Sanitize(rt.Name), projection.Sanitize(rt.Title), projection.Sanitize(rt.Description)
+					cp.MIMEType, cp.Meta = projection.Sanitize(rt.MIMEType), sanitizeMeta(rt.Meta)
 					l.templates[u] = append(l.templates[u], &cp)
 					if terr == nil {
 						tmpls = append(tmpls, routedTemplate{tmpl: tm, up: u, gen: gen})
@@ -206,16 +217,25 @@ func (r *Relay) listAll(ctx context.Context) (*listed, error) {
 					if !a.Trusted[p.Name] {
 						continue
 					}
+					if argumentsHideText(p) {
+						// An argument's name is echoed back by the caller:
+						// sanitized the prompt could not be got, as sent it
+						// would pass hidden text. Not listed, not routed.
+						r.log.Warn("relay: prompt argument name with hidden characters; withheld", "server", u.Name(), "prompt", pin.SanitizeName(p.Name))
+						continue
+					}
 					cp := *p
 					cp.Name = u.ProjectedName(p.Name)
 					cp.Title, cp.Description = projection.Sanitize(p.Title), projection.Sanitize(p.Description)
-					if len(p.Arguments) > 0 {
-						cp.Arguments = make([]*mcp.PromptArgument, len(p.Arguments))
-						for i, a := range p.Arguments {
-							ac := *a
-							ac.Title, ac.Description = projection.Sanitize(a.Title), projection.Sanitize(a.Description)
-							cp.Arguments[i] = &ac
+					cp.Meta = sanitizeMeta(p.Meta)
+					cp.Arguments = nil
+					for _, a := range p.Arguments {
+						if a == nil {
+							continue // a null in the server's list: nothing to forward
 						}
+						ac := *a
+						ac.Title, ac.Description = projection.Sanitize(a.Title), projection.Sanitize(a.Description)
+						cp.Arguments = append(cp.Arguments, &ac)
 					}
 					l.prompts[u] = append(l.prompts[u], &cp)
 					powner[cp.Name] = append(powner[cp.Name], promptRoute{up: u, remote: p.Name, gen: gen})
@@ -250,6 +270,32 @@ func (r *Relay) listAll(ctx context.Context) (*listed, error) {
 	r.qprompts, r.qtemplates = qprompts, qtmpls
 	r.mu.Unlock()
 	return l, nil
+}
+
+// hidesText reports whether s has characters projection.Sanitize removes:
+// such a string that a caller must send back exactly (a URI, a URI
+// template, an argument's name) can be listed neither sanitized nor as
+// sent.
+func hidesText(s string) bool { return projection.Sanitize(s) != s }
+
+// argumentsHideText reports whether a prompt argument's name hides text.
+func argumentsHideText(p *mcp.Prompt) bool {
+	for _, a := range p.Arguments {
+		if a != nil && hidesText(a.Name) {
+			return true
+		}
+	}
+	return false
+}
+
+// sanitizeMeta returns a copy of a listed item's _meta with every key and
+// string sanitized (nil stays nil).
+func sanitizeMeta(m mcp.Meta) mcp.Meta {
+	if m == nil {
+		return nil
+	}
+	out, _ := projection.SanitizeJSON(map[string]any(m)).(map[string]any)
+	return out
 }
 
 func withoutURI(rs []*mcp.Resource, uri string) []*mcp.Resource {
