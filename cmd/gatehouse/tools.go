@@ -161,7 +161,7 @@ func writeToolsText(cmd *cobra.Command, rep toolsReport) error {
 	if len(rep.Diagnostics) > 0 {
 		fmt.Fprintln(cmd.OutOrStdout(), "diagnostics:")
 		for _, d := range rep.Diagnostics {
-			fmt.Fprintf(cmd.OutOrStdout(), "  - %s\n", d)
+			fmt.Fprintf(cmd.OutOrStdout(), "  - %s\n", escaped(d.String()))
 		}
 	}
 	return nil
@@ -181,6 +181,27 @@ func shown(s string) string {
 		return strconv.QuoteToASCII(s)
 	}
 	return s
+}
+
+// escaped is text for a terminal: s with every rune that is not a visible
+// character (but TAB) written as its Go escape, and every byte of invalid
+// UTF-8 as \xNN. A diagnostic may quote a server's error message.
+func escaped(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case r == '\t' || unicode.IsPrint(r):
+			b.WriteString(s[i : i+size])
+		default:
+			q := strconv.QuoteRuneToASCII(r)
+			b.WriteString(q[1 : len(q)-1])
+		}
+		i += size
+	}
+	return b.String()
 }
 
 func firstLine(s string, max int) string {

@@ -1,6 +1,10 @@
 package main
 
 import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -52,6 +56,42 @@ func TestToolsTextShowsNoHiddenText(t *testing.T) {
 	}
 	if !strings.Contains(out, `"look\x1b[2Jup\u202eevil\U000e0069"`) || !strings.Contains(out, " café ") ||
 		strings.Contains(out, "bank__transfer") || !strings.Contains(out, "tool transfer of server bank is withheld") {
+		t.Fatalf("output:\n%s", out)
+	}
+}
+
+// A server that answers initialize with an error carrying a terminal
+// escape and a bidi control does not reach the operator's terminal with
+// them through `gatehouse tools`' diagnostics: they are printed escaped.
+func TestToolsTextDiagnosticsEscaped(t *testing.T) {
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			ID json.RawMessage `json:"id"`
+		}
+		if r.Method != http.MethodPost || json.NewDecoder(r.Body).Decode(&req) != nil || req.ID == nil {
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(req.ID)+`,"error":{"code":-32600,"message":"\u001b[2Jcleared \u202eevil \udb40\udc69"}}`)
+	}))
+	defer hs.Close()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "gatehouse.yaml")
+	if err := os.WriteFile(cfg, []byte("servers:\n  bad:\n    type: streamable-http\n    url: "+hs.URL+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("GATEHOUSE_STORE", "")
+	code, out, errOut := run(t, "tools", "--config", cfg)
+	if code != 0 {
+		t.Fatalf("tools: exit %d: %s", code, errOut)
+	}
+	for i, r := range out {
+		if r != '\n' && r != '\t' && !unicode.IsPrint(r) {
+			t.Fatalf("the output carries %U at byte %d: %q", r, i, out)
+		}
+	}
+	if !strings.Contains(out, `\x1b[2Jcleared \u202eevil \U000e0069`) {
 		t.Fatalf("output:\n%s", out)
 	}
 }
