@@ -1,9 +1,6 @@
 package toolset
 
 import (
-	"fmt"
-	"strings"
-
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gatehouse-dev/gatehouse/diag"
@@ -93,22 +90,12 @@ func (t *Toolset) build(results []listing, prev *catalog) *catalog {
 			if !c.srv.Filter.Keep(tool.Name, name) {
 				continue
 			}
-			// A binding string (a property name, an enum value...) with
-			// hidden characters can be shown neither sanitized (the tool
-			// could not be called) nor as sent: the tool is withheld. A
-			// quarantined tool shows nothing of the server's anyway.
-			if d.Callable() {
-				if where := hiddenBindings(tool); where != "" {
-					cat.diags = append(cat.diags, diag.New(diag.ToolDrift, "", c.name,
-						"tool %s of server %s is withheld: names or values a call must match exactly hide characters (%s); shown sanitized the tool could not be called, shown as sent they would pass hidden text to the model",
-						pin.SanitizeName(tool.Name), pin.SanitizeName(c.name), where))
-					continue
-				}
+			if hd, hidden := projection.HiddenDiagnostic(c.name, tool.Name, tool.InputSchema, tool.OutputSchema, pin.SanitizeName); hidden && d.Callable() {
+				cat.diags = append(cat.diags, hd)
+				continue // a binding string hides characters: shown neither sanitized nor as sent
 			}
 			e := &entry{
-				conn:   c,
-				full:   projection.InputSchema(tool.InputSchema),
-				output: projection.SanitizeSchema(projection.SchemaMap(tool.OutputSchema)),
+				conn: c, full: projection.InputSchema(tool.InputSchema), output: projection.SanitizeSchema(projection.SchemaMap(tool.OutputSchema)),
 				info: ToolInfo{
 					Name:         name,
 					Server:       c.name,
@@ -202,37 +189,6 @@ func (t *Toolset) build(results []listing, prev *catalog) *catalog {
 		delete(cat.withdrawn, name)
 	}
 	return cat
-}
-
-// maxHiddenPaths bounds the places a hidden-binding diagnostic lists.
-const maxHiddenPaths = 5
-
-// hiddenBindings says where the schemas of tool hold binding strings that
-// projection.Sanitize would change (projection.HiddenBindings), each
-// pointer's segments made safe with pin.SanitizeName: "" when nowhere.
-func hiddenBindings(tool *mcp.Tool) string {
-	var where []string
-	n := 0
-	for _, s := range []struct {
-		field  string
-		schema any
-	}{{"inputSchema", tool.InputSchema}, {"outputSchema", tool.OutputSchema}} {
-		for _, p := range projection.HiddenBindings(projection.SchemaMap(s.schema)) {
-			n++
-			if len(where) == maxHiddenPaths {
-				continue
-			}
-			segs := strings.Split(p, "/")[1:]
-			for i, seg := range segs {
-				segs[i] = pin.SanitizeName(seg)
-			}
-			where = append(where, s.field+"/"+strings.Join(segs, "/"))
-		}
-	}
-	if n > len(where) {
-		where = append(where, fmt.Sprintf("and %d more", n-len(where)))
-	}
-	return strings.Join(where, ", ")
 }
 
 // sanitizeAnnotations returns a copy of a with its title sanitized

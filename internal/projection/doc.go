@@ -64,8 +64,9 @@
 // uncallable (the server rejects the name or value the model sends), and
 // its raw form passes the hidden text to the model. Such a tool is
 // withheld: its caller (package toolset) does not offer it and says so in a
-// tool-drift diagnostic naming the places (HiddenBindings, made safe), never
-// the strings. Letters of every script, combining marks and an emoji's
+// tool-drift diagnostic naming the places (HiddenDiagnostic: the pointers of
+// HiddenBindings, made safe), never the strings. SanitizeObject cleans
+// free-form JSON that is not a schema (an item's _meta). Letters of every script, combining marks and an emoji's
 // variation selector are not changed by Sanitize, so names and enums in any
 // language are not affected. Annotations (titles, descriptions, $comment,
 // defaults, examples, unknown keywords) are never binding: they are shown

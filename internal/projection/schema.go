@@ -2,9 +2,12 @@ package projection
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/gatehouse-dev/gatehouse/diag"
 )
 
 // SanitizeSchema returns a copy of schema in which every string a model
@@ -34,14 +37,55 @@ func SanitizeSchema(schema map[string]any) map[string]any {
 	return w.schemaObject(schema)
 }
 
-// SanitizeJSON returns a copy of v, a JSON value (as SanitizeSchema takes
-// its members), in which every object key and every string has been passed
-// through Sanitize, keys that collide kept as SanitizeSchema keeps them. It
-// never mutates or shares any part of v. Use it on free-form JSON a server
-// lists that is not a schema, such as an item's _meta.
-func SanitizeJSON(v any) any {
+// SanitizeObject returns a copy of m, a JSON object (as SanitizeSchema
+// takes one), in which every key and every string at every depth has been
+// passed through Sanitize, keys that collide kept as SanitizeSchema keeps
+// them; nil when m is nil. It never mutates or shares any part of m. Use it
+// on free-form JSON a server lists that is not a schema, such as an item's
+// _meta.
+func SanitizeObject(m map[string]any) map[string]any {
+	if m == nil {
+		return nil
+	}
 	w := walker{build: true}
-	return w.value(v, false)
+	return w.object(m, false, func(_ string, v any) any { return w.value(v, false) })
+}
+
+// HiddenDiagnostic reports a tool withheld because its schemas (input and
+// output, as SchemaMap takes them) hold binding strings Sanitize would
+// change (HiddenBindings): a diag.ToolDrift diagnostic of origin server
+// that names the tool, its server and at most five of the places, every
+// name and pointer segment passed through safe (which must leave nothing
+// of the strings a person or a model should not read). ok is false, and
+// the diagnostic empty, when the schemas hide nothing.
+func HiddenDiagnostic(server, tool string, input, output any, safe func(string) string) (d diag.Diagnostic, ok bool) {
+	const maxPlaces = 5
+	var where []string
+	n := 0
+	for _, s := range []struct {
+		field  string
+		schema any
+	}{{"inputSchema", input}, {"outputSchema", output}} {
+		for _, p := range HiddenBindings(SchemaMap(s.schema)) {
+			if n++; len(where) == maxPlaces {
+				continue
+			}
+			segs := strings.Split(p, "/")[1:]
+			for i, seg := range segs {
+				segs[i] = safe(seg)
+			}
+			where = append(where, s.field+"/"+strings.Join(segs, "/"))
+		}
+	}
+	if n == 0 {
+		return diag.Diagnostic{}, false
+	}
+	if n > len(where) {
+		where = append(where, fmt.Sprintf("and %d more", n-len(where)))
+	}
+	return diag.New(diag.ToolDrift, "", server,
+		"tool %s of server %s is withheld: names or values a call must match exactly hide characters (%s); shown sanitized the tool could not be called, shown as sent they would pass hidden text to the model",
+		safe(tool), safe(server), strings.Join(where, ", ")), true
 }
 
 // HiddenBindings returns the JSON pointers (RFC 6901, into schema as given)

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/gatehouse-dev/gatehouse/diag"
 )
 
 const (
@@ -437,19 +439,44 @@ func memberKeys(v any) []string {
 	return keys
 }
 
-func TestSanitizeJSON(t *testing.T) {
-	in := map[string]any{"k" + zw: []any{"v" + rlo, 1.0, nil, map[string]any{"a" + hiddenPayload: "b" + bell}}, "ok": "fine"}
+func TestSanitizeObject(t *testing.T) {
+	in := map[string]any{"k" + zw: []any{"v" + rlo, 1.0, nil, map[string]any{"a" + hiddenPayload: "b" + bell}}, "ok": "fine",
+		"enum" + zw: []any{"x" + zw}}
 	before := mustJSON(t, in)
-	out := SanitizeJSON(in)
-	if got := mustJSON(t, out); got != `{"k":["v",1,null,{"a":"b"}],"ok":"fine"}` {
+	out := SanitizeObject(in)
+	if got := mustJSON(t, out); got != `{"enum":["x"],"k":["v",1,null,{"a":"b"}],"ok":"fine"}` {
 		t.Errorf("got %s", got)
 	}
 	if mustJSON(t, in) != before {
-		t.Error("SanitizeJSON modified its input")
+		t.Error("SanitizeObject modified its input")
 	}
-	for _, v := range []any{nil, "x" + zw, 2.0, true} {
-		if d := dirty(SanitizeJSON(v), ""); d != "" {
-			t.Errorf("%v: %s", v, d)
-		}
+	if SanitizeObject(nil) != nil {
+		t.Error("nil")
+	}
+}
+
+func TestHiddenDiagnostic(t *testing.T) {
+	safe := func(s string) string { // as pin.SanitizeName does, per rune
+		return strings.Map(func(r rune) rune {
+			if r < 0x80 {
+				return r
+			}
+			return '_'
+		}, s)
+	}
+	in := map[string]any{"properties": map[string]any{"to" + zw: map[string]any{}}, "required": []any{"to" + zw}}
+	d, ok := HiddenDiagnostic("bank"+rlo, "pay"+zw, in, nil, safe)
+	want := "tool pay_ of server bank_ is withheld: names or values a call must match exactly hide characters " +
+		"(inputSchema/properties/to_, inputSchema/required/0); shown sanitized the tool could not be called, shown as sent they would pass hidden text to the model"
+	if !ok || d.Rule != diag.ToolDrift || d.Origin != "bank"+rlo || d.Message != want {
+		t.Errorf("got %v %+v\nwant %s", ok, d, want)
+	}
+	many := map[string]any{"enum": []any{zw, zw, zw, zw}}
+	d, ok = HiddenDiagnostic("s", "t", many, json.RawMessage(`{"const":"\u200b","required":["a\u200b"]}`), safe)
+	if !ok || !strings.Contains(d.Message, "(inputSchema/enum/0, inputSchema/enum/1, inputSchema/enum/2, inputSchema/enum/3, outputSchema/const, and 1 more)") {
+		t.Errorf("many: %+v", d)
+	}
+	if d, ok := HiddenDiagnostic("s", "t", map[string]any{"default": zw}, "not a schema", safe); ok || d != (diag.Diagnostic{}) {
+		t.Errorf("nothing binding hidden: %v %+v", ok, d)
 	}
 }
