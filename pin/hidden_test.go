@@ -43,7 +43,7 @@ func TestFingerprintSeesHiddenCharacters(t *testing.T) {
 		seen[fp] = name
 	}
 	for name, change := range map[string]func(*Contract){
-		"zero-width in the description":   func(c *Contract) { c.Description += zw },
+		"zero-width in the description":    func(c *Contract) { c.Description += zw },
 		"tag in the title":                 func(c *Contract) { c.Title += tag },
 		"zero-width in the name":           func(c *Contract) { c.Name += zw },
 		"zero-width in the output schema":  func(c *Contract) { c.OutputSchema = json.RawMessage(`{"description":"o` + zw + `"}`) },
@@ -75,9 +75,9 @@ func TestFingerprintSeesHiddenCharacters(t *testing.T) {
 	pbase := mustPrompt(t, samplePrompt())
 	pseen := map[string]string{pbase: "base"}
 	for name, change := range map[string]func(*PromptContract){
-		"zero-width in an argument name":  func(c *PromptContract) { c.Arguments[0].Name += zw },
-		"bidi in an argument name":        func(c *PromptContract) { c.Arguments[0].Name = rlo + c.Arguments[0].Name },
-		"tag in an argument description":  func(c *PromptContract) { c.Arguments[1].Description += tag },
+		"zero-width in an argument name":   func(c *PromptContract) { c.Arguments[0].Name += zw },
+		"bidi in an argument name":         func(c *PromptContract) { c.Arguments[0].Name = rlo + c.Arguments[0].Name },
+		"tag in an argument description":   func(c *PromptContract) { c.Arguments[1].Description += tag },
 		"zero-width in an argument title":  func(c *PromptContract) { c.Arguments[0].Title += zw },
 		"zero-width in the prompt's title": func(c *PromptContract) { c.Title += zw },
 	} {
