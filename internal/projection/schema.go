@@ -67,7 +67,8 @@ func HiddenDiagnostic(server, tool string, input, output any, safe func(string) 
 		schema any
 	}{{"inputSchema", input}, {"outputSchema", output}} {
 		for _, p := range HiddenBindings(SchemaMap(s.schema)) {
-			if n++; len(where) == maxPlaces {
+			n++
+			if len(where) == maxPlaces {
 				continue
 			}
 			segs := strings.Split(p, "/")[1:]
