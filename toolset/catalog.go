@@ -90,10 +90,12 @@ func (t *Toolset) build(results []listing, prev *catalog) *catalog {
 			if !c.srv.Filter.Keep(tool.Name, name) {
 				continue
 			}
+			if hd, hidden := projection.HiddenDiagnostic(c.name, tool.Name, tool.InputSchema, tool.OutputSchema, pin.SanitizeName); hidden && d.Callable() {
+				cat.diags = append(cat.diags, hd)
+				continue // a binding string hides characters: shown neither sanitized nor as sent
+			}
 			e := &entry{
-				conn:   c,
-				full:   projection.InputSchema(tool.InputSchema),
-				output: projection.SanitizeSchema(projection.SchemaMap(tool.OutputSchema)),
+				conn: c, full: projection.InputSchema(tool.InputSchema), output: projection.SanitizeSchema(projection.SchemaMap(tool.OutputSchema)),
 				info: ToolInfo{
 					Name:         name,
 					Server:       c.name,
