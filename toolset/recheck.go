@@ -3,9 +3,8 @@ package toolset
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
-	"sync"
-	"time"
+
+	"github.com/gatehouse-dev/gatehouse/toolset/internal/relist"
 )
 
 // recheckConcurrency bounds how many servers are re-listed at once by the
@@ -19,85 +18,25 @@ func (t *Toolset) startRecheck() {
 		return
 	}
 	t.recheckOnce.Do(func() {
-		t.background(func() { t.recheckLoop(t.life, t.opts.Recheck) })
+		// Every server about every interval, spread over it (one at a
+		// time rather than a burst that would compete with calls).
+		t.background(func() { relist.Spread(t.life, t.opts.Recheck, len(t.conns), recheckConcurrency, t.due, t.recheck) })
 	})
-}
-
-// recheckLoop re-lists every server once about every interval until ctx
-// ends, spread over the interval: the servers are taken one after the
-// other, a jittered interval/N apart (replicas started together drift
-// apart), so a fleet of servers costs one listing at a time rather than a
-// burst that would compete with calls. A server whose listing is slow
-// holds up nobody: up to recheckConcurrency run at once.
-func (t *Toolset) recheckLoop(ctx context.Context, every time.Duration) {
-	sem := make(chan struct{}, recheckConcurrency)
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	gap := every / time.Duration(max(1, len(t.conns)))
-	timer := time.NewTimer(jitter(gap))
-	defer timer.Stop()
-	for {
-		for _, c := range t.conns {
-			select {
-			case <-ctx.Done():
-				return
-			case <-timer.C:
-			}
-			timer.Reset(jitter(gap))
-			if !c.due() {
-				continue
-			}
-			select {
-			case sem <- struct{}{}:
-			case <-ctx.Done():
-				return
-			}
-			wg.Go(func() {
-				defer func() { <-sem }()
-				t.recheck(ctx, c)
-			})
-		}
-	}
-}
-
-// jitter returns d moved by a random amount of at most d/10 either way.
-func jitter(d time.Duration) time.Duration {
-	span := int64(d / 5)
-	if span <= 0 {
-		return d
-	}
-	return d - d/10 + time.Duration(rand.Int64N(span+1))
 }
 
 // recheckRound re-lists every connected server now, at most
 // recheckConcurrency at a time (RecheckNow).
 func (t *Toolset) recheckRound(ctx context.Context) {
-	sem := make(chan struct{}, recheckConcurrency)
-	var wg sync.WaitGroup
-	for _, c := range t.conns {
-		if !c.due() {
-			continue
-		}
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-			wg.Wait()
-			return
-		}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			t.recheck(ctx, c)
-		})
-	}
-	wg.Wait()
+	relist.All(ctx, len(t.conns), recheckConcurrency, t.due, t.recheck)
 }
 
-// due reports whether a recheck would list the server: it runs, it is
-// connected (one never connected, or whose session is gone, is left to its
-// next call), and no re-listing is already queued by its list_changed
-// announcement (the recheck is coalesced with it).
-func (c *conn) due() bool {
-	return !c.skip && !c.asleep && !c.relist.Queued() && c.connected()
+// due reports whether a recheck would list server i: it runs, it is
+// connected (one never connected is left to its first call), and no
+// re-listing is already queued by its list_changed announcement (the
+// recheck is coalesced with it).
+func (t *Toolset) due(i int) bool {
+	c := t.conns[i]
+	return !c.skip && !c.asleep && !c.relist.Queued() && c.liveSession() != nil
 }
 
 // recheck re-lists one server and judges the listing (reconcile): a
@@ -108,7 +47,8 @@ func (c *conn) due() bool {
 // would do: a server that came back with other tools is judged before
 // anyone calls it. A server that still fails keeps its tools and its
 // diagnostic says why.
-func (t *Toolset) recheck(ctx context.Context, c *conn) {
+func (t *Toolset) recheck(ctx context.Context, i int) {
+	c := t.conns[i]
 	old := c.liveSession()
 	err := c.reconcile(ctx, false)
 	var te *Error
@@ -134,7 +74,3 @@ func (t *Toolset) RecheckNow(ctx context.Context) error {
 	}
 	return ctx.Err()
 }
-
-// connected reports whether the server has a session.
-func (c *conn) connected() bool { return c.liveSession() != nil }
-
