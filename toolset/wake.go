@@ -94,6 +94,15 @@ func (t *Toolset) update(c *conn, l listing) {
 	t.cat = t.build(t.listings, t.cat)
 }
 
+// observedUpTo records that a server's drift observations were read up to
+// id, leaving its listing as it is.
+func (t *Toolset) observedUpTo(c *conn, id int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	l := &t.listings[c.idx]
+	l.observed = max(l.observed, id)
+}
+
 // changed calls Options.OnChange. Callers hold no lock, so OnChange may
 // call any method of the Toolset.
 func (t *Toolset) changed() {
@@ -327,7 +336,7 @@ func (t *Toolset) checkHeads(ctx context.Context) error {
 		if !ok || !cur.ok || h.BaselineVersion == cur.version && h.LastObservation <= cur.observed {
 			continue
 		}
-		if err := c.checkTrust(ctx); err != nil {
+		if err := c.checkTrust(ctx, h.LastObservation); err != nil {
 			errs = append(errs, fmt.Errorf("server %s: %w", c.name, err))
 		}
 	}
@@ -335,9 +344,12 @@ func (t *Toolset) checkHeads(ctx context.Context) error {
 }
 
 // checkTrust re-judges the server's last listing against the stored
-// baseline and the fleet's record.
-func (c *conn) checkTrust(ctx context.Context) error {
-	changed, err := c.checkTrustLocked(ctx)
+// baseline and the fleet's record. head is the server's highest
+// observation ID as polled before (DriftHeads): every observation up to it
+// is open (and so read here) or closed, so the next poll need not come
+// back for it.
+func (c *conn) checkTrust(ctx context.Context, head int64) error {
+	changed, err := c.checkTrustLocked(ctx, head)
 	if changed {
 		c.ts.changed()
 		c.ts.announceItems(c)
@@ -345,7 +357,7 @@ func (c *conn) checkTrust(ctx context.Context) error {
 	return err
 }
 
-func (c *conn) checkTrustLocked(ctx context.Context) (bool, error) {
+func (c *conn) checkTrustLocked(ctx context.Context, head int64) (bool, error) {
 	c.relistMu.Lock()
 	defer c.relistMu.Unlock()
 	cur := c.ts.listingOf(c)
@@ -371,6 +383,14 @@ func (c *conn) checkTrustLocked(ctx context.Context) (bool, error) {
 	l.v = judge.Judge(c.name, cur.fp, tb, true)
 	if err := c.observe(ctx, &l, baseline); err != nil {
 		return false, err
+	}
+	l.observed = max(l.observed, head)
+	if version == cur.version && l.v.Same(&cur.v) {
+		// Nothing decided differently (the observations that moved were
+		// this instance's own, or change nothing here): no rebuild, no
+		// OnChange; remember how far the record was read.
+		c.ts.observedUpTo(c, l.observed)
+		return false, nil
 	}
 	if version != cur.version {
 		c.ts.log.Info("toolset: trust baseline changed in the store; re-applied", "server", c.name, "version", version)

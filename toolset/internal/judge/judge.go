@@ -2,6 +2,7 @@ package judge
 
 import (
 	"fmt"
+	"maps"
 
 	"github.com/gatehouse-dev/gatehouse/pin"
 	"github.com/gatehouse-dev/gatehouse/toolset/internal/stored"
@@ -183,6 +184,27 @@ func (v *Verdict) Drifted() bool {
 		}
 	}
 	return false
+}
+
+// Same reports whether two verdicts decide alike: the same decisions for
+// every tool, prompt and template, the same items enforced from the
+// fleet's record, and the same events. Re-applying a record that changes
+// nothing is then no change at all.
+func (v *Verdict) Same(o *Verdict) bool {
+	if !maps.Equal(v.Decisions, o.Decisions) || len(v.Events) != len(o.Events) {
+		return false
+	}
+	for k := range v.Items {
+		if !maps.Equal(v.Items[k].Decisions, o.Items[k].Decisions) || !maps.Equal(v.Items[k].Enforced, o.Items[k].Enforced) {
+			return false
+		}
+	}
+	for i := range v.Events {
+		if v.Events[i] != o.Events[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // Admission is how a live listing of one kind is served: the items whose
