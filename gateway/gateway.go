@@ -16,6 +16,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/diag"
 	"github.com/gatehouse-dev/gatehouse/durable"
+	"github.com/gatehouse-dev/gatehouse/gateway/internal/config"
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/executor"
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/health"
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/telemetry"
@@ -173,6 +174,23 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 		return nil, err
 	}
 
+	// This process as the journal's executor; its instance also names
+	// the drift this gateway observes (store.Observation.SeenBy).
+	lease := cfg.Journal.Lease
+	if lease <= 0 {
+		lease = durable.DefaultLease
+	}
+	ttl := cfg.Journal.TTL
+	if ttl <= 0 {
+		ttl = durable.DefaultTTL
+	}
+	ttl = max(ttl, lease)
+	g.exec, err = executor.Start(ctx, g.st, &executor.Options{Instance: o.Instance, StoreDSN: storeDSN,
+		Lease: lease, TTL: ttl, SweepEvery: sweepEvery, Logger: log})
+	if err != nil {
+		return fail(err)
+	}
+
 	// The upstreams: the relay and its toolset. Every server connects now,
 	// in parallel. Catalogues and trust baselines live in the gateway's
 	// store, so replicas share them and `gatehouse trust` (another
@@ -195,6 +213,10 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 		Env:      toolset.MinimalEnv(os.Environ(), cfg.InheritEnv),
 		Store:    g.st,
 		OnChange: g.trust.changed,
+		// Every connected server re-listed in the background and judged
+		// (drift.recheck; 0 turns it off).
+		Recheck:  cfg.Drift.Recheck,
+		Instance: g.exec.Instance(),
 		// The revision asked of every upstream (config upstreamProtocol).
 		ProtocolVersion: cfg.UpstreamProtocolVersion(),
 	}, &relay.Options{
@@ -232,22 +254,7 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 	g.trust.countDrift()
 	g.tel.Upstreams(g.servers, g.skipped())
 
-	// The call pipeline: this process as the journal's executor, the
-	// journal and the guards.
-	lease := cfg.Journal.Lease
-	if lease <= 0 {
-		lease = durable.DefaultLease
-	}
-	ttl := cfg.Journal.TTL
-	if ttl <= 0 {
-		ttl = durable.DefaultTTL
-	}
-	ttl = max(ttl, lease)
-	g.exec, err = executor.Start(ctx, g.st, &executor.Options{Instance: o.Instance, StoreDSN: storeDSN,
-		Lease: lease, TTL: ttl, SweepEvery: sweepEvery, Logger: log})
-	if err != nil {
-		return fail(err)
-	}
+	// The call pipeline: the journal and the guards.
 	journal, err := durable.NewJournal(g.st, &durable.JournalOptions{
 		Scope:      JournalScope,
 		Executor:   g.exec.ID(),
@@ -321,7 +328,7 @@ func (g *Gateway) loadPlugins() ([]toolset.Server, error) {
 		if !res.OK() {
 			log.Error("gateway: plugin rejected; it is skipped", "dir", dir, "diagnostics", diagText(res.Diagnostics))
 			if cfg.StrictPlugins {
-				return nil, cfg.errf("plugins", "fix the plugin (see `gatehouse plugin check DIR`) or remove it from plugins, or set strictPlugins: false",
+				return nil, config.Errorf(cfg, "plugins", "fix the plugin (see `gatehouse plugin check DIR`) or remove it from plugins, or set strictPlugins: false",
 					"plugin %s is rejected: %s", dir, diagText(res.Diagnostics))
 			}
 			g.plugins = append(g.plugins, ps)
@@ -337,10 +344,8 @@ func (g *Gateway) loadPlugins() ([]toolset.Server, error) {
 			servers = append(servers, s)
 		}
 	}
-	for _, in := range cfg.inline {
-		for _, d := range in.warn {
-			log.Warn("gateway: server diagnostic", "server", in.cfg.Name, "rule", string(d.Rule), "message", d.Message)
-		}
+	for _, d := range cfg.InlineDiagnostics() { // each one's origin is its server's name
+		log.Warn("gateway: server diagnostic", "server", d.Origin, "rule", string(d.Rule), "message", d.Message)
 	}
 	servers = append(servers, cfg.InlineServers()...)
 	for _, s := range servers {

@@ -96,4 +96,16 @@
 // (no baseline at all: first sight, to be recorded with BaselineOf). A
 // quarantined tool's description is replaced by QuarantineDescription, which
 // carries no server-controlled text but the sanitized server and tool names.
+//
+// # Showing drift to an operator
+//
+// A Change is one difference between a baseline and a listing, with the
+// contracts before and after as JSON (ToolView, PromptView, TemplateView,
+// FingerprintView). RenderChange writes one as a readable diff: the
+// description line by line, schemas and annotations leaf by leaf by JSON
+// path. Every server-controlled string in it goes through Visible, which
+// spells out the characters that hide or reorder text (zero-width, bidi
+// controls, tag characters, other format and control characters,
+// default-ignorables, invalid UTF-8) as escapes like ⟦U+200B⟧ that a server
+// cannot forge, since the brackets themselves are escaped too.
 package pin

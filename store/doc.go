@@ -1,6 +1,7 @@
 // Package store declares Gatehouse's storage: small interfaces (ServerStore,
-// JournalStore, CounterStore, ApprovalStore, and Store embedding them all),
-// their row types, sentinel errors, and the DSN syntax. It imports no
+// JournalStore, CounterStore, ApprovalStore, ExecutorStore, DriftStore, and
+// Store embedding them all), their row types, sentinel errors, and the DSN
+// syntax. It imports no
 // database driver; consumers declare the interface they need and accept it.
 //
 // # Implementations
@@ -28,15 +29,20 @@
 //
 // One schema serves SQLite and PostgreSQL, created by numbered migrations
 // embedded in the binary (store/internal/sqlstore/migrations/NNNN_name.sql)
-// and recorded in schema_migrations(version, name, applied_at). The only
-// dialect difference is the binary column type (BLOB or BYTEA). Opening a
-// store migrates it in one transaction (SQLite: BEGIN IMMEDIATE;
+// and recorded in schema_migrations(version, name, applied_at). The dialect
+// differences are the binary column type (BLOB or BYTEA) and the
+// database-assigned key (INTEGER PRIMARY KEY AUTOINCREMENT or BIGSERIAL).
+// Opening a store migrates it in one transaction (SQLite: BEGIN IMMEDIATE;
 // PostgreSQL: pg_advisory_xact_lock keyed by the current schema), so
 // processes starting together are safe. A database whose version is newer
 // than the build fails with ErrSchemaTooNew and is left untouched.
 //
 //	servers    (id PK, name, type, url, catalogue bytes, updated_at, baseline_version)
-//	baselines  (server_id FK -> servers ON DELETE CASCADE, tool, fingerprint, created_at; PK server_id, tool)
+//	baselines  (server_id FK -> servers ON DELETE CASCADE, kind, name, value, contract bytes NULL,
+//	            created_at; PK server_id, kind, name)
+//	observations (id AUTOINCREMENT/BIGSERIAL; server_id FK -> servers ON DELETE CASCADE, listing,
+//	            baseline_version, seen_by, seen_at, last_seen_at, entries bytes (JSON), changes bytes,
+//	            drifted, trusted_at)   indexes: (server_id, baseline_version, seen_by, id), (server_id, id)
 //	journal    (scope, run_id, tool_call_id PK; fingerprint, state, outcome bytes, owner, executor,
 //	            lease_until, created_at, updated_at, expires_at)        indexes: owner, expires_at
 //	counters   (name PK, value, expires_at)                             index: expires_at
@@ -49,10 +55,17 @@
 //
 // Version 1 had only servers (without baseline_version); version 2 added the
 // rest; version 3 made an approval one execution's (arguments, expiry, use,
-// decisions). A row written by version 1 survives the migration with an
-// empty baseline; callers derive its baseline from its stored catalogue. An
-// approval written by version 2 keeps its state and decision, expires 24
-// hours after it was asked, and is used when its call has a journal record.
+// decisions); version 4 added executors; version 5 gave baseline entries a
+// kind and a contract and added observations. A row written by version 1
+// survives the migration with an empty baseline; callers derive its
+// baseline from its stored catalogue. An approval written by version 2
+// keeps its state and decision, expires 24 hours after it was asked, and is
+// used when its call has a journal record. A baseline written by version 4
+// (one string per key) keeps every value and its server's baseline
+// version, so nobody re-trusts: "" becomes the instructions entry, "prompt
+// X" the prompt X, "resource-template X" the template X, "pinned prompts"
+// and "pinned resource-templates" the markers "prompts" and "templates",
+// and any other key the tool of that name; its contracts are nil.
 //
 // Times are stored as BIGINT unix milliseconds, UTC, in both engines; 0
 // means "unset" (and, for an expiry, "never"). Read back, times are UTC
@@ -62,17 +75,43 @@
 //
 // # Semantics callers rely on
 //
+//   - A baseline entry is keyed by its kind (KindTool, KindPrompt,
+//     KindTemplate, KindInstructions, KindMarker) and its name, so any name
+//     a server publishes has its own entry: a tool named "prompt x", "" or
+//     "pinned prompts" never meets a prompt, the instructions or a marker.
+//     A name may be any string that is valid UTF-8 without a NUL byte
+//     (BaselineKey.Validate: what PostgreSQL text holds; every store refuses
+//     the rest with ErrInvalid, before writing anything). Each entry keeps
+//     its value (a fingerprint) and the contract it trusted (opaque bytes,
+//     nil when unknown).
 //   - Baselines are insert-only (INSERT ... ON CONFLICT DO NOTHING): saving
-//     never replaces a (server, tool) fingerprint. Only ClearBaseline (the
-//     first step of a re-trust) removes them. The server's instructions use
-//     the key InstructionsKey (""), which no MCP tool name can take; its
-//     prompts and resource templates use keys with a space (PromptKeyPrefix,
-//     TemplateKeyPrefix, PromptsPinnedKey, TemplatesPinnedKey), which no MCP
-//     tool name can contain either. The store treats every key alike.
+//     never replaces a (server, kind, name) entry. ReplaceBaseline (a
+//     re-trust, one transaction: no other process sees the baseline empty)
+//     and TrustListing replace it whole; ClearBaseline removes it.
 //     baseline_version grows on every save that adds an entry and on every
-//     clear; a running process polls BaselineVersion (or ListServers) to
-//     notice a re-trust made by another process. A deleted and re-created
-//     server restarts at 0, so compare versions for inequality.
+//     clear, replace and trust; a running process polls BaselineVersion,
+//     DriftHeads or ListServers to notice a re-trust made by another
+//     process. A deleted and re-created server restarts at 0, so compare
+//     versions for inequality.
+//   - Observations are the fleet's record of drift: what each instance
+//     (SeenBy) saw of a server's listing, judged against the baseline
+//     version it read. ObserveListing adds one unless the instance's latest
+//     under that version has the same listing (then it moves its
+//     LastSeenAt); it locks the server row first, so concurrent
+//     observations of one listing add one row. An observation is open while
+//     it is its instance's latest under the server's current version and
+//     not trusted: any change of the baseline closes every open observation
+//     of the server. OpenObservations reads them in one query (without the
+//     entries, the form replicas poll); DriftHeads is one query a replica
+//     polls to learn which servers moved (version or latest observation).
+//   - TrustListing accepts exactly a reviewed listing, in one transaction
+//     that locks the server row first: only when the listing is that of the
+//     server's latest open observation (highest ID, any instance) does it
+//     replace the baseline by that observation's entries, bump the version
+//     once and mark it trusted. Anything else (an older listing, one never
+//     observed, the same listing a second time) is a *StaleListingError and
+//     changes nothing. Of two concurrent trusts of one listing, one
+//     succeeds. Observations are kept until their server is deleted.
 //   - The journal's Claim is INSERT ... ON CONFLICT DO NOTHING followed, only
 //     when nothing was inserted, by a read: never read-then-write. Complete,
 //     RenewLease, TakeOver and MarkInDoubt are single conditional UPDATEs
@@ -105,13 +144,16 @@
 // Stored: server id, name, type, url (a remote server's URL; a stdio server
 // stores an empty URL, or a non-secret identity such as the resolved
 // command, never its environment), the last published catalogue (tool
-// listing JSON), trust fingerprints, journal records (fingerprints of calls,
-// their outcomes, the owning subject), counters and approvals.
+// listing JSON), trust fingerprints and the contracts trusted, observed
+// listings (their contracts, the changes against the baseline, the
+// observing instance's name), journal records (fingerprints of calls, their
+// outcomes, the owning subject), counters and approvals.
 //
 // Never stored: tokens, configured headers, auth resolver output, a
 // command's environment, or any other secret. The store cannot see what a
-// caller puts in opaque fields (catalogue, outcome); it refuses what it can
-// recognise: PutServer rejects a URL whose userinfo carries a password.
+// caller puts in opaque fields (catalogue, contract, changes, outcome); it
+// refuses what it can recognise: PutServer rejects a URL whose userinfo
+// carries a password.
 //
 // # Durability and its cost
 //

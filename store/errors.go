@@ -69,3 +69,27 @@ func (e *PendingLimitError) Error() string {
 
 // Unwrap returns ErrTooManyPending.
 func (e *PendingLimitError) Unwrap() error { return ErrTooManyPending }
+
+// ErrStaleListing: the listing to trust is not the server's latest open
+// observation. Nothing was changed.
+var ErrStaleListing = errors.New("store: listing is not the server's latest observation")
+
+// StaleListingError is TrustListing's error when the listing asked for is
+// not the server's latest open observation. It wraps ErrStaleListing.
+type StaleListingError struct {
+	// ServerID is the server, Listing the fingerprint asked for.
+	ServerID, Listing string
+	// Latest is the server's latest open observation (its Entries nil);
+	// zero (ID 0) when the server has none.
+	Latest Observation
+}
+
+func (e *StaleListingError) Error() string {
+	if e.Latest.ID == 0 {
+		return fmt.Sprintf("store: server %q has no open observation; listing %s is not one to trust", e.ServerID, e.Listing)
+	}
+	return fmt.Sprintf("store: listing %s is not the latest observation of server %q (that is %s, seen by %s at %s)",
+		e.Listing, e.ServerID, e.Latest.Listing, e.Latest.SeenBy, e.Latest.SeenAt.UTC().Format(time.RFC3339))
+}
+
+func (e *StaleListingError) Unwrap() error { return ErrStaleListing }

@@ -28,34 +28,10 @@ type Server struct {
 	// the store's clock when zero.
 	UpdatedAt time.Time
 	// BaselineVersion is bumped by every SaveBaseline that adds an entry
-	// and by every ClearBaseline. It is read-only: PutServer ignores it.
+	// and by every ClearBaseline, ReplaceBaseline and successful
+	// TrustListing. It is read-only: PutServer ignores it.
 	BaselineVersion int64
 }
-
-// InstructionsKey is the baseline key under which a server's instructions
-// fingerprint is stored. MCP tool names are never empty, so it cannot
-// collide with a tool.
-const InstructionsKey = ""
-
-// Baseline keys of what a server publishes besides tools. Each contains a
-// space, which no MCP tool name can (tool names are [A-Za-z0-9_.-]; the
-// toolset refuses to pin a tool whose name has a space), so they never
-// collide with a tool's key; NUL, the other byte tool names cannot hold, is
-// not used because PostgreSQL text cannot store it.
-//
-//   - PromptKeyPrefix + prompt name: a prompt's fingerprint.
-//   - TemplateKeyPrefix + URI template: a resource template's fingerprint.
-//   - PromptsPinnedKey, TemplatesPinnedKey: present once the server's
-//     prompts (resource templates) were pinned, even when it had none, so
-//     a baseline recorded before they were pinned is told apart from one
-//     that pinned an empty list. Their value is PinnedMarker.
-const (
-	PromptKeyPrefix    = "prompt "
-	TemplateKeyPrefix  = "resource-template "
-	PromptsPinnedKey   = "pinned prompts"
-	TemplatesPinnedKey = "pinned resource-templates"
-	PinnedMarker       = "v1"
-)
 
 // ServerStore persists server rows and their trust baselines.
 type ServerStore interface {
@@ -66,22 +42,32 @@ type ServerStore interface {
 	GetServer(ctx context.Context, id string) (Server, error)
 	// ListServers returns every row, ordered by ID.
 	ListServers(ctx context.Context) ([]Server, error)
-	// DeleteServer deletes the row and its baseline (ErrNotFound if absent).
+	// DeleteServer deletes the row, its baseline and its drift
+	// observations (ErrNotFound if absent).
 	DeleteServer(ctx context.Context, id string) error
 
-	// SaveBaseline records fingerprints (tool name -> fingerprint; the key
-	// InstructionsKey is the server's instructions, and the keys with a
-	// space are its prompts and resource templates, see PromptKeyPrefix). It is insert-only: an
-	// existing entry is never replaced, whatever the new value. It returns
-	// how many entries were added, and ErrNotFound if the server row does
-	// not exist.
-	SaveBaseline(ctx context.Context, serverID string, fingerprints map[string]string) (added int, err error)
+	// SaveBaseline records entries in the server's baseline. It is
+	// insert-only: an existing entry (same Kind and Name) is never
+	// replaced, whatever the new value. It returns how many entries were
+	// added (the version is bumped when that is not zero), and ErrNotFound
+	// if the server row does not exist; ErrInvalid (nothing saved) for
+	// entries that fail Baseline.Validate: a Kind not one of the five, a
+	// name or value no store can hold.
+	SaveBaseline(ctx context.Context, serverID string, entries Baseline) (added int, err error)
 	// GetBaseline returns the server's baseline (empty, non-nil, when none
 	// is recorded) or ErrNotFound when the server row does not exist.
-	GetBaseline(ctx context.Context, serverID string) (map[string]string, error)
+	GetBaseline(ctx context.Context, serverID string) (Baseline, error)
 	// ClearBaseline removes the whole baseline of a server (the first step
 	// of a re-trust) and returns how many entries it removed.
 	ClearBaseline(ctx context.Context, serverID string) (int64, error)
+	// ReplaceBaseline makes entries the server's whole baseline in one
+	// transaction (a re-trust: what ClearBaseline then SaveBaseline do,
+	// with no moment in which another process sees no baseline), bumps the
+	// version once (even when entries equal the old baseline), and returns
+	// how many old entries it removed; ErrNotFound and ErrInvalid as
+	// SaveBaseline. Observations made under the old version are closed by
+	// the bump (see DriftStore).
+	ReplaceBaseline(ctx context.Context, serverID string, entries Baseline) (cleared int64, err error)
 	// BaselineVersion returns the server's baseline version; a process can
 	// poll it cheaply to notice a re-trust made by another process.
 	BaselineVersion(ctx context.Context, serverID string) (int64, error)
@@ -356,6 +342,7 @@ type Store interface {
 	CounterStore
 	ApprovalStore
 	ExecutorStore
+	DriftStore
 	io.Closer
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/internal/fixture/testserver"
 	"github.com/gatehouse-dev/gatehouse/plugin"
 	"github.com/gatehouse-dev/gatehouse/store/sqlite"
+	"github.com/gatehouse-dev/gatehouse/toolset/internal/judge"
 	"github.com/gatehouse-dev/gatehouse/toolset/internal/stored"
 )
 
@@ -117,10 +118,8 @@ func BenchmarkBuild1000(b *testing.B) {
 				"id": map[string]any{"type": "string", "description": "The id."}}, "required": []any{"id"}},
 		})
 	}
-	results := []listing{{ok: true, tools: listed}}
-	var fp fingerprinted
-	fp.prints, fp.drift = printsOf("big", listed)
-	ts.conns[0].judge(&results[0], fp, stored.Baseline{}, false)
+	fp := judge.FromCatalogue("big", listed, nil)
+	results := []listing{{ok: true, tools: listed, fp: fp, v: judge.Judge("big", fp, stored.Baseline{}, false)}}
 	b.ReportAllocs()
 	start := cpuTime()
 	defer reportCPU(b, start)

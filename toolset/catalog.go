@@ -71,7 +71,7 @@ func (t *Toolset) build(results []listing, prev *catalog) *catalog {
 		if !r.ok {
 			continue
 		}
-		for _, remote := range r.removed {
+		for _, remote := range r.v.Removed {
 			cat.withdrawn[projection.Name(c.prefix, remote)] = withdrawal{server: c.name, remote: remote}
 		}
 		var entries []*entry
@@ -82,7 +82,7 @@ func (t *Toolset) build(results []listing, prev *catalog) *catalog {
 				continue // a server listing a name twice: the first one counts
 			}
 			seen[tool.Name] = true
-			d, judged := r.decisions[tool.Name]
+			d, judged := r.v.Decisions[tool.Name]
 			if !judged || !(d.Callable() || d.Action == pin.Quarantined) {
 				continue // withheld (or not fingerprintable)
 			}
@@ -90,10 +90,12 @@ func (t *Toolset) build(results []listing, prev *catalog) *catalog {
 			if !c.srv.Filter.Keep(tool.Name, name) {
 				continue
 			}
+			if hd, hidden := projection.HiddenDiagnostic(c.name, tool.Name, tool.InputSchema, tool.OutputSchema, pin.SanitizeName); hidden && d.Callable() {
+				cat.diags = append(cat.diags, hd)
+				continue // a binding string hides characters: shown neither sanitized nor as sent
+			}
 			e := &entry{
-				conn:   c,
-				full:   projection.InputSchema(tool.InputSchema),
-				output: projection.SanitizeSchema(projection.SchemaMap(tool.OutputSchema)),
+				conn: c, full: projection.InputSchema(tool.InputSchema), output: projection.SanitizeSchema(projection.SchemaMap(tool.OutputSchema)),
 				info: ToolInfo{
 					Name:         name,
 					Server:       c.name,

@@ -134,10 +134,10 @@ func TestDriftQuarantineWithholdRemoveRenameRetrust(t *testing.T) {
 	base1, err := st.GetBaseline(ctxT(t), "config:bank")
 	// 4 tools, the instructions, and the markers of the (empty) prompts
 	// and resource templates.
-	if err != nil || len(base1) != 7 || base1[store.PromptsPinnedKey] != store.PinnedMarker || base1[store.TemplatesPinnedKey] != store.PinnedMarker {
+	if err != nil || len(base1) != 7 || base1[stored.Prompt.Marker()].Value != store.PinnedMarker || base1[stored.Template.Marker()].Value != store.PinnedMarker {
 		t.Fatalf("baseline %v %v", base1, err)
 	}
-	if _, ok := base1[store.InstructionsKey]; !ok {
+	if _, ok := base1[store.Instructions]; !ok {
 		t.Fatal("no instructions fingerprint")
 	}
 
@@ -223,13 +223,12 @@ func TestDriftQuarantineWithholdRemoveRenameRetrust(t *testing.T) {
 
 	// Baselines are written once: a repeated save of the drifted
 	// fingerprints and another drifted run change nothing.
-	prints, _ := printsOf("bank", bankV2())
-	drifted := stored.BaselineStrings(pin.BaselineOf(prints))
+	drifted := toolEntries("bank", bankV2())
 	if added, err := st.SaveBaseline(ctxT(t), "config:bank", drifted); err != nil || added != 2 { // only the new names
 		t.Fatalf("SaveBaseline added %d, %v", added, err)
 	}
 	base2, _ := st.GetBaseline(ctxT(t), "config:bank")
-	if base2["transfer"] != base1["transfer"] {
+	if base2[toolKey("transfer")].Value != base1[toolKey("transfer")].Value {
 		t.Fatal("a save replaced a trusted fingerprint")
 	}
 	// (the save above added "find" and "added": what an operator would get
@@ -256,7 +255,7 @@ func TestDriftQuarantineWithholdRemoveRenameRetrust(t *testing.T) {
 		t.Fatalf("transfer after re-trust %q", got)
 	}
 	base3, _ := st.GetBaseline(ctxT(t), "config:bank")
-	if len(base3) != 7 || base3["transfer"] == base1["transfer"] {
+	if len(base3) != 7 || base3[toolKey("transfer")].Value == base1[toolKey("transfer")].Value {
 		t.Fatalf("baseline after re-trust %v", base3)
 	}
 	if ds := ts.Diagnostics(); ruleCount(ds, diag.ToolDrift, "") != 0 {
@@ -285,11 +284,9 @@ func TestLegacyRowBaselineFromStoredCatalogue(t *testing.T) {
 		t.Fatal("a tool the stored catalogue lacks was trusted")
 	}
 	base, _ := st.GetBaseline(ctxT(t), "config:bank")
-	prints, _ := printsOf("bank", bankV1())
-	want := stored.BaselineStrings(pin.BaselineOf(prints))
-	for k, v := range want {
-		if base[k] != v {
-			t.Fatalf("baseline[%s] = %q, want %q (from the stored catalogue)", k, base[k], v)
+	for k, v := range toolEntries("bank", bankV1()) {
+		if base[k].Value != v.Value {
+			t.Fatalf("baseline[%s] = %q, want %q (from the stored catalogue)", k, base[k].Value, v.Value)
 		}
 	}
 }
@@ -405,4 +402,19 @@ func TestRetrustUnknownServer(t *testing.T) {
 	if rec, err := ts.Retrust(ctxT(t), "two/dup"); err != nil || rec.ServerID != "two/dup" || len(rec.Tools) != 1 {
 		t.Fatalf("by row ID: %+v %v", rec, err)
 	}
+}
+
+// toolKey is the baseline key of a tool.
+func toolKey(name string) store.BaselineKey {
+	return store.BaselineKey{Kind: store.KindTool, Name: name}
+}
+
+// toolEntries are the tool entries of a baseline of tools.
+func toolEntries(server string, tools []*mcp.Tool) store.Baseline {
+	prints, _ := stored.ToolPrints(tools)
+	b := store.Baseline{}
+	for name, p := range pin.BaselineOf(prints) {
+		b[toolKey(name)] = store.BaselineEntry{Value: p.String()}
+	}
+	return b
 }

@@ -123,6 +123,19 @@ type Options struct {
 	// goroutine that made the change, holding no lock of the Toolset: it
 	// may call Tools.
 	OnChange func()
+	// Recheck, when positive, re-lists every connected server in the
+	// background about this often (jittered, a few servers at a time,
+	// coalesced with the servers' list_changed announcements) and judges
+	// each listing against its baseline like any other: a server that
+	// changes a tool without announcing it is caught within one interval.
+	// A listing identical to the last one costs no store write and no
+	// OnChange. Zero turns it off (the library's default; the gateway's
+	// drift.recheck defaults to 60s).
+	Recheck time.Duration
+	// Instance names this process in the drift observations it records
+	// in Store (store.Observation.SeenBy): a gateway's executor instance,
+	// for example. Empty means "<hostname>:<pid>".
+	Instance string
 	// SessionHooks, when set, see what the shared upstream sessions receive
 	// beyond tools (a relay forwards it to its callers).
 	SessionHooks *SessionHooks

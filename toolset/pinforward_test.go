@@ -10,7 +10,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gatehouse-dev/gatehouse/diag"
+	"github.com/gatehouse-dev/gatehouse/internal/projection"
 	"github.com/gatehouse-dev/gatehouse/plugin"
+	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/toolset/internal/stored"
 )
 
@@ -43,29 +45,37 @@ func (d *docsServer) server() Server {
 }
 
 // TestHostileToolNameCannotTakeAPromptKey: a server that names a tool like
-// a prompt's baseline key ("prompt greet": the go-sdk server only logs the
-// invalid name) gets that tool withheld with a diagnostic; the prompt's pin
-// is the prompt's, and the prompt is admitted (trusted) as it is listed.
-// That a relay then serves it is gateway/relay's test of the same name.
+// a prompt's old baseline key ("prompt greet": the go-sdk server only logs
+// the invalid name) gets a tool like any other: pinned under the tool
+// kind, projected (sanitized and hashed) and callable; the prompt's pin is
+// the prompt's, and the prompt is admitted (trusted) as it is listed. That
+// a relay then serves it is gateway/relay's test of the same name.
 func TestHostileToolNameCannotTakeAPromptKey(t *testing.T) {
 	d := newDocsServer(t)
 	d.srv.AddTool(&mcp.Tool{Name: "prompt greet", Description: "Squats on a key.", InputSchema: map[string]any{"type": "object"}},
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return &mcp.CallToolResult{}, nil
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "squatter called"}}}, nil
 		})
 	st := sqliteAt(t, filepath.Join(t.TempDir(), "g.db"))
 	ts := open(t, []Server{d.server()}, &Options{Store: st})
 	m := tools(t, ts)
-	if len(m) != 1 || m["docs__search"].State != Active {
+	spaced := projection.Name("docs", "prompt greet")
+	if len(m) != 2 || m["docs__search"].State != Active || m[spaced].State != Active || m[spaced].RemoteName != "prompt greet" {
 		t.Fatalf("tools %v", m)
 	}
-	if ruleCount(ts.Diagnostics(), diag.ToolDrift, "tool prompt_greet of server docs has a space in its name") != 1 {
-		t.Fatalf("diagnostics %v", ts.Diagnostics())
+	if ds := ts.Diagnostics(); ruleCount(ds, diag.ToolDrift, "") != 0 {
+		t.Fatalf("diagnostics %v", ds)
+	}
+	if got := call(t, ts, spaced, nil); got != "squatter called" {
+		t.Fatalf("the spaced tool answered %q", got)
 	}
 	base, _ := st.GetBaseline(ctxT(t), "config:docs")
 	want, _ := stored.PromptPrint(&mcp.Prompt{Name: "greet", Description: "Says hello.", Arguments: []*mcp.PromptArgument{{Name: "topic", Description: "The topic."}}})
-	if base["prompt greet"] != want.Fingerprint {
-		t.Fatalf("baseline[prompt greet] = %q, want the prompt's %q", base["prompt greet"], want.Fingerprint)
+	if got := base[store.BaselineKey{Kind: store.KindPrompt, Name: "greet"}].Value; got != want.Fingerprint {
+		t.Fatalf("baseline prompt greet = %q, want the prompt's %q", got, want.Fingerprint)
+	}
+	if base[toolKey("prompt greet")].Value == "" || base[toolKey("prompt greet")].Value == want.Fingerprint {
+		t.Fatalf("the spaced tool's pin: %+v", base[toolKey("prompt greet")])
 	}
 	ups, err := ts.Upstreams(ctxT(t))
 	if err != nil || len(ups) != 1 {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -16,9 +17,9 @@ import (
 	"github.com/gatehouse-dev/gatehouse/diag"
 	"github.com/gatehouse-dev/gatehouse/egress"
 	"github.com/gatehouse-dev/gatehouse/internal/projection"
-	"github.com/gatehouse-dev/gatehouse/pin"
 	"github.com/gatehouse-dev/gatehouse/plugin"
 	"github.com/gatehouse-dev/gatehouse/toolset/internal/ephemeral"
+	"github.com/gatehouse-dev/gatehouse/toolset/internal/judge"
 	"github.com/gatehouse-dev/gatehouse/toolset/internal/published"
 	"github.com/gatehouse-dev/gatehouse/toolset/internal/relist"
 	"github.com/gatehouse-dev/gatehouse/toolset/internal/stored"
@@ -39,9 +40,11 @@ type Toolset struct {
 	inflight sync.WaitGroup
 
 	store         Store
+	instance      string         // Options.Instance, or host:pid
 	bg            sync.WaitGroup // background reconciles
 	reconciled    chan struct{}  // closed when the wake's first reconcile round ended
 	reconcileOnce sync.Once
+	recheckOnce   sync.Once
 
 	loadMu   sync.Mutex // serializes loading
 	mu       sync.Mutex // guards cat, listings and closed
@@ -97,6 +100,11 @@ func Open(ctx context.Context, servers []Server, opts *Options) (*Toolset, error
 	t.store = o.Store
 	if t.store == nil {
 		t.store = ephemeral.New()
+	}
+	t.instance = o.Instance
+	if t.instance == "" {
+		host, _ := os.Hostname()
+		t.instance = fmt.Sprintf("%s:%d", host, os.Getpid())
 	}
 
 	hosts := o.AllowedHosts
@@ -322,6 +330,7 @@ func (t *Toolset) ensure(ctx context.Context) (*catalog, error) {
 	if t.opts.Wake && !t.opts.DeferReconcile {
 		t.startReconcile()
 	}
+	t.startRecheck()
 	return cat, nil
 }
 
@@ -332,17 +341,13 @@ type listing struct {
 	tools []*mcp.Tool      // as published (or as stored)
 	diag  *diag.Diagnostic // why the server is absent, or a pending wake's trouble
 
-	decisions    map[string]pin.Decision // by remote name
-	removed      []string                // trusted tools no longer published
-	drift        []DriftEvent
-	prints       map[string]string // remote name -> current fingerprint
-	fp           fingerprinted     // the listing's prints, for re-judging
-	baseline     pin.Baseline
-	instructions string // fingerprint, when listed from a live session
-	version      int64  // baseline version the decisions were made with
-	pending      bool   // projected from the store; not yet reconciled
-
-	items [stored.NumKinds]itemState // prompts and resource templates: pins, decisions
+	fp       judge.Prints  // the listing's prints, for re-judging
+	print    string        // judge.ListingFingerprint(fp)
+	v        judge.Verdict // fp against the baseline, and the fleet's record
+	drift    []DriftEvent  // v's events, typed
+	version  int64         // baseline version the decisions were made with
+	observed int64         // the highest drift observation applied
+	pending  bool          // projected from the store; not yet reconciled
 }
 
 // conn is one configured server and its live session.
@@ -444,7 +449,7 @@ func (c *conn) connectAndList(ctx context.Context) listing {
 	if err != nil {
 		return fail("%v", err)
 	}
-	l := c.record(ctx, p)
+	l := c.record(ctx, p, judge.Fingerprint(c.name, p))
 	c.logDrift(&l)
 	return l
 }
@@ -559,7 +564,7 @@ func (c *conn) reconnectLocked(ctx context.Context, old *mcp.ClientSession) (_ *
 	if err != nil {
 		return nil, false, err
 	}
-	l := c.record(ctx, p)
+	l := c.record(ctx, p, judge.Fingerprint(c.name, p))
 	if !l.ok {
 		return nil, false, errors.New(l.diag.Message)
 	}

@@ -1,38 +1,42 @@
 package toolset
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
 	"strings"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gatehouse-dev/gatehouse/diag"
 	"github.com/gatehouse-dev/gatehouse/pin"
 	"github.com/gatehouse-dev/gatehouse/plugin"
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/toolset/internal/ephemeral"
+	"github.com/gatehouse-dev/gatehouse/toolset/internal/judge"
 	"github.com/gatehouse-dev/gatehouse/toolset/internal/published"
 	"github.com/gatehouse-dev/gatehouse/toolset/internal/stored"
 )
 
 // Store is what a Toolset persists through: server rows (the last published
-// catalogue, for waking) and trust baselines (for drift). store.ServerStore,
-// and so every store implementation, satisfies it.
+// catalogue, for waking), trust baselines and drift observations (for
+// drift). store.Store, and so every store implementation, satisfies it.
 type Store interface {
 	PutServer(ctx context.Context, s store.Server) error
 	GetServer(ctx context.Context, id string) (store.Server, error)
-	SaveBaseline(ctx context.Context, serverID string, fingerprints map[string]string) (added int, err error)
-	GetBaseline(ctx context.Context, serverID string) (map[string]string, error)
-	ClearBaseline(ctx context.Context, serverID string) (int64, error)
+	SaveBaseline(ctx context.Context, serverID string, entries store.Baseline) (added int, err error)
+	GetBaseline(ctx context.Context, serverID string) (store.Baseline, error)
+	ReplaceBaseline(ctx context.Context, serverID string, entries store.Baseline) (cleared int64, err error)
 	BaselineVersion(ctx context.Context, serverID string) (int64, error)
+	ObserveListing(ctx context.Context, o store.Observation) (store.Observation, bool, error)
+	OpenObservations(ctx context.Context, serverID string, entries bool) ([]store.Observation, error)
+	DriftHeads(ctx context.Context) ([]store.DriftHead, error)
 }
 
 // Every store, and the keeper of a Toolset without one, is a Store.
 var (
-	_ Store = store.ServerStore(nil)
+	_ Store = store.Store(nil)
 	_ Store = (*ephemeral.Store)(nil)
 )
 
@@ -44,116 +48,15 @@ var (
 // of their identity (URL, or resolved command and args) appended.
 func ServerID(cfg plugin.ServerConfig) string { return stored.RowID(cfg) }
 
-// printsOf fingerprints a listing of tools (stored.ToolPrints). A tool
-// that cannot be fingerprinted, or whose name has a space, is left out and
-// reported.
-func printsOf(server string, tools []*mcp.Tool) ([]pin.ToolPrint, []DriftEvent) {
-	prints, rs := stored.ToolPrints(tools)
-	return prints, withheld(server, DriftTool, "tool", rs)
-}
-
-// cachedPrints returns the pins of tools from a catalogue's cache,
-// fingerprinting the tools it lacks (or holds damaged).
-func cachedPrints(server string, tools []*mcp.Tool, cached map[string]string) ([]pin.ToolPrint, []DriftEvent) {
-	prints, rs := stored.CachedToolPrints(tools, cached)
-	return prints, withheld(server, DriftTool, "tool", rs)
-}
-
-// withheld reports the items of a listing that have no print: they cannot
-// be trusted, so they are withheld. noun names their kind.
-func withheld(server string, kind DriftKind, noun string, rs []stored.Rejected) []DriftEvent {
-	var ds []DriftEvent
-	for _, r := range rs {
-		why := "cannot be fingerprinted"
-		if r.Reason == stored.SpaceInName {
-			// A name with a space is no MCP tool name, and its baseline
-			// key would be in the namespace of prompts and resource
-			// templates.
-			why = "has a space in its name, which MCP tool names cannot have"
-		}
-		ds = append(ds, newDrift(server, kind, pin.Decision{Tool: r.Name, Action: pin.Withheld},
-			"%s %s of server %s %s, so it cannot be trusted; it is withheld", noun, pin.SanitizeName(r.Name), pin.SanitizeName(server), why))
+// events turns a verdict's drift into the toolset's typed events.
+func (c *conn) events(v *judge.Verdict) []DriftEvent {
+	out := make([]DriftEvent, 0, len(v.Events))
+	for _, ev := range v.Events {
+		d := newDrift(c.name, DriftKind(ev.Kind), ev.Decision, "%s", ev.Message)
+		d.ServerID = c.id
+		out = append(out, d)
 	}
-	return ds
-}
-
-// fingerprinted is a listing's tools with their prints.
-type fingerprinted struct {
-	prints []pin.ToolPrint
-	drift  []DriftEvent // tools that could not be fingerprinted
-	items  [stored.NumKinds]itemPrints
-}
-
-// judge compares a listing with a baseline and fills the listing's
-// decisions and drift diagnostics, and does the same for the listing's
-// prompts and resource templates against their pins (judgeItems). exists
-// says whether a baseline was recorded at all (even one with no tools: then
-// every tool is new to it).
-func (c *conn) judge(l *listing, fp fingerprinted, tb stored.Baseline, exists bool) {
-	base := tb.Tools
-	prints := fp.prints
-	l.fp = fp
-	l.drift = append(l.drift, fp.drift...)
-	l.decisions = map[string]pin.Decision{}
-	l.prints = map[string]string{}
-	for _, p := range prints {
-		l.prints[p.Name] = p.Fingerprint
-	}
-	l.baseline = base
-	sname := pin.SanitizeName(c.name)
-	for _, d := range pin.Compare(base, prints) {
-		if d.Action == pin.New && exists {
-			d.Action = pin.Withheld
-		}
-		l.decisions[d.Tool] = d
-		tname := pin.SanitizeName(d.Tool)
-		var msg string
-		switch d.Action {
-		case pin.Quarantined:
-			if d.Conflict {
-				msg = fmt.Sprintf("server %s publishes tool %s more than once with different contracts; it is quarantined until the server is re-trusted", sname, tname)
-			} else {
-				msg = fmt.Sprintf("the contract of tool %s on server %s changed after it was trusted; it is quarantined (our description, an empty schema, calls refused) until an operator re-trusts the server: gatehouse trust %s", tname, sname, sname)
-			}
-		case pin.Withheld:
-			switch {
-			case d.RenamedFrom != "":
-				msg = fmt.Sprintf("tool %s of server %s was renamed to %s (same contract); the new name is withheld until an operator re-trusts the server: gatehouse trust %s", pin.SanitizeName(d.RenamedFrom), sname, tname, sname)
-			case d.Conflict:
-				msg = fmt.Sprintf("server %s publishes tool %s more than once with different contracts; it is withheld", sname, tname)
-			default:
-				msg = fmt.Sprintf("server %s published a new tool %s after it was trusted; it is withheld until an operator re-trusts the server: gatehouse trust %s", sname, tname, sname)
-			}
-		case pin.Removed:
-			l.removed = append(l.removed, d.Tool)
-			if d.RenamedTo != "" {
-				continue // reported with the new name
-			}
-			msg = fmt.Sprintf("server %s no longer publishes its trusted tool %s; it is dropped", sname, tname)
-		default:
-			continue
-		}
-		l.drift = append(l.drift, newDrift(c.name, DriftTool, d, "%s", msg))
-	}
-	for k := stored.Kind(0); k < stored.NumKinds; k++ {
-		l.items[k] = itemState{Items: tb.Items[k]}
-		c.judgeItems(l, k, fp.items[k])
-	}
-	for i := range l.drift {
-		l.drift[i].ServerID = c.id
-	}
-}
-
-// judgeInstructions reports a change of the server's instructions.
-func (c *conn) judgeInstructions(l *listing, trusted, now string) {
-	if trusted == "" || now == "" || trusted == now {
-		return
-	}
-	sname := pin.SanitizeName(c.name)
-	ev := newDrift(c.name, DriftInstructions, pin.Decision{Action: pin.Quarantined, Fingerprint: now, BaselineFingerprint: trusted},
-		"the instructions of server %s changed after they were trusted (instructions never reach the model); re-trust the server to record them: gatehouse trust %s", sname, sname)
-	ev.ServerID = c.id
-	l.drift = append(l.drift, ev)
+	return out
 }
 
 // logDrift writes the drift diagnostics of a fresh listing at warn level.
@@ -166,10 +69,11 @@ func (c *conn) logDrift(l *listing) {
 
 // record applies a fresh listing: it reads the server's row and baseline,
 // records the baseline on first sight (or derives it from a row's stored
-// catalogue when the row predates baselines), stores the catalogue, and
-// judges the listing against the stored baseline. A store failure fails
-// the listing: a server that cannot be checked is not exposed.
-func (c *conn) record(ctx context.Context, p published.Listing) listing {
+// catalogue when the row predates baselines), stores the catalogue when it
+// changed, judges the listing against the stored baseline and applies the
+// fleet's record of drift (observe). A store failure fails the listing: a
+// server that cannot be checked is not exposed.
+func (c *conn) record(ctx context.Context, p published.Listing, fp judge.Prints) listing {
 	st := c.ts.store
 	failStore := func(err error) listing {
 		d := diag.New(diag.ConnectionFailure, "7.2.2", c.name,
@@ -177,13 +81,10 @@ func (c *conn) record(ctx context.Context, p published.Listing) listing {
 		c.ts.log.Warn("toolset: server skipped", "server", c.name, "reason", d.Message)
 		return listing{diag: &d}
 	}
-	var fp fingerprinted
-	fp.prints, fp.drift = printsOf(c.name, p.Tools)
-	fingerprintItems(c.name, p, &fp)
 	for _, err := range p.Errs {
 		c.ts.log.Warn("toolset: listing failed; the kind is not judged by this listing", "server", c.name, "err", err)
 	}
-	catalogue, err := stored.EncodeCatalogue(p.Tools, fp.prints)
+	catalogue, err := stored.EncodeCatalogue(p.Tools, fp.Tools)
 	if err != nil {
 		return failStore(fmt.Errorf("encoding the catalogue: %w", err))
 	}
@@ -198,24 +99,37 @@ func (c *conn) record(ctx context.Context, p published.Listing) listing {
 	if err != nil {
 		return failStore(err)
 	}
+	var seed store.Baseline
 	if len(baseline) == 0 {
 		// No baseline. A row with a catalogue predates baselines: its
-		// baseline is what it stored, not what the server says now.
-		// Otherwise this is first sight.
-		seedPrints := fp.prints
+		// tools' baseline is what it stored, not what the server says
+		// now. Otherwise this is first sight.
+		seed = judge.Entries(fp)
 		if found && old.Catalogue != nil {
 			if prev, cached, err := stored.DecodeCatalogueCached(old.Catalogue); err == nil {
-				seedPrints, _ = cachedPrints(c.name, prev, cached)
+				for k := range seed {
+					if k.Kind == store.KindTool {
+						delete(seed, k)
+					}
+				}
+				for k, e := range judge.Entries(judge.FromCatalogue(c.name, prev, cached)) {
+					if k.Kind == store.KindTool {
+						seed[k] = e
+					}
+				}
 			}
 		}
-		seed := stored.BaselineStrings(pin.BaselineOf(seedPrints))
-		seed[store.InstructionsKey] = p.Instructions
-		seedItems(seed, &fp, nil)
 		if !found { // the baseline's row must exist first
 			if err := st.PutServer(ctx, row); err != nil {
 				return failStore(err)
 			}
 		}
+	} else {
+		// A baseline from before the instructions, prompts or resource
+		// templates were pinned: pin them now (first sight for them).
+		seed = judge.Seed(fp, baseline)
+	}
+	if len(seed) > 0 {
 		if _, err := st.SaveBaseline(ctx, c.id, seed); err != nil {
 			return failStore(err)
 		}
@@ -224,42 +138,70 @@ func (c *conn) record(ctx context.Context, p published.Listing) listing {
 		if version, baseline, err = c.readBaseline(ctx, true); err != nil {
 			return failStore(err)
 		}
-	} else {
-		// A baseline from before the instructions, prompts or resource
-		// templates were pinned: pin them now (first sight for them).
-		more := map[string]string{}
-		if _, ok := baseline[store.InstructionsKey]; !ok && p.Instructions != "" {
-			more[store.InstructionsKey] = p.Instructions
-		}
-		seedItems(more, &fp, baseline)
-		if len(more) > 0 {
-			if _, err := st.SaveBaseline(ctx, c.id, more); err != nil {
-				return failStore(err)
-			}
-			if version, baseline, err = c.readBaseline(ctx, true); err != nil {
-				return failStore(err)
-			}
-		}
 	}
-	if err := st.PutServer(ctx, row); err != nil {
-		return failStore(err)
+	if found && (!bytes.Equal(old.Catalogue, row.Catalogue) || old.Name != row.Name || old.Type != row.Type || old.URL != row.URL) {
+		if err := st.PutServer(ctx, row); err != nil {
+			return failStore(err)
+		}
 	}
 	tb, err := stored.ParseBaseline(baseline)
 	if err != nil {
 		return failStore(err)
 	}
-	l := listing{ok: true, tools: p.Tools, version: version, instructions: p.Instructions}
-	c.judge(&l, fp, tb, len(baseline) > 0)
-	c.judgeInstructions(&l, tb.Instructions, p.Instructions)
+	l := listing{ok: true, tools: p.Tools, fp: fp, version: version, print: judge.ListingFingerprint(fp)}
+	l.v = judge.Judge(c.name, fp, tb, len(baseline) > 0)
+	if err := c.observe(ctx, &l, baseline); err != nil {
+		return failStore(err)
+	}
 	if found && old.Type != "" && (old.Type != row.Type || old.URL != row.URL) {
 		c.ts.log.Info("toolset: server row updated to the configured transport", "server", c.name, "id", c.id)
 	}
 	return l
 }
 
+// observe records this instance's observation of a judged listing in the
+// store when it drifted (or when this instance's last open observation
+// drifted and this one does not: a return to the baseline), and applies
+// the drift other instances recorded (judge.Enforce). It fills l.drift
+// and l.observed.
+func (c *conn) observe(ctx context.Context, l *listing, baseline store.Baseline) error {
+	st, self := c.ts.store, c.ts.instance
+	obs, err := st.OpenObservations(ctx, c.id, false)
+	if err != nil {
+		return fmt.Errorf("reading the recorded drift: %w", err)
+	}
+	var mine *store.Observation
+	for i := range obs {
+		l.observed = max(l.observed, obs[i].ID)
+		if obs[i].SeenBy == self && obs[i].BaselineVersion == l.version {
+			mine = &obs[i]
+		}
+	}
+	drifted := l.v.Drifted()
+	if (drifted || mine != nil && mine.Drifted) && (mine == nil || mine.Listing != l.print) {
+		changes, err := json.Marshal(judge.Changes(l.fp, baseline, l.v))
+		if err != nil {
+			return fmt.Errorf("encoding the drift: %w", err)
+		}
+		o, _, err := st.ObserveListing(ctx, store.Observation{ServerID: c.id, Listing: l.print, BaselineVersion: l.version,
+			SeenBy: self, Entries: judge.Entries(l.fp), Changes: changes, Drifted: drifted})
+		if err != nil {
+			return fmt.Errorf("recording the drift: %w", err)
+		}
+		l.observed = max(l.observed, o.ID)
+	}
+	if _, err := judge.Enforce(c.name, self, &l.v, obs); err != nil {
+		// The others still apply; a damaged record is no reason to serve
+		// less safely, nor to stop serving.
+		c.ts.log.Warn("toolset: recorded drift", "server", c.name, "err", err)
+	}
+	l.drift = c.events(&l.v)
+	return nil
+}
+
 // readBaseline reads the baseline version, then the baseline: a re-trust
 // made between the two reads shows as a newer version on the next poll.
-func (c *conn) readBaseline(ctx context.Context, found bool) (int64, map[string]string, error) {
+func (c *conn) readBaseline(ctx context.Context, found bool) (int64, store.Baseline, error) {
 	if !found {
 		return 0, nil, nil
 	}
@@ -292,6 +234,13 @@ type TrustRecord struct {
 	// ResourceTemplates are the trusted resource templates (Name is the
 	// URI template, Fingerprint pin.TemplateFingerprint), sorted.
 	ResourceTemplates []TrustedTool `json:"resourceTemplates"`
+	// Listing is the fingerprint of the trusted listing (what `gatehouse
+	// drift list` shows as "listing").
+	Listing string `json:"listing"`
+	// Changes are what the re-trust accepted: the differences between the
+	// baseline it replaced and the listing it recorded (empty when they
+	// were the same).
+	Changes []pin.Change `json:"changes"`
 }
 
 // TrustedTool is one recorded tool contract (or prompt, or resource
@@ -361,45 +310,56 @@ func (t *Toolset) Retrust(ctx context.Context, server string) (TrustRecord, erro
 	if err != nil {
 		return TrustRecord{}, &Error{Code: CodeConnectionFailed, Server: c.name, Err: err}
 	}
-	prints, _ := printsOf(c.name, p.Tools)
-	base := pin.BaselineOf(prints)
-	seed := stored.BaselineStrings(base)
-	seed[store.InstructionsKey] = p.Instructions
-	var fp fingerprinted
-	fingerprintItems(c.name, p, &fp)
-	seedItems(seed, &fp, nil)
-	catalogue, err := stored.EncodeCatalogue(p.Tools, prints)
+	fp := judge.Fingerprint(c.name, p)
+	catalogue, err := stored.EncodeCatalogue(p.Tools, fp.Tools)
 	if err != nil {
 		return TrustRecord{}, &Error{Code: CodeStoreFailed, Server: c.name, Err: err}
 	}
 	st := t.store
 	row := stored.Row(c.id, c.name, c.srv.Config, c.srv.Transport != nil, catalogue)
-	// Catalogue first: a process that sees the cleared baseline derives
-	// its baseline from the stored catalogue, which is then this listing.
 	if err := st.PutServer(ctx, row); err != nil {
 		return TrustRecord{}, &Error{Code: CodeStoreFailed, Server: c.name, Err: err}
 	}
-	cleared, err := st.ClearBaseline(ctx, c.id)
+	// What the re-trust accepts: this listing against the baseline it
+	// replaces (none when that baseline is empty or damaged).
+	_, old, err := c.readBaseline(ctx, true)
 	if err != nil {
 		return TrustRecord{}, &Error{Code: CodeStoreFailed, Server: c.name, Err: err}
 	}
-	if _, err := st.SaveBaseline(ctx, c.id, seed); err != nil {
+	changes := []pin.Change{}
+	if tb, err := stored.ParseBaseline(old); err == nil && len(old) > 0 {
+		changes = judge.Changes(fp, old, judge.Judge(c.name, fp, tb, true))
+	}
+	cleared, err := st.ReplaceBaseline(ctx, c.id, judge.Entries(fp))
+	if err != nil {
 		return TrustRecord{}, &Error{Code: CodeStoreFailed, Server: c.name, Err: err}
 	}
-	c.ts.log.Info("toolset: server re-trusted", "server", c.name, "id", c.id, "tools", len(base))
-	l := c.record(ctx, p)
+	base := pin.BaselineOf(fp.Tools)
+	c.ts.log.Info("toolset: server re-trusted", "server", c.name, "id", c.id, "tools", len(base), "changes", len(changes))
+	l := c.record(ctx, p, fp)
 	if l.ok {
 		t.update(c, l)
 		defer t.announceItems(c)
 		defer t.changed() // after relistMu is released
 	}
 	rec := TrustRecord{ServerID: c.id, Server: c.name, Cleared: cleared, Instructions: p.Instructions, Tools: []TrustedTool{},
-		Prompts: trustedItems(&fp, stored.Prompt), ResourceTemplates: trustedItems(&fp, stored.Template)}
+		Prompts: trustedItems(&fp, stored.Prompt), ResourceTemplates: trustedItems(&fp, stored.Template),
+		Listing: judge.ListingFingerprint(fp), Changes: changes}
 	for name, pn := range base {
 		rec.Tools = append(rec.Tools, TrustedTool{Name: name, Fingerprint: pn.Fingerprint})
 	}
 	sort.Slice(rec.Tools, func(i, j int) bool { return rec.Tools[i].Name < rec.Tools[j].Name })
 	return rec, nil
+}
+
+// trustedItems lists a kind's pins for a TrustRecord, sorted by name.
+func trustedItems(fp *judge.Prints, k stored.Kind) []TrustedTool {
+	out := []TrustedTool{}
+	for name, p := range pin.BaselineOf(fp.Items[k].Prints) {
+		out = append(out, TrustedTool{Name: name, Fingerprint: p.Fingerprint})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
 }
 
 // list connects (or reuses the live session) and lists the server's tools.
@@ -427,5 +387,11 @@ func (t *Toolset) Pinned(ctx context.Context, server, tool string) (pinned, curr
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	l := t.listings[c.idx]
-	return l.baseline[tool].Fingerprint, l.prints[tool], nil
+	for _, p := range l.fp.Tools {
+		if p.Name == tool {
+			current = p.Fingerprint
+			break
+		}
+	}
+	return l.v.Base[tool].Fingerprint, current, nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/internal/projection"
 	"github.com/gatehouse-dev/gatehouse/pin"
 	"github.com/gatehouse-dev/gatehouse/plugin"
+	"github.com/gatehouse-dev/gatehouse/toolset/internal/judge"
 	"github.com/gatehouse-dev/gatehouse/toolset/internal/stored"
 	"github.com/gatehouse-dev/gatehouse/toolset/internal/transport"
 )
@@ -202,20 +203,20 @@ type Admission struct {
 // pins. A listing that differs from the last judged one has the server
 // listed again in the background, so its drift is reported.
 func (u *Upstream) AdmitPrompts(live []*mcp.Prompt) Admission {
-	return u.admit(stored.Prompt, promptPrints(u.c.name, live))
+	return u.admit(stored.Prompt, judge.LivePrompts(u.c.name, live))
 }
 
 // AdmitTemplates is AdmitPrompts for resource templates.
 func (u *Upstream) AdmitTemplates(live []*mcp.ResourceTemplate) Admission {
-	return u.admit(stored.Template, templatePrints(u.c.name, live))
+	return u.admit(stored.Template, judge.LiveTemplates(u.c.name, live))
 }
 
-func (u *Upstream) admit(k stored.Kind, ip itemPrints) Admission {
-	a := admit(u.c.ts.listingOf(u.c).items[k], ip)
-	if a.unjudged {
+func (u *Upstream) admit(k stored.Kind, it judge.Items) Admission {
+	a := judge.Admit(u.c.ts.listingOf(u.c).v.Items[k], it)
+	if a.Unjudged {
 		u.c.relistSoon()
 	}
-	return Admission{Trusted: a.trusted, Quarantined: a.quarantined}
+	return Admission{Trusted: a.Trusted, Quarantined: a.Quarantined}
 }
 
 // QuarantinedPrompt is the refusal of a request for the server's prompt

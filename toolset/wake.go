@@ -11,6 +11,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/pin"
 	"github.com/gatehouse-dev/gatehouse/plugin"
 	"github.com/gatehouse-dev/gatehouse/store"
+	"github.com/gatehouse-dev/gatehouse/toolset/internal/judge"
 	"github.com/gatehouse-dev/gatehouse/toolset/internal/stored"
 )
 
@@ -42,7 +43,6 @@ func (c *conn) wake(ctx context.Context) listing {
 	if err != nil {
 		return refuse("its trust baseline is damaged: %v", err)
 	}
-	base := tb.Tools
 	l := listing{ok: true, pending: true, version: version}
 	tools, cached, err := stored.DecodeCatalogueCached(row.Catalogue)
 	if err != nil {
@@ -52,22 +52,32 @@ func (c *conn) wake(ctx context.Context) listing {
 			"the stored tool catalogue of server %q is dropped (%v); its tools appear once the server is reconciled", c.name, err)
 		c.ts.log.Warn("toolset: stored catalogue dropped", "server", c.name, "reason", d.Message)
 		l.diag = &d
-		l.tools = nil
-		l.baseline = base
-		l.decisions = map[string]pin.Decision{}
-		for k := range l.items {
-			l.items[k] = itemState{Items: tb.Items[k]}
+		l.v = judge.Verdict{Decisions: map[string]pin.Decision{}, Base: tb.Tools, Instructions: tb.Instructions}
+		for k := range l.v.Items {
+			l.v.Items[k] = judge.ItemVerdict{Items: tb.Items[k]}
 		}
 		return l
 	}
-	var fp fingerprinted
-	fp.prints, fp.drift = cachedPrints(c.name, tools, cached)
+	fp := judge.FromCatalogue(c.name, tools, cached)
 	if len(baseline) == 0 {
 		// A row from before baselines: its baseline is its catalogue.
-		tb.Tools = pin.BaselineOf(fp.prints)
+		tb.Tools = pin.BaselineOf(fp.Tools)
 	}
-	l.tools = tools
-	c.judge(&l, fp, tb, true)
+	l.tools, l.fp, l.print = tools, fp, judge.ListingFingerprint(fp)
+	l.v = judge.Judge(c.name, fp, tb, true)
+	// The fleet's record of drift holds from the first moment: a wake
+	// writes nothing, but what other instances saw is enforced.
+	obs, err := c.ts.store.OpenObservations(ctx, c.id, false)
+	if err != nil {
+		return refuse("reading the recorded drift: %v", err)
+	}
+	for _, o := range obs {
+		l.observed = max(l.observed, o.ID)
+	}
+	if _, err := judge.Enforce(c.name, c.ts.instance, &l.v, obs); err != nil {
+		c.ts.log.Warn("toolset: recorded drift", "server", c.name, "err", err)
+	}
+	l.drift = c.events(&l.v)
 	return l
 }
 
@@ -82,6 +92,15 @@ func (t *Toolset) update(c *conn, l listing) {
 	t.listings[c.idx] = l
 	c.judged.Add(1)
 	t.cat = t.build(t.listings, t.cat)
+}
+
+// observedUpTo records that a server's drift observations were read up to
+// id, leaving its listing as it is.
+func (t *Toolset) observedUpTo(c *conn, id int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	l := &t.listings[c.idx]
+	l.observed = max(l.observed, id)
 }
 
 // changed calls Options.OnChange. Callers hold no lock, so OnChange may
@@ -236,7 +255,13 @@ func (c *conn) reconcileLocked(ctx context.Context, onlyPending, queued bool) er
 		}
 		return c.reconcileFailed(err)
 	}
-	l := c.record(lctx, p)
+	fp := judge.Fingerprint(c.name, p)
+	if cur := c.ts.listingOf(c); cur.ok && !cur.pending && cur.diag == nil && cur.print == judge.ListingFingerprint(fp) {
+		// The same listing as the last one: nothing to judge, record or
+		// announce (a recheck of a quiet server costs one listing).
+		return errNothingToDo
+	}
+	l := c.record(lctx, p, fp)
 	if !l.ok {
 		return c.reconcileFailed(errors.New(l.diag.Message))
 	}
@@ -256,14 +281,17 @@ func (c *conn) reconcileFailed(err error) error {
 	return &Error{Code: CodeConnectionFailed, Server: c.name, Err: err}
 }
 
-// WatchTrust polls the store every interval (0 means one second) for a
-// re-trust made by another process (`gatehouse trust`, another replica's
-// Retrust) and re-applies the new baseline to the server's last listing:
-// quarantined tools become active again, withheld ones visible. It compares
-// each server's baseline version for change, not growth. It blocks until
-// ctx ends or the toolset is closed, and returns ctx.Err() or ErrClosed;
-// run it in its own goroutine. A store error is logged and retried at the
-// next tick.
+// WatchTrust polls the store every interval (0 means one second) for what
+// other processes decided about this toolset's servers: a re-trust
+// (`gatehouse trust`, another replica's Retrust) and drift another
+// instance observed (store.DriftStore). It re-applies the baseline and
+// the fleet's record to each changed server's last listing: quarantined
+// tools become active again after a trust, and a tool another replica saw
+// change is quarantined here too, whether or not this process's own
+// connection has seen the change. One tick is one store query
+// (DriftHeads) when nothing changed. It blocks until ctx ends or the
+// toolset is closed, and returns ctx.Err() or ErrClosed; run it in its
+// own goroutine. A store error is logged and retried at the next tick.
 func (t *Toolset) WatchTrust(ctx context.Context, every time.Duration) error {
 	if every <= 0 {
 		every = time.Second
@@ -281,20 +309,47 @@ func (t *Toolset) WatchTrust(ctx context.Context, every time.Duration) error {
 			return &Error{Code: CodeClosed}
 		case <-tick.C:
 		}
-		for _, c := range t.conns {
-			if c.skip || c.asleep {
-				continue
-			}
-			if err := c.checkTrust(ctx); err != nil && ctx.Err() == nil && !t.isClosed() {
-				t.log.Warn("toolset: checking the trust baseline", "server", c.name, "err", err)
-			}
+		if err := t.checkHeads(ctx); err != nil && ctx.Err() == nil && !t.isClosed() {
+			t.log.Warn("toolset: checking the trust baselines", "err", err)
 		}
 	}
 }
 
-// checkTrust re-applies the server's baseline when its version changed.
-func (c *conn) checkTrust(ctx context.Context) error {
-	changed, err := c.checkTrustLocked(ctx)
+// checkHeads re-judges every server whose baseline version or drift
+// observations moved since its listing was judged.
+func (t *Toolset) checkHeads(ctx context.Context) error {
+	heads, err := t.store.DriftHeads(ctx)
+	if err != nil {
+		return err
+	}
+	byID := make(map[string]store.DriftHead, len(heads))
+	for _, h := range heads {
+		byID[h.ServerID] = h
+	}
+	var errs []error
+	for _, c := range t.conns {
+		if c.skip || c.asleep {
+			continue
+		}
+		h, ok := byID[c.id]
+		cur := t.listingOf(c)
+		if !ok || !cur.ok || h.BaselineVersion == cur.version && h.LastObservation <= cur.observed {
+			continue
+		}
+		if err := c.checkTrust(ctx, h.LastObservation); err != nil {
+			errs = append(errs, fmt.Errorf("server %s: %w", c.name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// checkTrust re-judges the server's last listing against the stored
+// baseline and the fleet's record. head is the server's highest
+// observation ID as polled before (DriftHeads): every observation up to it
+// is open (and so read here) or closed, so the next poll need not come
+// back for it.
+func (c *conn) checkTrust(ctx context.Context, head int64) error {
+	changed, err := c.checkTrustLocked(ctx, head)
 	if changed {
 		c.ts.changed()
 		c.ts.announceItems(c)
@@ -302,22 +357,17 @@ func (c *conn) checkTrust(ctx context.Context) error {
 	return err
 }
 
-func (c *conn) checkTrustLocked(ctx context.Context) (bool, error) {
+func (c *conn) checkTrustLocked(ctx context.Context, head int64) (bool, error) {
+	c.relistMu.Lock()
+	defer c.relistMu.Unlock()
 	cur := c.ts.listingOf(c)
 	if !cur.ok {
 		return false, nil
 	}
-	v, err := c.ts.store.BaselineVersion(ctx, c.id)
+	version, baseline, err := c.readBaseline(ctx, true)
 	if errors.Is(err, store.ErrNotFound) {
 		return false, nil
 	}
-	if err != nil || v == cur.version {
-		return false, err
-	}
-	c.relistMu.Lock()
-	defer c.relistMu.Unlock()
-	cur = c.ts.listingOf(c)
-	version, baseline, err := c.readBaseline(ctx, true)
 	if err != nil {
 		return false, err
 	}
@@ -329,10 +379,22 @@ func (c *conn) checkTrustLocked(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	l := listing{ok: true, tools: cur.tools, diag: cur.diag, pending: cur.pending,
-		instructions: cur.instructions, version: version}
-	c.judge(&l, cur.fp, tb, true)
-	c.judgeInstructions(&l, tb.Instructions, cur.instructions)
-	c.ts.log.Info("toolset: trust baseline changed in the store; re-applied", "server", c.name, "version", version)
+		fp: cur.fp, print: cur.print, version: version}
+	l.v = judge.Judge(c.name, cur.fp, tb, true)
+	if err := c.observe(ctx, &l, baseline); err != nil {
+		return false, err
+	}
+	l.observed = max(l.observed, head)
+	if version == cur.version && l.v.Same(&cur.v) {
+		// Nothing decided differently (the observations that moved were
+		// this instance's own, or change nothing here): no rebuild, no
+		// OnChange; remember how far the record was read.
+		c.ts.observedUpTo(c, l.observed)
+		return false, nil
+	}
+	if version != cur.version {
+		c.ts.log.Info("toolset: trust baseline changed in the store; re-applied", "server", c.name, "version", version)
+	}
 	c.ts.update(c, l)
 	return true, nil
 }

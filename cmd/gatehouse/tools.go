@@ -6,8 +6,11 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -147,7 +150,7 @@ func writeToolsText(cmd *cobra.Command, rep toolsReport) error {
 	tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TOOL\tSERVER\tREMOTE NAME\tDISCLOSURE\tSTATE\tDESCRIPTION")
 	for _, t := range rep.Tools {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.Name, t.Server, t.RemoteName, t.Disclosure, t.State, firstLine(t.Description, 60))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.Name, t.Server, shown(t.RemoteName), t.Disclosure, t.State, firstLine(t.Description, 60))
 	}
 	if len(rep.Tools) == 0 {
 		fmt.Fprintln(tw, "(no tools)")
@@ -158,10 +161,47 @@ func writeToolsText(cmd *cobra.Command, rep toolsReport) error {
 	if len(rep.Diagnostics) > 0 {
 		fmt.Fprintln(cmd.OutOrStdout(), "diagnostics:")
 		for _, d := range rep.Diagnostics {
-			fmt.Fprintf(cmd.OutOrStdout(), "  - %s\n", d)
+			fmt.Fprintf(cmd.OutOrStdout(), "  - %s\n", escaped(d.String()))
 		}
 	}
 	return nil
+}
+
+// shown is a name a server chose as a terminal may print it: the name
+// itself when it is valid UTF-8 and every rune a visible character, else
+// quoted with Go's ASCII escapes (it could carry a terminal escape, a bidi
+// control or invisible text). The description is sanitized already.
+func shown(s string) string {
+	for _, r := range s {
+		if !unicode.IsPrint(r) || unicode.Is(unicode.Variation_Selector, r) {
+			return strconv.QuoteToASCII(s)
+		}
+	}
+	if !utf8.ValidString(s) {
+		return strconv.QuoteToASCII(s)
+	}
+	return s
+}
+
+// escaped is text for a terminal: s with every rune that is not a visible
+// character (but TAB) written as its Go escape, and every byte of invalid
+// UTF-8 as \xNN. A diagnostic may quote a server's error message.
+func escaped(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case r == '\t' || unicode.IsPrint(r):
+			b.WriteString(s[i : i+size])
+		default:
+			q := strconv.QuoteRuneToASCII(r)
+			b.WriteString(q[1 : len(q)-1])
+		}
+		i += size
+	}
+	return b.String()
 }
 
 func firstLine(s string, max int) string {

@@ -406,11 +406,33 @@ func checkForwarding(t *testing.T, p pairing, fc, other *fwdClient, cancelled st
 	if err := other.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "fwd://static/hello"}); err != nil {
 		t.Fatal(err)
 	}
-	touch(second)
-	select {
-	case <-other.updated:
-	case <-time.After(20 * time.Second):
+	// A stateless (2026-07-28) caller's Subscribe returns before its
+	// subscriptions/listen stream is served (the go-sdk client sends the
+	// listen in the background and has no acknowledgement to wait for), so
+	// a touch right after it may come before the subscription exists: touch
+	// again until the update arrives. A stateful caller's subscribe is
+	// answered once it holds, and one touch must do.
+	heard := false
+	for try := 0; try < 20 && !heard; try++ {
+		touch(second)
+		wait := 20 * time.Second
+		if p.statelessCaller {
+			wait = time.Second
+		}
+		select {
+		case <-other.updated:
+			heard = true
+		case <-time.After(wait):
+			if !p.statelessCaller {
+				try = 20
+			}
+		}
+	}
+	if !heard {
 		t.Fatal("resources/updated did not reach the second subscriber")
+	}
+	for len(other.updated) > 0 { // the answers to earlier touches, if any
+		<-other.updated
 	}
 	if _, err := cs.ListResources(ctx, nil); err != nil {
 		t.Fatal(err)

@@ -165,12 +165,13 @@ func TestPromptDriftWithheldUntilRetrust(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{"prompt greet", "prompt summarize", "resource-template docs://page/{id}", "resource-template docs://user/{id}", "search"} {
-		if _, err := pin.ParsePin(base[k]); err != nil {
-			t.Errorf("baseline[%q] = %q: %v", k, base[k], err)
+	for _, k := range []store.BaselineKey{{Kind: store.KindPrompt, Name: "greet"}, {Kind: store.KindPrompt, Name: "summarize"},
+		{Kind: store.KindTemplate, Name: "docs://page/{id}"}, {Kind: store.KindTemplate, Name: "docs://user/{id}"}, {Kind: store.KindTool, Name: "search"}} {
+		if _, err := pin.ParsePin(base[k].Value); err != nil {
+			t.Errorf("baseline[%v] = %q: %v", k, base[k].Value, err)
 		}
 	}
-	if base[store.PromptsPinnedKey] != store.PinnedMarker || base[store.TemplatesPinnedKey] != store.PinnedMarker || len(base) != 8 {
+	if base[promptsMarker].Value != store.PinnedMarker || base[templatesMarker].Value != store.PinnedMarker || len(base) != 8 {
 		t.Fatalf("baseline %v", base)
 	}
 
@@ -400,7 +401,8 @@ func TestForwardedPinsFirstSightOnOldBaseline(t *testing.T) {
 		t.Fatal(err)
 	}
 	base, _ := st.GetBaseline(ctx, "config:docs")
-	old := map[string]string{"search": base["search"], store.InstructionsKey: base[store.InstructionsKey]}
+	search := store.BaselineKey{Kind: store.KindTool, Name: "search"}
+	old := store.Baseline{search: base[search], store.Instructions: base[store.Instructions]}
 	if _, err := st.ClearBaseline(ctx, "config:docs"); err != nil {
 		t.Fatal(err)
 	}
@@ -417,7 +419,7 @@ func TestForwardedPinsFirstSightOnOldBaseline(t *testing.T) {
 		t.Fatalf("diagnostics on first sight: %v", ds)
 	}
 	base, _ = st.GetBaseline(ctx, "config:docs")
-	if len(base) != 8 || base[store.PromptsPinnedKey] == "" || base["prompt greet"] == "" {
+	if len(base) != 8 || base[promptsMarker].Value == "" || base[store.BaselineKey{Kind: store.KindPrompt, Name: "greet"}].Value == "" {
 		t.Fatalf("baseline after first sight %v", base)
 	}
 	d.setPrompt("greet", "Changed after pinning.")
@@ -439,15 +441,15 @@ func TestForwardedPinsFirstSightOnOldBaseline(t *testing.T) {
 		t.Fatalf("unpinned prompts served after a wake: %v", got)
 	}
 	waitFor(t, "prompts pinned after the wake", func() bool { return len(promptNames(t, woken)) == 2 })
-	if base, _ = st.GetBaseline(ctx, "config:docs"); base[store.PromptsPinnedKey] == "" || base[store.TemplatesPinnedKey] == "" {
+	if base, _ = st.GetBaseline(ctx, "config:docs"); base[promptsMarker].Value == "" || base[templatesMarker].Value == "" {
 		t.Fatalf("baseline after the wake's re-listing %v", base)
 	}
 }
 
 // TestHostileToolNameCannotTakeAPromptKey (the relay's half; the pins'
 // half is toolset's test of the same name): a server that names a tool
-// like a prompt's baseline key ("prompt greet") does not keep its prompt
-// from being listed and served.
+// like a prompt's old baseline key ("prompt greet") has a tool like any
+// other, and its prompt is listed and served.
 func TestHostileToolNameCannotTakeAPromptKey(t *testing.T) {
 	d := newDocsServer(t)
 	d.srv.AddTool(&mcp.Tool{Name: "prompt greet", Description: "Squats on a key.", InputSchema: map[string]any{"type": "object"}},
@@ -458,10 +460,16 @@ func TestHostileToolNameCannotTakeAPromptKey(t *testing.T) {
 	if got := promptNames(t, r); !slices.Equal(got, []string{"docs__greet", "docs__summarize"}) {
 		t.Fatalf("prompts = %v", got)
 	}
-	if ruleCount(r.Toolset().Diagnostics(), diag.ToolDrift, "tool prompt_greet of server docs has a space in its name") != 1 {
+	if ruleCount(r.Toolset().Diagnostics(), diag.ToolDrift, "") != 0 {
 		t.Fatalf("diagnostics %v", r.Toolset().Diagnostics())
 	}
 	if got, err := getPrompt(r, ctxT(t), "docs__greet"); err != nil || got != "Says hello." {
 		t.Fatalf("get greet = %q, %v", got, err)
 	}
 }
+
+// The markers of pinned prompts and resource templates.
+var (
+	promptsMarker   = store.BaselineKey{Kind: store.KindMarker, Name: store.MarkerPrompts}
+	templatesMarker = store.BaselineKey{Kind: store.KindMarker, Name: store.MarkerTemplates}
+)

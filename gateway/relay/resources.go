@@ -65,8 +65,10 @@ func (r *Relay) capabilities(ctx context.Context) (*mcp.ServerCapabilities, erro
 
 // listResources lists the resources of every server allow lets through,
 // URIs as the servers publish them. A URI published by two servers is
-// withheld (both) and logged: nobody shadows anybody. Names, titles and
-// descriptions are sanitized.
+// withheld (both) and logged: nobody shadows anybody. So is a URI with
+// characters projection.Sanitize removes (a caller must send it back
+// exactly). Names, titles, descriptions, MIME types and _meta are
+// sanitized.
 func (r *Relay) listResources(ctx context.Context, allow allowFunc) ([]*mcp.Resource, error) {
 	out, err := collectListed(ctx, r, allow, func(l *listed) map[*toolset.Upstream][]*mcp.Resource { return l.resources })
 	sort.Slice(out, func(i, j int) bool { return out[i].URI < out[j].URI })
@@ -74,14 +76,16 @@ func (r *Relay) listResources(ctx context.Context, allow allowFunc) ([]*mcp.Reso
 }
 
 // listResourceTemplates lists the trusted resource templates of every
-// server allow lets through.
+// server allow lets through, but those whose URI template has characters
+// projection.Sanitize removes (neither listed nor routed).
 func (r *Relay) listResourceTemplates(ctx context.Context, allow allowFunc) ([]*mcp.ResourceTemplate, error) {
 	return collectListed(ctx, r, allow, func(l *listed) map[*toolset.Upstream][]*mcp.ResourceTemplate { return l.templates })
 }
 
 // listPrompts lists the trusted prompts of every server allow lets through
 // under projected names (the tools' rules: prefix__name, or the name alone
-// with prefix "").
+// with prefix ""), but those with an argument whose name has characters
+// projection.Sanitize removes (neither listed nor routed: unknown).
 func (r *Relay) listPrompts(ctx context.Context, allow allowFunc) ([]*mcp.Prompt, error) {
 	out, err := collectListed(ctx, r, allow, func(l *listed) map[*toolset.Upstream][]*mcp.Prompt { return l.prompts })
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
@@ -160,8 +164,13 @@ func (r *Relay) listAll(ctx context.Context) (*listed, error) {
 			rs, _ := listEvery(ctx, r, u, func(s *mcp.ClientSession) iter.Seq2[*mcp.Resource, error] { return s.Resources(ctx, nil) })
 			l.resources[u] = make([]*mcp.Resource, 0, len(rs))
 			for _, res := range rs {
+				if projection.Sanitize(res.URI) != res.URI { // listed neither sanitized nor as sent
+					r.log.Warn("relay: resource URI with hidden characters; withheld", "server", u.Name(), "uri", pin.SanitizeName(res.URI))
+					continue
+				}
 				cp := *res
 				cp.Name, cp.Title, cp.Description = projection.Sanitize(res.Name), projection.Sanitize(res.Title), projection.Sanitize(res.Description)
+				cp.MIMEType, cp.Meta = projection.Sanitize(res.MIMEType), projection.SanitizeObject(res.Meta)
 				l.resources[u] = append(l.resources[u], &cp)
 			}
 			live, err := listEvery(ctx, r, u, func(s *mcp.ClientSession) iter.Seq2[*mcp.ResourceTemplate, error] {
@@ -180,9 +189,13 @@ func (r *Relay) listAll(ctx context.Context) (*listed, error) {
 						continue
 					case !a.Trusted[rt.URITemplate]:
 						continue
+					case projection.Sanitize(rt.URITemplate) != rt.URITemplate: // listed neither sanitized nor as sent
+						r.log.Warn("relay: resource template with hidden characters; withheld", "server", u.Name(), "template", pin.SanitizeName(rt.URITemplate))
+						continue
 					}
 					cp := *rt
 					cp.Name, cp.Title, cp.Description = projection.Sanitize(rt.Name), projection.Sanitize(rt.Title), projection.Sanitize(rt.Description)
+					cp.MIMEType, cp.Meta = projection.Sanitize(rt.MIMEType), projection.SanitizeObject(rt.Meta)
 					l.templates[u] = append(l.templates[u], &cp)
 					if terr == nil {
 						tmpls = append(tmpls, routedTemplate{tmpl: tm, up: u, gen: gen})
@@ -206,16 +219,22 @@ func (r *Relay) listAll(ctx context.Context) (*listed, error) {
 					if !a.Trusted[p.Name] {
 						continue
 					}
+					if slices.ContainsFunc(p.Arguments, func(arg *mcp.PromptArgument) bool { return arg != nil && projection.Sanitize(arg.Name) != arg.Name }) {
+						r.log.Warn("relay: prompt argument name with hidden characters; withheld", "server", u.Name(), "prompt", pin.SanitizeName(p.Name))
+						continue
+					}
 					cp := *p
 					cp.Name = u.ProjectedName(p.Name)
 					cp.Title, cp.Description = projection.Sanitize(p.Title), projection.Sanitize(p.Description)
-					if len(p.Arguments) > 0 {
-						cp.Arguments = make([]*mcp.PromptArgument, len(p.Arguments))
-						for i, a := range p.Arguments {
-							ac := *a
-							ac.Title, ac.Description = projection.Sanitize(a.Title), projection.Sanitize(a.Description)
-							cp.Arguments[i] = &ac
+					cp.Meta = projection.SanitizeObject(p.Meta)
+					cp.Arguments = nil
+					for _, a := range p.Arguments {
+						if a == nil {
+							continue // a null in the server's list: nothing to forward
 						}
+						ac := *a
+						ac.Title, ac.Description = projection.Sanitize(a.Title), projection.Sanitize(a.Description)
+						cp.Arguments = append(cp.Arguments, &ac)
 					}
 					l.prompts[u] = append(l.prompts[u], &cp)
 					powner[cp.Name] = append(powner[cp.Name], promptRoute{up: u, remote: p.Name, gen: gen})

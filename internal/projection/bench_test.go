@@ -51,3 +51,44 @@ func BenchmarkSanitize(b *testing.B) {
 		_ = Sanitize(s)
 	}
 }
+
+// BenchmarkSanitizeSchema sanitizes the input schemas of a 1,000-tool
+// server once, as a toolset does when it builds its tool map (never per
+// call): the schemas of bigServer, every tenth with hidden characters in a
+// description, a default and an example to strip.
+func BenchmarkSanitizeSchema(b *testing.B) {
+	src := schemaBench()
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, t := range src {
+			_ = SanitizeSchema(t.InputSchema)
+		}
+	}
+}
+
+// BenchmarkHiddenBindings looks for hidden binding strings in the schemas
+// of BenchmarkSanitizeSchema (a toolset does both when it builds its map).
+func BenchmarkHiddenBindings(b *testing.B) {
+	src := schemaBench()
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, t := range src {
+			if HiddenBindings(t.InputSchema) != nil {
+				b.Fatal("hidden bindings")
+			}
+		}
+	}
+}
+
+func schemaBench() []Tool {
+	src := bigServer(1000)
+	for i := range src {
+		if i%10 == 0 {
+			p := src[i].InputSchema["properties"].(map[string]any)["param_01"].(map[string]any)
+			p["description"] = "Pick one. \u202Eevil\u200B 検索 💸"
+			p["default"] = "alpha\U000E0069\U000E0067"
+			p["examples"] = []any{"beta\u200B"}
+		}
+	}
+	return src
+}

@@ -51,6 +51,32 @@
 // server controls before that text reaches a model. Server instructions are
 // never an input of this package: SystemPrompt does not take them.
 //
+// Every string of a schema a model sees goes through Sanitize
+// (SanitizeSchema): every key and every string value at every depth, not
+// only descriptions and titles, so defaults, examples, $comment, enum
+// values, property names and unknown keywords carry no hidden text either.
+//
+// Some of those strings are binding: the model echoes them back (property
+// names, required entries, enum and const values) or the server's
+// validation depends on their exact bytes (patterns, $ref, types; the exact
+// list is HiddenBindings'). When Sanitize would change a binding string
+// there is no safe way to show the tool: its sanitized form makes the tool
+// uncallable (the server rejects the name or value the model sends), and
+// its raw form passes the hidden text to the model. Such a tool is
+// withheld: its caller (package toolset) does not offer it and says so in a
+// tool-drift diagnostic naming the places (HiddenDiagnostic: the pointers of
+// HiddenBindings, made safe), never the strings. SanitizeObject cleans
+// free-form JSON that is not a schema (an item's _meta). Letters of every script, combining marks and an emoji's
+// variation selector are not changed by Sanitize, so names and enums in any
+// language are not affected. Annotations (titles, descriptions, $comment,
+// defaults, examples, unknown keywords) are never binding: they are shown
+// sanitized.
+//
+// What this package sanitizes is only what is shown. The contract
+// fingerprints of package pin are taken over the bytes the server sent,
+// so a server that adds hidden characters to a trusted tool has changed
+// its contract: that is drift, judged like any other change.
+//
 // # Disclosure
 //
 // Plan picks, per server, how much of each tool's input schema is disclosed
@@ -59,7 +85,7 @@
 // ReduceSchema produces the reduced schema; DescribeTool is the definition of
 // the mcp__describe_tool tool that returns a deferred schema in full. Servers
 // the operator lists in alwaysLoad are not planned: the caller discloses them
-// Inline. SanitizeSchema cleans the prose of a schema disclosed Inline;
+// Inline. SanitizeSchema cleans every string of a schema (see Hygiene);
 // SchemaMap makes a JSON object of a schema as a client decoded it, and
 // InputSchema does both for a tool's input schema.
 package projection

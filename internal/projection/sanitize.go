@@ -1,7 +1,6 @@
 package projection
 
 import (
-	"encoding/json"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -120,71 +119,4 @@ func csiLen(s string) int {
 		return j + 1
 	}
 	return 1
-}
-
-// SanitizeSchema returns a deep copy of schema (as ReduceSchema(schema,
-// Inline) does) in which every string value of a "description" or "title"
-// key, at any depth, has been passed through Sanitize. Keys, enums, defaults,
-// patterns and every other value are left exact, since the server checks
-// arguments against them. Use it on a schema disclosed Inline.
-func SanitizeSchema(schema map[string]any) map[string]any {
-	if schema == nil {
-		return nil
-	}
-	out := deepCopyMap(schema)
-	sanitizeProse(out)
-	return out
-}
-
-func sanitizeProse(v any) {
-	switch t := v.(type) {
-	case map[string]any:
-		for k, e := range t {
-			if s, ok := e.(string); ok && (k == "description" || k == "title") {
-				t[k] = Sanitize(s)
-				continue
-			}
-			sanitizeProse(e)
-		}
-	case []any:
-		for _, e := range t {
-			sanitizeProse(e)
-		}
-	case []map[string]any:
-		for _, e := range t {
-			sanitizeProse(e)
-		}
-	}
-}
-
-// SchemaMap turns a schema as a client decoded it (the go-sdk leaves a
-// tool's schemas as any) into a JSON object: v itself when it is a
-// map[string]any (not copied), else v encoded and decoded as JSON. It is
-// nil when v is nil or does not encode to a JSON object.
-func SchemaMap(v any) map[string]any {
-	switch s := v.(type) {
-	case nil:
-		return nil
-	case map[string]any:
-		return s
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil
-	}
-	var m map[string]any
-	if json.Unmarshal(b, &m) != nil {
-		return nil
-	}
-	return m
-}
-
-// InputSchema is the input schema of a tool as a server sent it, made a
-// JSON object (SchemaMap) and sanitized (SanitizeSchema, so a new map):
-// {"type":"object"} when the server sent none usable.
-func InputSchema(v any) map[string]any {
-	if m := SanitizeSchema(SchemaMap(v)); m != nil {
-		return m
-	}
-	return map[string]any{"type": "object"}
 }

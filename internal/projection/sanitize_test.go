@@ -1,8 +1,6 @@
 package projection
 
 import (
-	"encoding/json"
-	"reflect"
 	"strings"
 	"testing"
 	"unicode"
@@ -99,102 +97,4 @@ func FuzzSanitize(f *testing.F) {
 			t.Fatalf("output longer than input: %+q -> %+q", s, out)
 		}
 	})
-}
-
-func TestSanitizeSchema(t *testing.T) {
-	in := map[string]any{
-		"type":        "object",
-		"title":       "T\u202Eitle",
-		"description": "top\u200B",
-		"properties": map[string]any{
-			"to\u200B": map[string]any{"type": "string", "description": "IBAN\x1b[31m", "enum": []any{"a\u200Bb"}},
-			"list":     map[string]any{"type": "array", "items": []any{map[string]any{"description": "deep\u2066"}}},
-		},
-	}
-	before := mustJSON(t, in)
-	got := mustJSON(t, SanitizeSchema(in))
-	want := `{"description":"top","properties":{"list":{"items":[{"description":"deep"}],"type":"array"},` +
-		"\"to\u200b\":{\"description\":\"IBAN\",\"enum\":[\"a\u200bb\"],\"type\":\"string\"}},\"title\":\"Title\",\"type\":\"object\"}"
-	if got != want {
-		t.Errorf("got  %s\nwant %s", got, want)
-	}
-	if mustJSON(t, in) != before {
-		t.Errorf("SanitizeSchema mutated its input")
-	}
-	if SanitizeSchema(nil) != nil {
-		t.Errorf("nil schema")
-	}
-}
-
-// schemaStruct is a schema the way a Go value may hold one: not a map.
-type schemaStruct struct {
-	Type        string         `json:"type"`
-	Description string         `json:"description,omitempty"`
-	Properties  map[string]any `json:"properties,omitempty"`
-}
-
-func TestSchemaMap(t *testing.T) {
-	m := map[string]any{"type": "object"}
-	if got := SchemaMap(m); got == nil || reflect.ValueOf(got).Pointer() != reflect.ValueOf(m).Pointer() {
-		t.Errorf("a map is returned as is, got %v", got)
-	}
-	if got := SchemaMap(nil); got != nil {
-		t.Errorf("nil: %v", got)
-	}
-	got := SchemaMap(schemaStruct{Type: "object", Properties: map[string]any{"a": map[string]any{"type": "number"}}})
-	if mustJSON(t, got) != `{"properties":{"a":{"type":"number"}},"type":"object"}` {
-		t.Errorf("struct: %s", mustJSON(t, got))
-	}
-	if got := SchemaMap(json.RawMessage(`{"type":"object","required":["a"]}`)); mustJSON(t, got) != `{"required":["a"],"type":"object"}` {
-		t.Errorf("raw JSON: %v", got)
-	}
-	for name, v := range map[string]any{
-		"array":         []any{1},
-		"string":        "object",
-		"number":        7,
-		"JSON null":     json.RawMessage(`null`),
-		"not encodable": func() {},
-		"invalid raw":   json.RawMessage(`{`),
-	} {
-		if got := SchemaMap(v); got != nil {
-			t.Errorf("%s: %v", name, got)
-		}
-	}
-}
-
-func TestInputSchema(t *testing.T) {
-	in := map[string]any{
-		"type":        "object",
-		"description": "top\u200B",
-		"properties": map[string]any{
-			"to": map[string]any{"type": "string", "title": "T\u202Eo", "default": "x\u200By"},
-		},
-		"allOf": []any{map[string]any{"description": "deep\u2066"}},
-	}
-	before := mustJSON(t, in)
-	got := InputSchema(in)
-	want := `{"allOf":[{"description":"deep"}],"description":"top","properties":{"to":{"default":"x` + "\u200b" + `y","title":"To","type":"string"}},"type":"object"}`
-	if mustJSON(t, got) != want {
-		t.Errorf("got  %s\nwant %s", mustJSON(t, got), want)
-	}
-	if mustJSON(t, in) != before {
-		t.Error("InputSchema mutated its input")
-	}
-	got["type"] = "changed"
-	if in["type"] != "object" {
-		t.Error("InputSchema returned its input, not a copy")
-	}
-	if got := InputSchema(schemaStruct{Type: "object", Description: "via\u200BJSON"}); mustJSON(t, got) != `{"description":"viaJSON","type":"object"}` {
-		t.Errorf("struct: %s", mustJSON(t, got))
-	}
-	for name, v := range map[string]any{"nil": nil, "array": []any{}, "string": "s", "not encodable": make(chan int)} {
-		if got := InputSchema(v); mustJSON(t, got) != `{"type":"object"}` {
-			t.Errorf("%s: %s", name, mustJSON(t, got))
-		}
-	}
-	a, b := InputSchema(nil), InputSchema(nil)
-	a["x"] = 1
-	if len(b) != 1 {
-		t.Error("the fallback schema is shared")
-	}
 }

@@ -30,11 +30,15 @@ type Store struct {
 	mu        sync.Mutex
 	closed    bool
 	servers   map[string]store.Server
-	baselines map[string]map[string]string
-	journal   map[store.RecordKey]store.Record
-	counters  map[string]counter
-	approvals map[string]store.Approval
-	executors map[string]store.Executor // made by RegisterExecutor
+	baselines map[string]store.Baseline
+	// observations by ascending ID; lastObservation is the highest ID
+	// ever given (IDs are never reused, even after DeleteServer).
+	observations    []store.Observation
+	lastObservation int64
+	journal         map[store.RecordKey]store.Record
+	counters        map[string]counter
+	approvals       map[string]store.Approval
+	executors       map[string]store.Executor // made by RegisterExecutor
 }
 
 type counter struct {
@@ -53,7 +57,7 @@ func New(opts *store.Options) (*Store, error) {
 	return &Store{
 		now:       o.Now,
 		servers:   map[string]store.Server{},
-		baselines: map[string]map[string]string{},
+		baselines: map[string]store.Baseline{},
 		journal:   map[store.RecordKey]store.Record{},
 		counters:  map[string]counter{},
 		approvals: map[string]store.Approval{},
@@ -148,11 +152,15 @@ func (m *Store) DeleteServer(ctx context.Context, id string) error {
 	defer m.mu.Unlock()
 	delete(m.servers, id)
 	delete(m.baselines, id)
+	m.observations = slices.DeleteFunc(m.observations, func(o store.Observation) bool { return o.ServerID == id })
 	return nil
 }
 
 // SaveBaseline implements store.ServerStore.
-func (m *Store) SaveBaseline(ctx context.Context, serverID string, fps map[string]string) (int, error) {
+func (m *Store) SaveBaseline(ctx context.Context, serverID string, entries store.Baseline) (int, error) {
+	if err := entries.Validate(); err != nil {
+		return 0, err
+	}
 	s, err := m.lockServer(ctx, serverID)
 	if err != nil {
 		return 0, err
@@ -160,13 +168,13 @@ func (m *Store) SaveBaseline(ctx context.Context, serverID string, fps map[strin
 	defer m.mu.Unlock()
 	b := m.baselines[serverID]
 	if b == nil {
-		b = map[string]string{}
+		b = store.Baseline{}
 		m.baselines[serverID] = b
 	}
 	added := 0
-	for tool, fp := range fps {
-		if _, exists := b[tool]; !exists {
-			b[tool] = fp
+	for k, e := range entries.Clone() {
+		if _, exists := b[k]; !exists {
+			b[k] = e
 			added++
 		}
 	}
@@ -178,16 +186,12 @@ func (m *Store) SaveBaseline(ctx context.Context, serverID string, fps map[strin
 }
 
 // GetBaseline implements store.ServerStore.
-func (m *Store) GetBaseline(ctx context.Context, serverID string) (map[string]string, error) {
+func (m *Store) GetBaseline(ctx context.Context, serverID string) (store.Baseline, error) {
 	if _, err := m.lockServer(ctx, serverID); err != nil {
 		return nil, err
 	}
 	defer m.mu.Unlock()
-	out := maps.Clone(m.baselines[serverID])
-	if out == nil {
-		out = map[string]string{}
-	}
-	return out, nil
+	return m.baselines[serverID].Clone(), nil
 }
 
 // ClearBaseline implements store.ServerStore.
@@ -202,6 +206,29 @@ func (m *Store) ClearBaseline(ctx context.Context, serverID string) (int64, erro
 	s.BaselineVersion++
 	m.servers[serverID] = s
 	return n, nil
+}
+
+// ReplaceBaseline implements store.ServerStore.
+func (m *Store) ReplaceBaseline(ctx context.Context, serverID string, entries store.Baseline) (int64, error) {
+	if err := entries.Validate(); err != nil {
+		return 0, err
+	}
+	s, err := m.lockServer(ctx, serverID)
+	if err != nil {
+		return 0, err
+	}
+	defer m.mu.Unlock()
+	return m.replace(s, entries), nil
+}
+
+// replace makes entries the baseline of s and bumps its version once. The
+// caller holds m.mu.
+func (m *Store) replace(s store.Server, entries store.Baseline) int64 {
+	n := int64(len(m.baselines[s.ID]))
+	m.baselines[s.ID] = entries.Clone()
+	s.BaselineVersion++
+	m.servers[s.ID] = s
+	return n
 }
 
 // BaselineVersion implements store.ServerStore.

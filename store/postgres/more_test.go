@@ -48,6 +48,9 @@ FROM information_schema.columns WHERE table_schema = $1 ORDER BY table_name, ord
 			t.Fatal(err)
 		}
 		seen[tb] = true
+		// A serial's default names its sequence, with the schema when it
+		// is not on the connection's search_path.
+		dflt = strings.ReplaceAll(dflt, schema+".", "")
 		fmt.Fprintln(&b, tb, col, typ, null, dflt)
 	}
 	return b.String(), slices.Sorted(maps.Keys(seen))
@@ -98,7 +101,7 @@ func TestMigrateFromV1(t *testing.T) {
 	if local, err := s.GetServer(ctx, "acme/local"); err != nil || local.Catalogue != nil {
 		t.Fatalf("v1 stdio row = %+v, %v", local, err)
 	}
-	if n, err := s.SaveBaseline(ctx, "acme/bank", map[string]string{"transfer": "fp"}); err != nil || n != 1 {
+	if n, err := s.SaveBaseline(ctx, "acme/bank", store.Baseline{{Kind: store.KindTool, Name: "transfer"}: {Value: "fp"}}); err != nil || n != 1 {
 		t.Fatalf("SaveBaseline on migrated db = %d, %v", n, err)
 	}
 	var versions []int64
@@ -203,4 +206,9 @@ func BenchmarkClaimComplete(b *testing.B) {
 			storetest.BenchClaimComplete(b, s)
 		})
 	}
+}
+
+// BenchmarkDrift: the drift record on PostgreSQL (storetest.BenchDrift).
+func BenchmarkDrift(b *testing.B) {
+	storetest.BenchDrift(b, openFresh(b, nil))
 }

@@ -24,6 +24,7 @@ var _ store.Store = (*Store)(nil)
 var dialect = sqlstore.Dialect{
 	Name:           "postgres",
 	Bytes:          "BYTEA",
+	Serial:         "BIGSERIAL PRIMARY KEY",
 	LockMigrations: `SELECT pg_advisory_xact_lock(hashtext('gatehouse/store/migrate:' || COALESCE(current_schema(), '')))`,
 }
 

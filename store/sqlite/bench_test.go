@@ -23,3 +23,13 @@ func BenchmarkClaimComplete(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkDrift: the drift record on a file (storetest.BenchDrift).
+func BenchmarkDrift(b *testing.B) {
+	s, err := sqlite.Open(b.Context(), filepath.Join(b.TempDir(), "bench.db"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	storetest.BenchDrift(b, s)
+}

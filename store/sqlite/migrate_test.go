@@ -82,7 +82,7 @@ func snapshot(t *testing.T, path string) string {
 func columns(t *testing.T, db *sql.DB) map[string][]string {
 	t.Helper()
 	out := map[string][]string{}
-	for _, tb := range []string{"schema_migrations", "servers", "baselines", "journal", "counters", "approvals", "executors"} {
+	for _, tb := range []string{"schema_migrations", "servers", "baselines", "journal", "counters", "approvals", "executors", "observations"} {
 		rows, err := db.Query(`SELECT name, type, "notnull", COALESCE(dflt_value, ''), pk FROM pragma_table_info(?)`, tb)
 		if err != nil {
 			t.Fatal(err)
@@ -129,7 +129,7 @@ func TestMigrateFromV1(t *testing.T) {
 		t.Fatalf("baseline of a v1 row = %v, %v", bl, err)
 	}
 	// The new tables work on the migrated database.
-	if n, err := s.SaveBaseline(ctx, "acme/bank", map[string]string{"transfer": "fp"}); err != nil || n != 1 {
+	if n, err := s.SaveBaseline(ctx, "acme/bank", store.Baseline{{Kind: store.KindTool, Name: "transfer"}: {Value: "fp"}}); err != nil || n != 1 {
 		t.Fatalf("SaveBaseline on migrated db = %d, %v", n, err)
 	}
 	if v, err := s.IncrBy(ctx, "c", 1, time.Time{}); err != nil || v != 1 {

@@ -56,9 +56,10 @@ type Store struct {
 
 var _ store.Store = (*Store)(nil)
 
-// dialect is SQLite's dialect: BLOB for bytes; BEGIN IMMEDIATE (set on every
-// connection) serialises migrators.
-var dialect = sqlstore.Dialect{Name: "sqlite", Bytes: "BLOB"}
+// dialect is SQLite's dialect: BLOB for bytes; AUTOINCREMENT keys (never
+// reused, unlike a plain rowid); BEGIN IMMEDIATE (set on every connection)
+// serialises migrators.
+var dialect = sqlstore.Dialect{Name: "sqlite", Bytes: "BLOB", Serial: "INTEGER PRIMARY KEY AUTOINCREMENT"}
 
 // DriverDSN returns the modernc.org/sqlite DSN Open uses for path.
 func DriverDSN(path string, o store.Options) string {

@@ -1,10 +1,14 @@
 package storetest
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"maps"
 	"testing"
 	"time"
+
+	"github.com/gatehouse-dev/gatehouse/store"
 )
 
 // base is a fixed instant (ms precision) the tests count from; stores are
@@ -55,4 +59,31 @@ func wantErr(t *testing.T, err, target error) {
 	if !errors.Is(err, target) {
 		t.Fatalf("error = %v, want %v", err, target)
 	}
+}
+
+// tool is the key of the tool name.
+func tool(name string) store.BaselineKey { return store.BaselineKey{Kind: store.KindTool, Name: name} }
+
+// tools is a baseline of tools: name -> value, no contracts.
+func tools(kv map[string]string) store.Baseline {
+	b := store.Baseline{}
+	for name, v := range kv {
+		b[tool(name)] = store.BaselineEntry{Value: v}
+	}
+	return b
+}
+
+// withInstructions is tools(kv) with the instructions entry.
+func withInstructions(kv map[string]string, instructions string) store.Baseline {
+	b := tools(kv)
+	b[store.Instructions] = store.BaselineEntry{Value: instructions}
+	return b
+}
+
+// equalBaselines compares two baselines, contracts byte for byte (nil and
+// empty apart).
+func equalBaselines(a, b store.Baseline) bool {
+	return maps.EqualFunc(a, b, func(x, y store.BaselineEntry) bool {
+		return x.Value == y.Value && bytes.Equal(x.Contract, y.Contract) && (x.Contract == nil) == (y.Contract == nil)
+	})
 }

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -71,5 +72,118 @@ func CheckApprovalsFromV2(t *testing.T, s store.Store, now time.Time) {
 		Owner: "alice", CreatedAt: now, ExpiresAt: now.Add(time.Hour)}, 0)
 	if err != nil || !created || a.State != store.ApprovalPending {
 		t.Fatalf("asking again for a used approval's call = %+v, %v, %v", a, created, err)
+	}
+}
+
+// BaselinesV4Rows returns the statements that put servers and baselines
+// into a database at schema version 4, the last with one-string baseline
+// keys: instructions under "", prompts and resource templates under
+// "prompt " and "resource-template " prefixes, the "pinned ..." markers,
+// and tools (some named like the prefixes in another case, or with LIKE's
+// wildcards). Run them, open the store (which migrates), then
+// CheckBaselinesFromV4.
+func BaselinesV4Rows() []string {
+	server := func(id string, version int64) string {
+		return fmt.Sprintf(`INSERT INTO servers (id, name, type, url, catalogue, updated_at, baseline_version)
+VALUES ('%s', '%s', 'http', 'https://%s.example/mcp', NULL, 1767225600000, %d)`, id, id, id, version)
+	}
+	row := func(server, key, value string) string {
+		return fmt.Sprintf(`INSERT INTO baselines (server_id, tool, fingerprint, created_at) VALUES ('%s', '%s', '%s', 1767225600000)`,
+			server, strings.ReplaceAll(key, "'", "''"), value)
+	}
+	stmts := []string{server("acme/pay", 7), server("acme/other", 3), server("acme/empty", 0)}
+	for _, r := range v4Keys() {
+		stmts = append(stmts, row("acme/pay", r.key, r.value))
+	}
+	return append(stmts, row("acme/other", "charge", "other-charge"), row("acme/other", "", "other-instr"))
+}
+
+// v4Key is a baseline row of acme/pay at version 4 and the entry it must
+// become.
+type v4Key struct {
+	key, value string
+	want       store.BaselineKey
+}
+
+// v4Keys are the baseline rows of acme/pay at version 4.
+func v4Keys() []v4Key {
+	return []v4Key{
+		{"", "fp-instr", store.Instructions},
+		{"charge", "fp-charge", store.BaselineKey{Kind: store.KindTool, Name: "charge"}},
+		{"v1.2.list-items", "fp-dots", store.BaselineKey{Kind: store.KindTool, Name: "v1.2.list-items"}},
+		{"récupérer", "fp-accents", store.BaselineKey{Kind: store.KindTool, Name: "récupérer"}},
+		{"prompt summarize", "fp-p1", store.BaselineKey{Kind: store.KindPrompt, Name: "summarize"}},
+		{"prompt 天気 report", "fp-p2", store.BaselineKey{Kind: store.KindPrompt, Name: "天気 report"}},
+		{"prompt ", "fp-p3", store.BaselineKey{Kind: store.KindPrompt, Name: ""}},
+		{"resource-template file:///{path}", "fp-t1", store.BaselineKey{Kind: store.KindTemplate, Name: "file:///{path}"}},
+		{"resource-template db://x%20y/{id}", "fp-t2", store.BaselineKey{Kind: store.KindTemplate, Name: "db://x%20y/{id}"}},
+		{"pinned prompts", store.PinnedMarker, store.BaselineKey{Kind: store.KindMarker, Name: store.MarkerPrompts}},
+		{"pinned resource-templates", store.PinnedMarker, store.BaselineKey{Kind: store.KindMarker, Name: store.MarkerTemplates}},
+		{"prompt", "fp-bare", store.BaselineKey{Kind: store.KindTool, Name: "prompt"}},
+		{"promptx", "fp-px", store.BaselineKey{Kind: store.KindTool, Name: "promptx"}},
+		{"prompt_x", "fp-underscore", store.BaselineKey{Kind: store.KindTool, Name: "prompt_x"}},
+		{"Prompt upper", "fp-case", store.BaselineKey{Kind: store.KindTool, Name: "Prompt upper"}},
+		{"RESOURCE-TEMPLATE x", "fp-case2", store.BaselineKey{Kind: store.KindTool, Name: "RESOURCE-TEMPLATE x"}},
+		{"resource_template x", "fp-underscore2", store.BaselineKey{Kind: store.KindTool, Name: "resource_template x"}},
+		{"pinned prompts ", "fp-space", store.BaselineKey{Kind: store.KindTool, Name: "pinned prompts "}},
+		{"it's", "fp-quote", store.BaselineKey{Kind: store.KindTool, Name: "it's"}},
+	}
+}
+
+// CheckBaselinesFromV4 checks that the rows of BaselinesV4Rows read back
+// after the migration: each entry under its kind and name with its value
+// and no contract, every baseline version unchanged, and the migrated
+// baselines behave (insert-only per key, a prompt beside a tool of the
+// same name, observations and a trust, the cascade of DeleteServer).
+func CheckBaselinesFromV4(t *testing.T, s store.Store) {
+	t.Helper()
+	ctx := ctxT(t)
+	want := store.Baseline{}
+	for _, r := range v4Keys() {
+		want[r.want] = store.BaselineEntry{Value: r.value}
+	}
+	got := get(s.GetBaseline(ctx, "acme/pay")).ok(t)
+	if !equalBaselines(got, want) {
+		t.Fatalf("acme/pay after migration:\n%v\nwant\n%v", got, want)
+	}
+	other := get(s.GetBaseline(ctx, "acme/other")).ok(t)
+	if !equalBaselines(other, store.Baseline{tool("charge"): {Value: "other-charge"}, store.Instructions: {Value: "other-instr"}}) {
+		t.Fatalf("acme/other after migration: %v", other)
+	}
+	if b := get(s.GetBaseline(ctx, "acme/empty")).ok(t); len(b) != 0 {
+		t.Fatalf("acme/empty after migration: %v", b)
+	}
+	for id, v := range map[string]int64{"acme/pay": 7, "acme/other": 3, "acme/empty": 0} {
+		if got := get(s.BaselineVersion(ctx, id)).ok(t); got != v {
+			t.Fatalf("%s: baseline version %d after migration, want %d (nobody re-trusts)", id, got, v)
+		}
+	}
+	// Insert-only holds on migrated rows; kinds keep names apart.
+	if n := get(s.SaveBaseline(ctx, "acme/pay", store.Baseline{tool("charge"): {Value: "drifted"}, store.Instructions: {Value: "drifted"},
+		{Kind: store.KindPrompt, Name: "summarize"}: {Value: "drifted"}})).ok(t); n != 0 {
+		t.Fatalf("a save over migrated entries added %d", n)
+	}
+	if n := get(s.SaveBaseline(ctx, "acme/pay", store.Baseline{{Kind: store.KindPrompt, Name: "charge"}: {Value: "p"}})).ok(t); n != 1 {
+		t.Fatalf("a prompt named like a migrated tool added %d, want 1", n)
+	}
+	// Drift works on the migrated store.
+	o, _, err := s.ObserveListing(ctx, store.Observation{ServerID: "acme/pay", Listing: "L", BaselineVersion: 8, SeenBy: "gw",
+		Entries: store.Baseline{tool("charge"): {Value: "new", Contract: []byte(`{}`)}}, Drifted: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr, err := s.TrustListing(ctx, "acme/pay", "L"); err != nil || tr.ID != o.ID {
+		t.Fatalf("TrustListing on the migrated store = %+v, %v", tr, err)
+	}
+	if b := get(s.GetBaseline(ctx, "acme/pay")).ok(t); !equalBaselines(b, store.Baseline{tool("charge"): {Value: "new", Contract: []byte(`{}`)}}) {
+		t.Fatalf("after the trust: %v", b)
+	}
+	// The rebuilt table still cascades from servers.
+	if err := s.DeleteServer(ctx, "acme/other"); err != nil {
+		t.Fatal(err)
+	}
+	putServer(t, s, "acme/other")
+	if b := get(s.GetBaseline(ctx, "acme/other")).ok(t); len(b) != 0 {
+		t.Fatalf("a deleted server's migrated baseline survived: %v", b)
 	}
 }

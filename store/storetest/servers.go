@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"sync"
 	"testing"
@@ -47,7 +46,7 @@ func testServers(t *testing.T, s store.Store) {
 		t.Fatalf("ListServers = %+v", list)
 	}
 	// Upsert replaces the fields, keeps the baseline and its version.
-	get(s.SaveBaseline(ctx, "p/bank", map[string]string{"echo": "fp1"})).ok(t)
+	get(s.SaveBaseline(ctx, "p/bank", tools(map[string]string{"echo": "fp1"}))).ok(t)
 	b2 := store.Server{ID: "p/bank", Name: "bank2", Type: "sse", URL: "https://bank.example/sse", Catalogue: []byte(`[]`), UpdatedAt: at(2 * time.Second), BaselineVersion: 99}
 	if err := s.PutServer(ctx, b2); err != nil {
 		t.Fatal(err)
@@ -59,7 +58,7 @@ func testServers(t *testing.T, s store.Store) {
 	if got.BaselineVersion != 1 {
 		t.Fatalf("BaselineVersion = %d after one save; PutServer must not set it", got.BaselineVersion)
 	}
-	if bl := get(s.GetBaseline(ctx, "p/bank")).ok(t); bl["echo"] != "fp1" {
+	if bl := get(s.GetBaseline(ctx, "p/bank")).ok(t); bl[tool("echo")].Value != "fp1" {
 		t.Fatalf("upsert touched the baseline: %v", bl)
 	}
 	// Delete takes the baseline with it.
@@ -99,7 +98,7 @@ func putServer(t *testing.T, s store.Store, id string) {
 
 func testBaseline(t *testing.T, s store.Store) {
 	ctx := ctxT(t)
-	_, err := s.SaveBaseline(ctx, "ghost", map[string]string{"a": "1"})
+	_, err := s.SaveBaseline(ctx, "ghost", tools(map[string]string{"a": "1"}))
 	wantErr(t, err, store.ErrNotFound)
 	_, err = s.GetBaseline(ctx, "ghost")
 	wantErr(t, err, store.ErrNotFound)
@@ -112,11 +111,12 @@ func testBaseline(t *testing.T, s store.Store) {
 	if bl := get(s.GetBaseline(ctx, "srv")).ok(t); bl == nil || len(bl) != 0 {
 		t.Fatalf("new server's baseline = %#v, want empty non-nil map", bl)
 	}
-	in := map[string]string{"echo": "fp-echo", "add": "fp-add", store.InstructionsKey: "fp-instr"}
+	in := tools(map[string]string{"echo": "fp-echo", "add": "fp-add"})
+	in[store.Instructions] = store.BaselineEntry{Value: "fp-instr"}
 	if n := get(s.SaveBaseline(ctx, "srv", in)).ok(t); n != 3 {
 		t.Fatalf("added %d, want 3", n)
 	}
-	if got := get(s.GetBaseline(ctx, "srv")).ok(t); !maps.Equal(got, in) {
+	if got := get(s.GetBaseline(ctx, "srv")).ok(t); !equalBaselines(got, in) {
 		t.Fatalf("GetBaseline = %v, want %v", got, in)
 	}
 	if n := get(s.SaveBaseline(ctx, "srv", nil)).ok(t); n != 0 {
@@ -124,8 +124,8 @@ func testBaseline(t *testing.T, s store.Store) {
 	}
 	// Baselines of different servers are independent.
 	putServer(t, s, "other")
-	get(s.SaveBaseline(ctx, "other", map[string]string{"echo": "other-fp"})).ok(t)
-	if got := get(s.GetBaseline(ctx, "srv")).ok(t); got["echo"] != "fp-echo" {
+	get(s.SaveBaseline(ctx, "other", tools(map[string]string{"echo": "other-fp"}))).ok(t)
+	if got := get(s.GetBaseline(ctx, "srv")).ok(t); got[tool("echo")].Value != "fp-echo" {
 		t.Fatalf("another server's save leaked: %v", got)
 	}
 }
@@ -133,20 +133,20 @@ func testBaseline(t *testing.T, s store.Store) {
 func testBaselineImmutable(t *testing.T, s store.Store) {
 	ctx := ctxT(t)
 	putServer(t, s, "srv")
-	get(s.SaveBaseline(ctx, "srv", map[string]string{"echo": "trusted", store.InstructionsKey: "instr-trusted"})).ok(t)
+	get(s.SaveBaseline(ctx, "srv", withInstructions(map[string]string{"echo": "trusted"}, "instr-trusted"))).ok(t)
 	v1 := get(s.BaselineVersion(ctx, "srv")).ok(t)
 	for i := range 5 {
-		n := get(s.SaveBaseline(ctx, "srv", map[string]string{"echo": fmt.Sprintf("drifted-%d", i), store.InstructionsKey: "instr-drifted"})).ok(t)
+		n := get(s.SaveBaseline(ctx, "srv", withInstructions(map[string]string{"echo": fmt.Sprintf("drifted-%d", i)}, "instr-drifted"))).ok(t)
 		if n != 0 {
 			t.Fatalf("save %d replaced %d entries", i, n)
 		}
 	}
 	// A mixed save adds the new tool only.
-	if n := get(s.SaveBaseline(ctx, "srv", map[string]string{"echo": "drifted", "new": "fp-new"})).ok(t); n != 1 {
+	if n := get(s.SaveBaseline(ctx, "srv", tools(map[string]string{"echo": "drifted", "new": "fp-new"}))).ok(t); n != 1 {
 		t.Fatalf("mixed save added %d, want 1", n)
 	}
-	want := map[string]string{"echo": "trusted", store.InstructionsKey: "instr-trusted", "new": "fp-new"}
-	if got := get(s.GetBaseline(ctx, "srv")).ok(t); !maps.Equal(got, want) {
+	want := withInstructions(map[string]string{"echo": "trusted", "new": "fp-new"}, "instr-trusted")
+	if got := get(s.GetBaseline(ctx, "srv")).ok(t); !equalBaselines(got, want) {
 		t.Fatalf("baseline = %v, want %v", got, want)
 	}
 	if v := get(s.BaselineVersion(ctx, "srv")).ok(t); v != v1+1 {
@@ -163,7 +163,7 @@ func testBaselineConcurrent(t *testing.T, s store.Store) {
 	errs := make([]error, n)
 	for i := range n {
 		wg.Go(func() {
-			added[i], errs[i] = s.SaveBaseline(ctx, "srv", map[string]string{"tool": fmt.Sprintf("fp-%d", i)})
+			added[i], errs[i] = s.SaveBaseline(ctx, "srv", tools(map[string]string{"tool": fmt.Sprintf("fp-%d", i)}))
 		})
 	}
 	wg.Wait()
@@ -179,8 +179,8 @@ func testBaselineConcurrent(t *testing.T, s store.Store) {
 	}
 	got := get(s.GetBaseline(ctx, "srv")).ok(t)
 	winner := slices.Index(added, 1)
-	if got["tool"] != fmt.Sprintf("fp-%d", winner) {
-		t.Fatalf("stored %q but saver %d reported the insert", got["tool"], winner)
+	if got[tool("tool")].Value != fmt.Sprintf("fp-%d", winner) {
+		t.Fatalf("stored %q but saver %d reported the insert", got[tool("tool")].Value, winner)
 	}
 }
 
@@ -188,9 +188,9 @@ func testBaselineClear(t *testing.T, s store.Store) {
 	ctx := ctxT(t)
 	putServer(t, s, "srv")
 	putServer(t, s, "keep")
-	get(s.SaveBaseline(ctx, "keep", map[string]string{"a": "1"})).ok(t)
+	get(s.SaveBaseline(ctx, "keep", tools(map[string]string{"a": "1"}))).ok(t)
 	v0 := get(s.BaselineVersion(ctx, "srv")).ok(t)
-	get(s.SaveBaseline(ctx, "srv", map[string]string{"a": "old-a", "b": "old-b"})).ok(t)
+	get(s.SaveBaseline(ctx, "srv", tools(map[string]string{"a": "old-a", "b": "old-b"}))).ok(t)
 	v1 := get(s.BaselineVersion(ctx, "srv")).ok(t)
 	if v1 <= v0 {
 		t.Fatalf("version did not grow on save: %d -> %d", v0, v1)
@@ -206,11 +206,11 @@ func testBaselineClear(t *testing.T, s store.Store) {
 		t.Fatalf("baseline after clear = %v", got)
 	}
 	// Re-trust step 2: record what the server publishes now.
-	get(s.SaveBaseline(ctx, "srv", map[string]string{"a": "new-a"})).ok(t)
-	if got := get(s.GetBaseline(ctx, "srv")).ok(t); got["a"] != "new-a" || len(got) != 1 {
+	get(s.SaveBaseline(ctx, "srv", tools(map[string]string{"a": "new-a"}))).ok(t)
+	if got := get(s.GetBaseline(ctx, "srv")).ok(t); got[tool("a")].Value != "new-a" || len(got) != 1 {
 		t.Fatalf("re-trusted baseline = %v", got)
 	}
-	if got := get(s.GetBaseline(ctx, "keep")).ok(t); got["a"] != "1" {
+	if got := get(s.GetBaseline(ctx, "keep")).ok(t); got[tool("a")].Value != "1" {
 		t.Fatalf("clearing one server touched another: %v", got)
 	}
 	if n := get(s.ClearBaseline(ctx, "srv")).ok(t); n != 1 {

@@ -232,3 +232,45 @@ func WhyNotUsed(a store.Approval, now time.Time) error {
 // Decidable reports whether DecideApproval may move an approval in state
 // st: only a pending one (a decision is final).
 func Decidable(st store.ApprovalState) bool { return st == store.ApprovalPending }
+
+// Observation validates o for ObserveListing (store.Observation.Validate)
+// and completes it as it is stored: SeenAt from now when zero, LastSeenAt
+// equal to SeenAt, both rounded; ID and TrustedAt zero; Entries copied
+// (empty, non-nil, when nil) and Changes normalised (Bytes).
+func Observation(o store.Observation, now time.Time) (store.Observation, error) {
+	if err := o.Validate(); err != nil {
+		return o, err
+	}
+	if o.SeenAt.IsZero() {
+		o.SeenAt = now
+	}
+	o.SeenAt = Round(o.SeenAt)
+	o.LastSeenAt = o.SeenAt
+	o.ID = 0
+	o.TrustedAt = time.Time{}
+	o.Entries = o.Entries.Clone()
+	o.Changes = Bytes(o.Changes)
+	return o, nil
+}
+
+// TrustArgs validates TrustListing's arguments.
+func TrustArgs(serverID, listing string) error {
+	if serverID == "" {
+		return invalid("TrustListing needs a server ID")
+	}
+	if listing == "" {
+		return invalid("TrustListing of server %q needs the fingerprint of the listing to trust", serverID)
+	}
+	return nil
+}
+
+// Stale builds TrustListing's error when listing is not the server's latest
+// open observation; latest is that observation (ID 0 when there is none),
+// returned without its entries.
+func Stale(serverID, listing string, latest store.Observation) error {
+	latest.Entries = nil
+	return &store.StaleListingError{ServerID: serverID, Listing: listing, Latest: latest}
+}
+
+// ObservationNotFound builds GetObservation's not-found error.
+func ObservationNotFound(id int64) error { return NotFound("observation %d", id) }

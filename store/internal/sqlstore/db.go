@@ -1,7 +1,7 @@
 // Package sqlstore implements store.Store once, in SQL that SQLite and
 // PostgreSQL both accept, over a small adapter each driver package provides.
 //
-//	var dialect = sqlstore.Dialect{Name: "sqlite", Bytes: "BLOB"}
+//	var dialect = sqlstore.Dialect{Name: "sqlite", Bytes: "BLOB", Serial: "INTEGER PRIMARY KEY AUTOINCREMENT"}
 //
 //	adapter := &sqlDB{db: db} // the driver package's sqlstore.DB
 //	if err := sqlstore.Migrate(ctx, adapter, dialect, 0); err != nil { // 0: the latest version
@@ -10,7 +10,8 @@
 //	return &Store{Store: sqlstore.New(adapter, o.Now)}, nil
 //
 // The dialect differences are explicit and few: the binary column type
-// ({{BYTES}} in migrations) and how the migration transaction is locked
+// ({{BYTES}} in migrations), the database-assigned integer key
+// ({{SERIAL}}) and how the migration transaction is locked
 // (Dialect.LockMigrations). Statements use $1-style placeholders (Querier)
 // on both.
 package sqlstore
@@ -58,6 +59,11 @@ type Dialect struct {
 	Name string
 	// Bytes is the binary column type substituted for {{BYTES}}.
 	Bytes string
+	// Serial is the column definition substituted for {{SERIAL}}: an
+	// integer primary key the database assigns, ascending and never
+	// reused (SQLite: INTEGER PRIMARY KEY AUTOINCREMENT; PostgreSQL:
+	// BIGSERIAL PRIMARY KEY).
+	Serial string
 	// LockMigrations, when set, runs first in the migration transaction to
 	// serialise concurrent migrators (PostgreSQL: pg_advisory_xact_lock).
 	LockMigrations string

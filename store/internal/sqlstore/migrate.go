@@ -63,7 +63,8 @@ func LatestVersion() int64 {
 }
 
 // Statements splits a migration into statements for d: comments dropped,
-// {{BYTES}} substituted, split at semicolons that end a line.
+// {{BYTES}} and {{SERIAL}} substituted, split at semicolons that end a
+// line.
 func Statements(d Dialect, sql string) []string {
 	var out []string
 	var cur strings.Builder
@@ -72,7 +73,7 @@ func Statements(d Dialect, sql string) []string {
 		if t == "" || strings.HasPrefix(t, "--") {
 			continue
 		}
-		cur.WriteString(strings.ReplaceAll(line, "{{BYTES}}", d.Bytes))
+		cur.WriteString(strings.NewReplacer("{{BYTES}}", d.Bytes, "{{SERIAL}}", d.Serial).Replace(line))
 		cur.WriteByte('\n')
 		if strings.HasSuffix(t, ";") {
 			out = append(out, strings.TrimSpace(cur.String()))
@@ -127,6 +128,9 @@ func Migrate(ctx context.Context, db DB, d Dialect, upTo int64) error {
 				continue
 			}
 			for _, stmt := range Statements(d, m.SQL) {
+				if strings.Contains(stmt, "{{") {
+					return fmt.Errorf("store: migration %s: the %q dialect leaves a template unfilled in %q", m.Name, d.Name, stmt)
+				}
 				if _, err := tx.Exec(ctx, stmt); err != nil {
 					return fmt.Errorf("store: migration %s: %w", m.Name, err)
 				}

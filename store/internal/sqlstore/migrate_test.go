@@ -10,20 +10,21 @@ func TestMigrationsAreSequential(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ms) != 4 || ms[0].Name != "0001_servers" || ms[2].Name != "0003_approvals_once" || ms[3].Name != "0004_executors" || LatestVersion() != 4 {
+	if len(ms) != 5 || ms[0].Name != "0001_servers" || ms[2].Name != "0003_approvals_once" || ms[3].Name != "0004_executors" ||
+		ms[4].Name != "0005_baseline_kinds_drift" || LatestVersion() != 5 {
 		t.Fatalf("migrations = %+v", ms)
 	}
 }
 
 func TestStatements(t *testing.T) {
-	sql := "-- comment; not a statement\nCREATE TABLE a (b {{BYTES}});\n\nCREATE INDEX i\n  ON a (b);\nSELECT 1"
-	got := Statements(Dialect{Bytes: "BYTEA"}, sql)
-	want := []string{"CREATE TABLE a (b BYTEA);", "CREATE INDEX i\n  ON a (b);", "SELECT 1"}
+	sql := "-- comment; not a statement\nCREATE TABLE a (id {{SERIAL}}, b {{BYTES}});\n\nCREATE INDEX i\n  ON a (b);\nSELECT 1"
+	got := Statements(Dialect{Bytes: "BYTEA", Serial: "BIGSERIAL PRIMARY KEY"}, sql)
+	want := []string{"CREATE TABLE a (id BIGSERIAL PRIMARY KEY, b BYTEA);", "CREATE INDEX i\n  ON a (b);", "SELECT 1"}
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Fatalf("Statements = %q, want %q", got, want)
 	}
 	for _, m := range must(Migrations()) {
-		for _, d := range []Dialect{{Bytes: "BLOB"}, {Bytes: "BYTEA"}} {
+		for _, d := range []Dialect{{Bytes: "BLOB", Serial: "INTEGER PRIMARY KEY AUTOINCREMENT"}, {Bytes: "BYTEA", Serial: "BIGSERIAL PRIMARY KEY"}} {
 			for _, s := range Statements(d, m.SQL) {
 				if strings.Contains(s, "{{") || strings.Contains(s, "--") {
 					t.Fatalf("%s: unsubstituted or commented statement %q", m.Name, s)

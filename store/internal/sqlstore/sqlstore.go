@@ -97,8 +97,8 @@ func (s *Store) ListServers(ctx context.Context) ([]store.Server, error) {
 	return out, nil
 }
 
-// DeleteServer implements store.ServerStore. Its baseline goes with it
-// (ON DELETE CASCADE).
+// DeleteServer implements store.ServerStore. Its baseline and
+// observations go with it (ON DELETE CASCADE).
 func (s *Store) DeleteServer(ctx context.Context, id string) error {
 	n, err := s.db.Exec(ctx, `DELETE FROM servers WHERE id = $1`, id)
 	if err != nil {
@@ -108,98 +108,6 @@ func (s *Store) DeleteServer(ctx context.Context, id string) error {
 		return norm.NotFound("server %q", id)
 	}
 	return nil
-}
-
-// SaveBaseline implements store.ServerStore: one transaction; each entry is
-// INSERT ... ON CONFLICT DO NOTHING, so an existing fingerprint is never
-// replaced.
-func (s *Store) SaveBaseline(ctx context.Context, serverID string, fps map[string]string) (int, error) {
-	added := 0
-	now := s.nowMS()
-	err := s.db.InTx(ctx, func(tx Querier) error {
-		added = 0
-		// Existence check that also locks the row (PostgreSQL) so the
-		// version bump below cannot interleave with a ClearBaseline.
-		n, err := tx.Exec(ctx, `UPDATE servers SET baseline_version = baseline_version WHERE id = $1`, serverID)
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			return norm.NotFound("server %q", serverID)
-		}
-		for tool, fp := range fps {
-			n, err := tx.Exec(ctx, `INSERT INTO baselines (server_id, tool, fingerprint, created_at) VALUES ($1, $2, $3, $4)
-ON CONFLICT (server_id, tool) DO NOTHING`, serverID, tool, fp, now)
-			if err != nil {
-				return err
-			}
-			added += int(n)
-		}
-		if added > 0 {
-			if _, err := tx.Exec(ctx, `UPDATE servers SET baseline_version = baseline_version + 1 WHERE id = $1`, serverID); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		if errors.Is(err, store.ErrNotFound) {
-			return 0, err
-		}
-		return 0, fmt.Errorf("store: save baseline of %q: %w", serverID, err)
-	}
-	return added, nil
-}
-
-// GetBaseline implements store.ServerStore.
-func (s *Store) GetBaseline(ctx context.Context, serverID string) (map[string]string, error) {
-	rows, err := s.db.Query(ctx, `SELECT b.tool, b.fingerprint FROM servers s LEFT JOIN baselines b ON b.server_id = s.id WHERE s.id = $1`, serverID)
-	if err != nil {
-		return nil, fmt.Errorf("store: get baseline of %q: %w", serverID, err)
-	}
-	defer rows.Close()
-	found := false
-	out := map[string]string{}
-	for rows.Next() {
-		found = true
-		var tool, fp *string
-		if err := rows.Scan(&tool, &fp); err != nil {
-			return nil, fmt.Errorf("store: get baseline of %q: %w", serverID, err)
-		}
-		if tool != nil && fp != nil {
-			out[*tool] = *fp
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("store: get baseline of %q: %w", serverID, err)
-	}
-	if !found {
-		return nil, norm.NotFound("server %q", serverID)
-	}
-	return out, nil
-}
-
-// ClearBaseline implements store.ServerStore.
-func (s *Store) ClearBaseline(ctx context.Context, serverID string) (int64, error) {
-	var removed int64
-	err := s.db.InTx(ctx, func(tx Querier) error {
-		n, err := tx.Exec(ctx, `UPDATE servers SET baseline_version = baseline_version + 1 WHERE id = $1`, serverID)
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			return norm.NotFound("server %q", serverID)
-		}
-		removed, err = tx.Exec(ctx, `DELETE FROM baselines WHERE server_id = $1`, serverID)
-		return err
-	})
-	if err != nil {
-		if errors.Is(err, store.ErrNotFound) {
-			return 0, err
-		}
-		return 0, fmt.Errorf("store: clear baseline of %q: %w", serverID, err)
-	}
-	return removed, nil
 }
 
 // BaselineVersion implements store.ServerStore.

@@ -1,30 +1,43 @@
 package ephemeral
 
 import (
+	"bytes"
 	"context"
-	"maps"
+	"fmt"
 	"sync"
+	"time"
 
 	"github.com/gatehouse-dev/gatehouse/store"
 )
 
-// Store is where a Toolset without Options.Store keeps its server rows
-// and trust baselines: in this process, for its life. It is not a store
-// the Toolset picks for its caller (nothing outlives the Toolset, nothing
-// is shared); it is the absence of one, with the semantics of
-// store.ServerStore that drift judging relies on: baselines are
-// insert-only, clearing is the only way to replace one, and every change
-// bumps the server's baseline version. It is safe for concurrent use.
+// Store is where a Toolset without Options.Store keeps its server rows,
+// trust baselines and drift observations: in this process, for its life.
+// It is not a store the Toolset picks for its caller (nothing outlives the
+// Toolset, nothing is shared); it is the absence of one, with the
+// semantics of store.ServerStore and store.DriftStore that drift judging
+// relies on: baselines are insert-only, ReplaceBaseline is the only way to
+// replace one, and every change bumps the server's baseline version. It
+// refuses what every store refuses (store.Baseline.Validate,
+// store.Observation.Validate) so that a toolset behaves the same with and
+// without a store. It is safe for concurrent use.
 type Store struct {
 	mu        sync.Mutex
 	servers   map[string]store.Server
-	baselines map[string]map[string]string
+	baselines map[string]store.Baseline
+	// observations by ascending ID; last is the highest ID given.
+	observations []store.Observation
+	last         int64
 }
 
 // New returns an empty Store.
 func New() *Store {
-	return &Store{servers: map[string]store.Server{}, baselines: map[string]map[string]string{}}
+	return &Store{servers: map[string]store.Server{}, baselines: map[string]store.Baseline{}}
 }
+
+func notFound(id string) error { return fmt.Errorf("%w: server %q", store.ErrNotFound, id) }
+
+// now is the time as a store reads it back: UTC, milliseconds.
+func now() time.Time { return time.UnixMilli(time.Now().UnixMilli()).UTC() }
 
 // PutServer inserts or replaces a row (a copy of its catalogue), keeping
 // the row's baseline and baseline version.
@@ -32,7 +45,7 @@ func (e *Store) PutServer(_ context.Context, s store.Server) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	s.BaselineVersion = e.servers[s.ID].BaselineVersion
-	s.Catalogue = append([]byte(nil), s.Catalogue...)
+	s.Catalogue = bytes.Clone(s.Catalogue)
 	e.servers[s.ID] = s
 	return nil
 }
@@ -43,31 +56,36 @@ func (e *Store) GetServer(_ context.Context, id string) (store.Server, error) {
 	defer e.mu.Unlock()
 	s, ok := e.servers[id]
 	if !ok {
-		return store.Server{}, store.ErrNotFound
+		return store.Server{}, notFound(id)
 	}
-	s.Catalogue = append([]byte(nil), s.Catalogue...)
+	s.Catalogue = bytes.Clone(s.Catalogue)
 	return s, nil
 }
 
 // SaveBaseline adds the entries the server's baseline lacks (never
-// replacing one) and bumps its version when it added any. It returns how
-// many it added, or store.ErrNotFound when the row does not exist.
-func (e *Store) SaveBaseline(_ context.Context, id string, fps map[string]string) (int, error) {
+// replacing one: same Kind and Name) and bumps its version when it added
+// any. It returns how many it added, store.ErrNotFound when the row does
+// not exist, or store.ErrInvalid (nothing saved) when an entry fails
+// store.Baseline.Validate.
+func (e *Store) SaveBaseline(_ context.Context, id string, entries store.Baseline) (int, error) {
+	if err := entries.Validate(); err != nil {
+		return 0, err
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	s, ok := e.servers[id]
 	if !ok {
-		return 0, store.ErrNotFound
+		return 0, notFound(id)
 	}
 	b := e.baselines[id]
 	if b == nil {
-		b = map[string]string{}
+		b = store.Baseline{}
 		e.baselines[id] = b
 	}
 	added := 0
-	for k, fp := range fps {
+	for k, v := range entries.Clone() {
 		if _, exists := b[k]; !exists {
-			b[k] = fp
+			b[k] = v
 			added++
 		}
 	}
@@ -80,30 +98,30 @@ func (e *Store) SaveBaseline(_ context.Context, id string, fps map[string]string
 
 // GetBaseline returns a copy of the server's baseline (empty, non-nil,
 // when none is recorded), or store.ErrNotFound.
-func (e *Store) GetBaseline(_ context.Context, id string) (map[string]string, error) {
+func (e *Store) GetBaseline(_ context.Context, id string) (store.Baseline, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if _, ok := e.servers[id]; !ok {
-		return nil, store.ErrNotFound
+		return nil, notFound(id)
 	}
-	out := maps.Clone(e.baselines[id])
-	if out == nil {
-		out = map[string]string{}
-	}
-	return out, nil
+	return e.baselines[id].Clone(), nil
 }
 
-// ClearBaseline removes the server's whole baseline, bumps its version and
-// returns how many entries it removed, or store.ErrNotFound.
-func (e *Store) ClearBaseline(_ context.Context, id string) (int64, error) {
+// ReplaceBaseline makes entries the server's whole baseline, bumps its
+// version once and returns how many entries it removed; store.ErrNotFound
+// or store.ErrInvalid (nothing changed) as SaveBaseline.
+func (e *Store) ReplaceBaseline(_ context.Context, id string, entries store.Baseline) (int64, error) {
+	if err := entries.Validate(); err != nil {
+		return 0, err
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	s, ok := e.servers[id]
 	if !ok {
-		return 0, store.ErrNotFound
+		return 0, notFound(id)
 	}
 	n := int64(len(e.baselines[id]))
-	delete(e.baselines, id)
+	e.baselines[id] = entries.Clone()
 	s.BaselineVersion++
 	e.servers[id] = s
 	return n, nil
@@ -116,7 +134,7 @@ func (e *Store) BaselineVersion(_ context.Context, id string) (int64, error) {
 	defer e.mu.Unlock()
 	s, ok := e.servers[id]
 	if !ok {
-		return 0, store.ErrNotFound
+		return 0, notFound(id)
 	}
 	return s.BaselineVersion, nil
 }

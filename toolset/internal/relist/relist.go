@@ -1,5 +1,7 @@
-// Package relist paces the re-listings a server's announcements ask for
-// (notifications/*/list_changed): a single flight with a dirty bit. At most
+// Package relist paces re-listings. Spread and All schedule the periodic
+// recheck of a fleet of servers (one at a time over an interval, or all
+// now, bounded). Pacer paces the re-listings a server's announcements ask
+// for (notifications/*/list_changed): a single flight with a dirty bit. At most
 // one re-listing runs and one waits; the waiting one starts once the
 // announcements have paused for Quiet (or MaxWait after the first), and
 // the bit is cleared only once the re-listing holds its server's listing
@@ -44,6 +46,9 @@ func (p *Pacer) Announce() bool {
 	p.announced.Add(1)
 	return !p.queued.Swap(true)
 }
+
+// Queued reports whether a re-listing is queued and has not yet begun.
+func (p *Pacer) Queued() bool { return p.queued.Load() }
 
 // Clear says the queued re-listing now holds the listing lock (or gave
 // up): an announcement from now on queues another.

@@ -6,6 +6,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gatehouse-dev/gatehouse/pin"
+	"github.com/gatehouse-dev/gatehouse/store"
 )
 
 // Rejected is an item of a listing that has no print, so it cannot be
@@ -21,15 +22,9 @@ type Rejected struct {
 // Reason is why a listed item was rejected.
 type Reason int
 
-const (
-	// Unprintable: the item cannot be fingerprinted (a schema or
-	// annotations that are not canonicalizable JSON).
-	Unprintable Reason = iota
-	// SpaceInName: a tool whose name has a space, which no MCP tool name
-	// can have; its baseline key would be in the namespace of prompts and
-	// resource templates (see Reserved).
-	SpaceInName
-)
+// Unprintable: the item cannot be fingerprinted (a schema or annotations
+// that are not canonicalizable JSON, a string that is not UTF-8).
+const Unprintable Reason = iota
 
 // ToolContract is the part of a tool the pin package fingerprints.
 func ToolContract(tool *mcp.Tool) (pin.Contract, error) {
@@ -52,8 +47,9 @@ func ToolContract(tool *mcp.Tool) (pin.Contract, error) {
 }
 
 // ToolPrints fingerprints a listing of tools, in order. A nil tool is
-// skipped; a tool that cannot be fingerprinted, or whose name has a space,
-// is left out and returned as rejected, in order.
+// skipped; a tool that cannot be fingerprinted is left out and returned as
+// rejected, in order. Any name is fingerprinted (the baseline keeps kinds
+// apart, so a name with a space is a tool's name like any other).
 func ToolPrints(tools []*mcp.Tool) ([]pin.ToolPrint, []Rejected) {
 	out := make([]pin.ToolPrint, 0, len(tools))
 	var rs []Rejected
@@ -61,12 +57,11 @@ func ToolPrints(tools []*mcp.Tool) ([]pin.ToolPrint, []Rejected) {
 		if tool == nil {
 			continue
 		}
-		if Reserved(tool.Name) {
-			rs = append(rs, Rejected{Name: tool.Name, Reason: SpaceInName})
-			continue
-		}
 		c, err := ToolContract(tool)
 		var p pin.ToolPrint
+		if err == nil {
+			err = storable(store.KindTool, tool.Name)
+		}
 		if err == nil {
 			p, err = pin.NewToolPrint(c)
 		}
@@ -144,16 +139,23 @@ func TemplatePrint(r *mcp.ResourceTemplate) (pin.ToolPrint, error) {
 // PromptPrints fingerprints a listing of prompts, as ToolPrints does tools
 // (a prompt is rejected only as Unprintable).
 func PromptPrints(prompts []*mcp.Prompt) ([]pin.ToolPrint, []Rejected) {
-	return printsOf(prompts, PromptPrint, func(p *mcp.Prompt) string { return p.Name })
+	return printsOf(prompts, store.KindPrompt, PromptPrint, func(p *mcp.Prompt) string { return p.Name })
 }
 
 // TemplatePrints fingerprints a listing of resource templates, as
 // PromptPrints does prompts.
 func TemplatePrints(templates []*mcp.ResourceTemplate) ([]pin.ToolPrint, []Rejected) {
-	return printsOf(templates, TemplatePrint, func(r *mcp.ResourceTemplate) string { return r.URITemplate })
+	return printsOf(templates, store.KindTemplate, TemplatePrint, func(r *mcp.ResourceTemplate) string { return r.URITemplate })
 }
 
-func printsOf[T any](items []*T, print func(*T) (pin.ToolPrint, error), id func(*T) string) ([]pin.ToolPrint, []Rejected) {
+// storable reports whether every store can pin a name of kind (no NUL
+// byte, valid UTF-8): an item whose name cannot be pinned cannot be
+// trusted, so it is rejected rather than failing its whole server.
+func storable(kind store.BaselineKind, name string) error {
+	return store.BaselineKey{Kind: kind, Name: name}.Validate()
+}
+
+func printsOf[T any](items []*T, kind store.BaselineKind, print func(*T) (pin.ToolPrint, error), id func(*T) string) ([]pin.ToolPrint, []Rejected) {
 	out := make([]pin.ToolPrint, 0, len(items))
 	var rs []Rejected
 	for _, it := range items {
@@ -161,6 +163,9 @@ func printsOf[T any](items []*T, print func(*T) (pin.ToolPrint, error), id func(
 			continue
 		}
 		p, err := print(it)
+		if err == nil {
+			err = storable(kind, id(it))
+		}
 		if err != nil {
 			rs = append(rs, Rejected{Name: id(it), Reason: Unprintable})
 			continue

@@ -40,7 +40,7 @@ func TestToolContract(t *testing.T) {
 }
 
 // Tools without a print are rejected, in order, with their reason; nil
-// tools are skipped.
+// tools are skipped; any name is printed.
 func TestToolPrintsRejected(t *testing.T) {
 	listed := []*mcp.Tool{
 		tool("a", "A."),
@@ -48,13 +48,16 @@ func TestToolPrintsRejected(t *testing.T) {
 		{Name: "prompt greet", Description: "Squats on a key."},
 		{Name: "inf", InputSchema: map[string]any{"maximum": math.Inf(1)}},
 		{Name: "dup", InputSchema: json.RawMessage(`{"type":"object","type":"string"}`)},
+		{Name: "nul\x00byte", Description: "No store can pin this name."},
 		tool("b", "B."),
 	}
 	prints, rs := ToolPrints(listed)
-	if len(prints) != 2 || prints[0].Name != "a" || prints[1].Name != "b" || prints[0].Unnamed == "" {
+	// A name with a space is a name like any other: the baseline keeps
+	// kinds apart, so it cannot squat on a prompt's entry.
+	if len(prints) != 3 || prints[0].Name != "a" || prints[1].Name != "prompt greet" || prints[2].Name != "b" || prints[0].Unnamed == "" {
 		t.Fatalf("prints %+v", prints)
 	}
-	want := []Rejected{{"prompt greet", SpaceInName}, {"inf", Unprintable}, {"dup", Unprintable}}
+	want := []Rejected{{"inf", Unprintable}, {"dup", Unprintable}, {"nul\x00byte", Unprintable}}
 	if len(rs) != len(want) {
 		t.Fatalf("rejected %+v, want %+v", rs, want)
 	}

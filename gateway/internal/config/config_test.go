@@ -1,4 +1,4 @@
-package gateway
+package config
 
 import (
 	"errors"
@@ -36,7 +36,7 @@ firewall: {maxCallsPerRun: 20}
 `
 
 func TestParseFullConfig(t *testing.T) {
-	c, err := ParseConfig([]byte(fullConfig), "gh.yaml", "/etc/gh")
+	c, err := Parse([]byte(fullConfig), "gh.yaml", "/etc/gh")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func TestParseFullConfig(t *testing.T) {
 
 func TestDefaults(t *testing.T) {
 	for _, src := range []string{"", "{}\n", "# only a comment\n"} {
-		c, err := ParseConfig([]byte(src), "empty.yaml", "/srv")
+		c, err := Parse([]byte(src), "empty.yaml", "/srv")
 		if err != nil {
 			t.Fatalf("%q: %v", src, err)
 		}
@@ -80,7 +80,7 @@ func TestDefaults(t *testing.T) {
 			t.Errorf("store %q", c.StoreDSN())
 		}
 	}
-	c, _ := ParseConfig([]byte("store: postgres://u@127.0.0.1/db\nrateLimit: {maxCalls: 3}\n"), "x", "/srv")
+	c, _ := Parse([]byte("store: postgres://u@127.0.0.1/db\nrateLimit: {maxCalls: 3}\n"), "x", "/srv")
 	if c.StoreDSN() != "postgres://u@127.0.0.1/db" || c.RateLimit.Window != DefaultRateLimitWindow {
 		t.Errorf("store %q window %v", c.StoreDSN(), c.RateLimit.Window)
 	}
@@ -150,10 +150,10 @@ func TestConfigErrors(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := ParseConfig([]byte(tc.src), "gh.yaml", "/srv")
-			var ce *ConfigError
+			_, err := Parse([]byte(tc.src), "gh.yaml", "/srv")
+			var ce *Error
 			if !errors.As(err, &ce) {
-				t.Fatalf("err = %v, want *ConfigError", err)
+				t.Fatalf("err = %v, want *Error", err)
 			}
 			if ce.File != "gh.yaml" || ce.Field != tc.field || !strings.Contains(ce.Msg, tc.msg) {
 				t.Errorf("got file=%q field=%q msg=%q; want field %q msg containing %q", ce.File, ce.Field, ce.Msg, tc.field, tc.msg)
@@ -174,15 +174,15 @@ func TestLoadConfigFile(t *testing.T) {
 	if err := os.WriteFile(p, []byte("plugins: [p1]\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	c, err := LoadConfig(p)
+	c, err := Load(p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.PluginDirs()[0] != filepath.Join(dir, "p1") {
 		t.Errorf("plugins resolve against the file's directory: %v", c.PluginDirs())
 	}
-	_, err = LoadConfig(filepath.Join(dir, "missing.yaml"))
-	var ce *ConfigError
+	_, err = Load(filepath.Join(dir, "missing.yaml"))
+	var ce *Error
 	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "missing.yaml") || ce.Fix == "" {
 		t.Fatalf("missing file: %v", err)
 	}
@@ -196,12 +196,15 @@ func FuzzParseConfig(f *testing.F) {
 	f.Add([]byte("metrics: {listen: '0.0.0.0:9090', allowRemote: true}"))
 	f.Add([]byte("inheritEnv: [AWS_PROFILE, 'SSL_*', '*']"))
 	f.Add([]byte("inheritEnv: ['GATEHOUSE_*', '', 'A=B']"))
+	f.Add([]byte("drift: {recheck: 2m}"))
+	f.Add([]byte("drift: {recheck: 0}"))
+	f.Add([]byte("drift: {recheck: 500ms, x: 1}"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		c, err := ParseConfig(data, "f.yaml", "/srv")
+		c, err := Parse(data, "f.yaml", "/srv")
 		if err != nil {
-			var ce *ConfigError
+			var ce *Error
 			if !errors.As(err, &ce) || ce.File != "f.yaml" {
-				t.Fatalf("error is not a *ConfigError naming the file: %v", err)
+				t.Fatalf("error is not a *Error naming the file: %v", err)
 			}
 			return
 		}
@@ -210,6 +213,9 @@ func FuzzParseConfig(f *testing.F) {
 		}
 		if len(c.Tools.Allow) > 0 && len(c.Tools.Block) > 0 {
 			t.Fatal("accepted allow and block together")
+		}
+		if r := c.Drift.Recheck; r < 0 || (r > 0 && r < MinDriftRecheck) || (r == 0) != c.Drift.RecheckOff() {
+			t.Fatalf("accepted drift.recheck %v (off %v)", r, c.Drift.RecheckOff())
 		}
 		for _, e := range c.InheritEnv {
 			if strings.HasPrefix(e, "GATEHOUSE_") || strings.ContainsAny(e, "= \x00") {
@@ -220,21 +226,21 @@ func FuzzParseConfig(f *testing.F) {
 }
 
 func TestListenAndInlineServers(t *testing.T) {
-	if _, err := ParseConfig([]byte("listen: 0.0.0.0:9000\nauth: {tokens: [{sha256: "+strings.Repeat("a", 64)+", subject: s}]}\n"), "x", "/srv"); err != nil {
+	if _, err := Parse([]byte("listen: 0.0.0.0:9000\nauth: {tokens: [{sha256: "+strings.Repeat("a", 64)+", subject: s}]}\n"), "x", "/srv"); err != nil {
 		t.Fatalf("non-loopback with auth: %v", err)
 	}
 	for _, ok := range []string{"127.0.0.1:0", "localhost:1", "[::1]:2"} {
-		c, _ := ParseConfig(nil, "x", "/srv")
+		c, _ := Parse(nil, "x", "/srv")
 		if err := c.SetListen(ok); err != nil {
 			t.Errorf("SetListen(%s): %v", ok, err)
 		}
 	}
-	c, _ := ParseConfig(nil, "x", "/srv")
-	var ce *ConfigError
+	c, _ := Parse(nil, "x", "/srv")
+	var ce *Error
 	if err := c.SetListen("10.0.0.1:80"); !errors.As(err, &ce) || ce.Field != "listen" || c.Listen != DefaultListen {
 		t.Errorf("SetListen to a private address without auth: %v (listen now %q)", err, c.Listen)
 	}
-	c, err := ParseConfig([]byte(fullConfig), "gh.yaml", "/etc/gh")
+	c, err := Parse([]byte(fullConfig), "gh.yaml", "/etc/gh")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,14 +254,14 @@ func TestListenAndInlineServers(t *testing.T) {
 	if c.Approvals.TTL != DefaultApprovalTTL {
 		t.Errorf("approvals.ttl default = %v", c.Approvals.TTL)
 	}
-	c, err = ParseConfig([]byte("approvals: {ttl: 90m}\n"), "gh.yaml", "/etc/gh")
+	c, err = Parse([]byte("approvals: {ttl: 90m}\n"), "gh.yaml", "/etc/gh")
 	if err != nil || c.Approvals.TTL != 90*time.Minute {
 		t.Errorf("approvals.ttl 90m = %+v, %v", c.Approvals, err)
 	}
 }
 
 func TestMetricsConfig(t *testing.T) {
-	c, err := ParseConfig(nil, "x", "/srv")
+	c, err := Parse(nil, "x", "/srv")
 	if err != nil || c.Metrics != nil {
 		t.Fatalf("metrics are off by default: %+v %v", c.Metrics, err)
 	}
@@ -264,7 +270,7 @@ func TestMetricsConfig(t *testing.T) {
 		"metrics: {listen: 'localhost:0'}\n",
 		"metrics: {listen: '0.0.0.0:9090', allowRemote: true}\n",
 	} {
-		c, err := ParseConfig([]byte(src), "x", "/srv")
+		c, err := Parse([]byte(src), "x", "/srv")
 		if err != nil || c.Metrics == nil || c.Metrics.Listen == "" {
 			t.Errorf("%q: %v %+v", src, err, c)
 		}
@@ -277,7 +283,7 @@ func TestUpstreamProtocol(t *testing.T) {
 		"upstreamProtocol: auto\n":       "",
 		"upstreamProtocol: 2026-07-28\n": "2026-07-28",
 	} {
-		c, err := ParseConfig([]byte(src), "gh.yaml", "/srv")
+		c, err := Parse([]byte(src), "gh.yaml", "/srv")
 		if err != nil {
 			t.Fatalf("%q: %v", src, err)
 		}

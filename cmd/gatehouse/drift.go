@@ -1,0 +1,298 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gatehouse-dev/gatehouse/pin"
+	"github.com/gatehouse-dev/gatehouse/store"
+)
+
+func newDriftCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "drift",
+		Short: "Review the drift the fleet has observed: servers whose listing differs from what was trusted",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			_ = cmd.Help()
+			return usagef("drift needs a subcommand (list, show)")
+		},
+	}
+	cmd.AddCommand(newDriftListCmd(), newDriftShowCmd())
+	return cmd
+}
+
+// driftServerJSON is one server in `drift list --json` (CONTRACTS.md §4).
+type driftServerJSON struct {
+	// Server is the configured name, ID the store row ID.
+	Server string `json:"server"`
+	ID     string `json:"id"`
+	// Listing is the observed listing's fingerprint: what
+	// `gatehouse trust ID --listing` takes.
+	Listing string    `json:"listing"`
+	SeenAt  time.Time `json:"seenAt"`
+	SeenBy  string    `json:"seenBy"`
+	// Changes is the observation's array of pin.Change, verbatim (null
+	// when the store holds something that is not JSON).
+	Changes json.RawMessage `json:"changes"`
+}
+
+func newDriftListCmd() *cobra.Command {
+	var sf storeFlags
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "list [--json]",
+		Short: "List the servers with unreviewed drift: the observed listing, when and by which instance it was seen, and its changes",
+		Long: "Reads the store only (no server is connected). A server has unreviewed drift when an instance's latest\n" +
+			"listing of it, made since its baseline was last trusted, differs from that baseline; the latest such\n" +
+			"observation is shown. Review one with `gatehouse drift show SERVER` and accept exactly what you\n" +
+			"reviewed with `gatehouse trust SERVER --listing FINGERPRINT`.\n\n" +
+			"With --json: {\"servers\": [{\"server\", \"id\", \"listing\", \"seenAt\", \"seenBy\", \"changes\": [...]}]},\n" +
+			"sorted by row ID; each change is {\"kind\", \"name\", \"change\", \"before\", \"after\"}.",
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			st, err := sf.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			servers, err := st.ListServers(cmd.Context())
+			if err != nil {
+				return err
+			}
+			open, err := st.OpenObservations(cmd.Context(), "", false)
+			if err != nil {
+				return err
+			}
+			names := map[string]string{}
+			for _, s := range servers {
+				names[s.ID] = s.Name
+			}
+			out := []driftServerJSON{}
+			var unreadable []string
+			for _, o := range unreviewed(open) {
+				changes := json.RawMessage(o.Changes)
+				if !json.Valid(changes) {
+					changes = nil
+					unreadable = append(unreadable, fmt.Sprintf("observation %d of server %s", o.ID, o.ServerID))
+				}
+				out = append(out, driftServerJSON{Server: names[o.ServerID], ID: o.ServerID, Listing: o.Listing,
+					SeenAt: o.SeenAt.UTC(), SeenBy: o.SeenBy, Changes: changes})
+			}
+			if asJSON {
+				err = writeJSON(cmd.OutOrStdout(), map[string]any{"servers": out})
+			} else {
+				err = writeDriftTable(cmd.OutOrStdout(), out)
+			}
+			if err != nil {
+				return err
+			}
+			if len(unreadable) > 0 {
+				fmt.Fprintf(cmd.ErrOrStderr(), "gatehouse: the changes of %s are not JSON (shown as null); the store row is damaged\n",
+					strings.Join(unreadable, ", "))
+				return &exitError{ExitFailure}
+			}
+			return nil
+		},
+	}
+	sf.add(cmd)
+	cmd.Flags().BoolVar(&asJSON, "json", false, `print {"servers": [...]}`)
+	return cmd
+}
+
+func writeDriftTable(w io.Writer, servers []driftServerJSON) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SERVER\tID\tLISTING\tSEEN AT\tSEEN BY\tCHANGES")
+	for _, s := range servers {
+		summary := "(unreadable)"
+		if cs, err := parseChanges(s.Changes); err == nil {
+			summary = summarize(cs)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", dash(oneLine(s.Server)), oneLine(s.ID), oneLine(s.Listing),
+			s.SeenAt.Format(time.RFC3339), oneLine(s.SeenBy), summary)
+	}
+	if len(servers) == 0 {
+		fmt.Fprintln(tw, "(no unreviewed drift)")
+	}
+	return tw.Flush()
+}
+
+// unreviewed picks, for each server, the latest of its open observations
+// (as OpenObservations returns them: ascending ID) that drifted, sorted by
+// server ID.
+func unreviewed(open []store.Observation) []store.Observation {
+	latest := map[string]store.Observation{}
+	for _, o := range open {
+		if o.Drifted {
+			latest[o.ServerID] = o
+		}
+	}
+	out := make([]store.Observation, 0, len(latest))
+	for _, o := range latest {
+		out = append(out, o)
+	}
+	slices.SortFunc(out, func(a, b store.Observation) int { return strings.Compare(a.ServerID, b.ServerID) })
+	return out
+}
+
+// parseChanges reads an observation's (or a record's) changes.
+func parseChanges(raw []byte) ([]pin.Change, error) {
+	var cs []pin.Change
+	if err := json.Unmarshal(raw, &cs); err != nil {
+		return nil, fmt.Errorf("the changes are not a JSON array of changes: %w", err)
+	}
+	return cs, nil
+}
+
+// summarize counts changes: "1 changed, 2 added".
+func summarize(cs []pin.Change) string {
+	counts := map[string]int{}
+	for _, c := range cs {
+		counts[c.Change]++
+	}
+	var parts []string
+	for _, k := range []string{pin.ChangeChanged, pin.ChangeAdded, pin.ChangeRemoved} {
+		if counts[k] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", counts[k], k))
+			delete(counts, k)
+		}
+	}
+	other := 0
+	for _, n := range counts {
+		other += n
+	}
+	if other > 0 {
+		parts = append(parts, fmt.Sprintf("%d other", other))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// renderChanges writes each change as pin.RenderChange does, a blank line
+// before each.
+func renderChanges(w io.Writer, cs []pin.Change) error {
+	for _, c := range cs {
+		if _, err := io.WriteString(w, "\n"); err != nil {
+			return err
+		}
+		if err := pin.RenderChange(w, c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func newDriftShowCmd() *cobra.Command {
+	var sf storeFlags
+	cmd := &cobra.Command{
+		Use:   "show SERVER",
+		Short: "Show a server's unreviewed drift as a readable diff, hidden characters made visible",
+		Long: "Reads the store only (no server is connected). Prints the observed listing's fingerprint, when and by\n" +
+			"which instance it was seen, and each change against the trusted baseline: descriptions line by line,\n" +
+			"schemas and annotations field by field. Characters that hide or reorder text (zero-width, bidi\n" +
+			"controls, tag characters, controls, invalid UTF-8) are shown as escapes like ⟦U+200B⟧.\n\n" +
+			"SERVER is the server's name, or its store row ID when several servers share the name.",
+		Args: exactArgs(1, "one SERVER (a server name or store row ID)"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			st, err := sf.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			srv, err := resolveStoredServer(cmd.Context(), st, args[0])
+			if err != nil {
+				return err
+			}
+			open, err := st.OpenObservations(cmd.Context(), srv.ID, false)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			who := fmt.Sprintf("server %s (row %s)", oneLine(srv.Name), oneLine(srv.ID))
+			drifted := unreviewed(open)
+			if len(drifted) == 0 {
+				_, err := fmt.Fprintf(out, "%s has no unreviewed drift: no listing seen since its baseline was trusted differs from it\n", who)
+				return err
+			}
+			o := drifted[0]
+			cs, err := parseChanges(o.Changes)
+			if err != nil {
+				return fmt.Errorf("%s: observation %d: %w", who, o.ID, err)
+			}
+			fmt.Fprintf(out, "%s: unreviewed drift\n", who)
+			fmt.Fprintf(out, "  listing:  %s\n", oneLine(o.Listing))
+			fmt.Fprintf(out, "  seen:     %s by %s", o.SeenAt.UTC().Format(time.RFC3339), oneLine(o.SeenBy))
+			if o.LastSeenAt.After(o.SeenAt) {
+				fmt.Fprintf(out, " (again at %s)", o.LastSeenAt.UTC().Format(time.RFC3339))
+			}
+			fmt.Fprintf(out, "\n  baseline: version %d\n  changes:  %s\n", o.BaselineVersion, summarize(cs))
+			if err := renderChanges(out, cs); err != nil {
+				return err
+			}
+			fmt.Fprintln(out)
+			if latest := open[len(open)-1]; latest.ID != o.ID {
+				// unreviewed picked the latest that drifted: this one did not.
+				_, err = fmt.Fprintf(out, "Note: the server's latest observation is a later listing %s, seen by %s at %s, which matches the\n"+
+					"trusted baseline; only the latest observation can be trusted.\n", oneLine(latest.Listing),
+					oneLine(latest.SeenBy), latest.SeenAt.UTC().Format(time.RFC3339))
+				return err
+			}
+			_, err = fmt.Fprintf(out, "To accept exactly this listing: gatehouse trust %s --listing %s\n", oneLine(srv.ID), oneLine(o.Listing))
+			return err
+		},
+	}
+	sf.add(cmd)
+	return cmd
+}
+
+// oneLine is pin.Visible for a table cell or a message: TAB and LF are
+// escaped too, so a name cannot break a line or a column.
+func oneLine(s string) string {
+	v := pin.Visible(s)
+	if !strings.ContainsAny(v, "\t\n") {
+		return v
+	}
+	return strings.NewReplacer("\t", "⟦U+0009⟧", "\n", "⟦U+000A⟧").Replace(v)
+}
+
+// resolveStoredServer finds a server row by row ID, else by name; a name
+// that several rows share must be given as a row ID.
+func resolveStoredServer(ctx context.Context, st store.ServerStore, arg string) (store.Server, error) {
+	rows, err := st.ListServers(ctx)
+	if err != nil {
+		return store.Server{}, err
+	}
+	var byName []store.Server
+	for _, s := range rows {
+		if s.ID == arg {
+			return s, nil
+		}
+		if s.Name == arg {
+			byName = append(byName, s)
+		}
+	}
+	switch len(byName) {
+	case 1:
+		return byName[0], nil
+	case 0:
+		if len(rows) == 0 {
+			return store.Server{}, fmt.Errorf("no server in the store has the name or row ID %q: the store has no servers yet (has a gateway or `gatehouse tools` used it?)", arg)
+		}
+		return store.Server{}, fmt.Errorf("no server in the store has the name or row ID %q (see `gatehouse drift list`)", arg)
+	}
+	ids := make([]string, len(byName))
+	for i, s := range byName {
+		ids[i] = oneLine(s.ID)
+	}
+	return store.Server{}, fmt.Errorf("several servers are named %q; name one by its row ID: %s", arg, strings.Join(ids, ", "))
+}
