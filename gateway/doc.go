@@ -43,9 +43,12 @@
 // is journaled), an added one withheld, a removed one dropped, and the
 // served map follows (tools/list_changed); a changed prompt or template is
 // not listed and refused `quarantined` (plain resources are not pinned).
-// The firewall's contract pinning reads the same pins. The trust watcher
-// polls the store every second, so `gatehouse trust SERVER` run by another
-// process takes effect on a running gateway.
+// The firewall's contract pinning reads the same pins. Every connected
+// server is re-listed in the background (Config.Drift.Recheck, default 60s),
+// so a silent change is caught while running; what any replica observes is
+// recorded in the store and enforced by all. The trust watcher polls the
+// store every second, so `gatehouse trust SERVER --listing FP` run by
+// another process takes effect on a running gateway.
 //
 // A server whose connection is lost is restarted on the first call after a
 // backoff; meanwhile its tools answer `unavailable` (a unit of work already

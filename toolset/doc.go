@@ -33,22 +33,27 @@
 //
 // # Drift, storage and wake
 //
-// Every listing (first use, Reconcile, a reconnect's re-listing) is
+// Every listing (first use, Reconcile, a reconnect's re-listing, a
+// list_changed, the background recheck of Options.Recheck) is
 // fingerprinted with package pin and judged against the server's trust
-// baseline in Options.Store (any store.ServerStore; nil keeps baselines in
-// the Toolset for its life). On first sight the baseline is recorded;
+// baseline in Options.Store (any store.Store; nil keeps baselines in the
+// Toolset for its life). On first sight the baseline is recorded;
 // afterwards a changed tool is quarantined (it keeps its name, gets pin.QuarantineDescription and an
 // empty schema, and calls to it fail with ErrQuarantined), an added tool is
 // withheld, a removed one dropped (calls fail with ErrToolWithdrawn), each
 // with a tool-drift diagnostic; a changed instructions fingerprint is a
 // tool-drift diagnostic too. No drifted text reaches Tools, Describe,
 // SystemPrompt, mcp__describe_tool, diagnostics or logs. Baselines are
-// insert-only; Retrust is the only way to replace one, and WatchTrust notices
-// a re-trust made by another process.
+// insert-only; a trust (Retrust, or store.DriftStore.TrustListing of a
+// reviewed observation) replaces one, and WatchTrust notices it in another
+// process. A listing that drifted is recorded in the store as an
+// observation (Options.Instance names who saw it), and every toolset on the
+// store enforces what the others recorded: a tool another instance saw
+// change is quarantined here too, until a trust.
 //
-// Prompts and resource templates are pinned in the same baseline (keys with
-// a space, see store.PromptKeyPrefix; a tool whose name has a space is
-// withheld). Every listing of them, including what a relay lists live
+// Prompts and resource templates are pinned in the same baseline, under
+// their own kinds (store.KindPrompt, store.KindTemplate), so any tool name
+// is pinned too. Every listing of them, including what a relay lists live
 // (Upstream.AdmitPrompts, AdmitTemplates), is judged: a changed one is not
 // served and its requests are refused (Upstream.QuarantinedPrompt); a new
 // one is withheld (unknown); a removed one disappears; each is a drift
