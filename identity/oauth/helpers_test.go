@@ -9,6 +9,7 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -198,3 +199,5 @@ func claims(is *issuer, edit ...func(map[string]any)) map[string]any {
 }
 
 func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }
+
+func asError(err error, target **oauth.Error) bool { return errors.As(err, target) }

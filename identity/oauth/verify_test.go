@@ -199,11 +199,11 @@ func attacks(t *testing.T, is *issuer, k, other signingKey) []struct {
 	}{
 		// signature and algorithm
 		{"alg none", b64(`{"alg":"none","typ":"at+jwt"}`) + "." + parts[1] + ".", oauth.ReasonAlgorithm},
-		{"alg none with kid", b64(`{"alg":"none","kid":"` + k.kid + `"}`) + "." + parts[1] + "." + parts[2], oauth.ReasonAlgorithm},
+		{"alg none with kid", b64(`{"alg":"none","kid":"`+k.kid+`"}`) + "." + parts[1] + "." + parts[2], oauth.ReasonAlgorithm},
 		{"HS256 keyed with the RSA public key PEM", hmacWith(pubPEM), oauth.ReasonAlgorithm},
 		{"HS256 keyed with the RSA public key DER", hmacWith(pubDER), oauth.ReasonAlgorithm},
-		{"RS512 (not on the list)", b64(`{"alg":"RS512","kid":"` + k.kid + `"}`) + "." + parts[1] + "." + parts[2], oauth.ReasonAlgorithm},
-		{"ES256 header on an RSA key", b64(`{"alg":"ES256","kid":"` + k.kid + `"}`) + "." + parts[1] + "." + parts[2], oauth.ReasonAlgorithm},
+		{"RS512 (not on the list)", b64(`{"alg":"RS512","kid":"`+k.kid+`"}`) + "." + parts[1] + "." + parts[2], oauth.ReasonAlgorithm},
+		{"ES256 header on an RSA key", b64(`{"alg":"ES256","kid":"`+k.kid+`"}`) + "." + parts[1] + "." + parts[2], oauth.ReasonAlgorithm},
 		{"payload swapped under a valid signature", parts[0] + "." + b64(string(mustJSON(t, claims(is, func(c map[string]any) { c["sub"] = "root" })))) + "." + parts[2], oauth.ReasonSignature},
 		{"signature of another key under this kid, that key embedded", embedded, oauth.ReasonSignature},
 		{"signature truncated", valid[:len(valid)-4], oauth.ReasonSignature},
