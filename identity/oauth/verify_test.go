@@ -191,6 +191,13 @@ func attacks(t *testing.T, is *issuer, k, other signingKey) []struct {
 		obj, _ := s.Sign(mustJSON(t, claims(is)))
 		return obj.FullSerialize()
 	}()
+	crit := func() string {
+		s, _ := jose.NewSigner(jose.SigningKey{Algorithm: k.alg, Key: jose.JSONWebKey{Key: k.priv, KeyID: k.kid}},
+			(&jose.SignerOptions{}).WithHeader("exp-ext", 1).WithCritical("exp-ext"))
+		obj, _ := s.Sign(mustJSON(t, claims(is)))
+		tok, _ := obj.CompactSerialize()
+		return tok
+	}()
 	edit := func(e func(map[string]any)) string { return k.sign(t, claims(is, e)) }
 	return []struct {
 		name   string
@@ -237,6 +244,7 @@ func attacks(t *testing.T, is *issuer, k, other signingKey) []struct {
 		{"signature not base64url", parts[0] + "." + parts[1] + ".*" + parts[2][1:], oauth.ReasonMalformed},
 		{"Bearer prefix left on", "Bearer " + valid, oauth.ReasonMalformed},
 		{"payload not JSON", payloadNotJSON, oauth.ReasonMalformed},
+		{"crit names an extension not understood", crit, oauth.ReasonMalformed},
 		{"exp a string", edit(func(c map[string]any) { c["exp"] = "tomorrow" }), oauth.ReasonMalformed},
 		{"aud a number", edit(func(c map[string]any) { c["aud"] = 7 }), oauth.ReasonMalformed},
 		{"no sub", edit(func(c map[string]any) { delete(c, "sub") }), oauth.ReasonMalformed},
