@@ -1,0 +1,66 @@
+// Package oauth verifies OAuth 2.1 JWT access tokens (RFC 9068) for a
+// resource server and turns them into an [Identity]: the first step of the
+// gateway as a resource server (issue 15). It is not yet wired into the
+// gateway's configuration or HTTP path.
+//
+// A [Verifier] is made for one issuer and one resource (the audience) with
+// [New]. [Verifier.Verify] checks, in this order:
+//
+//   - the token's length (at most [Options.MaxTokenSize], 16 KiB by default),
+//     before anything is parsed;
+//   - its form: a compact JWS with one signature whose alg is RS256, PS256,
+//     ES256 or EdDSA. none and every HMAC are refused by the allow-list before
+//     any key is looked at, so an HMAC keyed with a public key cannot verify;
+//   - typ, when present: at+jwt or JWT, case-insensitive, with or without
+//     "application/";
+//   - the key: the issuer's key named by kid (a token without kid is accepted
+//     only when the issuer has exactly one key for its alg), which must sign
+//     that alg; keys embedded in the token (jwk, x5c, jku) are never used;
+//   - the signature;
+//   - exp (required), nbf and iat, with [Options.Skew] (60s by default);
+//     iss, exactly [Options.Issuer]; aud, containing [Options.Audience]
+//     exactly (RFC 8707);
+//   - the subject claim (a non-empty string) and the scopes (a
+//     space-separated string or an array of strings).
+//
+// Every refusal is an [*Error] whose [Reason] a caller branches on; its text
+// never contains the token.
+//
+// # Keys
+//
+// The issuer's keys come from [Options.JWKSURL] or, when it is empty, from
+// the jwks_uri of its RFC 8414 metadata (/.well-known/oauth-authorization-server
+// inserted before the issuer's path) or else its OpenID metadata
+// (/.well-known/openid-configuration appended); the metadata's issuer must
+// equal [Options.Issuer] exactly. Only public signing keys of allowed kinds
+// are kept (RSA of 2048 bits or more, P-256, Ed25519; use "sig" or absent);
+// the others are skipped and logged.
+//
+// The key set is fetched by the first Verify and kept. It is fetched again
+// when its life ends (the JWKS response's Cache-Control max-age, at most
+// [Options.MaxCacheLife], 1h by default) and when a token names a kid it does
+// not hold; never more than once per [Options.RefreshInterval] (10s by
+// default), however many tokens name unknown kids, and concurrent calls share
+// one fetch. A failed refresh keeps the keys it has: an issuer that is down
+// does not fail tokens whose key is cached. The Verifier starts no goroutine;
+// the call that triggers a fetch performs it (bounded by
+// [Options.FetchTimeout]) and the others that need it wait for it or for
+// their context.
+//
+// # Choices
+//
+// The JOSE library is github.com/go-jose/go-jose/v4: a module with no
+// dependencies of its own (golang-jwt/jwt/v5 needs a second module for JWKS,
+// e.g. MicahParks/keyfunc and jwkset; lestrrat-go/jwx/v3 brings several
+// modules of its own), whose parser takes the algorithm allow-list as an
+// argument (an unexpected alg is a typed parse error, before any key is
+// used), which reads JWKs itself (jose.JSONWebKey), and which is well kept
+// (the fork of square/go-jose that the Go ecosystem settled on, used by
+// coreos/go-oidc). Fetching, caching and rate limiting are ours, because
+// they are where a resource server's policy lives.
+//
+// The subject is the issuer, "#", and the subject claim's value: an issuer
+// identifier has no fragment, so two issuers cannot produce the same
+// Subject. A token without exp, or whose sub is absent or empty, is
+// [ReasonMalformed]. http is accepted only for loopback issuers.
+package oauth
