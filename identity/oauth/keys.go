@@ -20,8 +20,51 @@ import (
 
 // keySet is one fetched JWKS, reduced to the keys this package can use.
 type keySet struct {
-	byKID map[string][]jose.JSONWebKey
-	all   []jose.JSONWebKey
+	byKID map[string][]*setKey
+	all   []*setKey
+}
+
+// setKey is a key of a key set and the generation of the set it entered:
+// a key that the next fetch still holds (same kid, alg and public key) keeps
+// its generation, so the tokens it verified stay in the verified cache; a
+// key that a fetch drops or replaces is gone for them.
+type setKey struct {
+	jose.JSONWebKey
+	born uint64
+}
+
+// adopt numbers set's keys for generation gen, carrying over the generation
+// of every key that prev holds unchanged.
+func (set *keySet) adopt(prev *keySet, gen uint64) {
+	for _, k := range set.all {
+		k.born = gen
+		if prev == nil {
+			continue
+		}
+		candidates := prev.byKID[k.KeyID]
+		if k.KeyID == "" {
+			candidates = prev.all
+		}
+		for _, p := range candidates {
+			if p.KeyID == k.KeyID && p.Algorithm == k.Algorithm && samePublic(p.Key, k.Key) {
+				k.born = p.born
+				break
+			}
+		}
+	}
+}
+
+// samePublic says whether a and b are the same public key.
+func samePublic(a, b any) bool {
+	switch a := a.(type) {
+	case *rsa.PublicKey:
+		return a.Equal(b)
+	case *ecdsa.PublicKey:
+		return a.Equal(b)
+	case ed25519.PublicKey:
+		return a.Equal(b)
+	}
+	return false
 }
 
 // flight is one fetch in progress; concurrent callers wait on done.
@@ -33,16 +76,11 @@ type flight struct {
 var errRateLimited = errors.New("key set fetched less than the refresh interval ago")
 
 // key returns the public key that verifies a token with this kid and alg.
-func (v *Verifier) key(ctx context.Context, kid, alg string) (any, *Error) {
-	v.mu.Lock()
-	set, stale := v.set, !v.now().Before(v.expires)
-	v.mu.Unlock()
-	if set == nil {
+func (v *Verifier) key(ctx context.Context, kid, alg string) (*setKey, *Error) {
+	if v.current(ctx) == nil {
 		if e := v.refresh(ctx, true); e != nil {
 			return nil, e
 		}
-	} else if stale {
-		v.refresh(ctx, false) // best effort: the cached keys serve while the issuer is down
 	}
 	k, e := v.find(kid, alg)
 	if k != nil || e != nil {
@@ -61,20 +99,41 @@ func (v *Verifier) key(ctx context.Context, kid, alg string) (any, *Error) {
 	return nil, refuse(ReasonUnknownKey, nil, "issuer has no key %s", short(kid))
 }
 
-// find looks kid up in the cached set: (key, nil) when found, (nil, nil) when
-// a refresh might find it, (nil, err) when it cannot be used.
-func (v *Verifier) find(kid, alg string) (any, *Error) {
+// current returns the cached key set (nil if none was fetched yet), first
+// refreshing it when it is due: best effort, so that the cached keys serve
+// while the issuer is down.
+func (v *Verifier) current(ctx context.Context) *keySet {
+	v.mu.Lock()
+	set, stale := v.set, !v.now().Before(v.expires)
+	v.mu.Unlock()
+	if set == nil || !stale {
+		return set
+	}
+	v.refresh(ctx, false)
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.set
+}
+
+// find looks kid up in the cached set.
+func (v *Verifier) find(kid, alg string) (*setKey, *Error) {
 	v.mu.Lock()
 	set := v.set
 	v.mu.Unlock()
+	return findIn(set, kid, alg)
+}
+
+// findIn looks kid up in set: (key, nil) when found, (nil, nil) when a
+// refresh might find it, (nil, err) when it cannot be used.
+func findIn(set *keySet, kid, alg string) (*setKey, *Error) {
 	if set == nil {
 		return nil, nil
 	}
 	if kid != "" {
 		ks := set.byKID[kid]
 		for _, k := range ks {
-			if signs(k, alg) {
-				return k.Key, nil
+			if signs(k.JSONWebKey, alg) {
+				return k, nil
 			}
 		}
 		if len(ks) > 0 {
@@ -82,19 +141,21 @@ func (v *Verifier) find(kid, alg string) (any, *Error) {
 		}
 		return nil, nil
 	}
-	var found []any
+	var found *setKey
+	n := 0
 	for _, k := range set.all {
-		if signs(k, alg) {
-			found = append(found, k.Key)
+		if signs(k.JSONWebKey, alg) {
+			found = k
+			n++
 		}
 	}
-	switch len(found) {
+	switch n {
 	case 0:
 		return nil, nil
 	case 1:
-		return found[0], nil
+		return found, nil
 	}
-	return nil, refuse(ReasonUnknownKey, nil, "token names no kid and the issuer has %d %s keys", len(found), short(alg))
+	return nil, refuse(ReasonUnknownKey, nil, "token names no kid and the issuer has %d %s keys", n, short(alg))
 }
 
 // signs says whether k verifies alg.
@@ -147,6 +208,8 @@ func (v *Verifier) refresh(ctx context.Context, join bool) *Error {
 
 	v.mu.Lock()
 	if e == nil {
+		v.gen++
+		set.adopt(v.set, v.gen)
 		v.set, v.expires = set, v.now().Add(life)
 	}
 	v.lastErr, v.flight, f.err = e, nil, e
@@ -254,7 +317,7 @@ func parseKeySet(body []byte) (*keySet, []string, error) {
 	if err := json.Unmarshal(body, &doc); err != nil {
 		return nil, nil, fmt.Errorf("not a JWKS: %w", err)
 	}
-	set := &keySet{byKID: map[string][]jose.JSONWebKey{}}
+	set := &keySet{byKID: map[string][]*setKey{}}
 	var skipped []string
 	for i, raw := range doc.Keys {
 		var k jose.JSONWebKey
@@ -295,9 +358,10 @@ func parseKeySet(body []byte) (*keySet, []string, error) {
 			skipped = append(skipped, fmt.Sprintf("key %d (kid %s): %s", i, short(k.KeyID), why))
 			continue
 		}
-		set.all = append(set.all, k)
+		sk := &setKey{JSONWebKey: k}
+		set.all = append(set.all, sk)
 		if k.KeyID != "" {
-			set.byKID[k.KeyID] = append(set.byKID[k.KeyID], k)
+			set.byKID[k.KeyID] = append(set.byKID[k.KeyID], sk)
 		}
 	}
 	if len(set.all) == 0 {

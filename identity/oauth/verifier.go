@@ -9,9 +9,11 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
@@ -80,6 +82,12 @@ type Options struct {
 	// keys (Warn) and refusals (Debug). It never receives a token. Default:
 	// discard.
 	Logger *slog.Logger
+	// VerifiedCache bounds how many verified tokens the Verifier remembers
+	// (by their SHA-256, never the token), so that the same token presented
+	// again is answered without checking its signature. Default
+	// [DefaultVerifiedCache]; negative disables the cache. See the package
+	// doc for what a remembered token still has to pass.
+	VerifiedCache int
 	// Now is the clock (tests). Default time.Now.
 	Now func() time.Time
 }
@@ -111,6 +119,9 @@ type Verifier struct {
 	expected           jwt.Audience
 	configuredJWKSURL  string
 	discoveryEndpoints []string
+	verified           *verifiedCache // nil when disabled
+
+	signatureChecks atomic.Int64 // how many signatures were checked (tests)
 
 	mu          sync.Mutex
 	set         *keySet   // nil until a fetch succeeds
@@ -119,6 +130,7 @@ type Verifier struct {
 	lastAttempt time.Time
 	lastErr     *Error
 	flight      *flight
+	gen         uint64 // how many key sets were fetched
 	jwksURL     string // given or discovered; written only by a flight's leader
 }
 
@@ -171,6 +183,12 @@ func New(opts *Options) (*Verifier, error) {
 		now:               opts.Now,
 		configuredJWKSURL: opts.JWKSURL,
 		jwksURL:           opts.JWKSURL,
+	}
+	switch {
+	case opts.VerifiedCache == 0:
+		v.verified = newVerifiedCache(DefaultVerifiedCache)
+	case opts.VerifiedCache > 0:
+		v.verified = newVerifiedCache(opts.VerifiedCache)
 	}
 	if v.client == nil {
 		v.client = &http.Client{}
@@ -250,6 +268,13 @@ func (v *Verifier) verify(ctx context.Context, token string) (Identity, *Error) 
 	if token == "" {
 		return Identity{}, refuse(ReasonMalformed, nil, "token is empty")
 	}
+	var hash [32]byte
+	if v.verified != nil {
+		hash = tokenHash(token)
+		if id, e, ok := v.cached(ctx, hash); ok {
+			return id, e
+		}
+	}
 	tok, err := jwt.ParseSigned(token, allowedAlgs)
 	if err != nil {
 		var alg *jose.ErrUnexpectedSignatureAlgorithm
@@ -275,7 +300,8 @@ func (v *Verifier) verify(ctx context.Context, token string) (Identity, *Error) 
 	}
 	var std jwt.Claims
 	var extra map[string]json.RawMessage
-	if err := tok.Claims(key, &std, &extra); err != nil {
+	v.signatureChecks.Add(1)
+	if err := tok.Claims(key.Key, &std, &extra); err != nil {
 		if errors.Is(err, jose.ErrCryptoFailure) {
 			return Identity{}, refuse(ReasonSignature, nil, "signature does not verify with key %s", short(h.KeyID))
 		}
@@ -315,7 +341,19 @@ func (v *Verifier) verify(ctx context.Context, token string) (Identity, *Error) 
 		e.Detail = "claim " + v.scopesClaim + " " + e.Detail
 		return Identity{}, e
 	}
-	return Identity{Subject: v.issuer + "#" + sub, Scopes: scopes, Expiry: std.Expiry.Time().UTC()}, nil
+	id := Identity{Subject: v.issuer + "#" + sub, Scopes: scopes, Expiry: std.Expiry.Time().UTC()}
+	if v.verified != nil {
+		ent := &verified{hash: hash, id: id, kid: h.KeyID, alg: h.Algorithm, born: key.born}
+		ent.id.Scopes = slices.Clone(scopes) // the caller may change its copy
+		if std.NotBefore != nil {
+			ent.nbf = std.NotBefore.Time()
+		}
+		if std.IssuedAt != nil {
+			ent.iat = std.IssuedAt.Time()
+		}
+		v.verified.put(ent)
+	}
+	return id, nil
 }
 
 // parseScopes reads a space-separated string or an array of strings; absent
