@@ -229,7 +229,7 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 		Visible: func(srv, subject string, req mcp.Request, local bool) bool {
 			return g.served.serverVisible(srv, subject, server.InfoOf(req, local))
 		},
-		Logger:  log,
+		Logger: log,
 		// Stateless HTTP sessions last one request: no upstream session
 		// of their own.
 		Stateless: cfg.HTTP.Stateless,

@@ -61,6 +61,7 @@ func (k oauthKey) sign(t *testing.T, claims any) string {
 // and a JWKS whose keys the test replaces.
 type testIssuer struct {
 	URL  string
+	srv  *httptest.Server
 	mu   sync.Mutex
 	keys []oauthKey
 	hits atomic.Int64
@@ -88,7 +89,7 @@ func newTestIssuer(t *testing.T, keys ...oauthKey) *testIssuer {
 	})
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
-	is.URL = srv.URL
+	is.URL, is.srv = srv.URL, srv
 	return is
 }
 
@@ -117,8 +118,12 @@ type syncBuffer struct {
 	b  bytes.Buffer
 }
 
-func (s *syncBuffer) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
-func (s *syncBuffer) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 // oauthEnv is a gateway with auth.oauth (requiredScopes [mcp]) and one
 // static token (subject ci), in front of a real go-sdk upstream with the
@@ -316,7 +321,6 @@ func TestOAuthCallerCallsTools(t *testing.T) {
 	}
 }
 
-
 func (e *oauthEnv) assertNoTokenLogged(tokens ...string) {
 	e.t.Helper()
 	logs := e.logs.String()
@@ -469,5 +473,22 @@ func TestOAuthKeyRotationFollowed(t *testing.T) {
 	}
 	if code, _, body := e.initialize(k2.sign(t, e.claims("mcp"))); code != http.StatusOK {
 		t.Fatalf("new key later: %d %s", code, body)
+	}
+}
+
+// An issuer that cannot be reached (no key cached) makes a token
+// uncheckable, not invalid: 503 with Retry-After, not 401.
+func TestOAuthIssuerDownGets503(t *testing.T) {
+	e := newOAuthEnv(t, true)
+	e.is.srv.Close()
+	req, _ := http.NewRequest(http.MethodPost, e.resource, strings.NewReader(`{}`))
+	req.Header.Set("Authorization", "Bearer "+e.token("mcp"))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("got %d (Retry-After %q), want 503", resp.StatusCode, resp.Header.Get("Retry-After"))
 	}
 }
