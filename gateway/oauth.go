@@ -134,16 +134,6 @@ func reasonOf(e *oauth.Error) string {
 	return e.Reason.String()
 }
 
-// hasRequired reports whether scopes hold every required scope.
-func (o *oauthAuth) hasRequired(scopes []string) bool {
-	for _, s := range o.required {
-		if !slices.Contains(scopes, s) {
-			return false
-		}
-	}
-	return true
-}
-
 // challengeState is what the verifier found about one request that the
 // status alone does not say.
 type challengeState struct {
