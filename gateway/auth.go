@@ -8,7 +8,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,12 +22,19 @@ import (
 	"github.com/gatehouse-dev/gatehouse/server"
 )
 
-// authenticator checks static bearer tokens against their configured
-// SHA-256 and knows each subject's tool scopes.
+// authenticator checks bearer tokens: static ones against their
+// configured SHA-256 (each subject's tool scopes known from the config),
+// and, with auth.oauth, JWT access tokens through identity/oauth (their
+// tool scopes carried by the request's TokenInfo).
 type authenticator struct {
+	// on is false without auth: every tool is in scope.
+	on     bool
 	tokens []tokenEntry
-	// scopes maps a subject to its tool scopes; a nil set means every tool.
+	// scopes maps a static subject to its tool scopes; a nil set means
+	// every tool.
 	scopes map[string]map[string]bool
+	// oauth verifies access tokens (nil without auth.oauth).
+	oauth *oauthAuth
 }
 
 type tokenEntry struct {
@@ -34,11 +43,12 @@ type tokenEntry struct {
 	scopes  []string
 }
 
-func newAuthenticator(a *Auth) *authenticator {
+func newAuthenticator(a *Auth, log *slog.Logger, now func() time.Time) (*authenticator, error) {
 	au := &authenticator{scopes: map[string]map[string]bool{}}
 	if a == nil {
-		return au
+		return au, nil
 	}
+	au.on = true
 	for _, t := range a.Tokens {
 		var e tokenEntry
 		b, _ := hex.DecodeString(t.SHA256) // validated by the config
@@ -55,7 +65,19 @@ func newAuthenticator(a *Auth) *authenticator {
 		}
 		au.scopes[t.Subject] = set
 	}
-	return au
+	if a.OAuth != nil {
+		o, err := newOAuthAuth(a, log, now)
+		if err != nil {
+			return nil, err
+		}
+		au.oauth = o
+		// Static tokens are exempt from requiredScopes (they are the
+		// operator's own): their TokenInfo carries them.
+		for i := range au.tokens {
+			au.tokens[i].scopes = append(slices.Clip(au.tokens[i].scopes), o.required...)
+		}
+	}
+	return au, nil
 }
 
 func containsAll(scopes []string) bool {
@@ -73,8 +95,9 @@ var farFuture = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // verify is the auth.TokenVerifier of the MCP endpoint: the token's SHA-256
 // is compared with every configured hash in constant time (no early exit,
-// so timing tells nothing about which, or whether, one matched).
-func (au *authenticator) verify(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+// so timing tells nothing about which, or whether, one matched); a token
+// that is none of them goes to auth.oauth when it is configured.
+func (au *authenticator) verify(ctx context.Context, token string, r *http.Request) (*auth.TokenInfo, error) {
 	sum := sha256.Sum256([]byte(token))
 	match := -1
 	for i := range au.tokens {
@@ -83,17 +106,27 @@ func (au *authenticator) verify(_ context.Context, token string, _ *http.Request
 		}
 	}
 	if match < 0 {
+		if au.oauth != nil {
+			return au.oauth.verify(ctx, token, r)
+		}
 		return nil, auth.ErrInvalidToken
 	}
 	t := au.tokens[match]
 	return &auth.TokenInfo{UserID: t.subject, Scopes: append([]string(nil), t.scopes...), Expiration: farFuture}, nil
 }
 
-// allows reports whether subject's scopes cover tool. Without auth (no
-// tokens) every tool is in scope.
-func (au *authenticator) allows(subject, tool string) bool {
-	if len(au.tokens) == 0 {
+// allows reports whether the caller of a request may see tool by its
+// scopes: an OAuth token's own (carried by info, so two tokens of one
+// subject see what each allows), else the static subject's. Without auth
+// every tool is in scope.
+func (au *authenticator) allows(subject string, info server.RequestInfo, tool string) bool {
+	if !au.on {
 		return true
+	}
+	if ti := info.TokenInfo; ti != nil && ti.Extra != nil {
+		if ts, ok := ti.Extra[toolScopesKey].(*toolScopes); ok {
+			return ts.allows(tool)
+		}
 	}
 	set, ok := au.scopes[subject]
 	if !ok {

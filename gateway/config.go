@@ -17,8 +17,12 @@ type (
 	// ServerEntry is one inline server: the mcp.json server shape plus an
 	// optional prefix for its projected names.
 	ServerEntry = config.ServerEntry
-	// Auth configures static bearer tokens.
+	// Auth configures who may call the MCP endpoint: static bearer tokens,
+	// OAuth access tokens (auth.oauth, with auth.resource), or both.
 	Auth = config.Auth
+	// OAuth configures the authorization server whose JWT access tokens
+	// the gateway accepts.
+	OAuth = config.OAuth
 	// Token is one static bearer token, stored as the SHA-256 hex of the
 	// token.
 	Token = config.Token

@@ -10,8 +10,11 @@
 // New wires a few parts: the relay and its toolset (package gateway/relay:
 // the upstream servers, connected in parallel, and everything but
 // tools/call forwarded per caller), the served map (which tools are served,
-// and to whom: tools.allow/block and the scopes of bearer tokens, checked
-// against their SHA-256 in constant time), the call pipeline, the trust
+// and to whom: tools.allow/block and the scopes of bearer tokens, static
+// ones checked against their SHA-256 in constant time, OAuth access tokens
+// by identity/oauth with their own scopes carried per request; see
+// oauth.go for the challenges and the Protected Resource Metadata), the
+// call pipeline, the trust
 // watcher, the instruments (metrics) and the lifecycle (calls in flight,
 // shutdown, sweeping).
 //

@@ -60,7 +60,8 @@ type Options struct {
 	Stderr io.Writer
 	// Version is reported to callers in the server implementation.
 	Version string
-	// Clock is the time source of backoffs. Nil means time.Now.
+	// Clock is the time source of backoffs and of access-token checks (exp,
+	// nbf, the issuer's key refreshes). Nil means time.Now.
 	Clock func() time.Time
 	// Instance names this gateway in the store across its restarts (see
 	// the executor in docs/gateway.md): the next start under the same name
@@ -144,7 +145,11 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 	if o.Clock == nil {
 		o.Clock = time.Now
 	}
-	g := &Gateway{cfg: cfg, log: log, now: o.Clock, idle: server.DefaultIdleTimeout, auth: newAuthenticator(cfg.Auth)}
+	au, err := newAuthenticator(cfg.Auth, log, o.Clock)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: auth.oauth: %w", err)
+	}
+	g := &Gateway{cfg: cfg, log: log, now: o.Clock, idle: server.DefaultIdleTimeout, auth: au}
 	g.life.ctx, g.life.stop = context.WithCancel(context.Background())
 
 	servers, err := g.loadPlugins()
@@ -221,8 +226,10 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 		ProtocolVersion: cfg.UpstreamProtocolVersion(),
 	}, &relay.Options{
 		Subject: g.relaySubject,
-		Visible: func(srv, subject string) bool { return g.served.serverVisible(srv, subject) },
-		Logger:  log,
+		Visible: func(srv, subject string, req mcp.Request, local bool) bool {
+			return g.served.serverVisible(srv, subject, server.InfoOf(req, local))
+		},
+		Logger: log,
 		// Stateless HTTP sessions last one request: no upstream session
 		// of their own.
 		Stateless: cfg.HTTP.Stateless,
@@ -293,7 +300,7 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 		Setup:              g.setup,
 		Identify:           g.identify,
 		StdioSubject:       LocalSubject,
-		AllowTool:          g.served.visible,
+		AllowToolFor:       g.served.visible,
 		DeferCallAdmission: true,
 		Name:               "gatehouse",
 		Logger:             log,

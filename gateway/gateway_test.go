@@ -10,6 +10,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/gatehouse-dev/gatehouse/server"
 )
 
 func hashOf(tok string) string {
@@ -20,7 +22,7 @@ func hashOf(tok string) string {
 // A caller who knows the config (the hashes) but not the tokens gets in
 // nowhere; a prefix or a case change of a token is not the token.
 func TestVerifierAttacks(t *testing.T) {
-	au := newAuthenticator(&Auth{Tokens: []Token{
+	au := staticAuthenticator(&Auth{Tokens: []Token{
 		{SHA256: hashOf("s3cret-alice"), Subject: "alice"},
 		{SHA256: hashOf("s3cret-bob"), Subject: "bob", Scopes: []string{"tool:a__x"}},
 	}})
@@ -33,10 +35,10 @@ func TestVerifierAttacks(t *testing.T) {
 	if err != nil || ti.UserID != "bob" || ti.Expiration.IsZero() {
 		t.Fatalf("bob: %+v %v", ti, err)
 	}
-	if !au.allows("bob", "a__x") || au.allows("bob", "a__y") || !au.allows("alice", "a__y") || au.allows("mallory", "a__x") {
+	if !au.allows("bob", server.RequestInfo{}, "a__x") || au.allows("bob", server.RequestInfo{}, "a__y") || !au.allows("alice", server.RequestInfo{}, "a__y") || au.allows("mallory", server.RequestInfo{}, "a__x") {
 		t.Error("scopes decide wrongly")
 	}
-	if open := newAuthenticator(nil); !open.allows("local", "anything") {
+	if open := staticAuthenticator(nil); !open.allows("local", server.RequestInfo{}, "anything") {
 		t.Error("without auth every tool is in scope")
 	}
 }

@@ -82,7 +82,7 @@ func listed(t *testing.T, s *mcp.Server) []string {
 func TestServedMapAlone(t *testing.T) {
 	up, ts := partsUpstream(t)
 	cfg := &Config{Tools: Tools{Block: []string{"up__c"}}}
-	auth := newAuthenticator(&Auth{Tokens: []Token{
+	auth := staticAuthenticator(&Auth{Tokens: []Token{
 		{SHA256: hashOf("x"), Subject: "alice"},
 		{SHA256: hashOf("y"), Subject: "bob", Scopes: []string{"tool:up__a"}},
 	}})
@@ -106,11 +106,11 @@ func TestServedMapAlone(t *testing.T) {
 		{"up__a", "bob", true}, {"up__b", "bob", false}, // beyond bob's scopes
 		{"up__a", "mallory", false}, {"up__nope", "alice", false},
 	} {
-		if got := m.visible(c.tool, server.Subject(c.subject)); got != c.want {
+		if got := m.visible(c.tool, server.Subject(c.subject), server.RequestInfo{}); got != c.want {
 			t.Errorf("visible(%s, %s) = %v, want %v", c.tool, c.subject, got, c.want)
 		}
 	}
-	if !m.serverVisible("up", "bob") || m.serverVisible("up", "mallory") {
+	if !m.serverVisible("up", "bob", server.RequestInfo{}) || m.serverVisible("up", "mallory", server.RequestInfo{}) {
 		t.Error("serverVisible")
 	}
 
@@ -142,7 +142,7 @@ func TestTrustWatcherAlone(t *testing.T) {
 	up, ts := partsUpstream(t)
 	ctx := context.Background()
 	tel := telemetry.NewInstruments(nil, ctx, func() int { return 0 })
-	served := newServedMap(ts, slog.New(slog.DiscardHandler), &Config{}, newAuthenticator(nil))
+	served := newServedMap(ts, slog.New(slog.DiscardHandler), &Config{}, staticAuthenticator(nil))
 	w := &trustWatcher{ts: ts, served: served, metrics: tel.Metrics, log: slog.New(slog.DiscardHandler), life: ctx}
 	w.changed()
 	if got := served.names(); len(got) != 3 {

@@ -165,7 +165,7 @@ func (p *pipeline) call(ctx context.Context, req *callRequest) (out callOutcome)
 		return refused(&refusal.Error{Code: refusal.Quarantined,
 			Message: fmt.Sprintf("tool %s changed since it was trusted and is quarantined until an operator re-trusts its server", req.tool)})
 	case req.tool == toolset.DescribeToolName:
-		return p.describe(ctx, subject, req.args)
+		return p.describe(ctx, subject, req.info, req.args)
 	case req.badKey:
 		return refused(&refusal.Error{Code: refusal.Denied, Message: "_meta.idempotencyKey must be a non-empty string"})
 	case req.badRunID:
@@ -346,12 +346,12 @@ func (p *pipeline) answer(srv, name string, res *mcp.CallToolResult, err error) 
 }
 
 // describe answers mcp__describe_tool for tools the caller may see only.
-func (p *pipeline) describe(ctx context.Context, subject server.Subject, args json.RawMessage) callOutcome {
+func (p *pipeline) describe(ctx context.Context, subject server.Subject, info server.RequestInfo, args json.RawMessage) callOutcome {
 	var in struct {
 		Name string `json:"name"`
 	}
 	_ = json.Unmarshal(args, &in)
-	if in.Name == toolset.DescribeToolName || !p.served.visible(in.Name, subject) {
+	if in.Name == toolset.DescribeToolName || !p.served.visible(in.Name, subject, info) {
 		// The toolset's own answer for a name it does not have: a hidden
 		// tool cannot be told from a missing one.
 		return callOutcome{label: outcomeToolError, result: &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{

@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 
 	"github.com/gatehouse-dev/gatehouse/diag"
+	"github.com/gatehouse-dev/gatehouse/identity/oauth"
 	"github.com/gatehouse-dev/gatehouse/server"
 )
 
@@ -21,8 +22,18 @@ import (
 // the servers and plugins, for a caller with a token; see serveReady).
 func (g *Gateway) Handler() (http.Handler, error) {
 	ho := &server.HTTPOptions{JSONResponse: g.cfg.HTTP.JSONResponse, Stateless: g.cfg.HTTP.Stateless, IdleTimeout: g.idle}
-	if g.cfg.Auth != nil {
+	if a := g.cfg.Auth; a != nil {
 		ho.Verifier = g.auth.verify
+		if a.Resource != "" {
+			// A 401 names the Protected Resource Metadata (RFC 9728 §5.1).
+			ho.Bearer = &auth.RequireBearerTokenOptions{ResourceMetadataURL: metadataURL(a.Resource)}
+		}
+		if o := g.auth.oauth; o != nil {
+			// Every token must hold these (a static one holds them by
+			// construction); exp is checked by identity/oauth with its skew.
+			ho.Bearer.Scopes = o.required
+			ho.Bearer.ClockSkew = oauth.DefaultSkew
+		}
 	}
 	if !g.cfg.HTTP.Stateless && g.cfg.HTTP.BytePath() {
 		// tools/call read and answered as bytes (front_http.go).
@@ -32,7 +43,11 @@ func (g *Gateway) Handler() (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
+	if o := g.auth.oauth; o != nil {
+		mcpH = o.challenges(mcpH)
+	}
 	mux := http.NewServeMux()
+	g.serveResourceMetadata(mux)
 	// POSTs are counted until their response is written, so that shutdown
 	// closes no session with an answer still on its way.
 	mux.Handle("/mcp", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -47,7 +62,7 @@ func (g *Gateway) Handler() (http.Handler, error) {
 		_, _ = w.Write([]byte(`{"ok":true}` + "\n"))
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		g.serveReady(w, r, ho.Verifier == nil || verified(r, ho.Verifier))
+		g.serveReady(w, r, ho.Verifier == nil || verified(r, ho.Verifier, ho.Bearer))
 	})
 	return mux, nil
 }
@@ -71,14 +86,25 @@ func (g *Gateway) serveReady(w http.ResponseWriter, r *http.Request, detail bool
 	_ = json.NewEncoder(w).Encode(rep)
 }
 
-// verified reports whether r carries a bearer token v accepts.
-func verified(r *http.Request, v auth.TokenVerifier) bool {
+// verified reports whether r carries a bearer token v accepts, holding
+// the scopes bo requires.
+func verified(r *http.Request, v auth.TokenVerifier, bo *auth.RequireBearerTokenOptions) bool {
 	scheme, tok, ok := strings.Cut(r.Header.Get("Authorization"), " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") || tok == "" {
 		return false
 	}
-	_, err := v(r.Context(), tok, r)
-	return err == nil
+	ti, err := v(r.Context(), tok, r)
+	if err != nil || ti == nil {
+		return false
+	}
+	if bo != nil {
+		for _, s := range bo.Scopes {
+			if !slices.Contains(ti.Scopes, s) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // Readiness is the body of /readyz for a caller with a token (without

@@ -55,9 +55,9 @@ func (m *servedMap) tool(name string) (toolset.ToolInfo, bool) {
 }
 
 // visible reports whether subject may see and call the tool: the tool is
-// served, tools.allow/block let it through, and the subject's scopes cover
-// it.
-func (m *servedMap) visible(name string, subject server.Subject) bool {
+// served, tools.allow/block let it through, and the caller's scopes (of
+// the request's token, info) cover it.
+func (m *servedMap) visible(name string, subject server.Subject, info server.RequestInfo) bool {
 	if _, ok := m.tool(name); !ok {
 		return false
 	}
@@ -69,12 +69,13 @@ func (m *servedMap) visible(name string, subject server.Subject) bool {
 			return false
 		}
 	}
-	return m.auth.allows(string(subject), name)
+	return m.auth.allows(string(subject), info, name)
 }
 
 // serverVisible reports whether subject may see the resources and prompts
-// of a server: when it may see at least one of the server's tools.
-func (m *servedMap) serverVisible(srv, subject string) bool {
+// of a server: when it may see at least one of the server's tools (with
+// the scopes of the request's token, info).
+func (m *servedMap) serverVisible(srv, subject string, info server.RequestInfo) bool {
 	m.mu.RLock()
 	var names []string
 	for name, t := range m.tools {
@@ -84,7 +85,7 @@ func (m *servedMap) serverVisible(srv, subject string) bool {
 	}
 	m.mu.RUnlock()
 	for _, name := range names {
-		if m.visible(name, server.Subject(subject)) {
+		if m.visible(name, server.Subject(subject), info) {
 			return true
 		}
 	}

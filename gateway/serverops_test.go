@@ -309,12 +309,12 @@ func FuzzVerified(f *testing.F) {
 		"Basic alice-token", "Bearer", "", "Bearer \x00", "BEARER alice-token"} {
 		f.Add(s)
 	}
-	au := newAuthenticator(&Auth{Tokens: []Token{{SHA256: hashOf("alice-token"), Subject: "alice"}}})
+	au := staticAuthenticator(&Auth{Tokens: []Token{{SHA256: hashOf("alice-token"), Subject: "alice"}}})
 	f.Fuzz(func(t *testing.T, header string) {
 		r := httptest.NewRequest(http.MethodGet, "/readyz", nil)
 		r.Header["Authorization"] = []string{header}
 		want := len(header) == len("Bearer alice-token") && strings.EqualFold(header[:7], "Bearer ") && header[7:] == "alice-token"
-		if got := verified(r, au.verify); got != want {
+		if got := verified(r, au.verify, nil); got != want {
 			t.Fatalf("verified(%q) = %v, want %v", header, got, want)
 		}
 	})

@@ -86,7 +86,10 @@ type withoutValues struct{ context.Context }
 // Value reports no values: see identify.
 func (withoutValues) Value(any) any { return nil }
 
-func (s *Server) allowed(name string, subject Subject) bool {
+func (s *Server) allowed(name string, subject Subject, info RequestInfo) bool {
+	if s.opts.AllowToolFor != nil {
+		return s.opts.AllowToolFor(name, subject, info)
+	}
 	return s.opts.AllowTool == nil || s.opts.AllowTool(name, subject)
 }
 
@@ -118,9 +121,10 @@ func IsUnknownTool(err error) bool {
 func unknownTool(name string) error { return &UnknownToolError{Name: name} }
 
 func (s *Server) listTools(ctx context.Context, local bool, next mcp.MethodHandler, method string, req mcp.Request) (mcp.Result, error) {
-	subject, identified := s.identify(ctx, local, req)
+	info := InfoOf(req, local)
+	subject, identified := s.identifyInfo(ctx, info)
 	res, err := next(ctx, method, req)
-	if err != nil || (identified && s.opts.AllowTool == nil) {
+	if err != nil || (identified && s.opts.AllowTool == nil && s.opts.AllowToolFor == nil) {
 		return res, err
 	}
 	lr, ok := res.(*mcp.ListToolsResult)
@@ -131,7 +135,7 @@ func (s *Server) listTools(ctx context.Context, local bool, next mcp.MethodHandl
 	out.Tools = make([]*mcp.Tool, 0, len(lr.Tools))
 	if identified {
 		for _, t := range lr.Tools {
-			if s.allowed(t.Name, subject) {
+			if s.allowed(t.Name, subject, info) {
 				out.Tools = append(out.Tools, t)
 			}
 		}
@@ -147,8 +151,9 @@ func (s *Server) callTool(ctx context.Context, local bool, next mcp.MethodHandle
 		return next(ctx, method, req) // the handler admits (AdmitCall)
 	}
 	name := req.Params.Name
-	subject, identified := s.identify(ctx, local, req)
-	if res, err := s.admit(ctx, subject, identified, name); res != nil || err != nil {
+	info := InfoOf(req, local)
+	subject, identified := s.identifyInfo(ctx, info)
+	if res, err := s.admit(ctx, subject, identified, info, name); res != nil || err != nil {
 		return res, err
 	}
 	key := s.workKey(req)
@@ -161,7 +166,7 @@ func (s *Server) callTool(ctx context.Context, local bool, next mcp.MethodHandle
 
 // admit applies identity, the rate limit and authorization to a call of
 // tool name: a non-nil result or error refuses it.
-func (s *Server) admit(ctx context.Context, subject Subject, identified bool, name string) (*mcp.CallToolResult, error) {
+func (s *Server) admit(ctx context.Context, subject Subject, identified bool, info RequestInfo, name string) (*mcp.CallToolResult, error) {
 	if !identified {
 		return nil, unknownTool(name)
 	}
@@ -177,7 +182,7 @@ func (s *Server) admit(ctx context.Context, subject Subject, identified bool, na
 			return rateLimited(retryAfter), nil
 		}
 	}
-	if !s.allowed(name, subject) {
+	if !s.allowed(name, subject, info) {
 		return nil, unknownTool(name)
 	}
 	return nil, nil
@@ -193,7 +198,7 @@ func (s *Server) admit(ctx context.Context, subject Subject, identified bool, na
 // request flow.
 func (s *Server) AdmitCall(ctx context.Context, info RequestInfo, tool string) (Subject, *mcp.CallToolResult, error) {
 	subject, identified := s.identifyInfo(ctx, info)
-	res, err := s.admit(ctx, subject, identified, tool)
+	res, err := s.admit(ctx, subject, identified, info, tool)
 	return subject, res, err
 }
 

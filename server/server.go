@@ -155,6 +155,11 @@ type Options struct {
 	// filters tools/list and gates tools/call with the same answer. Nil
 	// allows every tool to every caller.
 	AllowTool func(name string, subject Subject) bool
+	// AllowToolFor, when set, is asked instead of AllowTool, with what the
+	// transport authenticated about the request as well: for authorization
+	// that depends on the request's token (its scopes) and not only on
+	// the subject. Same contract as AllowTool.
+	AllowToolFor func(name string, subject Subject, info RequestInfo) bool
 	// RateLimit limits calls per subject. RateLimitFunc, when set, is used
 	// instead.
 	RateLimit *RateLimit
@@ -279,7 +284,7 @@ func (s *Server) warnOpen() {
 	if o.Identify == nil {
 		s.logger.Warn("server: not protected: caller identity (Options.Identify is not set): every caller is the same anonymous subject")
 	}
-	if o.AllowTool == nil {
+	if o.AllowTool == nil && o.AllowToolFor == nil {
 		s.logger.Warn("server: not protected: tool authorization (Options.AllowTool is not set): every caller may list and call every tool")
 	}
 	if s.limiter == nil {

@@ -22,9 +22,11 @@ type Options struct {
 	// by the stdio server), or ok=false when the caller cannot be placed.
 	// Nil: every caller is the subject "".
 	Subject func(ctx context.Context, req mcp.Request, local bool) (subject string, ok bool)
-	// Visible reports whether subject may see the resources and prompts
-	// of server. Nil: every server.
-	Visible func(server, subject string) bool
+	// Visible reports whether subject, calling with req (local: served by
+	// the stdio server), may see the resources and prompts of server: the
+	// request is there for what its transport authenticated (a token's
+	// own scopes). Nil: every server.
+	Visible func(server, subject string, req mcp.Request, local bool) bool
 	// Limit, when set, is asked before a request that reaches an upstream
 	// on the caller's behalf (resources/read, resources/subscribe,
 	// prompts/get, completion/complete, and resources/list,

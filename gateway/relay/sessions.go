@@ -162,7 +162,7 @@ func (r *Relay) callerOf(ctx context.Context, req mcp.Request, local bool) (*ses
 		subject, ok = r.o.Subject(ctx, req, local)
 	}
 	allow := func(server string) bool {
-		return ok && (r.o.Visible == nil || r.o.Visible(server, subject))
+		return ok && (r.o.Visible == nil || r.o.Visible(server, subject, req, local))
 	}
 	return sess, allow
 }

@@ -167,9 +167,40 @@ func (e *ServerEntry) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
-// Auth configures static bearer tokens.
+// Auth configures who may call the MCP endpoint: static bearer tokens,
+// OAuth access tokens, or both. A request is refused (401) unless one of
+// them verifies its bearer token.
 type Auth struct {
+	// Tokens are static bearer tokens; they keep working beside OAuth.
 	Tokens []Token `yaml:"tokens" json:"tokens"`
+	// Resource is the canonical URL of the MCP endpoint, such as
+	// https://gw.example.com/mcp: the RFC 9728 resource of its Protected
+	// Resource Metadata and the audience an OAuth access token must carry
+	// (RFC 8707). Absolute, https unless the host is loopback, no query, no
+	// fragment. Required with OAuth.
+	Resource string `yaml:"resource" json:"resource"`
+	// OAuth makes the gateway an OAuth 2.1 resource server.
+	OAuth *OAuth `yaml:"oauth" json:"oauth"`
+}
+
+// OAuth configures the authorization server whose JWT access tokens the
+// gateway accepts (auth.oauth).
+type OAuth struct {
+	// Issuer is the authorization server's issuer identifier; a token's iss
+	// must equal it exactly. https unless the host is loopback.
+	Issuer string `yaml:"issuer" json:"issuer"`
+	// JWKSURL is where the issuer's keys are; empty means discovered from
+	// its RFC 8414 or OpenID metadata.
+	JWKSURL string `yaml:"jwksURL" json:"jwksURL"`
+	// RequiredScopes must all be in every token (a token missing one gets
+	// 403 insufficient_scope).
+	RequiredScopes []string `yaml:"requiredScopes" json:"requiredScopes"`
+	// SubjectClaim names the claim that identifies the caller within the
+	// issuer; the subject is issuer + "#" + its value. Default "sub".
+	SubjectClaim string `yaml:"subjectClaim" json:"subjectClaim"`
+	// ScopesClaim is "scope" (a space-separated string, RFC 9068) or "scp"
+	// (an array). Default "scope".
+	ScopesClaim string `yaml:"scopesClaim" json:"scopesClaim"`
 }
 
 // Token is one static bearer token, stored as the SHA-256 hex of the token.

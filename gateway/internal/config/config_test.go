@@ -101,7 +101,8 @@ func TestConfigErrors(t *testing.T) {
 		{"empty plugin", "plugins: ['']\n", "plugins[0]", "empty plugin path"},
 		{"host with scheme", "allowedHosts: ['https://a.example']\n", "allowedHosts[0]", "not a hostname"},
 		{"wildcard host", "allowedHosts: ['*.example.com']\n", "allowedHosts[0]", "not a hostname"},
-		{"auth without tokens", "auth: {tokens: []}\n", "auth.tokens", "no tokens"},
+		{"auth without tokens", "auth: {tokens: []}\n", "auth.tokens", "no tokens and no oauth"},
+		{"auth with resource alone", "auth: {resource: 'https://gw.example.com/mcp'}\n", "auth.tokens", "no tokens and no oauth"},
 		{"token in clear", "auth: {tokens: [{sha256: hunter2, subject: a}]}\n", "auth.tokens[0].sha256", "64 hexadecimal"},
 		{"duplicate token", "auth: {tokens: [{sha256: " + hash + ", subject: a}, {sha256: " + strings.ToUpper(hash) + ", subject: b}]}\n", "auth.tokens[1].sha256", "twice"},
 		{"no subject", "auth: {tokens: [{sha256: " + hash + "}]}\n", "auth.tokens[0].subject", "required"},
@@ -146,6 +147,32 @@ func TestConfigErrors(t *testing.T) {
 		{"negative upstream sessions per subject", "sessions: {upstreamPerSubject: -4}\n", "sessions.upstreamPerSubject", "negative"},
 		{"upstream sessions not a number", "sessions: {upstreamPerSubject: many}\n", "", "many"},
 		{"sessions unknown field", "sessions: {upstreamPerSubjet: 2}\n", "", "upstreamPerSubjet"},
+		{"oauth without resource", "auth: {oauth: {issuer: 'https://idp.example.com'}}\n", "auth.resource", "requires auth.resource"},
+		{"resource not absolute", "auth: {resource: '/mcp', tokens: [{sha256: " + hash + ", subject: a}]}\n", "auth.resource", "not an absolute URL"},
+		{"resource not a URL", "auth: {resource: 'https://gw example/%zz', tokens: [{sha256: " + hash + ", subject: a}]}\n", "auth.resource", "not a URL"},
+		{"resource http", "auth: {resource: 'http://gw.example.com/mcp', tokens: [{sha256: " + hash + ", subject: a}]}\n", "auth.resource", "not loopback"},
+		{"resource other scheme", "auth: {resource: 'wss://gw.example.com/mcp', tokens: [{sha256: " + hash + ", subject: a}]}\n", "auth.resource", "scheme"},
+		{"resource fragment", "auth: {resource: 'https://gw.example.com/mcp#x', tokens: [{sha256: " + hash + ", subject: a}]}\n", "auth.resource", "fragment"},
+		{"resource empty fragment", "auth: {resource: 'https://gw.example.com/mcp#', tokens: [{sha256: " + hash + ", subject: a}]}\n", "auth.resource", "fragment"},
+		{"resource query", "auth: {resource: 'https://gw.example.com/mcp?t=1', tokens: [{sha256: " + hash + ", subject: a}]}\n", "auth.resource", "query"},
+		{"resource user info", "auth: {resource: 'https://u:p@gw.example.com/mcp', tokens: [{sha256: " + hash + ", subject: a}]}\n", "auth.resource", "user info"},
+		{"oauth without issuer", "auth: {resource: 'https://gw.example.com/mcp', oauth: {}}\n", "auth.oauth.issuer", "required"},
+		{"issuer http", "auth: {resource: 'https://gw.example.com/mcp', oauth: {issuer: 'http://idp.example.com'}}\n", "auth.oauth.issuer", "not loopback"},
+		{"issuer query", "auth: {resource: 'https://gw.example.com/mcp', oauth: {issuer: 'https://idp.example.com?tenant=a'}}\n", "auth.oauth.issuer", "query"},
+		{"issuer fragment", "auth: {resource: 'https://gw.example.com/mcp', oauth: {issuer: 'https://idp.example.com#a'}}\n", "auth.oauth.issuer", "fragment"},
+		{"issuer relative", "auth: {resource: 'https://gw.example.com/mcp', oauth: {issuer: 'idp.example.com'}}\n", "auth.oauth.issuer", "not an absolute URL"},
+		{"jwks http", "auth: {resource: 'https://gw.example.com/mcp', oauth: {issuer: 'https://idp.example.com', jwksURL: 'http://idp.example.com/jwks'}}\n", "auth.oauth.jwksURL", "not loopback"},
+		{"jwks relative", "auth: {resource: 'https://gw.example.com/mcp', oauth: {issuer: 'https://idp.example.com', jwksURL: '/jwks'}}\n", "auth.oauth.jwksURL", "not an absolute URL"},
+		{"required scope with space", "auth: {resource: 'https://gw.example.com/mcp', oauth: {issuer: 'https://idp.example.com', requiredScopes: ['a b']}}\n", "auth.oauth.requiredScopes[0]", "not a scope"},
+		{"required scope with quote", "auth: {resource: 'https://gw.example.com/mcp', oauth: {issuer: 'https://idp.example.com', requiredScopes: [mcp, 'a\"b']}}\n", "auth.oauth.requiredScopes[1]", "not a scope"},
+		{"required scope empty", "auth: {resource: 'https://gw.example.com/mcp', oauth: {issuer: 'https://idp.example.com', requiredScopes: ['']}}\n", "auth.oauth.requiredScopes[0]", "not a scope"},
+		{"required tool scope", "auth: {resource: 'https://gw.example.com/mcp', oauth: {issuer: 'https://idp.example.com', requiredScopes: ['tool:*']}}\n", "auth.oauth.requiredScopes[0]", "tool scope"},
+		{"required scope twice", "auth: {resource: 'https://gw.example.com/mcp', oauth: {issuer: 'https://idp.example.com', requiredScopes: [mcp, mcp]}}\n", "auth.oauth.requiredScopes[1]", "twice"},
+		{"subject claim iss", "auth: {resource: 'https://gw.example.com/mcp', oauth: {issuer: 'https://idp.example.com', subjectClaim: iss}}\n", "auth.oauth.subjectClaim", "cannot identify"},
+		{"subject claim with space", "auth: {resource: 'https://gw.example.com/mcp', oauth: {issuer: 'https://idp.example.com', subjectClaim: 'a b'}}\n", "auth.oauth.subjectClaim", "cannot identify"},
+		{"scopes claim other", "auth: {resource: 'https://gw.example.com/mcp', oauth: {issuer: 'https://idp.example.com', scopesClaim: roles}}\n", "auth.oauth.scopesClaim", "not a scopes claim"},
+		{"oauth unknown field", "auth: {resource: 'https://gw.example.com/mcp', oauth: {issuer: 'https://idp.example.com', audience: x}}\n", "", "audience"},
+		{"static subject like an oauth one", "auth: {resource: 'https://gw.example.com/mcp', oauth: {issuer: 'https://idp.example.com'}, tokens: [{sha256: " + hash + ", subject: 'https://idp.example.com#alice'}]}\n", "auth.tokens[0].subject", "form of a subject"},
 		{"subject with two scope sets", "auth: {tokens: [{sha256: " + hash + ", subject: a}, {sha256: " + strings.Repeat("1", 64) + ", subject: a, scopes: ['tool:x']}]}\n", "auth.tokens[1].scopes", "other scopes"},
 	}
 	for _, tc := range cases {
@@ -199,6 +226,9 @@ func FuzzParseConfig(f *testing.F) {
 	f.Add([]byte("drift: {recheck: 2m}"))
 	f.Add([]byte("drift: {recheck: 0}"))
 	f.Add([]byte("drift: {recheck: 500ms, x: 1}"))
+	f.Add([]byte("auth: {resource: 'https://gw.example.com/mcp', oauth: {issuer: 'https://idp.example.com', requiredScopes: [mcp], scopesClaim: scp}}"))
+	f.Add([]byte("auth: {resource: 'http://127.0.0.1:8080/mcp#f', oauth: {issuer: 'http://[::1]:9/x?q', jwksURL: 'ftp://a'}}"))
+	f.Add([]byte("auth: {resource: 'https://gw/mcp', oauth: {issuer: 'https://i', subjectClaim: exp, requiredScopes: ['tool:a', 'a\\\"b']}, tokens: [{sha256: '00', subject: 'https://i#a'}]}"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := Parse(data, "f.yaml", "/srv")
 		if err != nil {
@@ -216,6 +246,24 @@ func FuzzParseConfig(f *testing.F) {
 		}
 		if r := c.Drift.Recheck; r < 0 || (r > 0 && r < MinDriftRecheck) || (r == 0) != c.Drift.RecheckOff() {
 			t.Fatalf("accepted drift.recheck %v (off %v)", r, c.Drift.RecheckOff())
+		}
+		if a := c.Auth; a != nil {
+			if len(a.Tokens) == 0 && a.OAuth == nil {
+				t.Fatal("accepted auth without tokens or oauth")
+			}
+			if o := a.OAuth; o != nil {
+				if a.Resource == "" || o.Issuer == "" || (o.ScopesClaim != "scope" && o.ScopesClaim != "scp") || o.SubjectClaim == "" {
+					t.Fatalf("accepted auth.oauth %+v with resource %q", o, a.Resource)
+				}
+				for _, s := range o.RequiredScopes {
+					if strings.ContainsAny(s, " \"\\") || s == "" || strings.HasPrefix(s, "tool:") {
+						t.Fatalf("accepted required scope %q", s)
+					}
+				}
+			}
+			if strings.Contains(a.Resource, "#") {
+				t.Fatalf("accepted resource %q", a.Resource)
+			}
 		}
 		for _, e := range c.InheritEnv {
 			if strings.HasPrefix(e, "GATEHOUSE_") || strings.ContainsAny(e, "= \x00") {
@@ -290,5 +338,29 @@ func TestUpstreamProtocol(t *testing.T) {
 		if got := c.UpstreamProtocolVersion(); got != want {
 			t.Errorf("%q: UpstreamProtocolVersion() = %q, want %q", src, got, want)
 		}
+	}
+}
+
+// auth.oauth takes its defaults, works alone (a non-loopback listen is
+// then fine) and beside static tokens, and keeps what was given.
+func TestOAuthConfig(t *testing.T) {
+	c, err := Parse([]byte("listen: 0.0.0.0:8080\nauth:\n  resource: https://gw.example.com/mcp\n  oauth: {issuer: 'https://idp.example.com/realms/a'}\n"), "x", "/srv")
+	if err != nil {
+		t.Fatalf("oauth alone: %v", err)
+	}
+	o := c.Auth.OAuth
+	if o.SubjectClaim != "sub" || o.ScopesClaim != "scope" || o.JWKSURL != "" || o.RequiredScopes != nil || c.Auth.Resource != "https://gw.example.com/mcp" {
+		t.Errorf("defaults: %+v resource %q", o, c.Auth.Resource)
+	}
+	if c.Sessions.MaxPerSubject != DefaultMaxSessionsPerSubject {
+		t.Errorf("sessions.maxPerSubject = %d with oauth, want the auth default", c.Sessions.MaxPerSubject)
+	}
+	c, err = Parse([]byte("auth:\n  resource: http://127.0.0.1:8080/mcp\n  oauth: {issuer: 'http://localhost:9000', jwksURL: 'http://[::1]:9000/keys', requiredScopes: [mcp, 'mcp:read'], subjectClaim: oid, scopesClaim: scp}\n  tokens: [{sha256: "+strings.Repeat("a", 64)+", subject: ci}]\n"), "x", "/srv")
+	if err != nil {
+		t.Fatalf("oauth beside tokens on loopback: %v", err)
+	}
+	o = c.Auth.OAuth
+	if o.SubjectClaim != "oid" || o.ScopesClaim != "scp" || len(o.RequiredScopes) != 2 || len(c.Auth.Tokens) != 1 {
+		t.Errorf("kept: %+v tokens %d", o, len(c.Auth.Tokens))
 	}
 }

@@ -140,9 +140,12 @@ func (c *Config) validate() error {
 		}
 	}
 	if c.Auth != nil {
-		if len(c.Auth.Tokens) == 0 {
-			return c.errf("auth.tokens", "add at least one token, or remove auth to serve on loopback only",
-				"auth is configured but has no tokens")
+		if len(c.Auth.Tokens) == 0 && c.Auth.OAuth == nil {
+			return c.errf("auth.tokens", "add at least one token or configure auth.oauth, or remove auth to serve on loopback only",
+				"auth is configured but has no tokens and no oauth")
+		}
+		if err := c.checkOAuth(); err != nil {
+			return err
 		}
 		seen := map[string]bool{}
 		subjects := map[string]string{}
@@ -174,6 +177,10 @@ func (c *Config) validate() error {
 					"subject %q already has a token with other scopes", t.Subject)
 			}
 			subjects[t.Subject] = key
+			if o := c.Auth.OAuth; o != nil && strings.HasPrefix(t.Subject, o.Issuer+"#") {
+				return c.errf(f+".subject", "name static subjects so that they cannot be taken for an OAuth subject (issuer#sub)",
+					"subject %q has the form of a subject of auth.oauth.issuer", t.Subject)
+			}
 		}
 	}
 	if len(c.Tools.Allow) > 0 && len(c.Tools.Block) > 0 {

@@ -1,0 +1,239 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+
+	"github.com/gatehouse-dev/gatehouse/identity/oauth"
+)
+
+// The gateway as an OAuth 2.1 resource server (auth.resource, auth.oauth):
+// access tokens verified by identity/oauth, challenges per RFC 6750 §3 and
+// RFC 9728 §5.1, and the Protected Resource Metadata (RFC 9728).
+
+// WellKnownProtectedResource is the path of the Protected Resource
+// Metadata (RFC 9728 §3); the metadata of the MCP endpoint is also served
+// at this path followed by the endpoint's path (/mcp).
+const WellKnownProtectedResource = "/.well-known/oauth-protected-resource"
+
+// toolScopesKey keys an OAuth token's tool scopes in its
+// auth.TokenInfo.Extra.
+const toolScopesKey = "gatehouse.toolScopes"
+
+// toolScopes are the tools a token's scopes let it see.
+type toolScopes struct {
+	all   bool
+	names map[string]bool
+}
+
+// newToolScopes maps scopes to tools as static tokens' are: "tool:NAME"
+// and "tool:*"; a token with no tool scope at all sees every tool (its
+// access is decided by requiredScopes).
+func newToolScopes(scopes []string) *toolScopes {
+	ts := &toolScopes{}
+	for _, s := range scopes {
+		name, ok := strings.CutPrefix(s, "tool:")
+		switch {
+		case !ok || name == "":
+		case name == "*":
+			ts.all = true
+		default:
+			if ts.names == nil {
+				ts.names = map[string]bool{}
+			}
+			ts.names[name] = true
+		}
+	}
+	if ts.names == nil {
+		ts.all = true
+	}
+	return ts
+}
+
+func (ts *toolScopes) allows(tool string) bool { return ts.all || ts.names[tool] }
+
+// oauthAuth verifies the access tokens of auth.oauth and writes the
+// challenges of a refused one.
+type oauthAuth struct {
+	v        *oauth.Verifier
+	required []string
+	log      *slog.Logger
+	// insufficient is the WWW-Authenticate of a 403 (a verified token
+	// missing a required scope).
+	insufficient string
+}
+
+func newOAuthAuth(a *Auth, log *slog.Logger, now func() time.Time) (*oauthAuth, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	v, err := oauth.New(&oauth.Options{
+		Issuer:       a.OAuth.Issuer,
+		JWKSURL:      a.OAuth.JWKSURL,
+		Audience:     a.Resource,
+		SubjectClaim: a.OAuth.SubjectClaim,
+		ScopesClaim:  a.OAuth.ScopesClaim,
+		Logger:       log,
+		Now:          now,
+	})
+	if err != nil {
+		return nil, err
+	}
+	o := &oauthAuth{v: v, required: slices.Clip(a.OAuth.RequiredScopes), log: log}
+	o.insufficient = fmt.Sprintf(`Bearer error="insufficient_scope", scope="%s", resource_metadata="%s"`,
+		strings.Join(o.required, " "), metadataURL(a.Resource))
+	return o, nil
+}
+
+// errIssuerUnavailable refuses a token that could not be checked because
+// the issuer's keys could not be had: 503, not 401 (the token may be fine).
+var errIssuerUnavailable = errors.New("the authorization server's keys are unavailable; retry later")
+
+// verify checks an access token. A refused token is auth.ErrInvalidToken
+// (401), or errIssuerUnavailable (503) when the issuer is at fault; its
+// reason is logged at Debug, never the token. A verified token missing a
+// required scope is marked for the 403 challenge (the go-sdk's middleware
+// refuses it with the same Scopes).
+func (o *oauthAuth) verify(ctx context.Context, token string, r *http.Request) (*auth.TokenInfo, error) {
+	id, err := o.v.Verify(ctx, token)
+	if err != nil {
+		var oe *oauth.Error
+		if errors.As(err, &oe) && (oe.Reason == oauth.ReasonIssuerUnavailable || oe.Reason == oauth.ReasonMetadata) {
+			o.log.Warn("gateway: an access token could not be checked", "err", err)
+			markRequest(r, func(s *challengeState) { s.unavailable = true })
+			return nil, errIssuerUnavailable
+		}
+		o.log.Debug("gateway: access token refused", "err", err)
+		return nil, fmt.Errorf("%w: %s", auth.ErrInvalidToken, reasonOf(oe))
+	}
+	for _, s := range o.required {
+		if !slices.Contains(id.Scopes, s) {
+			o.log.Debug("gateway: access token lacks a required scope", "subject", id.Subject, "scope", s)
+			markRequest(r, func(s *challengeState) { s.insufficient = true })
+			break
+		}
+	}
+	return &auth.TokenInfo{UserID: id.Subject, Scopes: id.Scopes, Expiration: id.Expiry,
+		Extra: map[string]any{toolScopesKey: newToolScopes(id.Scopes)}}, nil
+}
+
+func reasonOf(e *oauth.Error) string {
+	if e == nil {
+		return "refused"
+	}
+	return e.Reason.String()
+}
+
+// challengeState is what the verifier found about one request that the
+// status alone does not say.
+type challengeState struct {
+	insufficient, unavailable bool
+}
+
+type challengeKey struct{}
+
+func markRequest(r *http.Request, f func(*challengeState)) {
+	if r == nil {
+		return
+	}
+	if s, ok := r.Context().Value(challengeKey{}).(*challengeState); ok {
+		f(s)
+	}
+}
+
+// challenges wraps the MCP endpoint: a 403 for a missing required scope
+// carries error="insufficient_scope" (RFC 6750 §3.1), and a token that
+// could not be checked because the issuer is down gets 503.
+func (o *oauthAuth) challenges(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		st := &challengeState{}
+		r = r.WithContext(context.WithValue(r.Context(), challengeKey{}, st))
+		h.ServeHTTP(&challengeWriter{ResponseWriter: w, st: st, o: o}, r)
+	})
+}
+
+type challengeWriter struct {
+	http.ResponseWriter
+	st *challengeState
+	o  *oauthAuth
+}
+
+func (w *challengeWriter) WriteHeader(code int) {
+	switch {
+	case code == http.StatusForbidden && w.st.insufficient:
+		w.Header().Set("WWW-Authenticate", w.o.insufficient)
+	case code == http.StatusInternalServerError && w.st.unavailable:
+		code = http.StatusServiceUnavailable
+		w.Header().Set("Retry-After", "10")
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+// Unwrap lets http.ResponseController reach the real writer (flushing SSE).
+func (w *challengeWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// Flush flushes the underlying writer, if it can.
+func (w *challengeWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// metadataURL is the URL of the Protected Resource Metadata of resource
+// (RFC 9728 §3.1): the well-known path inserted between its host and its
+// path.
+func metadataURL(resource string) string {
+	u, err := url.Parse(resource)
+	if err != nil { // validated by the config
+		return ""
+	}
+	return u.Scheme + "://" + u.Host + WellKnownProtectedResource + strings.TrimSuffix(u.EscapedPath(), "/")
+}
+
+// serveResourceMetadata serves the Protected Resource Metadata of
+// auth.resource on mux, without a token, at the well-known path, at it
+// followed by /mcp, and at the path metadataURL names.
+func (g *Gateway) serveResourceMetadata(mux *http.ServeMux) {
+	a := g.cfg.Auth
+	if a == nil || a.Resource == "" {
+		return
+	}
+	md := &oauthex.ProtectedResourceMetadata{
+		Resource:               a.Resource,
+		BearerMethodsSupported: []string{"header"},
+	}
+	if a.OAuth != nil {
+		md.AuthorizationServers = []string{a.OAuth.Issuer}
+		md.ScopesSupported = append(slices.Clip(a.OAuth.RequiredScopes), "tool:*")
+	}
+	h := auth.ProtectedResourceMetadataHandler(md)
+	paths := []string{WellKnownProtectedResource, WellKnownProtectedResource + "/mcp"}
+	if u, err := url.Parse(metadataURL(a.Resource)); err == nil && plainPath(u.Path) && !slices.Contains(paths, u.Path) {
+		paths = append(paths, u.Path)
+	}
+	for _, p := range paths {
+		mux.Handle(p, h)
+	}
+}
+
+// plainPath reports whether p can be a ServeMux pattern as it is (no
+// wildcard braces, no space, no percent-encoding).
+func plainPath(p string) bool {
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("/._~-", c) >= 0) {
+			return false
+		}
+	}
+	return strings.HasPrefix(p, "/")
+}
