@@ -167,23 +167,32 @@ func (o *oauthAuth) verify(ctx context.Context, token string, r *http.Request) (
 // other to introspection (an opaque token, or a JWE, which only the
 // authorization server can read).
 func looksLikeJWS(token string) bool {
-	parts := 0
+	if strings.Count(token, ".") != 2 {
+		return false
+	}
 	n := 0
 	for i := 0; i < len(token); i++ {
 		c := token[i]
-		switch {
-		case c == '.':
+		if c == '.' {
 			if n == 0 {
 				return false
 			}
-			parts, n = parts+1, 0
-		case 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_':
-			n++
-		default:
+			n = 0
+			continue
+		}
+		if c >= 128 || b64urlMask[c>>6]>>(c&63)&1 == 0 {
 			return false
 		}
+		n++
 	}
-	return parts == 2 && n > 0
+	return n > 0
+}
+
+// b64urlMask has bit c set for each byte c of the base64url alphabet
+// (A-Z a-z 0-9 - _), in two 64-bit words.
+var b64urlMask = [2]uint64{
+	0x03ff_2000_0000_0000, // '-' (45), '0'-'9' (48-57)
+	0x07ff_fffe_87ff_fffe, // 'A'-'Z' (65-90), '_' (95), 'a'-'z' (97-122)
 }
 
 func reasonOf(e *oauth.Error) string {
