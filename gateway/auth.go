@@ -24,7 +24,8 @@ import (
 
 // authenticator checks bearer tokens: static ones against their
 // configured SHA-256 (each subject's tool scopes known from the config),
-// and, with auth.oauth, JWT access tokens through identity/oauth (their
+// and, with auth.oauth, access tokens through identity/oauth: JWTs by their
+// signature, opaque tokens by introspection when it is configured (their
 // tool scopes carried by the request's TokenInfo).
 type authenticator struct {
 	// on is false without auth: every tool is in scope.

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -65,7 +66,10 @@ func (ts *toolScopes) allows(tool string) bool { return ts.all || ts.names[tool]
 // oauthAuth verifies the access tokens of auth.oauth and writes the
 // challenges of a refused one.
 type oauthAuth struct {
-	v        *oauth.Verifier
+	v *oauth.Verifier
+	// in checks the tokens that are not JWSs (nil without
+	// auth.oauth.introspection: they are refused).
+	in       *oauth.Introspector
 	required []string
 	log      *slog.Logger
 	// insufficient is the WWW-Authenticate of a 403 (a verified token
@@ -90,14 +94,34 @@ func newOAuthAuth(a *Auth, log *slog.Logger, now func() time.Time) (*oauthAuth, 
 		return nil, err
 	}
 	o := &oauthAuth{v: v, required: slices.Clip(a.OAuth.RequiredScopes), log: log}
+	if c := a.OAuth.Introspection; c != nil {
+		secret := os.Getenv(c.ClientSecretEnv)
+		if secret == "" {
+			return nil, fmt.Errorf("gateway: auth.oauth.introspection.clientSecretEnv names %s, which is unset or empty: set it to the gateway's client secret at the authorization server", c.ClientSecretEnv)
+		}
+		in, err := oauth.NewIntrospector(&oauth.IntrospectorOptions{
+			URL:          c.URL,
+			ClientID:     c.ClientID,
+			ClientSecret: secret,
+			Issuer:       a.OAuth.Issuer,
+			Audience:     a.Resource,
+			Logger:       log,
+			Now:          now,
+		})
+		if err != nil {
+			return nil, err
+		}
+		o.in = in
+	}
 	o.insufficient = fmt.Sprintf(`Bearer error="insufficient_scope", scope="%s", resource_metadata="%s"`,
 		strings.Join(o.required, " "), metadataURL(a.Resource))
 	return o, nil
 }
 
 // errIssuerUnavailable refuses a token that could not be checked because
-// the issuer's keys could not be had: 503, not 401 (the token may be fine).
-var errIssuerUnavailable = errors.New("the authorization server's keys are unavailable; retry later")
+// the issuer's keys, or its introspection endpoint, could not be had: 503,
+// not 401 (the token may be fine).
+var errIssuerUnavailable = errors.New("the authorization server is unavailable; retry later")
 
 // verify checks an access token. A refused token is auth.ErrInvalidToken
 // (401), or errIssuerUnavailable (503) when the issuer is at fault; its
@@ -105,10 +129,21 @@ var errIssuerUnavailable = errors.New("the authorization server's keys are unava
 // required scope is marked for the 403 challenge (the go-sdk's middleware
 // refuses it with the same Scopes).
 func (o *oauthAuth) verify(ctx context.Context, token string, r *http.Request) (*auth.TokenInfo, error) {
-	id, err := o.v.Verify(ctx, token)
+	var id oauth.Identity
+	var err error
+	switch {
+	case looksLikeJWS(token):
+		id, err = o.v.Verify(ctx, token)
+	case o.in != nil:
+		id, err = o.in.Introspect(ctx, token)
+	default:
+		o.log.Debug("gateway: access token refused: not a JWT, and auth.oauth.introspection is not configured")
+		return nil, fmt.Errorf("%w: %s", auth.ErrInvalidToken, oauth.ReasonMalformed)
+	}
 	if err != nil {
 		var oe *oauth.Error
-		if errors.As(err, &oe) && (oe.Reason == oauth.ReasonIssuerUnavailable || oe.Reason == oauth.ReasonMetadata) {
+		if errors.As(err, &oe) && (oe.Reason == oauth.ReasonIssuerUnavailable || oe.Reason == oauth.ReasonMetadata ||
+			oe.Reason == oauth.ReasonIntrospection) {
 			o.log.Warn("gateway: an access token could not be checked", "err", err)
 			markRequest(r, func(s *challengeState) { s.unavailable = true })
 			return nil, errIssuerUnavailable
@@ -125,6 +160,39 @@ func (o *oauthAuth) verify(ctx context.Context, token string, r *http.Request) (
 	}
 	return &auth.TokenInfo{UserID: id.Subject, Scopes: id.Scopes, Expiration: id.Expiry,
 		Extra: map[string]any{toolScopesKey: newToolScopes(id.Scopes)}}, nil
+}
+
+// looksLikeJWS reports whether token has the shape of a compact JWS: three
+// non-empty base64url parts. Such a token goes to the JWT verifier; any
+// other to introspection (an opaque token, or a JWE, which only the
+// authorization server can read).
+func looksLikeJWS(token string) bool {
+	if strings.Count(token, ".") != 2 {
+		return false
+	}
+	n := 0
+	for i := 0; i < len(token); i++ {
+		c := token[i]
+		if c == '.' {
+			if n == 0 {
+				return false
+			}
+			n = 0
+			continue
+		}
+		if c >= 128 || b64urlMask[c>>6]>>(c&63)&1 == 0 {
+			return false
+		}
+		n++
+	}
+	return n > 0
+}
+
+// b64urlMask has bit c set for each byte c of the base64url alphabet
+// (A-Z a-z 0-9 - _), in two 64-bit words.
+var b64urlMask = [2]uint64{
+	0x03ff_2000_0000_0000, // '-' (45), '0'-'9' (48-57)
+	0x07ff_fffe_87ff_fffe, // 'A'-'Z' (65-90), '_' (95), 'a'-'z' (97-122)
 }
 
 func reasonOf(e *oauth.Error) string {

@@ -1,7 +1,7 @@
 // Package oauth verifies OAuth 2.1 JWT access tokens (RFC 9068) for a
-// resource server and turns them into an [Identity]: the first step of the
-// gateway as a resource server (issue 15). It is not yet wired into the
-// gateway's configuration or HTTP path.
+// resource server and turns them into an [Identity], and checks opaque
+// tokens by introspection (RFC 7662, [Introspector]): the gateway's
+// auth.oauth (issue 15).
 //
 // A [Verifier] is made for one issuer and one resource (the audience) with
 // [New]. [Verifier.Verify] checks, in this order:
@@ -77,6 +77,33 @@
 // copy. A remembered token is not checked against anything the issuer says
 // after it was verified other than its key set: like a full verify, this
 // package knows nothing of a token revoked at the issuer before its exp.
+//
+// # Opaque tokens
+//
+// An [Introspector] ([NewIntrospector]) checks tokens that are not JWTs by
+// asking the authorization server (RFC 7662): it POSTs the token, with
+// token_type_hint=access_token, to [IntrospectorOptions.URL], authenticated
+// as the resource server by client_secret_basic (id and secret
+// form-encoded, RFC 6749 §2.3.1), following no redirect (its default client),
+// within [IntrospectorOptions.Timeout]. Only a 200 answer of at most
+// [MaxIntrospectionResponse] bytes that is one JSON object, with member
+// names matched exactly and none given twice, is read; anything else
+// (unreachable, 401 for the resource server's credentials, another status,
+// too large, not JSON, no boolean active) is [ReasonIntrospection], the
+// authorization server's fault. active false is [ReasonInactive]. An
+// active answer must carry sub (a string) and exp (a NumericDate), or it is
+// [ReasonMalformed]; exp, nbf and iat are checked with the skew as a JWT's
+// are; iss, when present, must equal [IntrospectorOptions.Issuer] and aud,
+// when present, must contain [IntrospectorOptions.Audience] (an answer
+// without them is taken on the authorization server's word). The Subject is
+// built as a JWT's is; the scopes come from scope.
+//
+// A positive answer is remembered by the token's SHA-256, in an LRU of the
+// same kind as the verified tokens', until the token's exp or
+// [IntrospectorOptions.CacheTTL] (5 minutes by default) after it was given,
+// whichever is first: a token revoked at the authorization server is
+// accepted for at most that long. Negative answers and failures are never
+// remembered, so each presentation of a refused token is one POST.
 //
 // # Choices
 //

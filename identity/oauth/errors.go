@@ -4,7 +4,8 @@ import "fmt"
 
 // Reason says why a token was refused, so that a caller can branch on it
 // (an HTTP front answers 401 for the token's faults and 503 for
-// [ReasonIssuerUnavailable] and [ReasonMetadata], which are the issuer's).
+// [ReasonIssuerUnavailable], [ReasonMetadata] and [ReasonIntrospection],
+// which are the issuer's).
 type Reason int
 
 const (
@@ -39,6 +40,15 @@ const (
 	// ReasonMetadata: the issuer's metadata is unusable: its issuer is not
 	// exactly [Options.Issuer], or it names no usable jwks_uri.
 	ReasonMetadata
+	// ReasonInactive: the introspection endpoint answered that the token is
+	// not active (RFC 7662 §2.2): unknown, revoked or expired at the
+	// authorization server.
+	ReasonInactive
+	// ReasonIntrospection: the token could not be introspected: the endpoint
+	// is unreachable, refused the resource server's credentials, or answered
+	// something other than a bounded RFC 7662 JSON response. The token may be
+	// fine.
+	ReasonIntrospection
 )
 
 var reasonNames = [...]string{
@@ -54,6 +64,8 @@ var reasonNames = [...]string{
 	ReasonNotYetValid:       "not_yet_valid",
 	ReasonIssuerUnavailable: "issuer_unavailable",
 	ReasonMetadata:          "metadata",
+	ReasonInactive:          "inactive",
+	ReasonIntrospection:     "introspection",
 }
 
 // String returns the reason's stable snake_case name (e.g. "expired").
@@ -64,7 +76,8 @@ func (r Reason) String() string {
 	return fmt.Sprintf("Reason(%d)", int(r))
 }
 
-// Error is the error [Verifier.Verify] returns for every refused token. Its
+// Error is the error [Verifier.Verify] and [Introspector.Introspect] return
+// for every refused token. Its
 // text names the reason and a detail; it never contains the token or any part
 // of it.
 type Error struct {

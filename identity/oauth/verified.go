@@ -30,7 +30,8 @@ type verified struct {
 	id         Identity
 	nbf, iat   time.Time // zero when the token has none
 	kid, alg   string
-	born       uint64 // the generation the verifying key entered the key set
+	born       uint64    // the generation the verifying key entered the key set
+	until      time.Time // an introspected token: when the entry ends (zero for a verified JWT)
 	prev, next *verified
 }
 

@@ -79,6 +79,45 @@ func (c *Config) checkOAuth() error {
 		return c.errf("auth.oauth.scopesClaim", `use "scope" (a space-separated string, RFC 9068) or "scp" (an array, e.g. Entra ID, Okta)`,
 			"%q is not a scopes claim", o.ScopesClaim)
 	}
+	if in := o.Introspection; in != nil {
+		return c.checkIntrospection(in)
+	}
+	return nil
+}
+
+// checkIntrospection checks auth.oauth.introspection.
+func (c *Config) checkIntrospection(in *Introspection) error {
+	const f = "auth.oauth.introspection"
+	switch {
+	case in.ClientSecret != "":
+		return c.errf(f+".clientSecret", "put the secret in an environment variable and name it in clientSecretEnv, such as GATEHOUSE_INTROSPECTION_SECRET",
+			"a client secret is never written in the config file")
+	case in.URL == "":
+		return c.errf(f+".url", "give the authorization server's RFC 7662 introspection endpoint, such as https://idp.example.com/oauth2/introspect",
+			"url is required")
+	}
+	if err := checkAuthURL(in.URL, false); err != nil {
+		return c.errf(f+".url", "give the https URL of the introspection endpoint (http only on a loopback host)",
+			"%q %v", in.URL, err)
+	}
+	if in.ClientID == "" {
+		return c.errf(f+".clientID", "give the gateway's client id at the authorization server (a client allowed to introspect)",
+			"clientID is required")
+	}
+	for _, r := range in.ClientID {
+		if r < 0x20 || r == 0x7f {
+			return c.errf(f+".clientID", "use the client id exactly as the authorization server shows it",
+				"%q has a control character", in.ClientID)
+		}
+	}
+	if in.ClientSecretEnv == "" {
+		return c.errf(f+".clientSecretEnv", "name the environment variable that holds the gateway's client secret, such as GATEHOUSE_INTROSPECTION_SECRET",
+			"clientSecretEnv is required")
+	}
+	if !envName(in.ClientSecretEnv) {
+		return c.errf(f+".clientSecretEnv", "name an environment variable (letters, digits and _, not starting with a digit); the secret itself goes in that variable",
+			"%q is not an environment variable name", in.ClientSecretEnv)
+	}
 	return nil
 }
 

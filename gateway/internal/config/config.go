@@ -201,6 +201,26 @@ type OAuth struct {
 	// ScopesClaim is "scope" (a space-separated string, RFC 9068) or "scp"
 	// (an array). Default "scope".
 	ScopesClaim string `yaml:"scopesClaim" json:"scopesClaim"`
+	// Introspection, when set, checks the tokens that are not JWTs (not
+	// three base64url parts) at the authorization server's RFC 7662
+	// endpoint; without it they are refused.
+	Introspection *Introspection `yaml:"introspection" json:"introspection"`
+}
+
+// Introspection configures the RFC 7662 endpoint that checks opaque access
+// tokens (auth.oauth.introspection), and the gateway's own credentials there
+// (client_secret_basic).
+type Introspection struct {
+	// URL is the introspection endpoint; https unless the host is loopback.
+	URL string `yaml:"url" json:"url"`
+	// ClientID is the gateway's client id at the authorization server.
+	ClientID string `yaml:"clientID" json:"clientID"`
+	// ClientSecretEnv names the environment variable that holds the
+	// gateway's client secret: the secret is never in the config file.
+	ClientSecretEnv string `yaml:"clientSecretEnv" json:"clientSecretEnv"`
+	// ClientSecret is never accepted: it is declared only so that a secret
+	// written in the file is refused by name, with the way to fix it.
+	ClientSecret string `yaml:"clientSecret" json:"-"`
 }
 
 // Token is one static bearer token, stored as the SHA-256 hex of the token.

@@ -174,6 +174,20 @@ func TestConfigErrors(t *testing.T) {
 		{"oauth unknown field", "auth: {resource: 'https://gw.example.com/mcp', oauth: {issuer: 'https://idp.example.com', audience: x}}\n", "", "audience"},
 		{"static subject like an oauth one", "auth: {resource: 'https://gw.example.com/mcp', oauth: {issuer: 'https://idp.example.com'}, tokens: [{sha256: " + hash + ", subject: 'https://idp.example.com#alice'}]}\n", "auth.tokens[0].subject", "form of a subject"},
 		{"subject with two scope sets", "auth: {tokens: [{sha256: " + hash + ", subject: a}, {sha256: " + strings.Repeat("1", 64) + ", subject: a, scopes: ['tool:x']}]}\n", "auth.tokens[1].scopes", "other scopes"},
+		{"introspection secret in the file", "auth: {resource: 'https://gw.example.com/mcp', oauth: {issuer: 'https://idp.example.com', introspection: {url: 'https://idp.example.com/introspect', clientID: gw, clientSecret: hunter2}}}\n", "auth.oauth.introspection.clientSecret", "never written in the config file"},
+		{"introspection secret beside its env", "auth: {resource: 'https://gw.example.com/mcp', oauth: {issuer: 'https://idp.example.com', introspection: {url: 'https://idp.example.com/introspect', clientID: gw, clientSecretEnv: GW_SECRET, clientSecret: hunter2}}}\n", "auth.oauth.introspection.clientSecret", "never written"},
+		{"introspection without url", "auth: {resource: 'https://gw.example.com/mcp', oauth: {issuer: 'https://idp.example.com', introspection: {clientID: gw, clientSecretEnv: GW_SECRET}}}\n", "auth.oauth.introspection.url", "required"},
+		{"introspection url http", "auth: {resource: 'https://gw.example.com/mcp', oauth: {issuer: 'https://idp.example.com', introspection: {url: 'http://idp.example.com/introspect', clientID: gw, clientSecretEnv: GW_SECRET}}}\n", "auth.oauth.introspection.url", "not loopback"},
+		{"introspection url relative", "auth: {resource: 'https://gw.example.com/mcp', oauth: {issuer: 'https://idp.example.com', introspection: {url: '/introspect', clientID: gw, clientSecretEnv: GW_SECRET}}}\n", "auth.oauth.introspection.url", "not an absolute URL"},
+		{"introspection url fragment", "auth: {resource: 'https://gw.example.com/mcp', oauth: {issuer: 'https://idp.example.com', introspection: {url: 'https://idp.example.com/i#x', clientID: gw, clientSecretEnv: GW_SECRET}}}\n", "auth.oauth.introspection.url", "fragment"},
+		{"introspection url user info", "auth: {resource: 'https://gw.example.com/mcp', oauth: {issuer: 'https://idp.example.com', introspection: {url: 'https://gw:pw@idp.example.com/i', clientID: gw, clientSecretEnv: GW_SECRET}}}\n", "auth.oauth.introspection.url", "user info"},
+		{"introspection without client", "auth: {resource: 'https://gw.example.com/mcp', oauth: {issuer: 'https://idp.example.com', introspection: {url: 'https://idp.example.com/i', clientSecretEnv: GW_SECRET}}}\n", "auth.oauth.introspection.clientID", "required"},
+		{"introspection client with control", "auth: {resource: 'https://gw.example.com/mcp', oauth: {issuer: 'https://idp.example.com', introspection: {url: 'https://idp.example.com/i', clientID: \"g\\tw\", clientSecretEnv: GW_SECRET}}}\n", "auth.oauth.introspection.clientID", "control character"},
+		{"introspection without secret env", "auth: {resource: 'https://gw.example.com/mcp', oauth: {issuer: 'https://idp.example.com', introspection: {url: 'https://idp.example.com/i', clientID: gw}}}\n", "auth.oauth.introspection.clientSecretEnv", "required"},
+		{"introspection secret env not a name", "auth: {resource: 'https://gw.example.com/mcp', oauth: {issuer: 'https://idp.example.com', introspection: {url: 'https://idp.example.com/i', clientID: gw, clientSecretEnv: 'GW-SECRET'}}}\n", "auth.oauth.introspection.clientSecretEnv", "not an environment variable name"},
+		{"introspection secret env with digit first", "auth: {resource: 'https://gw.example.com/mcp', oauth: {issuer: 'https://idp.example.com', introspection: {url: 'https://idp.example.com/i', clientID: gw, clientSecretEnv: 1GW}}}\n", "auth.oauth.introspection.clientSecretEnv", "not an environment variable name"},
+		{"introspection unknown field", "auth: {resource: 'https://gw.example.com/mcp', oauth: {issuer: 'https://idp.example.com', introspection: {url: 'https://idp.example.com/i', clientID: gw, clientSecretEnv: GW, secret: x}}}\n", "", "secret"},
+		{"introspection not a map", "auth: {resource: 'https://gw.example.com/mcp', oauth: {issuer: 'https://idp.example.com', introspection: 'https://idp.example.com/i'}}\n", "", "cannot unmarshal"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -229,6 +243,8 @@ func FuzzParseConfig(f *testing.F) {
 	f.Add([]byte("auth: {resource: 'https://gw.example.com/mcp', oauth: {issuer: 'https://idp.example.com', requiredScopes: [mcp], scopesClaim: scp}}"))
 	f.Add([]byte("auth: {resource: 'http://127.0.0.1:8080/mcp#f', oauth: {issuer: 'http://[::1]:9/x?q', jwksURL: 'ftp://a'}}"))
 	f.Add([]byte("auth: {resource: 'https://gw/mcp', oauth: {issuer: 'https://i', subjectClaim: exp, requiredScopes: ['tool:a', 'a\\\"b']}, tokens: [{sha256: '00', subject: 'https://i#a'}]}"))
+	f.Add([]byte("auth: {resource: 'https://gw/mcp', oauth: {issuer: 'https://i', introspection: {url: 'https://i/introspect', clientID: gw, clientSecretEnv: GW_SECRET}}}"))
+	f.Add([]byte("auth: {resource: 'https://gw/mcp', oauth: {issuer: 'https://i', introspection: {url: 'http://i/x#y', clientID: \"a\\u0001\", clientSecretEnv: '9X', clientSecret: s}}}"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := Parse(data, "f.yaml", "/srv")
 		if err != nil {
@@ -254,6 +270,9 @@ func FuzzParseConfig(f *testing.F) {
 			if o := a.OAuth; o != nil {
 				if a.Resource == "" || o.Issuer == "" || (o.ScopesClaim != "scope" && o.ScopesClaim != "scp") || o.SubjectClaim == "" {
 					t.Fatalf("accepted auth.oauth %+v with resource %q", o, a.Resource)
+				}
+				if in := o.Introspection; in != nil && (in.URL == "" || in.ClientID == "" || !envName(in.ClientSecretEnv) || in.ClientSecret != "") {
+					t.Fatalf("accepted auth.oauth.introspection %+v", in)
 				}
 				for _, s := range o.RequiredScopes {
 					if strings.ContainsAny(s, " \"\\") || s == "" || strings.HasPrefix(s, "tool:") {
@@ -362,5 +381,16 @@ func TestOAuthConfig(t *testing.T) {
 	o = c.Auth.OAuth
 	if o.SubjectClaim != "oid" || o.ScopesClaim != "scp" || len(o.RequiredScopes) != 2 || len(c.Auth.Tokens) != 1 {
 		t.Errorf("kept: %+v tokens %d", o, len(c.Auth.Tokens))
+	}
+	if o.Introspection != nil {
+		t.Errorf("introspection without being configured: %+v", o.Introspection)
+	}
+	c, err = Parse([]byte("auth:\n  resource: https://gw.example.com/mcp\n  oauth:\n    issuer: https://idp.example.com\n    introspection: {url: 'https://idp.example.com/oauth2/introspect?tenant=a', clientID: 'gatehouse gw', clientSecretEnv: GATEHOUSE_INTROSPECTION_SECRET}\n"), "x", "/srv")
+	if err != nil {
+		t.Fatalf("introspection: %v", err)
+	}
+	in := c.Auth.OAuth.Introspection
+	if in == nil || in.URL != "https://idp.example.com/oauth2/introspect?tenant=a" || in.ClientID != "gatehouse gw" || in.ClientSecretEnv != "GATEHOUSE_INTROSPECTION_SECRET" || in.ClientSecret != "" {
+		t.Errorf("introspection kept: %+v", in)
 	}
 }
