@@ -18,7 +18,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/egress"
 	"github.com/gatehouse-dev/gatehouse/internal/projection"
 	"github.com/gatehouse-dev/gatehouse/plugin"
-	"github.com/gatehouse-dev/gatehouse/toolset/internal/ephemeral"
+	"github.com/gatehouse-dev/gatehouse/store/memory"
 	"github.com/gatehouse-dev/gatehouse/toolset/internal/judge"
 	"github.com/gatehouse-dev/gatehouse/toolset/internal/published"
 	"github.com/gatehouse-dev/gatehouse/toolset/internal/relist"
@@ -99,7 +99,11 @@ func Open(ctx context.Context, servers []Server, opts *Options) (*Toolset, error
 	t.reconciled = make(chan struct{})
 	t.store = o.Store
 	if t.store == nil {
-		t.store = ephemeral.New()
+		// Kept in this process for the toolset's life: the in-memory
+		// store has every semantics drift judging relies on (its
+		// conformance suite is every store's). New fails only on bad
+		// options, and nil has none.
+		t.store, _ = memory.New(nil)
 	}
 	t.instance = o.Instance
 	if t.instance == "" {

@@ -13,7 +13,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/pin"
 	"github.com/gatehouse-dev/gatehouse/plugin"
 	"github.com/gatehouse-dev/gatehouse/store"
-	"github.com/gatehouse-dev/gatehouse/toolset/internal/ephemeral"
+	"github.com/gatehouse-dev/gatehouse/store/memory"
 	"github.com/gatehouse-dev/gatehouse/toolset/internal/judge"
 	"github.com/gatehouse-dev/gatehouse/toolset/internal/published"
 	"github.com/gatehouse-dev/gatehouse/toolset/internal/stored"
@@ -37,7 +37,7 @@ type Store interface {
 // Every store, and the keeper of a Toolset without one, is a Store.
 var (
 	_ Store = store.Store(nil)
-	_ Store = (*ephemeral.Store)(nil)
+	_ Store = (*memory.Store)(nil)
 )
 
 // ServerID returns the store row ID of a server: "<plugin name>/<server
