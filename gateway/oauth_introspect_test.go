@@ -3,13 +3,10 @@ package gateway
 import (
 	"context"
 	"fmt"
-	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gatehouse-dev/gatehouse/internal/fixture/authserver"
 )
@@ -24,67 +21,19 @@ import (
 // to introspection.
 func TestOAuthIntrospection(t *testing.T) {
 	up := newRugServer(t)
-	gs := httptest.NewUnstartedServer(nil)
-	resource := "http://" + gs.Listener.Addr().String() + "/mcp"
 	as := authserver.Start(t, authserver.Options{Clients: []authserver.Client{
 		{ID: "agent", Secret: "s3cret", Subject: "agent-7", Opaque: true},
 		{ID: "jwt-agent", Secret: "pw", Subject: "agent-8"},
 		{ID: "gatehouse", Secret: "rs-secret"},
 	}})
 	t.Setenv("GH_TEST_INTROSPECTION_SECRET", "rs-secret")
-	clk := &testClock{now: time.Now()}
-	dir := t.TempDir()
-	cfg, err := ParseConfig([]byte(fmt.Sprintf(`listen: 127.0.0.1:0
-store: sqlite:%s
-drift: {recheck: 0}
-auth:
-  resource: %s
-  oauth:
-    issuer: %q
-    requiredScopes: [mcp]
-    introspection: {url: %q, clientID: gatehouse, clientSecretEnv: GH_TEST_INTROSPECTION_SECRET}
-servers:
-  pay: {type: streamable-http, url: %q}
-`, filepath.Join(dir, "g.db"), resource, as.Issuer(), as.IntrospectionURL(), up.url)), filepath.Join(dir, "gatehouse.yaml"), dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := startASGateway(t, up, func(string) string {
+		return fmt.Sprintf("{issuer: %q, requiredScopes: [mcp], introspection: {url: %q, clientID: gatehouse, clientSecretEnv: GH_TEST_INTROSPECTION_SECRET}}",
+			as.Issuer(), as.IntrospectionURL())
+	})
+	resource, clk, call, challenge := e.resource, e.clk, e.call, e.challenge
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	g, err := New(ctx, cfg, &Options{Clock: clk.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = g.Close() })
-	h, err := g.Handler()
-	if err != nil {
-		t.Fatal(err)
-	}
-	gs.Config.Handler = h
-	gs.Start()
-	t.Cleanup(gs.Close)
-
-	call := func(token string) string {
-		t.Helper()
-		cs, err := connectAs(resource, token)
-		if err != nil {
-			return "connect: " + err.Error()
-		}
-		defer cs.Close()
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "pay__charge", Arguments: map[string]any{"amount": 1}})
-		if err != nil {
-			return "call: " + err.Error()
-		}
-		return answer(res, nil)
-	}
-	challenge := func(token string) (int, string) {
-		t.Helper()
-		req := httptest.NewRequest("POST", resource, strings.NewReader(`{}`))
-		req.Header.Set("Authorization", "Bearer "+token)
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
-		return rec.Code, rec.Header().Get("WWW-Authenticate")
-	}
 
 	tok, err := as.Token(ctx, "agent", "s3cret", resource, "mcp", "tool:*")
 	if err != nil {

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
@@ -14,6 +15,80 @@ import (
 	"github.com/gatehouse-dev/gatehouse/internal/fixture/authserver"
 )
 
+// asGateway is a gateway in front of a rug upstream (pay__charge, ...)
+// whose callers bring tokens from a real authorization server
+// (internal/fixture/authserver), on a settable clock.
+type asGateway struct {
+	t        *testing.T
+	resource string // the gateway's auth.resource: its own /mcp URL
+	h        http.Handler
+	clk      *testClock
+}
+
+// startASGateway starts it with oauth (auth.oauth's YAML flow mapping,
+// given the resource) and the upstream up.
+func startASGateway(t *testing.T, up *rugServer, oauth func(resource string) string) *asGateway {
+	t.Helper()
+	gs := httptest.NewUnstartedServer(nil)
+	e := &asGateway{t: t, resource: "http://" + gs.Listener.Addr().String() + "/mcp", clk: &testClock{now: time.Now()}}
+	dir := t.TempDir()
+	cfg, err := ParseConfig([]byte(fmt.Sprintf(`listen: 127.0.0.1:0
+store: sqlite:%s
+drift: {recheck: 0}
+auth:
+  resource: %s
+  oauth: %s
+servers:
+  pay: {type: streamable-http, url: %q}
+`, filepath.Join(dir, "g.db"), e.resource, oauth(e.resource), up.url)), filepath.Join(dir, "gatehouse.yaml"), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	g, err := New(ctx, cfg, &Options{Clock: e.clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = g.Close() })
+	if e.h, err = g.Handler(); err != nil {
+		t.Fatal(err)
+	}
+	gs.Config.Handler = e.h
+	gs.Start()
+	t.Cleanup(gs.Close)
+	return e
+}
+
+// call connects with token and calls pay__charge: the answer, or what
+// failed ("connect: ...", "call: ...").
+func (e *asGateway) call(token string) string {
+	e.t.Helper()
+	cs, err := connectAs(e.resource, token)
+	if err != nil {
+		return "connect: " + err.Error()
+	}
+	defer cs.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "pay__charge", Arguments: map[string]any{"amount": 1}})
+	if err != nil {
+		return "call: " + err.Error()
+	}
+	return answer(res, nil)
+}
+
+// challenge is the HTTP status and WWW-Authenticate of a request bearing
+// token.
+func (e *asGateway) challenge(token string) (int, string) {
+	e.t.Helper()
+	req := httptest.NewRequest("POST", e.resource, strings.NewReader(`{}`))
+	req.Header.Set("Authorization", "Bearer "+token)
+	rec := httptest.NewRecorder()
+	e.h.ServeHTTP(rec, req)
+	return rec.Code, rec.Header().Get("WWW-Authenticate")
+}
+
 // TestOAuthRealAuthorizationServer: a client obtains an access token from a
 // real authorization server (internal/fixture/authserver: zitadel/oidc's
 // provider) by the client_credentials grant with the gateway as its RFC 8707
@@ -23,53 +98,13 @@ import (
 // without restarting the gateway.
 func TestOAuthRealAuthorizationServer(t *testing.T) {
 	up := newRugServer(t) // a real go-sdk upstream (tools charge, refund, ...)
-	gs := httptest.NewUnstartedServer(nil)
-	resource := "http://" + gs.Listener.Addr().String() + "/mcp"
 	as := authserver.Start(t, authserver.Options{Clients: []authserver.Client{
 		{ID: "agent", Secret: "s3cret", Subject: "agent-7"},
 	}})
-	clk := &testClock{now: time.Now()}
-	dir := t.TempDir()
-	cfg, err := ParseConfig([]byte(fmt.Sprintf(`listen: 127.0.0.1:0
-store: sqlite:%s
-drift: {recheck: 0}
-auth:
-  resource: %s
-  oauth: {issuer: %q, requiredScopes: [mcp]}
-servers:
-  pay: {type: streamable-http, url: %q}
-`, filepath.Join(dir, "g.db"), resource, as.Issuer(), up.url)), filepath.Join(dir, "gatehouse.yaml"), dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := startASGateway(t, up, func(string) string { return fmt.Sprintf("{issuer: %q, requiredScopes: [mcp]}", as.Issuer()) })
+	resource, clk, call := e.resource, e.clk, e.call
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	g, err := New(ctx, cfg, &Options{Clock: clk.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = g.Close() })
-	h, err := g.Handler()
-	if err != nil {
-		t.Fatal(err)
-	}
-	gs.Config.Handler = h
-	gs.Start()
-	t.Cleanup(gs.Close)
-
-	call := func(token string) string {
-		t.Helper()
-		cs, err := connectAs(resource, token)
-		if err != nil {
-			return "connect: " + err.Error()
-		}
-		defer cs.Close()
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "pay__charge", Arguments: map[string]any{"amount": 1}})
-		if err != nil {
-			return "call: " + err.Error()
-		}
-		return answer(res, nil)
-	}
 
 	tok, err := as.Token(ctx, "agent", "s3cret", resource, "mcp", "tool:*")
 	if err != nil {
@@ -87,12 +122,8 @@ servers:
 	if a := call(other); !strings.Contains(a, "connect:") || up.charges.Load() != 1 {
 		t.Fatalf("a token for another resource: %s", a)
 	}
-	req := httptest.NewRequest("POST", resource, strings.NewReader(`{}`))
-	req.Header.Set("Authorization", "Bearer "+other)
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, req)
-	if rec.Code != 401 || !strings.Contains(rec.Header().Get("WWW-Authenticate"), `resource_metadata="`) {
-		t.Fatalf("another resource's token: %d %q", rec.Code, rec.Header().Get("WWW-Authenticate"))
+	if code, www := e.challenge(other); code != 401 || !strings.Contains(www, `resource_metadata="`) {
+		t.Fatalf("another resource's token: %d %q", code, www)
 	}
 
 	// Key rotation at the server: past the verifier's refresh interval, a
