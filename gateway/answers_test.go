@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gatehouse-dev/gatehouse/internal/fixture/pgtest"
@@ -289,5 +290,38 @@ func TestPrettyAnswerKeepsItsFraming(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestUndeliveredRequestIsConnectionLoss: a go-sdk client whose server
+// went away after the session began (no standalone stream to notice it
+// first) gets the go-sdk's "rejected by transport" JSON-RPC error wrapping
+// the dial error. The pipeline must take that for a lost connection (an
+// `unavailable` refusal and backoff), not pass -32005 to the caller as if
+// the server had answered it (the flake of TestDeadUpstreamStillBacksOff).
+func TestUndeliveredRequestIsConnectionLoss(t *testing.T) {
+	up := newHostileUpstream(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: up.hs.URL + "/mcp", DisableStandaloneSSE: true, MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "count"}); err != nil {
+		t.Fatalf("first call: %v", err)
+	}
+	up.hs.CloseClientConnections()
+	up.hs.Close()
+	_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "count"})
+	if err == nil {
+		t.Fatal("a call to a closed server succeeded")
+	}
+	if !connectionLost(err) {
+		t.Errorf("connectionLost(%v) = false, want true", err)
+	}
+	if connectionLost(&jsonrpc.Error{Code: -32005, Message: "rejected by transport"}) {
+		t.Error("a bare JSON-RPC error (an answer of the server's) counts as connection loss")
 	}
 }

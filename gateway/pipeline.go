@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -331,14 +332,18 @@ func (p *pipeline) answer(srv, name string, res *mcp.CallToolResult, err error) 
 		p.log.Warn("gateway: the server's answer was not taken", "tool", name, "err", err)
 		return callOutcome{err: &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: ae.Message}, label: outcomeRPCError}
 	}
-	var rpc *jsonrpc.Error
-	if errors.As(err, &rpc) {
-		return callOutcome{err: &jsonrpc.Error{Code: rpc.Code, Message: rpc.Message, Data: rpc.Data}, label: outcomeRPCError}
-	}
 	if connectionLost(err) {
+		// Before the JSON-RPC pass-through: the go-sdk reports a request
+		// that never reached the server as a JSON-RPC error (-32005,
+		// "rejected by transport") wrapping the dial error, which is the
+		// gateway's own trouble, not an answer of the server's.
 		wait, _ := p.health.Down(srv)
 		return refused(&refusal.Error{Code: refusal.Unavailable, Retryable: true, RetryAfter: max(wait, time.Millisecond),
 			Message: fmt.Sprintf("server %s is unavailable; the call may not have completed", srv)})
+	}
+	var rpc *jsonrpc.Error
+	if errors.As(err, &rpc) {
+		return callOutcome{err: &jsonrpc.Error{Code: rpc.Code, Message: rpc.Message, Data: rpc.Data}, label: outcomeRPCError}
 	}
 	p.log.Error("gateway: call failed", "tool", name, "err", err)
 	return callOutcome{label: outcomeError, result: &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{
@@ -367,8 +372,16 @@ func connectionLost(err error) bool {
 	if errors.Is(err, toolset.ErrConnectionFailed) {
 		return true
 	}
-	return errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, mcp.ErrSessionMissing) ||
-		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+	if errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, mcp.ErrSessionMissing) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return true
+	}
+	// A request the HTTP client could not deliver (refused, reset, no
+	// route): the go-sdk wraps the *net.OpError in its "rejected by
+	// transport" JSON-RPC error and keeps the session, but the server is
+	// not there.
+	var op *net.OpError
+	return errors.As(err, &op)
 }
 
 // recorded reports whether the unit of work (subject, tool, key) has a
