@@ -114,13 +114,16 @@ type RateLimit struct {
 	// Counters, when set, holds the counts in a store shared by several
 	// processes (key store.Key("rl", subject, window start in Unix ms),
 	// expiring at the window's end), so they share one quota: together
-	// they never allow more than MaxCalls per window. A process takes
-	// permits from it in blocks (one IncrBy for many calls, at most
-	// MaxCalls/4 at once) and gives back what it has not spent when the
-	// subject has been idle on it for a moment (at most a second) or when
-	// the Server is closed; until then a caller refused by one process may
-	// have permits unspent on another. A store error refuses the call.
-	// Nil counts in this process.
+	// they never allow more than MaxCalls per window. A process takes a
+	// subject's permits from it in blocks (one IncrBy for many calls; the
+	// first block of one permit, then doubling while the subject keeps
+	// calling, at most MaxCalls/4) and spends them without the store. It
+	// gives back what a block leaves unspent once the subject has not
+	// called it for a second (Window/8 for windows under 8s, at least
+	// 10ms), and at Close. The cost: until then a caller refused by one
+	// process may have permits unspent on another, and a process the store
+	// has refused refuses the subject for that long without asking again.
+	// A store error refuses the call. Nil counts in this process.
 	Counters Counters
 }
 
