@@ -65,6 +65,7 @@ func childMain() int {
 		fmt.Fprintln(os.Stderr, "child:", err)
 		return 1
 	}
+	defer s.Close() // gives back what it holds, before the store closes
 	h, err := s.Handler(&HTTPOptions{Verifier: verifier})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "child:", err)
