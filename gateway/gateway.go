@@ -60,8 +60,9 @@ type Options struct {
 	Stderr io.Writer
 	// Version is reported to callers in the server implementation.
 	Version string
-	// Clock is the time source of backoffs and of access-token checks (exp,
-	// nbf, the issuer's key refreshes). Nil means time.Now.
+	// Clock is the time source of backoffs, of access-token checks (exp,
+	// nbf, the issuer's key refreshes) and of the rate limit's windows.
+	// Nil means time.Now.
 	Clock func() time.Time
 	// Instance names this gateway in the store across its restarts (see
 	// the executor in docs/gateway.md): the next start under the same name
@@ -304,6 +305,7 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 		DeferCallAdmission: true,
 		Name:               "gatehouse",
 		Logger:             log,
+		Clock:              o.Clock,
 	}
 	// Sessions per subject (each initialize also spends the rate limit).
 	so.MaxSessionsPerSubject = cfg.Sessions.MaxPerSubject

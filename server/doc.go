@@ -27,7 +27,10 @@
 //     [Caller] carrying the subject.
 //  5. Are they calling too much? [Options.RateLimit] (per subject, in
 //     process or shared by several processes through store counters) or
-//     [Options.RateLimitFunc].
+//     [Options.RateLimitFunc]. A shared limit is exact over every process
+//     without a store write per call: each process takes permits in
+//     blocks and gives back what it leaves unspent (see
+//     [RateLimit.Counters] for what that costs at the edges).
 //
 // With a [durable.Journal], a tools/call carrying a work key (by default the
 // client's _meta.idempotencyKey) is a unit of work named by the subject, the

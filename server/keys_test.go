@@ -42,6 +42,7 @@ func TestSharedRateLimitHostileSubjects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { s.Close() })
 	url := serveHTTP(t, s, &HTTPOptions{Verifier: func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
 		user, ok := subjects[token]
 		if !ok {

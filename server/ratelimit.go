@@ -2,12 +2,8 @@ package server
 
 import (
 	"context"
-	"fmt"
-	"strconv"
 	"sync"
 	"time"
-
-	"github.com/gatehouse-dev/gatehouse/store"
 )
 
 // limiter decides whether subject may make one more call now.
@@ -85,36 +81,4 @@ func (l *memLimiter) size() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return len(l.counts)
-}
-
-// sharedLimiter counts in a store shared by several processes: one atomic
-// IncrBy per call on store.Key("rl", subject, window start ms), expiring
-// at the window's end. A call over the limit still increments (the count only
-// grows within a window), which keeps it one statement and exact.
-type sharedLimiter struct {
-	max      int64
-	window   time.Duration
-	counters Counters
-	now      func() time.Time
-}
-
-// sharedKey is the counter key of subject's window starting at start: a
-// hash, so that whatever Identify returns (a NUL byte, a long claim) the
-// key is short and plain and names no other subject's window.
-func sharedKey(subject Subject, start time.Time) string {
-	return store.Key("rl", string(subject), strconv.FormatInt(start.UnixMilli(), 10))
-}
-
-func (l *sharedLimiter) allow(ctx context.Context, subject Subject, _ string) (bool, time.Duration, error) {
-	now := l.now()
-	start := windowStart(now, l.window)
-	end := start.Add(l.window)
-	n, err := l.counters.IncrBy(ctx, sharedKey(subject, start), 1, end)
-	if err != nil {
-		return false, 0, fmt.Errorf("server: rate limit counter: %w", err)
-	}
-	if n > l.max {
-		return false, end.Sub(now), nil
-	}
-	return true, 0, nil
 }

@@ -113,8 +113,17 @@ type RateLimit struct {
 	Window time.Duration
 	// Counters, when set, holds the counts in a store shared by several
 	// processes (key store.Key("rl", subject, window start in Unix ms),
-	// expiring at the window's end), so they share one quota. Nil counts in
-	// this process.
+	// expiring at the window's end), so they share one quota: together
+	// they never allow more than MaxCalls per window. A process takes a
+	// subject's permits from it in blocks (one IncrBy for many calls; the
+	// first block of one permit, then doubling while the subject keeps
+	// calling, at most MaxCalls/4) and spends them without the store. It
+	// gives back what a block leaves unspent once the subject has not
+	// called it for a second (Window/8 for windows under 8s, at least
+	// 10ms), and at Close. The cost: until then a caller refused by one
+	// process may have permits unspent on another, and a process the store
+	// has refused refuses the subject for that long without asking again.
+	// A store error refuses the call. Nil counts in this process.
 	Counters Counters
 }
 
@@ -199,7 +208,7 @@ type Options struct {
 
 	// Logger receives the warnings and errors. Nil means slog.Default().
 	Logger *slog.Logger
-	// Clock is the time source of the in-process rate limiter. Nil means
+	// Clock is the time source of the rate limit's windows. Nil means
 	// time.Now.
 	Clock func() time.Time
 }
@@ -247,7 +256,7 @@ func New(opts Options) (*Server, error) {
 			return nil, fmt.Errorf("%w: RateLimit needs MaxCalls > 0 and Window >= 1ms (got %d, %v)", ErrInvalidOptions, rl.MaxCalls, rl.Window)
 		}
 		if rl.Counters != nil {
-			s.limiter = &sharedLimiter{max: int64(rl.MaxCalls), window: rl.Window, counters: rl.Counters, now: clock}
+			s.limiter = newSharedLimiter(rl.MaxCalls, rl.Window, rl.Counters, clock, s.logger)
 		} else {
 			s.limiter = newMemLimiter(rl.MaxCalls, rl.Window, clock)
 		}
@@ -354,11 +363,16 @@ func (s *Server) ServeLocal(ctx context.Context, t mcp.Transport) error {
 	return s.stdio.Run(ctx, t)
 }
 
-// Close closes every open session (HTTP and local). Call it after the HTTP
-// server has shut down; an HTTP client may still open a new session
-// afterwards. A server that has not served locally before Close refuses
-// ServeStdio and ServeLocal after it.
+// Close closes every open session (HTTP and local) and gives the
+// rate-limit permits this process holds unspent back to the shared
+// counters ([RateLimit.Counters]). Call it after the HTTP server has shut
+// down; an HTTP client may still open a new session afterwards. A server
+// that has not served locally before Close refuses ServeStdio and
+// ServeLocal after it.
 func (s *Server) Close() error {
+	if l, ok := s.limiter.(*sharedLimiter); ok {
+		l.close()
+	}
 	var errs []error
 	servers := []*mcp.Server{s.remote}
 	s.stdioOnce.Do(func() { s.stdioErr = errors.New("server: closed") })

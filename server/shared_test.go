@@ -65,6 +65,7 @@ func childMain() int {
 		fmt.Fprintln(os.Stderr, "child:", err)
 		return 1
 	}
+	defer s.Close() // gives back what it holds, before the store closes
 	h, err := s.Handler(&HTTPOptions{Verifier: verifier})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "child:", err)
@@ -153,9 +154,14 @@ func TestRateLimitSharedByTwoProcesses(t *testing.T) {
 	var mu sync.Mutex
 	ran, limited := 0, 0
 	perChild := map[string]int{}
-	var wg sync.WaitGroup
+	// Both sessions open before any call: an initialize spends quota too,
+	// and one racing the other process's calls could find none left.
+	sessions := map[string]*mcp.ClientSession{}
 	for _, u := range urls {
-		cs := connect(t, u, "tok-alice")
+		sessions[u] = connect(t, u, "tok-alice")
+	}
+	var wg sync.WaitGroup
+	for u, cs := range sessions {
 		for i := range 8 {
 			wg.Go(func() {
 				r := callTool(t, cs, "charge", chargeIn{Account: "shared", Amount: i}, nil)
@@ -186,5 +192,3 @@ func TestRateLimitSharedByTwoProcesses(t *testing.T) {
 	}
 	t.Logf("calls run per process: %v", perChild)
 }
-
-var _ = mcp.Meta{}
