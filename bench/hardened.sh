@@ -6,6 +6,8 @@
 # Configurations (each gateway its own gatehouse process, own store, own port):
 #   direct              bench/echoserver, no gateway
 #   plain               gatehouse serve, no auth, no limit (SQLite NORMAL)
+#   token               a static bearer token, no rate limit (what oauth is
+#                       compared with)
 #   token+rl            a static bearer token and rateLimit
 #   +keys sqlite        the same, every call with a unique _meta.idempotencyKey
 #                       (journaled: claim and completion), SQLite NORMAL
@@ -98,6 +100,7 @@ static="GATEWAY_TOKEN=$token"
 tf="-token-file $work/static.token"
 add direct "" ""
 add plain "" ""
+want token && add token "$static" "$tf"
 want token+rl && add token+rl "$static GATEWAY_RATELIMIT=$RATELIMIT" "$tf"
 want "+keys sqlite" && add "+keys sqlite" "$static GATEWAY_RATELIMIT=$RATELIMIT" "$tf -keys unique"
 want "+keys sqlite-power" && add "+keys sqlite-power" "$static GATEWAY_RATELIMIT=$RATELIMIT GATEWAY_STORE=sqlite-power" "$tf -keys unique"
