@@ -8,15 +8,50 @@
 # the gateway process only (the echo server and mcpload keep the defaults);
 # GATEWAY_JSON=1 sets http.jsonResponse: true (plain JSON answers instead of
 # SSE streams). See docs/BENCHMARKS.md for what they change.
+#
+# The hardened configurations (bench/hardened.sh sets these):
+#   GATEWAY_DIR           where the config, the SQLite store and the log go
+#                         (default: a new directory under /tmp)
+#   GATEWAY_TOKEN         a static bearer token: auth.tokens gets its sha256 and
+#                         the subject GATEWAY_SUBJECT (default bench)
+#   GATEWAY_RATELIMIT     MAXCALLS/WINDOW, e.g. 1000000/60s: rateLimit {maxCalls,
+#                         window}; pick a maxCalls the run never reaches to
+#                         measure the limit's cost, not its refusals
+#   GATEWAY_STORE         sqlite (default: SQLite, durability process, i.e.
+#                         synchronous=NORMAL), sqlite-power (durability=power,
+#                         synchronous=FULL) or a postgres:// DSN used as given
+#   GATEWAY_OAUTH_ISSUER  an issuer URL (bench/authserver prints it): auth.resource
+#                         is $GATEWAY_URL and auth.oauth verifies JWTs of that
+#                         issuer, requiredScopes [mcp]
 set -euo pipefail
 bin=${GATEHOUSE_BIN:?set GATEHOUSE_BIN to a built gatehouse binary}
 : "${ECHO_URL:?}" "${GATEWAY_URL:?}"
-dir=$(mktemp -d /tmp/gatehouse-bench.XXXXXX)
+die() { printf 'gateway.sh: %s\n' "$*" >&2; exit 2; }
+dir=${GATEWAY_DIR:-}
+if [ -z "$dir" ]; then
+  dir=$(mktemp -d /tmp/gatehouse-bench.XXXXXX)
+fi
+mkdir -p "$dir"
 hostport=${GATEWAY_URL#http://}
 hostport=${hostport%%/*}
+
+case "${GATEWAY_STORE:-sqlite}" in
+  sqlite) store="sqlite:$dir/gatehouse.db" ;;
+  sqlite-power) store="sqlite:$dir/gatehouse.db?durability=power" ;;
+  postgres://*|postgresql://*)
+    store=$GATEWAY_STORE
+    # The instance lock of a gateway on PostgreSQL lives under the user's
+    # cache directory: keep the benchmark's beside its config.
+    export XDG_CACHE_HOME="$dir/cache"
+    ;;
+  *) die "GATEWAY_STORE must be sqlite, sqlite-power or a postgres:// DSN" ;;
+esac
+
+# The store is this config's, whatever the caller's shell holds.
+unset GATEHOUSE_STORE
 cat >"$dir/gatehouse.yaml" <<EOF
 listen: $hostport
-store: sqlite:$dir/gatehouse.db
+store: '${store//\'/\'\'}'
 servers:
   echo:
     type: streamable-http
@@ -25,6 +60,26 @@ servers:
 EOF
 if [ "${GATEWAY_JSON:-0}" = 1 ]; then
   printf 'http:\n  jsonResponse: true\n' >>"$dir/gatehouse.yaml"
+fi
+if [ -n "${GATEWAY_RATELIMIT:-}" ]; then
+  [[ $GATEWAY_RATELIMIT =~ ^([1-9][0-9]{0,9})/([1-9][0-9]*(ms|s|m|h))$ ]] ||
+    die "GATEWAY_RATELIMIT must be MAXCALLS/WINDOW, e.g. 1000000/60s"
+  printf 'rateLimit: {maxCalls: %s, window: %s}\n' "${BASH_REMATCH[1]}" "${BASH_REMATCH[2]}" >>"$dir/gatehouse.yaml"
+fi
+if [ -n "${GATEWAY_TOKEN:-}" ] || [ -n "${GATEWAY_OAUTH_ISSUER:-}" ]; then
+  printf 'auth:\n' >>"$dir/gatehouse.yaml"
+fi
+if [ -n "${GATEWAY_TOKEN:-}" ]; then
+  subject=${GATEWAY_SUBJECT:-bench}
+  [[ $subject =~ ^[A-Za-z0-9._-]+$ ]] || die "GATEWAY_SUBJECT must be letters, digits, '.', '_' or '-'"
+  sum=$(printf %s "$GATEWAY_TOKEN" | sha256sum)
+  printf '  tokens:\n    - sha256: %s\n      subject: %s\n' "${sum%% *}" "$subject" >>"$dir/gatehouse.yaml"
+fi
+if [ -n "${GATEWAY_OAUTH_ISSUER:-}" ]; then
+  [[ $GATEWAY_OAUTH_ISSUER =~ ^http://(127\.[0-9.]+|localhost|\[::1\]):[0-9]+$ ]] ||
+    die "GATEWAY_OAUTH_ISSUER must be http://127.0.0.1:PORT (a local issuer)"
+  printf '  resource: %s\n  oauth:\n    issuer: %s\n    requiredScopes: [mcp]\n' \
+    "$GATEWAY_URL" "$GATEWAY_OAUTH_ISSUER" >>"$dir/gatehouse.yaml"
 fi
 if [ -n "${GATEWAY_GOGC:-}" ]; then
   export GOGC=$GATEWAY_GOGC

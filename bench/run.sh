@@ -51,27 +51,7 @@ GATEWAY2_LABEL=${GATEWAY2_LABEL:-gateway2}
 IDLE_SESSIONS=${IDLE_SESSIONS:-0}
 IDLE_HOLD=${IDLE_HOLD:-10s}
 
-work=$(mktemp -d /tmp/gatehouse-bench.XXXXXX)
-pids=()
-cleanup() {
-  local pid
-  for pid in "${pids[@]}"; do
-    kill -TERM "$pid" 2>/dev/null || true
-  done
-  for pid in "${pids[@]}"; do
-    # Bounded: a process that ignores TERM for 5 s gets KILL.
-    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
-  done
-  if [ -n "${BENCH_KEEP:-}" ]; then
-    echo "work directory kept: $work" >&2
-  else
-    rm -rf "$work"
-  fi
-}
-trap cleanup EXIT
-log() { printf '%s\n' "$*" >&2; }
+. bench/lib.sh
 
 log "building mcpload and echoserver"
 go build -o "$work/mcpload" ./bench/mcpload
@@ -79,48 +59,8 @@ go build -o "$work/echoserver" ./bench/echoserver
 
 echo_flags=(-addr 127.0.0.1:0)
 [ "$JSON_RESPONSE" = 1 ] && echo_flags+=(-json)
-"$work/echoserver" "${echo_flags[@]}" >"$work/echo.out" 2>"$work/echo.log" &
-echo_pid=$!
-pids+=("$echo_pid")
-ECHO_URL=
-for _ in $(seq 100); do
-  ECHO_URL=$(sed -n 's/^url=//p' "$work/echo.out")
-  [ -n "$ECHO_URL" ] && break
-  kill -0 "$echo_pid" 2>/dev/null || { cat "$work/echo.log" >&2; log "echoserver died"; exit 1; }
-  sleep 0.1
-done
-[ -n "$ECHO_URL" ] || { log "echoserver did not start"; exit 1; }
-export ECHO_URL GATEWAY_URL
-log "echo server: $ECHO_URL (pid $echo_pid)"
-
-# start_gateway CMD URL LOGNAME: starts CMD (with $GATEWAY_URL set to URL)
-# and waits until URL accepts connections; sets $started_pid.
-start_gateway() {
-  local cmd=$1 url=$2 name=$3 hostport gw_host gw_port pid up=
-  hostport=${url#*://}
-  hostport=${hostport%%/*}
-  gw_host=${hostport%:*}
-  gw_port=${hostport##*:}
-  case "$gw_host" in
-    127.*|localhost) ;;
-    *) log "$name URL must be on 127.0.0.1"; exit 1 ;;
-  esac
-  GATEWAY_URL=$url bash -c "exec $cmd" >"$work/$name.log" 2>&1 &
-  pid=$!
-  pids+=("$pid")
-  for _ in $(seq 300); do
-    kill -0 "$pid" 2>/dev/null || break
-    if (exec 3<>"/dev/tcp/$gw_host/$gw_port") 2>/dev/null; then up=1; break; fi
-    sleep 0.1
-  done
-  if [ -z "$up" ]; then
-    tail -n 50 "$work/$name.log" >&2
-    log "$name did not listen on $url within 30s"
-    exit 1
-  fi
-  log "$name: $url (pid $pid)"
-  started_pid=$pid
-}
+start_echo "${echo_flags[@]}"
+export GATEWAY_URL
 
 gw_pid=
 gw2_pid=
@@ -137,22 +77,6 @@ results="$work/results.jsonl"
 : >"$results"
 common=(-duration "$DURATION" -warmup "$WARMUP" -verify -json)
 [ -n "$PROTOCOL" ] && common+=(-protocol "$PROTOCOL")
-
-# load LABEL URL PID FLAGS...: one mcpload run appended to the results. A run
-# with failed calls (exit 3) is kept: its errors show in the table.
-load() {
-  local label=$1 url=$2 pid=$3
-  shift 3
-  local rc=0
-  "$work/mcpload" -url "$url" -rss-pid "$pid" -label "$label" "$@" >>"$results" 2>>"$work/mcpload.log" || rc=$?
-  if [ "$rc" != 0 ] && [ "$rc" != 3 ]; then
-    tail -n 20 "$work/mcpload.log" >&2
-    log "mcpload failed (exit $rc) for $label $*"
-    exit 1
-  fi
-  [ "$rc" = 3 ] && log "  $label: some calls failed (see errors column)"
-  return 0
-}
 
 for payload in $PAYLOADS; do
   for s in $SESSIONS; do
@@ -177,10 +101,9 @@ fi
 
 [ -n "${RESULTS:-}" ] && cp "$results" "$RESULTS"
 
-cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1)
 echo "## MCP echo calls: direct${gw_pid:+ vs $GATEWAY_LABEL}${gw2_pid:+ vs $GATEWAY2_LABEL}"
 echo
-echo "$(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores ($cpu), $(go version | cut -d' ' -f3), kernel $(uname -r)."
+machine_line
 echo "mcpload closed loops, $DURATION per cell after $WARMUP warmup, answers verified; echo server: go-sdk"
 echo "streamable HTTP, stateful, $([ "$JSON_RESPONSE" = 1 ] && echo "JSON responses" || echo "SSE responses");"
 echo "client, server${gw_pid:+ and gateway} share the machine. Latencies are exact (nearest rank) over all"

@@ -119,3 +119,41 @@ func (h *headerList) Set(s string) error {
 	*h = append(*h, s)
 	return nil
 }
+
+// maxTokenFile bounds a -token-file: a bearer token is a line, and the
+// gateway refuses JWTs over 16 KiB anyway.
+const maxTokenFile = 64 << 10
+
+// parseToken returns the bearer token in the contents of a -token-file: one
+// token in the RFC 6750 b64token syntax (letters, digits, "-._~+/", then
+// any "=" padding), optionally surrounded by blanks and line ends, as a shell
+// redirect or an editor leaves it. Anything else is an error naming what is
+// wrong, never the token.
+func parseToken(b []byte) (string, error) {
+	if len(b) > maxTokenFile {
+		return "", fmt.Errorf("token file has %d bytes, more than %d", len(b), maxTokenFile)
+	}
+	s := strings.Trim(string(b), " \t\r\n")
+	if s == "" {
+		return "", errors.New("token file is empty")
+	}
+	pad := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '=':
+			if i == 0 {
+				return "", errors.New("token file: the token begins with '='")
+			}
+			pad = true
+		case pad:
+			return "", fmt.Errorf("token file: character %d follows '=' padding", i+1)
+		case c == '\n' || c == '\r':
+			return "", errors.New("token file holds more than one line")
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', strings.IndexByte("-._~+/", c) >= 0:
+		default:
+			return "", fmt.Errorf("token file: byte %d (%#02x) is not a bearer token character (RFC 6750 b64token)", i+1, c)
+		}
+	}
+	return s, nil
+}

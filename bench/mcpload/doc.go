@@ -15,12 +15,32 @@
 //	mcpload -cmd './echoserver -stdio' -sessions 4 -shared    # one, 4 concurrent callers
 //	mcpload -url http://127.0.0.1:8080/mcp -idle 10000 -hold 10s -rss-pid 1234
 //	mcpload -report results.jsonl                              # markdown tables
+//	mcpload -report -medians rounds.jsonl                      # medians over rounds
+//	mcpload -url http://127.0.0.1:8080/mcp -token-file tok -keys pool:16 -verify
 //
 // The tool (-tool, default echo) is called with -args (a JSON object) plus,
 // with -payload N, an N-byte ASCII string in argument -field (default
 // "message"). The arguments are encoded once, up front. With -verify a call
 // whose first text content is not that string counts as an error; a result
 // with isError always does.
+//
+// # Keyed calls and tokens
+//
+// With -keys every call carries _meta.idempotencyKey, the unit of work a
+// journaling gateway records: -keys unique sends a fresh key each call
+// ("mcpload-<run>-<loop>-<n>", <run> 16 random hex digits, so two runs never
+// share a key); -keys pool:N gives each loop N keys taken in turn, so that
+// from its (N+1)th call on every call repeats a key whose call has finished
+// and a gateway answers it from its journal without calling upstream. A key
+// always carries the same arguments (else a gateway answers key_reused):
+// with -payload, key i's payload begins with "k<i>-", so that -verify checks
+// a replay against the answer to its own key's call. The result counts the
+// measured calls that repeated a key (repeats); whether the gateway replayed
+// them is not visible in the answer, so count the upstream's calls to know.
+//
+// -token-file F sends the token in F (one line, RFC 6750 syntax; blanks and
+// line ends around it are ignored) as "Authorization: Bearer", so that a
+// token is never on a command line; -header can send any other header.
 //
 // # What is measured
 //
@@ -36,7 +56,8 @@
 //
 // CPU figures are deltas over the window: this process from getrusage, the
 // machine from /proc/stat (all cores, busy = not idle or iowait) and -rss-pid
-// from /proc/PID/stat, each also per measured call. RSS comes from VmRSS in
+// from /proc/PID/stat (user+system), each also per measured call: the
+// target's CPU time per call is what -report -medians prints in µs. RSS comes from VmRSS in
 // /proc/PID/status, sampled every 100 ms (250 ms in idle mode).
 //
 // # Idle mode
@@ -53,6 +74,12 @@
 // unless -allow-remote only to loopback addresses (checked on the URL and
 // again on the address each connection dials). All sessions share one HTTP
 // transport with enough idle connections per host that loops reuse them.
+//
+// -report -medians renders results of several rounds (the same label and
+// cell measured more than once) as one table of medians: calls/s, p50, p99,
+// the target's CPU per call, and calls/s against the first and the second
+// label of the files (bench/hardened.sh writes direct, then the plain
+// gateway).
 //
 // The exit code is 0 on success, 1 when the run could not be made, 2 for a
 // bad command line and 3 when any call or session open failed.

@@ -7,10 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -38,6 +41,40 @@ func TestMain(m *testing.M) {
 // counts is what the echo server behind a test saw on the wire.
 type counts struct {
 	calls, deletes, inits, gets, noAuth, requests atomic.Int64
+
+	mu      sync.Mutex
+	keyArgs map[string][]string // _meta.idempotencyKey -> the arguments of each call with it
+	unkeyed int                 // tools/call without a key
+}
+
+// noteCall records the key and arguments of a tools/call body.
+func (c *counts) noteCall(body []byte) {
+	var req struct {
+		Params struct {
+			Meta      map[string]any  `json:"_meta"`
+			Arguments json.RawMessage `json:"arguments"`
+		} `json:"params"`
+	}
+	_ = json.Unmarshal(body, &req)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k, ok := req.Params.Meta["idempotencyKey"].(string)
+	if !ok {
+		c.unkeyed++
+		return
+	}
+	if c.keyArgs == nil {
+		c.keyArgs = map[string][]string{}
+	}
+	c.keyArgs[k] = append(c.keyArgs[k], string(req.Params.Arguments))
+}
+
+// keys returns the keys seen, each with the arguments of its calls, and the
+// count of calls without a key.
+func (c *counts) keys() (map[string][]string, int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return maps.Clone(c.keyArgs), c.unkeyed
 }
 
 // startEcho serves the echo server on 127.0.0.1 and counts requests by kind.
@@ -68,6 +105,7 @@ func startServer(t *testing.T, h http.Handler, wantAuth string) (string, *counts
 			body, _ := io.ReadAll(r.Body)
 			if bytes.Contains(body, []byte(`"method":"tools/call"`)) {
 				c.calls.Add(1)
+				c.noteCall(body)
 			}
 			if bytes.Contains(body, []byte(`"method":"initialize"`)) {
 				c.inits.Add(1)
@@ -299,5 +337,83 @@ func TestReport(t *testing.T) {
 	}
 	if code := run(t.Context(), []string{"-report", f}, &out, &errb); code != 1 {
 		t.Errorf("bad report file: exit %d, want 1", code)
+	}
+}
+
+// TestKeysOnTheWire: -keys unique sends a fresh _meta.idempotencyKey on every
+// call; -keys pool:N sends N keys per loop in turn, each always with the same
+// arguments (a journaling gateway would answer a key with other arguments
+// key_reused), and the arguments of two keys differ, so that -verify checks a
+// replay against its own call. Counted at the server.
+func TestKeysOnTheWire(t *testing.T) {
+	url, c := startEcho(t, "")
+	r := runJSON(t, t.Context(), 0, "-url", url, "-sessions", "2", "-calls", "50", "-warmup", "0s",
+		"-payload", "64", "-verify", "-keys", "unique")
+	keys, unkeyed := c.keys()
+	if r.Calls != 50 || r.Errors != 0 || r.Keys != "unique" || r.Repeats != 0 {
+		t.Fatalf("unique: %+v", r)
+	}
+	if len(keys) != 50 || unkeyed != 0 {
+		t.Errorf("unique: the server saw %d distinct keys and %d unkeyed calls for 50 calls", len(keys), unkeyed)
+	}
+	for k, args := range keys {
+		if len(args) != 1 || !strings.HasPrefix(k, "mcpload-") {
+			t.Errorf("unique: key %q sent %d times", k, len(args))
+		}
+	}
+
+	url, c = startEcho(t, "")
+	r = runJSON(t, t.Context(), 0, "-url", url, "-sessions", "2", "-calls", "30", "-warmup", "0s",
+		"-payload", "64", "-verify", "-keys", "pool:3")
+	if r.Calls != 30 || r.Errors != 0 || r.Keys != "pool:3" {
+		t.Fatalf("pool: %+v", r)
+	}
+	keys, unkeyed = c.keys()
+	// How the 30 calls fall on the two loops is the scheduler's choice: a
+	// loop of fewer than 3 calls uses fewer keys.
+	if len(keys) < 3 || len(keys) > 6 || unkeyed != 0 {
+		t.Fatalf("pool:3 on 2 loops: the server saw %d distinct keys (want 3 to 6) and %d unkeyed calls", len(keys), unkeyed)
+	}
+	if r.Repeats != int64(30-len(keys)) {
+		t.Errorf("repeats %d, want %d (every call after a key's first)", r.Repeats, 30-len(keys))
+	}
+	distinct := map[string]bool{}
+	total := 0
+	for k, args := range keys {
+		total += len(args)
+		for _, a := range args[1:] {
+			if a != args[0] {
+				t.Errorf("key %q sent with arguments %s and then %s", k, args[0], a)
+			}
+		}
+		distinct[args[0]] = true
+	}
+	if total != 30 {
+		t.Errorf("%d keyed calls at the server, want 30", total)
+	}
+	if len(distinct) != 3 {
+		t.Errorf("%d distinct arguments over the pool of 3 (shared by the loops), want 3", len(distinct))
+	}
+	// Another run never reuses this one's keys.
+	runJSON(t, t.Context(), 0, "-url", url, "-calls", "3", "-warmup", "0s", "-payload", "64", "-keys", "pool:3")
+	if keys2, _ := c.keys(); len(keys2) != len(keys)+3 {
+		t.Errorf("a second run shared keys with the first: %d distinct keys, want %d", len(keys2), len(keys)+3)
+	}
+}
+
+// TestTokenFile: -token-file sends the file's token as a bearer token on
+// every request, and the token is read, not taken from the command line.
+func TestTokenFile(t *testing.T) {
+	url, c := startEcho(t, "Bearer sekrit.tok-en_1~+/==")
+	f := filepath.Join(t.TempDir(), "tok")
+	if err := os.WriteFile(f, []byte("sekrit.tok-en_1~+/==\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := runJSON(t, t.Context(), 0, "-url", url, "-sessions", "2", "-calls", "20", "-warmup", "0s", "-payload", "8", "-verify", "-token-file", f)
+	if r.Errors != 0 || r.Calls != 20 {
+		t.Fatalf("token file: %+v", r)
+	}
+	if n, all := c.noAuth.Load(), c.requests.Load(); n != 0 || all == 0 {
+		t.Errorf("%d of %d requests without the file's token", n, all)
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -208,9 +209,15 @@ func (o *opener) closeAll(sessions []*session) {
 	}
 }
 
-// call makes one tool call and checks its result.
-func call(ctx context.Context, cfg *config, cs *mcp.ClientSession) error {
-	r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: cfg.Tool, Arguments: cfg.Args})
+// call makes one tool call and checks its result: with key, the call
+// carries it as _meta.idempotencyKey; with -verify its first text content
+// must be expect.
+func call(ctx context.Context, cfg *config, cs *mcp.ClientSession, key string, args json.RawMessage, expect string) error {
+	p := &mcp.CallToolParams{Name: cfg.Tool, Arguments: args}
+	if key != "" {
+		p.Meta = mcp.Meta{"idempotencyKey": key}
+	}
+	r, err := cs.CallTool(ctx, p)
 	if err != nil {
 		return err
 	}
@@ -222,8 +229,8 @@ func call(ctx context.Context, cfg *config, cs *mcp.ClientSession) error {
 			return errors.New("verify: result has no content")
 		}
 		tc, ok := r.Content[0].(*mcp.TextContent)
-		if !ok || tc.Text != cfg.Expect {
-			return fmt.Errorf("verify: result is not the %d-byte message sent", len(cfg.Expect))
+		if !ok || tc.Text != expect {
+			return fmt.Errorf("verify: result is not the %d-byte message sent", len(expect))
 		}
 	}
 	return nil
@@ -249,6 +256,8 @@ type worker struct {
 	errMsgs []string // up to maxErrMsgs distinct messages
 	last    time.Time
 	lost    bool
+	keys    *keyer // with -keys
+	repeats int64  // measured calls whose key was sent before
 }
 
 const maxErrMsgs = 3
@@ -279,12 +288,19 @@ func (w *worker) loop(ctx context.Context, cfg *config, cs *mcp.ClientSession, w
 			}
 			ticket = true
 		}
+		key, args, expect, repeat := "", cfg.Args, cfg.Expect, false
+		if w.keys != nil {
+			key, args, expect, repeat = w.keys.next(cfg)
+		}
 		cctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
-		err := call(cctx, cfg, cs)
+		err := call(cctx, cfg, cs, key, args, expect)
 		t1 := time.Now()
 		cancel()
 		measured := !t1.After(win.end) && (ticket || (win.count == 0 && !t1.Before(win.start)))
 		if measured {
+			if repeat {
+				w.repeats++
+			}
 			if err != nil {
 				w.noteErr(err)
 			} else {
@@ -415,6 +431,16 @@ func runLoad(ctx context.Context, cfg *config, logw io.Writer) (*result, error) 
 	win := &window{start: now.Add(cfg.Warmup), count: cfg.Calls}
 	win.end = win.start.Add(cfg.Duration)
 	workers := make([]worker, cfg.Sessions)
+	if cfg.Keys.on {
+		run, err := newRunID()
+		if err != nil {
+			return nil, err
+		}
+		for i := range workers {
+			workers[i].keys = &keyer{spec: cfg.Keys, prefix: fmt.Sprintf("mcpload-%s-%d-", run, i),
+				args: cfg.PoolArgs, expects: cfg.PoolExpects}
+		}
+	}
 	var wg sync.WaitGroup
 	for i := range workers {
 		cs := sessions[0].cs
@@ -478,6 +504,7 @@ func runLoad(ctx context.Context, cfg *config, logw io.Writer) (*result, error) 
 		w := &workers[i]
 		all = append(all, w.samples...)
 		res.Errors += w.errors
+		res.Repeats += w.repeats
 		for _, m := range w.errMsgs {
 			if len(res.ErrorSamples) < maxErrMsgs && !slices.Contains(res.ErrorSamples, m) {
 				res.ErrorSamples = append(res.ErrorSamples, m)
@@ -513,7 +540,7 @@ func runIdle(ctx context.Context, cfg *config, logw io.Writer) (*result, error) 
 	var callErrs atomic.Int64
 	t0 := time.Now()
 	sessions, errs := o.openAll(ctx, cfg.Idle, func(ctx context.Context, s *session) error {
-		if err := call(ctx, cfg, s.cs); err != nil {
+		if err := call(ctx, cfg, s.cs, "", cfg.Args, cfg.Expect); err != nil {
 			callErrs.Add(1)
 			return err
 		}

@@ -40,6 +40,12 @@ type config struct {
 	Verify       bool
 	Expect       string // with Verify: the text the tool must answer with
 
+	// Keys is -keys: the _meta.idempotencyKey each call carries. With a
+	// pool, PoolArgs[i] and PoolExpects[i] are key i's arguments and answer.
+	Keys        keySpec
+	PoolArgs    []json.RawMessage
+	PoolExpects []string
+
 	Sessions        int
 	Duration        time.Duration
 	Warmup          time.Duration
@@ -51,9 +57,10 @@ type config struct {
 	Idle   int
 	Hold   time.Duration
 
-	Label  string
-	JSON   bool
-	Report []string // -report files: render results instead of running
+	Label   string
+	JSON    bool
+	Report  []string // -report files: render results instead of running
+	Medians bool     // with -report: one table of medians over rounds
 }
 
 // usageError is a bad command line; run exits 2 for it.
@@ -77,7 +84,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if len(cfg.Report) > 0 {
-		if err := renderReport(stdout, cfg.Report); err != nil {
+		if err := renderReport(stdout, cfg.Report, cfg.Medians); err != nil {
 			fmt.Fprintln(stderr, "mcpload:", err)
 			return 1
 		}
@@ -123,9 +130,10 @@ again) and reports calls/s and latency percentiles. See the package doc.
 		fs.PrintDefaults()
 	}
 	var headers headerList
-	var cmdLine, argsJSON string
+	var cmdLine, argsJSON, keys, tokenFile string
 	fs.StringVar(&cfg.URL, "url", "", "streamable HTTP endpoint, e.g. http://127.0.0.1:8080/mcp")
 	fs.Var(&headers, "header", "extra HTTP header `Name: value` on every request (repeatable)")
+	fs.StringVar(&tokenFile, "token-file", "", "send the bearer token in this file (one line) as Authorization: Bearer,\nso that it is not on the command line")
 	fs.BoolVar(&cfg.AllowRemote, "allow-remote", false, "allow a -url that is not a loopback address")
 	fs.BoolVar(&cfg.NoSSE, "no-sse", false, "do not open the standalone SSE stream (GET) per session")
 	fs.StringVar(&cmdLine, "cmd", "", "stdio server command line (quotes allowed, no expansion)")
@@ -135,6 +143,7 @@ again) and reports calls/s and latency percentiles. See the package doc.
 	fs.StringVar(&argsJSON, "args", "", "tool arguments, a JSON object")
 	fs.IntVar(&cfg.PayloadBytes, "payload", 0, "add a generated ASCII string of this many bytes as argument -field")
 	fs.StringVar(&cfg.Field, "field", "message", "argument that -payload fills and -verify checks")
+	fs.StringVar(&keys, "keys", "", "send _meta.idempotencyKey on every call: `unique` (a fresh key a call) or\npool:N (N keys per loop in turn, so that repeats are replays at a journaling\ngateway; with -payload each key's payload begins with its number)")
 	fs.BoolVar(&cfg.Verify, "verify", false, "count a call as an error unless its first text content equals the\nstring argument -field (what an echo tool answers)")
 	fs.IntVar(&cfg.Sessions, "sessions", 1, "concurrent closed loops")
 	fs.DurationVar(&cfg.Duration, "duration", 10*time.Second, "measured time (with -calls: the most it may take)")
@@ -147,6 +156,7 @@ again) and reports calls/s and latency percentiles. See the package doc.
 	fs.DurationVar(&cfg.Hold, "hold", 10*time.Second, "idle mode: how long to hold the sessions open")
 	fs.StringVar(&cfg.Label, "label", "", "label copied into the result (e.g. direct, gateway) for -report")
 	fs.BoolVar(&cfg.JSON, "json", false, "print one JSON object instead of a table")
+	fs.BoolVar(&cfg.Medians, "medians", false, "with -report: one table of the medians over the rounds of each label and\ncell, with calls/s against the first and the second label")
 	report := fs.Bool("report", false, "render the JSON results in the files named as arguments\n(one object per line) as markdown tables")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -157,6 +167,9 @@ again) and reports calls/s and latency percentiles. See the package doc.
 		}
 		cfg.Report = fs.Args()
 		return cfg, nil
+	}
+	if cfg.Medians {
+		return nil, usagef("-medians applies to -report only")
 	}
 	if fs.NArg() > 0 {
 		return nil, usagef("unexpected arguments %q", fs.Args())
@@ -180,9 +193,23 @@ again) and reports calls/s and latency percentiles. See the package doc.
 			return nil, usagef("-cmd: %w", err)
 		}
 		cfg.Command = words
-		if len(headers) > 0 {
-			return nil, usagef("-header applies to -url only")
+		if len(headers) > 0 || tokenFile != "" {
+			return nil, usagef("-header and -token-file apply to -url only")
 		}
+	}
+	if tokenFile != "" {
+		if cfg.Headers.Get("Authorization") != "" {
+			return nil, usagef("-token-file and -header 'Authorization: ...' are exclusive")
+		}
+		b, err := readLimited(tokenFile, maxTokenFile)
+		if err != nil {
+			return nil, usagef("-token-file: %w", err)
+		}
+		tok, err := parseToken(b)
+		if err != nil {
+			return nil, usagef("-token-file %s: %w", tokenFile, err)
+		}
+		cfg.Headers.Set("Authorization", "Bearer "+tok)
 	}
 	if cfg.Sessions < 1 {
 		return nil, usagef("-sessions must be at least 1")
@@ -207,7 +234,35 @@ again) and reports calls/s and latency percentiles. See the package doc.
 		return nil, usageError{err}
 	}
 	cfg.Args, cfg.Expect = args2, expect
+	if keys != "" {
+		if cfg.Keys, err = parseKeys(keys); err != nil {
+			return nil, usageError{err}
+		}
+		if cfg.Idle > 0 {
+			return nil, usagef("-keys applies to load runs, not -idle")
+		}
+		if cfg.Keys.pool > 0 {
+			if cfg.PoolArgs, cfg.PoolExpects, err = poolArgs(cfg, cfg.Keys.pool); err != nil {
+				return nil, usageError{err}
+			}
+		}
+	}
 	return cfg, nil
+}
+
+// readLimited reads a file of at most limit bytes (one more is read to tell
+// a file that is too large).
+func readLimited(name string, limit int64) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	return b, nil
 }
 
 // checkURL accepts http and https URLs with a host; unless allowRemote the

@@ -26,6 +26,12 @@ type result struct {
 	Sessions     int    `json:"sessions"`    // concurrent loops (idle: sessions asked for)
 	Connections  int    `json:"connections"` // MCP sessions open
 	Shared       bool   `json:"shared,omitempty"`
+	// Keys is -keys ("unique", "pool:N") when calls carried
+	// _meta.idempotencyKey; Repeats counts the measured calls whose key the
+	// loop had sent before (answered from its journal by a gateway that
+	// journals keyed calls).
+	Keys    string `json:"keys,omitempty"`
+	Repeats int64  `json:"repeats,omitempty"`
 
 	DurationS    float64  `json:"duration_s"` // measured window (idle: time held)
 	WarmupS      float64  `json:"warmup_s,omitempty"`
@@ -75,6 +81,7 @@ func newResult(cfg *config, mode string) *result {
 		PayloadBytes: cfg.PayloadBytes,
 		Sessions:     cfg.Sessions,
 		Shared:       cfg.Shared,
+		Keys:         cfg.Keys.String(),
 		TargetPID:    cfg.RSSPID,
 	}
 	if cfg.URL == "" {
@@ -144,6 +151,9 @@ func writeHuman(w io.Writer, r *result) {
 		row("sessions", "%d loops on %d sessions%s", r.Sessions, r.Connections, shared)
 		row("window", "%.2fs after %.2fs warmup", r.DurationS, r.WarmupS)
 		row("calls", "%d (%d errors, %d sessions lost)", r.Calls, r.Errors, r.LostSessions)
+		if r.Keys != "" {
+			row("keys", "%s, %d repeated", r.Keys, r.Repeats)
+		}
 		row("calls/s", "%.1f", r.CallsPerSec)
 		row("latency ms", "p50 %.3f  p90 %.3f  p99 %.3f  max %.3f  (min %.3f, mean %.3f)",
 			r.P50Ms, r.P90Ms, r.P99Ms, r.MaxMs, r.MinMs, r.MeanMs)
@@ -198,10 +208,14 @@ func readResults(files []string) ([]*result, error) {
 	return out, nil
 }
 
-func renderReport(w io.Writer, files []string) error {
+func renderReport(w io.Writer, files []string, medians bool) error {
 	rs, err := readResults(files)
 	if err != nil {
 		return err
+	}
+	if medians {
+		writeMedians(w, rs)
+		return nil
 	}
 	writeReport(w, rs)
 	return nil
