@@ -123,16 +123,25 @@ type segment struct {
 	postings map[string][]posting
 }
 
-// snapshot is an immutable state of the index.
+// snapshot is an immutable state of the index. Each server's segment has
+// a slot that it keeps while it is replaced; a removed server's slot is
+// reused by the next new one, so a Replace changes only the term lists of
+// the terms its server had or has.
 type snapshot struct {
-	segs  map[string]*segment
-	order []*segment // by server name
-	base  []int32    // order[i]'s first flat document number
-	names []string   // flat document number → name
-	norm  [][numFields]float32
-	df    map[string]int32
-	n     int
-	lens  [numFields]float64 // total length of each field
+	slots  []*segment        // nil: a free slot
+	slotOf map[string]int32  // server → slot
+	terms  map[string][]hold // term → the slots that hold it, with their postings
+	base   []int32           // slot → its first flat document number
+	names  []string          // flat document number → name
+	norm   [][numFields]float32
+	n      int
+	lens   [numFields]float64 // total length of each field
+}
+
+// hold is one slot's postings of a term.
+type hold struct {
+	slot int32
+	ps   []posting
 }
 
 // New returns an empty index.
@@ -164,7 +173,7 @@ func New(opts *Options) *Index {
 	if !o.Plain {
 		ix.expand = expansions(synonymWeight, abbreviationWeight)
 	}
-	ix.cur.Store(&snapshot{segs: map[string]*segment{}, df: map[string]int32{}})
+	ix.cur.Store(ix.snapshot(nil, map[string]int32{}, map[string][]hold{}, [numFields]float64{}))
 	return ix
 }
 
@@ -217,20 +226,26 @@ func (ix *Index) Replace(server string, docs []Doc) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	old := ix.cur.Load()
-	segs := make(map[string]*segment, len(old.segs)+1)
-	for k, v := range old.segs {
-		segs[k] = v
+	slot, had := old.slotOf[server]
+	if !had && seg == nil {
+		return
 	}
-	df := make(map[string]int32, len(old.df)+64)
-	for k, v := range old.df {
-		df[k] = v
+	slots := slices.Clone(old.slots)
+	slotOf := make(map[string]int32, len(old.slotOf)+1)
+	for k, v := range old.slotOf {
+		slotOf[k] = v
+	}
+	terms := make(map[string][]hold, len(old.terms)+64)
+	for k, v := range old.terms {
+		terms[k] = v
 	}
 	lens := old.lens
-	if prev := old.segs[server]; prev != nil {
-		delete(segs, server)
-		for t, ps := range prev.postings {
-			if df[t] -= int32(len(ps)); df[t] == 0 {
-				delete(df, t)
+	if had {
+		prev := slots[slot]
+		for t := range prev.postings {
+			terms[t] = without(terms[t], slot)
+			if len(terms[t]) == 0 {
+				delete(terms, t)
 			}
 		}
 		for _, l := range prev.lens {
@@ -238,11 +253,21 @@ func (ix *Index) Replace(server string, docs []Doc) {
 				lens[f] -= float64(l[f])
 			}
 		}
+		slots[slot] = nil
+		delete(slotOf, server)
 	}
 	if seg != nil {
-		segs[server] = seg
+		if !had {
+			slot = int32(slices.Index(slots, nil))
+			if slot < 0 {
+				slot = int32(len(slots))
+				slots = append(slots, nil)
+			}
+		}
+		slots[slot] = seg
+		slotOf[server] = slot
 		for t, ps := range seg.postings {
-			df[t] += int32(len(ps))
+			terms[t] = append(without(terms[t], slot), hold{slot, ps})
 		}
 		for _, l := range seg.lens {
 			for f := range l {
@@ -250,24 +275,40 @@ func (ix *Index) Replace(server string, docs []Doc) {
 			}
 		}
 	}
-	ix.cur.Store(ix.snapshot(segs, df, lens))
+	ix.cur.Store(ix.snapshot(slots, slotOf, terms, lens))
+}
+
+// without returns hs without slot's entry, as a new slice.
+func without(hs []hold, slot int32) []hold {
+	out := make([]hold, 0, len(hs)+1)
+	for _, h := range hs {
+		if h.slot != slot {
+			out = append(out, h)
+		}
+	}
+	return out
 }
 
 // ReplaceAll replaces the whole index with docs, grouped by their Server
 // field: the way to build an index at once.
 func (ix *Index) ReplaceAll(docs []Doc) {
 	byServer := map[string][]Doc{}
+	var servers []string
 	for _, d := range docs {
+		if _, ok := byServer[d.Server]; !ok {
+			servers = append(servers, d.Server)
+		}
 		byServer[d.Server] = append(byServer[d.Server], d)
 	}
-	segs := make(map[string]*segment, len(byServer))
-	df := map[string]int32{}
+	slots := make([]*segment, len(servers))
+	slotOf := make(map[string]int32, len(servers))
+	terms := map[string][]hold{}
 	var lens [numFields]float64
-	for server, ds := range byServer {
-		seg := ix.segment(server, ds)
-		segs[server] = seg
+	for i, server := range servers {
+		seg := ix.segment(server, byServer[server])
+		slots[i], slotOf[server] = seg, int32(i)
 		for t, ps := range seg.postings {
-			df[t] += int32(len(ps))
+			terms[t] = append(terms[t], hold{int32(i), ps})
 		}
 		for _, l := range seg.lens {
 			for f := range l {
@@ -277,31 +318,33 @@ func (ix *Index) ReplaceAll(docs []Doc) {
 	}
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	ix.cur.Store(ix.snapshot(segs, df, lens))
+	ix.cur.Store(ix.snapshot(slots, slotOf, terms, lens))
 }
 
-// snapshot assembles a snapshot: the servers in order, the flat document
-// numbers and each document's field normalization, which depends on the
-// average field lengths of the whole index.
-func (ix *Index) snapshot(segs map[string]*segment, df map[string]int32, lens [numFields]float64) *snapshot {
-	s := &snapshot{segs: segs, df: df, lens: lens}
-	s.order = make([]*segment, 0, len(segs))
-	for _, seg := range segs {
-		s.order = append(s.order, seg)
-		s.n += len(seg.names)
+// snapshot assembles a snapshot: the flat document numbers and each
+// document's field normalization, which depends on the average field
+// lengths of the whole index.
+func (ix *Index) snapshot(slots []*segment, slotOf map[string]int32, terms map[string][]hold, lens [numFields]float64) *snapshot {
+	s := &snapshot{slots: slots, slotOf: slotOf, terms: terms, lens: lens}
+	for _, seg := range slots {
+		if seg != nil {
+			s.n += len(seg.names)
+		}
 	}
-	slices.SortFunc(s.order, func(a, b *segment) int { return strings.Compare(a.server, b.server) })
 	var avg [numFields]float32
 	for f := range avg {
 		if s.n > 0 {
 			avg[f] = float32(lens[f] / float64(s.n))
 		}
 	}
-	s.base = make([]int32, len(s.order))
+	s.base = make([]int32, len(slots))
 	s.names = make([]string, 0, s.n)
 	s.norm = make([][numFields]float32, 0, s.n)
-	for i, seg := range s.order {
+	for i, seg := range slots {
 		s.base[i] = int32(len(s.names))
+		if seg == nil {
+			continue
+		}
 		s.names = append(s.names, seg.names...)
 		for _, l := range seg.lens {
 			var nm [numFields]float32
@@ -455,19 +498,19 @@ func (ix *Index) SearchQuery(q *Query, limit int, allow func(name string) bool) 
 	n := float64(s.n)
 	k1 := ix.k1
 	for _, qt := range ix.queryTerms(q) {
-		df := s.df[qt.term]
+		list := s.terms[qt.term]
+		var df int
+		for _, h := range list {
+			df += len(h.ps)
+		}
 		if df == 0 {
 			continue
 		}
 		idf := float32(math.Log(1 + (n-float64(df)+0.5)/(float64(df)+0.5)))
 		wq := qt.w * idf * (k1 + 1)
-		for i, seg := range s.order {
-			ps := seg.postings[qt.term]
-			if len(ps) == 0 {
-				continue
-			}
-			base := s.base[i]
-			for _, p := range ps {
+		for _, h := range list {
+			base := s.base[h.slot]
+			for _, p := range h.ps {
 				d := base + p.doc
 				nm := &s.norm[d]
 				var tf float32
