@@ -81,11 +81,10 @@ func loadQueries(t testing.TB) []benchQuery {
 
 // metrics are the benchmark's figures over a set of queries.
 type metrics struct {
-	n                 int
-	recall1, recall5  float64 // share of queries with a right tool in the top 1, 5
-	mrr               float64 // mean reciprocal rank of the first right tool (0 when not in the top 10)
-	missed5           []string
-	paraphrase, other *metrics
+	n                int
+	recall1, recall5 float64 // share of queries with a right tool in the top 1, 5
+	mrr              float64 // mean reciprocal rank of the first right tool (0 when not in the top 10)
+	missed5          []string
 }
 
 func (m metrics) String() string {
