@@ -1,0 +1,45 @@
+// Package toolsearch finds the tools that fit a request among thousands,
+// offline and in process: an index of tool documents ranked with BM25F,
+// with what plain BM25 misses on tool catalogs.
+//
+//	ix := toolsearch.New(nil)
+//	ix.Replace("github", []toolsearch.Doc{{Name: "github__create_pull_request", Description: "Open new pull request"}})
+//	hits := ix.Search("open a PR from my branch", 5, allowed) // []Hit{Name, Score}, best first
+//
+// A tool's document is its projected name (split into words), title,
+// description, parameter names and descriptions (ParamsFromSchema), its
+// server's name and its plugin's description. Each is a field of its own
+// weight (Weights): a word of the tool's name counts most. Words are split
+// at snake_case, camelCase, kebab-case, dots and digits, lowercased, and
+// stemmed lightly, so "creates", "created" and "creating" meet. A query's
+// words are expanded with the verbs tool names are made of and the words
+// users say for them (create/add/new/open/make, delete/remove/destroy,
+// list/show/enumerate, get/fetch/read/retrieve, update/edit/modify/set,
+// search/find/query/lookup, send/post, run/execute/invoke, ...), a few
+// nouns said two ways (folder/directory, ticket/issue), at a lower weight
+// so that they add to a match but never outrank the words themselves; and
+// abbreviations (PR, repo, DB, k8s, env, ...) are expanded in queries and
+// documents alike.
+//
+// The index is kept per server: Replace swaps one server's tools at once
+// (a listing, a drift decision, a trust change) and searches running
+// meanwhile see the index before or after it. Search ranks only the tools
+// a caller may see: its allow function is applied before the cut to the
+// limit, so a caller never gets fewer hits because of tools it cannot see,
+// and never sees the others.
+//
+// # Choices
+//
+//   - In process, not SQLite FTS5. Both were measured on the same catalog
+//     (docs/BENCHMARKS.md, "Tool search"): FTS5's bm25() has no query-side
+//     term weights, so synonyms can only be added as equals (they then
+//     dominate) or not at all, and a search over 10,000 tools costs more
+//     than this index's. The index is a few hundred lines with no
+//     dependency.
+//   - Copy-on-write snapshots, not a read-write lock: a search never waits
+//     for a Replace, and a Replace costs one copy of the term statistics.
+//   - The tables (stop words, verb and noun groups, abbreviations) are
+//     small, generic and in code; they are not tuned to the benchmark's
+//     requests, and the benchmark keeps a held-out set to show it.
+//   - No embedding model: nothing is fetched or loaded at run time.
+package toolsearch

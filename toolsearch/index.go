@@ -1,0 +1,597 @@
+package toolsearch
+
+import (
+	"container/heap"
+	"math"
+	"math/bits"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+)
+
+// Ranking defaults (BM25F). They were chosen by a grid search on the
+// development set of the benchmark in testdata (TestQuality), where the
+// figures are flat around them (recall@5 within 0.02 over k1 0.6-1.6, b
+// 0.3-0.75): k1 saturates a word's weight early, as a tool's text is short
+// and a word said twice is hardly more relevant; b normalizes lengths only
+// partly, since a long description is more often thorough than off-topic;
+// a word of a tool's name counts half again as much as one of its title or
+// description, its parameters' and its server's words less.
+const (
+	DefaultK1 = 0.6
+	DefaultB  = 0.5
+	// DefaultLimit is the number of hits a search returns when its limit
+	// is not positive.
+	DefaultLimit = 10
+)
+
+// Weights of query expansions, relative to a word of the query itself.
+const (
+	synonymWeight      = 0.35 // "remove" for "delete": related, not the same
+	abbreviationWeight = 0.8  // "pull request" for "PR": the same thing
+	coordExponent      = 1.0  // how much matching more of a query's words counts
+)
+
+// DefaultWeights returns the default field weights.
+func DefaultWeights() Weights {
+	return Weights{Name: 1.5, Title: 1, Description: 1, Params: 0.4, Server: 0.3}
+}
+
+// Weights are the BM25F weights of a tool's fields: how much a word found
+// in one counts relative to the others.
+type Weights struct {
+	Name        float64 // the tool's name, without its server prefix
+	Title       float64
+	Description float64
+	Params      float64 // parameter names and descriptions
+	Server      float64 // the server's name and its plugin's description
+}
+
+// Options configure an Index. The zero value, like a nil *Options, means
+// the defaults.
+type Options struct {
+	// K1 and B are BM25's term-frequency saturation and length
+	// normalization; zero means DefaultK1 and DefaultB.
+	K1, B float64
+	// Weights are the field weights; nil means DefaultWeights.
+	Weights *Weights
+	// Plain makes the index plain BM25 over the same words: no stemming, no
+	// synonyms, no abbreviations, every field of weight 1. It is the
+	// baseline the benchmark compares with.
+	Plain bool
+}
+
+// An Index is a search index over tool documents, kept per server.
+// Searches run concurrently with each other and with Replace; each search
+// sees the index before or after a Replace, never half of one.
+type Index struct {
+	k1, b   float32
+	weights [numFields]float32
+	plain   bool
+	expand  map[string][]wterm // query word's stem → expansions
+	coord   float64            // coordination exponent
+
+	mu  sync.Mutex // serializes writers
+	cur atomic.Pointer[snapshot]
+
+	accs sync.Pool // *scratch
+}
+
+// scratch is a search's working memory, reused through Index.accs.
+type scratch struct {
+	acc   []float32 // score per flat document number
+	words []uint32  // the query words each document matched
+}
+
+// A Hit is one result of a search.
+type Hit struct {
+	Name  string
+	Score float64
+}
+
+type field uint8
+
+const (
+	fieldName field = iota
+	fieldTitle
+	fieldDescription
+	fieldParams
+	fieldServer
+	numFields
+)
+
+// wterm is a term with a weight and, in a query, the words it stands for
+// (bit i for the query's word i).
+type wterm struct {
+	term  string
+	w     float32
+	words uint32
+}
+
+// posting is one document's occurrences of a term, per field.
+type posting struct {
+	doc int32
+	tf  [numFields]float32
+}
+
+// segment is one server's documents.
+type segment struct {
+	server   string
+	names    []string
+	lens     [][numFields]float32
+	postings map[string][]posting
+}
+
+// snapshot is an immutable state of the index. Each server's segment has
+// a slot that it keeps while it is replaced; a removed server's slot is
+// reused by the next new one, so a Replace changes only the term lists of
+// the terms its server had or has.
+type snapshot struct {
+	slots  []*segment        // nil: a free slot
+	slotOf map[string]int32  // server → slot
+	terms  map[string][]hold // term → the slots that hold it, with their postings
+	base   []int32           // slot → its first flat document number
+	names  []string          // flat document number → name
+	norm   [][numFields]float32
+	n      int
+	lens   [numFields]float64 // total length of each field
+}
+
+// hold is one slot's postings of a term.
+type hold struct {
+	slot int32
+	ps   []posting
+}
+
+// New returns an empty index.
+func New(opts *Options) *Index {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.K1 <= 0 {
+		o.K1 = DefaultK1
+	}
+	if o.B <= 0 || o.B > 1 {
+		o.B = DefaultB
+	}
+	w := DefaultWeights()
+	if o.Weights != nil {
+		w = *o.Weights
+	}
+	if o.Plain {
+		w = Weights{1, 1, 1, 1, 1}
+	}
+	ix := &Index{
+		k1:      float32(o.K1),
+		b:       float32(o.B),
+		weights: [numFields]float32{float32(w.Name), float32(w.Title), float32(w.Description), float32(w.Params), float32(w.Server)},
+		plain:   o.Plain,
+		coord:   coordExponent,
+	}
+	if !o.Plain {
+		ix.expand = expansions(synonymWeight, abbreviationWeight)
+	}
+	ix.cur.Store(ix.snapshot(nil, map[string]int32{}, map[string][]hold{}, [numFields]float64{}))
+	return ix
+}
+
+// expansions builds the query expansions of the tables: each member of a
+// group gives the others at synonymWeight, each abbreviation its words at
+// abbreviationWeight.
+func expansions(synonymWeight, abbreviationWeight float32) map[string][]wterm {
+	m := map[string][]wterm{}
+	add := func(key, term string, w float32) {
+		if key == term {
+			return
+		}
+		for i, e := range m[key] {
+			if e.term == term {
+				m[key][i].w = max(e.w, w)
+				return
+			}
+		}
+		m[key] = append(m[key], wterm{term: term, w: w})
+	}
+	for _, groups := range [][][]string{verbGroups, nounGroups} {
+		for _, g := range groups {
+			for _, a := range g {
+				for _, b := range g {
+					add(stem(a), stem(b), synonymWeight)
+				}
+			}
+		}
+	}
+	for abbr, ws := range abbreviations {
+		for _, w := range ws {
+			add(stem(abbr), stem(w), abbreviationWeight)
+		}
+	}
+	return m
+}
+
+// Len returns the number of documents in the index.
+func (ix *Index) Len() int { return ix.cur.Load().n }
+
+// Replace replaces the documents of one server at once: afterwards the
+// index holds docs for server and whatever it held for the others. An
+// empty docs removes the server. The documents are indexed under server
+// whatever their Server field says (an empty Server field is server).
+func (ix *Index) Replace(server string, docs []Doc) {
+	var seg *segment
+	if len(docs) > 0 {
+		seg = ix.segment(server, docs)
+	}
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	old := ix.cur.Load()
+	slot, had := old.slotOf[server]
+	if !had && seg == nil {
+		return
+	}
+	slots := slices.Clone(old.slots)
+	slotOf := make(map[string]int32, len(old.slotOf)+1)
+	for k, v := range old.slotOf {
+		slotOf[k] = v
+	}
+	terms := make(map[string][]hold, len(old.terms)+64)
+	for k, v := range old.terms {
+		terms[k] = v
+	}
+	lens := old.lens
+	if had {
+		prev := slots[slot]
+		for t := range prev.postings {
+			terms[t] = without(terms[t], slot)
+			if len(terms[t]) == 0 {
+				delete(terms, t)
+			}
+		}
+		for _, l := range prev.lens {
+			for f := range l {
+				lens[f] -= float64(l[f])
+			}
+		}
+		slots[slot] = nil
+		delete(slotOf, server)
+	}
+	if seg != nil {
+		if !had {
+			slot = int32(slices.Index(slots, nil))
+			if slot < 0 {
+				slot = int32(len(slots))
+				slots = append(slots, nil)
+			}
+		}
+		slots[slot] = seg
+		slotOf[server] = slot
+		for t, ps := range seg.postings {
+			terms[t] = append(without(terms[t], slot), hold{slot, ps})
+		}
+		for _, l := range seg.lens {
+			for f := range l {
+				lens[f] += float64(l[f])
+			}
+		}
+	}
+	ix.cur.Store(ix.snapshot(slots, slotOf, terms, lens))
+}
+
+// without returns hs without slot's entry, as a new slice.
+func without(hs []hold, slot int32) []hold {
+	out := make([]hold, 0, len(hs)+1)
+	for _, h := range hs {
+		if h.slot != slot {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// ReplaceAll replaces the whole index with docs, grouped by their Server
+// field: the way to build an index at once.
+func (ix *Index) ReplaceAll(docs []Doc) {
+	byServer := map[string][]Doc{}
+	var servers []string
+	for _, d := range docs {
+		if _, ok := byServer[d.Server]; !ok {
+			servers = append(servers, d.Server)
+		}
+		byServer[d.Server] = append(byServer[d.Server], d)
+	}
+	slots := make([]*segment, len(servers))
+	slotOf := make(map[string]int32, len(servers))
+	terms := map[string][]hold{}
+	var lens [numFields]float64
+	for i, server := range servers {
+		seg := ix.segment(server, byServer[server])
+		slots[i], slotOf[server] = seg, int32(i)
+		for t, ps := range seg.postings {
+			terms[t] = append(terms[t], hold{int32(i), ps})
+		}
+		for _, l := range seg.lens {
+			for f := range l {
+				lens[f] += float64(l[f])
+			}
+		}
+	}
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	ix.cur.Store(ix.snapshot(slots, slotOf, terms, lens))
+}
+
+// snapshot assembles a snapshot: the flat document numbers and each
+// document's field normalization, which depends on the average field
+// lengths of the whole index.
+func (ix *Index) snapshot(slots []*segment, slotOf map[string]int32, terms map[string][]hold, lens [numFields]float64) *snapshot {
+	s := &snapshot{slots: slots, slotOf: slotOf, terms: terms, lens: lens}
+	for _, seg := range slots {
+		if seg != nil {
+			s.n += len(seg.names)
+		}
+	}
+	var avg [numFields]float32
+	for f := range avg {
+		if s.n > 0 {
+			avg[f] = float32(lens[f] / float64(s.n))
+		}
+	}
+	s.base = make([]int32, len(slots))
+	s.names = make([]string, 0, s.n)
+	s.norm = make([][numFields]float32, 0, s.n)
+	for i, seg := range slots {
+		s.base[i] = int32(len(s.names))
+		if seg == nil {
+			continue
+		}
+		s.names = append(s.names, seg.names...)
+		for _, l := range seg.lens {
+			var nm [numFields]float32
+			for f := range nm {
+				denom := 1 - ix.b
+				if avg[f] > 0 {
+					denom += ix.b * l[f] / avg[f]
+				}
+				nm[f] = ix.weights[f] / denom
+			}
+			s.norm = append(s.norm, nm)
+		}
+	}
+	return s
+}
+
+// segment indexes one server's documents.
+func (ix *Index) segment(server string, docs []Doc) *segment {
+	seg := &segment{
+		server:   server,
+		names:    make([]string, len(docs)),
+		lens:     make([][numFields]float32, len(docs)),
+		postings: map[string][]posting{},
+	}
+	tf := map[string]*[numFields]float32{}
+	var buf []string
+	for i, d := range docs {
+		seg.names[i] = d.Name
+		srv := d.Server
+		if srv == "" {
+			srv = server
+		}
+		clear(tf)
+		count := func(f field, text string) {
+			buf = ix.terms(buf[:0], text)
+			for _, t := range buf {
+				c := tf[t]
+				if c == nil {
+					c = new([numFields]float32)
+					tf[t] = c
+				}
+				c[f]++
+			}
+			seg.lens[i][f] += float32(len(buf))
+		}
+		count(fieldName, strings.TrimPrefix(d.Name, srv+"__"))
+		count(fieldTitle, d.Title)
+		count(fieldDescription, d.Description)
+		for _, p := range d.Params {
+			count(fieldParams, p.Name)
+			count(fieldParams, p.Description)
+		}
+		count(fieldServer, srv)
+		count(fieldServer, d.PluginDescription)
+		for t, c := range tf {
+			seg.postings[t] = append(seg.postings[t], posting{doc: int32(i), tf: *c})
+		}
+	}
+	return seg
+}
+
+// terms appends the index terms of a text: its words without common ones,
+// stemmed, with abbreviations expanded (unless the index is plain).
+func (ix *Index) terms(dst []string, text string) []string {
+	start := len(dst)
+	dst = words(dst, text)
+	out := dst[:start]
+	for _, w := range dst[start:] {
+		if _, stop := stopWords[w]; stop {
+			continue
+		}
+		if ix.plain {
+			out = append(out, w)
+			continue
+		}
+		out = append(out, stem(w))
+		for _, e := range abbreviations[w] {
+			out = append(out, stem(e))
+		}
+	}
+	return out
+}
+
+// queryTerms expands a query's words into weighted terms.
+func (ix *Index) queryTerms(q *Query) []wterm {
+	var ts []wterm
+	add := func(t string, w float32, word int) {
+		for i := range ts {
+			if ts[i].term == t {
+				ts[i].w = max(ts[i].w, w)
+				ts[i].words |= 1 << word
+				return
+			}
+		}
+		ts = append(ts, wterm{term: t, w: w, words: 1 << word})
+	}
+	for i, w := range q.words {
+		if ix.plain {
+			add(w, 1, i)
+			continue
+		}
+		s := stem(w)
+		add(s, 1, i)
+		for _, e := range ix.expand[s] {
+			add(e.term, e.w, i)
+		}
+		if s != w {
+			for _, e := range ix.expand[w] {
+				add(e.term, e.w, i)
+			}
+		}
+	}
+	return ts
+}
+
+// Search returns up to limit tools that match query, best first (ties by
+// name). Only tools whose name allow accepts are ranked, so a caller gets
+// as many hits as it may see; a nil allow accepts every tool. A query that
+// does not parse (see ParseQuery) finds nothing; a limit that is not
+// positive means DefaultLimit.
+func (ix *Index) Search(query string, limit int, allow func(name string) bool) []Hit {
+	q, err := ParseQuery(query)
+	if err != nil {
+		return nil
+	}
+	return ix.SearchQuery(q, limit, allow)
+}
+
+// SearchQuery is Search for a parsed query.
+func (ix *Index) SearchQuery(q *Query, limit int, allow func(name string) bool) []Hit {
+	if limit <= 0 {
+		limit = DefaultLimit
+	}
+	s := ix.cur.Load()
+	if s.n == 0 || q == nil {
+		return nil
+	}
+	sc, _ := ix.accs.Get().(*scratch)
+	if sc == nil {
+		sc = new(scratch)
+	}
+	defer ix.accs.Put(sc)
+	if cap(sc.acc) < s.n {
+		sc.acc = make([]float32, s.n)
+		sc.words = make([]uint32, s.n)
+	}
+	acc, matched := sc.acc[:s.n], sc.words[:s.n]
+	clear(acc)
+	clear(matched)
+
+	n := float64(s.n)
+	k1 := ix.k1
+	for _, qt := range ix.queryTerms(q) {
+		list := s.terms[qt.term]
+		var df int
+		for _, h := range list {
+			df += len(h.ps)
+		}
+		if df == 0 {
+			continue
+		}
+		idf := float32(math.Log(1 + (n-float64(df)+0.5)/(float64(df)+0.5)))
+		wq := qt.w * idf * (k1 + 1)
+		for _, h := range list {
+			base := s.base[h.slot]
+			for _, p := range h.ps {
+				d := base + p.doc
+				nm := &s.norm[d]
+				var tf float32
+				for f := range p.tf {
+					tf += p.tf[f] * nm[f]
+				}
+				acc[d] += wq * tf / (tf + k1)
+				matched[d] |= qt.words
+			}
+		}
+	}
+	if !ix.plain && len(q.words) > 1 {
+		// Coordination: a tool that matches more of the request's words
+		// ranks above one that matches a single word many times.
+		coord := make([]float32, len(q.words)+1)
+		for k := range coord {
+			coord[k] = float32(math.Pow(float64(k)/float64(len(q.words)), ix.coord))
+		}
+		for d, a := range acc {
+			if a > 0 {
+				acc[d] = a * coord[bits.OnesCount32(matched[d])]
+			}
+		}
+	}
+	return topHits(acc, s.names, limit, allow)
+}
+
+// topHits returns the limit best scored documents that allow accepts.
+func topHits(acc []float32, names []string, limit int, allow func(string) bool) []Hit {
+	h := &hitHeap{names: names, items: make([]scored, 0, limit+1)}
+	for d, sc := range acc {
+		if sc <= 0 {
+			continue
+		}
+		if len(h.items) == limit && !better(sc, names[d], h.items[0].score, names[h.items[0].doc]) {
+			continue
+		}
+		if allow != nil && !allow(names[d]) {
+			continue
+		}
+		heap.Push(h, scored{doc: int32(d), score: sc})
+		if len(h.items) > limit {
+			heap.Pop(h)
+		}
+	}
+	out := make([]Hit, len(h.items))
+	for i := len(out) - 1; i >= 0; i-- {
+		e := heap.Pop(h).(scored)
+		out[i] = Hit{Name: names[e.doc], Score: float64(e.score)}
+	}
+	return out
+}
+
+// better orders hits: higher score first, then name.
+func better(s1 float32, n1 string, s2 float32, n2 string) bool {
+	if s1 != s2 {
+		return s1 > s2
+	}
+	return n1 < n2
+}
+
+type scored struct {
+	doc   int32
+	score float32
+}
+
+// hitHeap is a min-heap of the best hits so far: its root is the worst.
+type hitHeap struct {
+	names []string
+	items []scored
+}
+
+func (h *hitHeap) Len() int { return len(h.items) }
+func (h *hitHeap) Less(i, j int) bool {
+	a, b := h.items[i], h.items[j]
+	return better(b.score, h.names[b.doc], a.score, h.names[a.doc])
+}
+func (h *hitHeap) Swap(i, j int) { h.items[i], h.items[j] = h.items[j], h.items[i] }
+func (h *hitHeap) Push(x any)    { h.items = append(h.items, x.(scored)) }
+func (h *hitHeap) Pop() any {
+	x := h.items[len(h.items)-1]
+	h.items = h.items[:len(h.items)-1]
+	return x
+}
