@@ -374,4 +374,11 @@ type Options struct {
 	// MaxConns caps the connection pool. Zero means the implementation's
 	// default (SQLite 4, PostgreSQL pgxpool's default).
 	MaxConns int
+	// NoGroupCommit gives every journal Claim and Complete its own
+	// transaction. By default the SQL stores let concurrent Claims and
+	// Completes share one transaction (one commit, one fsync with
+	// DurabilityPower) when they arrive while another is being committed;
+	// a lone caller is never delayed, and each call still returns only
+	// after its own write has committed (docs/durable.md).
+	NoGroupCommit bool
 }
