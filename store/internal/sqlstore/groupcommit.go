@@ -84,7 +84,7 @@ type committer struct {
 	mu   sync.Mutex
 	idle sync.Cond // signalled when running becomes false
 	// queue holds the ops waiting for the next batch, in arrival order.
-	queue   []*op
+	queue    []*op
 	running  bool // a leader exists
 	inflight int  // ops in the batch being run
 	closed   bool

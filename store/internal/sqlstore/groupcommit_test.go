@@ -112,7 +112,9 @@ func exec(t *testing.T, st *sqlstore.Store, stmts []string) {
 	}
 }
 
-func key(id string) store.RecordKey { return store.RecordKey{Scope: "gc", RunID: "run", ToolCallID: id} }
+func key(id string) store.RecordKey {
+	return store.RecordKey{Scope: "gc", RunID: "run", ToolCallID: id}
+}
 
 func rec(id, executor string) store.Record {
 	return store.Record{RecordKey: key(id), Fingerprint: "fp-" + id, Owner: "owner", Executor: executor,
