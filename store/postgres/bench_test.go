@@ -22,7 +22,7 @@ func BenchmarkGroupCommit(b *testing.B) {
 		for _, conc := range []int{1, 8} {
 			for _, mode := range []string{"single", "group"} {
 				b.Run(fmt.Sprintf("%s/conc=%d/%s", d, conc, mode), func(b *testing.B) {
-					s := openFresh(b, &store.Options{Durability: d, NoGroupCommit: mode == "single"})
+					s := openFresh(b, &store.Options{Durability: d, GroupCommit: map[string]store.GroupCommit{"single": store.GroupCommitOff, "group": store.GroupCommitOn}[mode]})
 					benchPairs(b, s, conc)
 				})
 			}

@@ -51,7 +51,7 @@ func BenchmarkGroupCommit(b *testing.B) {
 			for _, mode := range []string{"single", "group"} {
 				b.Run(fmt.Sprintf("%s/conc=%d/%s", d, conc, mode), func(b *testing.B) {
 					s, err := sqlite.Open(b.Context(), filepath.Join(b.TempDir(), "bench.db"),
-						&store.Options{Durability: d, NoGroupCommit: mode == "single"})
+						&store.Options{Durability: d, GroupCommit: map[string]store.GroupCommit{"single": store.GroupCommitOff, "group": store.GroupCommitOn}[mode]})
 					if err != nil {
 						b.Fatal(err)
 					}

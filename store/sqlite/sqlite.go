@@ -118,7 +118,7 @@ func Open(ctx context.Context, path string, opts *store.Options) (*Store, error)
 		}
 		return nil, fmt.Errorf("store: sqlite %q: %w", path, err)
 	}
-	return &Store{Store: sqlstore.New(adapter, sqlstore.Options{Now: o.Now, GroupCommit: !o.NoGroupCommit}), path: path}, nil
+	return &Store{Store: sqlstore.New(adapter, sqlstore.Options{Now: o.Now, GroupCommit: o.GroupCommit.Enabled(true)}), path: path}, nil
 }
 
 const defaultBusyTimeout = 10 * time.Second

@@ -7,7 +7,7 @@
 //	if err := sqlstore.Migrate(ctx, adapter, dialect, 0); err != nil { // 0: the latest version
 //		return nil, err
 //	}
-//	return &Store{Store: sqlstore.New(adapter, sqlstore.Options{Now: o.Now, GroupCommit: !o.NoGroupCommit})}, nil
+//	return &Store{Store: sqlstore.New(adapter, sqlstore.Options{Now: o.Now, GroupCommit: o.GroupCommit.Enabled(true)})}, nil
 //
 // The dialect differences are explicit and few: the binary column type
 // ({{BYTES}} in migrations), the database-assigned integer key

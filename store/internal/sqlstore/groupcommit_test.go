@@ -135,10 +135,11 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 // block holds the journal's write lock in a transaction of st until the
-// returned release is called, and then makes a claim of id, which leads a
-// batch of its own and waits on the lock; ops made after block returns
-// queue for the next batch. first receives that claim's error.
-func block(t *testing.T, b backend, st *sqlstore.Store, id string) (release func(), first <-chan error) {
+// returned release is called, and then makes a claim of id, which waits on
+// the lock; with group commit on (grouped) it leads a batch of its own and
+// ops made after block returns queue for the next batch. first receives
+// that claim's error.
+func block(t *testing.T, b backend, st *sqlstore.Store, id string, grouped bool) (release func(), first <-chan error) {
 	t.Helper()
 	locked, rel, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
 	go func() {
@@ -160,7 +161,9 @@ func block(t *testing.T, b backend, st *sqlstore.Store, id string) (release func
 		_, _, err := st.Claim(context.Background(), rec(id, "first"))
 		firstErr <- err
 	}()
-	waitFor(t, "the first claim to lead a batch", func() bool { in, _ := st.GroupQueue(); return in == 1 })
+	if grouped {
+		waitFor(t, "the first claim to lead a batch", func() bool { in, _ := st.GroupQueue(); return in == 1 })
+	}
 	var once sync.Once
 	release = func() {
 		once.Do(func() {
@@ -225,7 +228,7 @@ func TestGroupCommitResults(t *testing.T) {
 	for _, b := range backends() {
 		for _, mode := range []string{"single", "group"} {
 			t.Run(b.name+"/"+mode, func(t *testing.T) {
-				st := b.open(t, b.where(t), &store.Options{NoGroupCommit: mode == "single"})
+				st := b.open(t, b.where(t), &store.Options{GroupCommit: map[string]store.GroupCommit{"single": store.GroupCommitOff, "group": store.GroupCommitOn}[mode]})
 				ctx := t.Context()
 				var mu sync.Mutex
 				winners := map[string]string{} // race key -> executor
@@ -345,13 +348,13 @@ func TestGroupCommitResults(t *testing.T) {
 func TestGroupCommitBadStatement(t *testing.T) {
 	for _, b := range backends() {
 		t.Run(b.name, func(t *testing.T) {
-			st := b.open(t, b.where(t), &store.Options{})
+			st := b.open(t, b.where(t), &store.Options{GroupCommit: store.GroupCommitOn})
 			exec(t, st, b.badStatement)
 			ctx := t.Context()
 			if claimed, _, err := st.Claim(ctx, rec("pre", "owner-of-pre")); err != nil || !claimed {
 				t.Fatalf("claim pre: %v %v", claimed, err)
 			}
-			release, first := block(t, b, st, "first")
+			release, first := block(t, b, st, "first", true)
 			ch := queue(t, st, 0, []string{"good-1", "bad-1", "good-2", "good-3"}, []string{"pre"})
 			release()
 			if err := <-first; err != nil {
@@ -392,13 +395,13 @@ func TestGroupCommitCommitFails(t *testing.T) {
 	for _, b := range backends() {
 		t.Run(b.name, func(t *testing.T) {
 			where := b.where(t)
-			st := b.open(t, where, &store.Options{})
+			st := b.open(t, where, &store.Options{GroupCommit: store.GroupCommitOn})
 			exec(t, st, b.badCommit)
 			ctx := t.Context()
 			if claimed, _, err := st.Claim(ctx, rec("pre", "owner-of-pre")); err != nil || !claimed {
 				t.Fatalf("claim pre: %v %v", claimed, err)
 			}
-			release, first := block(t, b, st, "first")
+			release, first := block(t, b, st, "first", true)
 			ch := queue(t, st, 0, []string{"good-1", "poison-1", "good-2"}, []string{"pre"})
 			release()
 			if err := <-first; err != nil {
@@ -411,7 +414,7 @@ func TestGroupCommitCommitFails(t *testing.T) {
 				}
 			}
 			// Read back through another store on the same database.
-			other := b.open(t, where, &store.Options{NoGroupCommit: true})
+			other := b.open(t, where, &store.Options{GroupCommit: store.GroupCommitOff})
 			for _, id := range []string{"good-1", "poison-1", "good-2"} {
 				if r, err := other.GetRecord(ctx, key(id)); !errors.Is(err, store.ErrNotFound) {
 					t.Errorf("%s is in the store after its batch failed to commit: %+v %v", id, r, err)
@@ -445,8 +448,8 @@ func TestGroupCommitCancelAndClose(t *testing.T) {
 	for _, b := range backends() {
 		t.Run(b.name, func(t *testing.T) {
 			where := b.where(t)
-			st := b.open(t, where, &store.Options{})
-			release, first := block(t, b, st, "first")
+			st := b.open(t, where, &store.Options{GroupCommit: store.GroupCommitOn})
+			release, first := block(t, b, st, "first", true)
 			cctx, cancel := context.WithCancel(context.Background())
 			gone := make(chan error, 1)
 			go func() {
@@ -479,7 +482,7 @@ func TestGroupCommitCancelAndClose(t *testing.T) {
 			if err := <-closed; err != nil {
 				t.Fatal(err)
 			}
-			other := b.open(t, where, &store.Options{})
+			other := b.open(t, where, &store.Options{GroupCommit: store.GroupCommitOn})
 			for _, id := range []string{"first", "stay-1", "stay-2"} {
 				if _, err := other.GetRecord(t.Context(), key(id)); err != nil {
 					t.Errorf("%s: %v", id, err)
@@ -491,5 +494,46 @@ func TestGroupCommitCancelAndClose(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestGroupCommitDefaults: on for SQLite, off for PostgreSQL, unless set;
+// a value other than on, off or empty is refused.
+func TestGroupCommitDefaults(t *testing.T) {
+	for _, b := range backends() {
+		for _, c := range []struct {
+			set  store.GroupCommit
+			want bool
+		}{{store.GroupCommitDefault, strings.HasPrefix(b.name, "sqlite")}, {store.GroupCommitOn, true}, {store.GroupCommitOff, false}} {
+			t.Run(fmt.Sprintf("%s/%q", b.name, c.set), func(t *testing.T) {
+				st := b.open(t, b.where(t), &store.Options{GroupCommit: c.set})
+				release, first := block(t, b, st, "first", c.want)
+				if !c.want {
+					// Without group commit nothing queues: the blocked
+					// claim and this one both wait on the lock.
+					second := make(chan error, 1)
+					go func() { _, _, err := st.Claim(context.Background(), rec("second", "x")); second <- err }()
+					release()
+					if err := <-second; err != nil {
+						t.Fatal(err)
+					}
+				} else {
+					ch := queue(t, st, 0, []string{"second", "third"}, nil)
+					release()
+					collect(t, ch, 2)
+				}
+				if err := <-first; err != nil {
+					t.Fatal(err)
+				}
+				batches, ops := st.GroupStats()
+				if got := batches > 0; got != c.want {
+					t.Fatalf("%d batches (%d ops), want group commit %v", batches, ops, c.want)
+				}
+			})
+		}
+	}
+	_, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "x.db"), &store.Options{GroupCommit: "yes"})
+	if !errors.Is(err, store.ErrInvalid) || !strings.Contains(err.Error(), `group commit "yes"`) {
+		t.Fatalf("GroupCommit yes: %v", err)
 	}
 }
