@@ -14,6 +14,10 @@
 // ({{SERIAL}}) and how the migration transaction is locked
 // (Dialect.LockMigrations). Statements use $1-style placeholders (Querier)
 // on both.
+//
+// With Options.GroupCommit, concurrent Claims and Completes share
+// transactions through a commit queue (groupcommit.go says how, what a
+// failure does to each op, and what cancellation means).
 package sqlstore
 
 import (
