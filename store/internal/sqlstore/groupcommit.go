@@ -130,6 +130,11 @@ func (c *committer) do(o *op) (bool, store.Record, error) {
 			<-o.wake
 		case o.taken:
 			c.mu.Unlock()
+			select {
+			case <-o.wake: // answered meanwhile: the answer, not the cancellation
+				return c.result(o)
+			default:
+			}
 			return false, store.Record{}, fmt.Errorf("store: %s %s: stopped waiting for its group commit (its outcome is what the batch committed): %w",
 				o.kind, keyString(o.rec.RecordKey), context.Cause(o.ctx))
 		default:
@@ -165,7 +170,24 @@ func (c *committer) lead(self *op) {
 	c.inflight = len(batch)
 	c.mu.Unlock()
 
+	finished := false
+	defer func() {
+		if !finished { // runBatch panicked: answer the batch, hand on the lead, panic on
+			for _, o := range batch {
+				o.claimed, o.stored, o.alone = false, store.Record{}, false
+				o.err = fmt.Errorf("store: %s %s: its group commit panicked", o.kind, keyString(o.rec.RecordKey))
+			}
+			c.answer(batch, self)
+		}
+	}()
 	c.s.runBatch(batch)
+	finished = true
+	c.answer(batch, self)
+}
+
+// answer wakes every op of batch but self, then hands the lead to the
+// first op queued meanwhile, or ends.
+func (c *committer) answer(batch []*op, self *op) {
 	for _, o := range batch {
 		if o != self {
 			o.wake <- struct{}{}
