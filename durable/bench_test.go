@@ -20,31 +20,30 @@ import (
 // transports, unjournaled and journaled (one claim and one completion per
 // call) on SQLite (durability process and power) and PostgreSQL, with 1 and
 // 8 concurrent runs. Every journaled call has a fresh key: the fresh path.
+// The -nogroup rows turn SQLite's group commit off.
 //
 //	go test -run '^$' -bench BenchmarkCall -benchtime 2s ./durable/
 func BenchmarkCall(b *testing.B) {
+	openSQLite := func(o *store.Options) func(b *testing.B) store.JournalStore {
+		return func(b *testing.B) store.JournalStore {
+			s, err := sqlite.Open(ctxT(b), filepath.Join(b.TempDir(), "j.db"), o)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { s.Close() })
+			return s
+		}
+	}
 	type backend struct {
 		name string
 		open func(b *testing.B) store.JournalStore // nil: unjournaled
 	}
 	backends := []backend{
 		{"direct", nil},
-		{"sqlite-process", func(b *testing.B) store.JournalStore {
-			s, err := sqlite.Open(ctxT(b), filepath.Join(b.TempDir(), "j.db"), nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(func() { s.Close() })
-			return s
-		}},
-		{"sqlite-power", func(b *testing.B) store.JournalStore {
-			s, err := sqlite.Open(ctxT(b), filepath.Join(b.TempDir(), "j.db"), &store.Options{Durability: store.DurabilityPower})
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(func() { s.Close() })
-			return s
-		}},
+		{"sqlite-process", openSQLite(nil)},
+		{"sqlite-process-nogroup", openSQLite(&store.Options{GroupCommit: store.GroupCommitOff})},
+		{"sqlite-power", openSQLite(&store.Options{Durability: store.DurabilityPower})},
+		{"sqlite-power-nogroup", openSQLite(&store.Options{Durability: store.DurabilityPower, GroupCommit: store.GroupCommitOff})},
 		{"postgres", func(b *testing.B) store.JournalStore {
 			s, err := postgres.Open(ctxT(b), pgSchema(b), &store.Options{MaxConns: 16})
 			if err != nil {

@@ -75,7 +75,8 @@ func storeKinds(t testing.TB, withMemory bool) []storeKind {
 	}})
 	ks = append(ks, storeKind{"postgres", func(t testing.TB) (store.Store, string) {
 		dsn := pgSchema(t)
-		s, err := postgres.Open(ctxT(t), dsn, nil)
+		// Group commit on (off by default on PostgreSQL), as openDSN.
+		s, err := postgres.Open(ctxT(t), dsn, &store.Options{GroupCommit: store.GroupCommitOn})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -97,11 +98,14 @@ func openDSN(ctx context.Context, dsn string) (store.Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Group commit on for both (PostgreSQL's default is off), so the
+	// crash and concurrency tests exercise it.
+	o := &store.Options{GroupCommit: store.GroupCommitOn}
 	switch d.Kind {
 	case store.KindSQLite:
-		return sqlite.Open(ctx, d.Path, nil)
+		return sqlite.Open(ctx, d.Path, o)
 	case store.KindPostgres:
-		return postgres.Open(ctx, d.URL, nil)
+		return postgres.Open(ctx, d.URL, o)
 	}
 	return nil, fmt.Errorf("cannot open %s in a child", d)
 }

@@ -234,6 +234,9 @@ func ResolveOptions(d DSN, opts *Options) (Options, error) {
 	if o.Now == nil {
 		o.Now = timeNow
 	}
+	if o.GroupCommit != GroupCommitDefault && o.GroupCommit != GroupCommitOn && o.GroupCommit != GroupCommitOff {
+		return Options{}, fmt.Errorf("%w: group commit %q (want on, off, or empty for the store's default)", ErrInvalid, o.GroupCommit)
+	}
 	if o.MaxConns < 0 || o.BusyTimeout < 0 {
 		return Options{}, fmt.Errorf("%w: negative MaxConns or BusyTimeout", ErrInvalid)
 	}

@@ -146,6 +146,14 @@ func TestResolveOptions(t *testing.T) {
 	if _, err := store.ResolveOptions(store.DSN{}, &store.Options{MaxConns: -1}); !errors.Is(err, store.ErrInvalid) {
 		t.Fatalf("negative MaxConns: %v", err)
 	}
+	if _, err := store.ResolveOptions(store.DSN{}, &store.Options{GroupCommit: "true"}); !errors.Is(err, store.ErrInvalid) {
+		t.Fatalf("bad group commit: %v", err)
+	}
+	for _, g := range []store.GroupCommit{store.GroupCommitDefault, store.GroupCommitOn, store.GroupCommitOff} {
+		if o, err := store.ResolveOptions(store.DSN{}, &store.Options{GroupCommit: g}); err != nil || o.GroupCommit != g {
+			t.Fatalf("group commit %q: %+v, %v", g, o, err)
+		}
+	}
 }
 
 func FuzzParseDSN(f *testing.F) {

@@ -374,4 +374,42 @@ type Options struct {
 	// MaxConns caps the connection pool. Zero means the implementation's
 	// default (SQLite 4, PostgreSQL pgxpool's default).
 	MaxConns int
+	// GroupCommit says whether concurrent journal Claims and Completes
+	// share transactions. The zero value is GroupCommitDefault.
+	GroupCommit GroupCommit
+}
+
+// GroupCommit says whether a SQL store lets concurrent journal Claims and
+// Completes share one transaction: those that arrive while another batch
+// is being committed are committed together, in one transaction (one
+// commit, one fsync with DurabilityPower). A lone caller is never delayed,
+// and each Claim or Complete still returns only after its own write has
+// committed (docs/durable.md). The memory store ignores it.
+type GroupCommit string
+
+// GroupCommit settings.
+const (
+	// GroupCommitDefault is each store's default: on for SQLite (one
+	// writer at a time, so concurrent calls would otherwise queue for the
+	// write lock and pay a commit each), off for PostgreSQL (the server
+	// already shares WAL flushes between concurrent commits, and a batch
+	// would run on one pooled connection the statements the pool runs in
+	// parallel).
+	GroupCommitDefault GroupCommit = ""
+	// GroupCommitOn batches on every SQL store.
+	GroupCommitOn GroupCommit = "on"
+	// GroupCommitOff gives every Claim and Complete its own transaction.
+	GroupCommitOff GroupCommit = "off"
+)
+
+// Enabled reports whether g turns group commit on for a store whose
+// default is def.
+func (g GroupCommit) Enabled(def bool) bool {
+	switch g {
+	case GroupCommitOn:
+		return true
+	case GroupCommitOff:
+		return false
+	}
+	return def
 }

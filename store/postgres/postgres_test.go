@@ -100,3 +100,11 @@ func TestConformancePowerDurability(t *testing.T) {
 		return s
 	})
 }
+
+// TestConformanceGroupCommit: the conformance suite with group commit on
+// (off by default on PostgreSQL).
+func TestConformanceGroupCommit(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.Store {
+		return openFresh(t, &store.Options{GroupCommit: store.GroupCommitOn})
+	})
+}

@@ -28,3 +28,11 @@ func TestConformancePowerDurability(t *testing.T) {
 		return openTemp(t, &store.Options{Durability: store.DurabilityPower})
 	})
 }
+
+// TestConformanceNoGroupCommit: the conformance suite with group commit
+// off (on by default on SQLite).
+func TestConformanceNoGroupCommit(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.Store {
+		return openTemp(t, &store.Options{GroupCommit: store.GroupCommitOff})
+	})
+}

@@ -7,13 +7,17 @@
 //	if err := sqlstore.Migrate(ctx, adapter, dialect, 0); err != nil { // 0: the latest version
 //		return nil, err
 //	}
-//	return &Store{Store: sqlstore.New(adapter, o.Now)}, nil
+//	return &Store{Store: sqlstore.New(adapter, sqlstore.Options{Now: o.Now, GroupCommit: o.GroupCommit.Enabled(true)})}, nil
 //
 // The dialect differences are explicit and few: the binary column type
 // ({{BYTES}} in migrations), the database-assigned integer key
 // ({{SERIAL}}) and how the migration transaction is locked
 // (Dialect.LockMigrations). Statements use $1-style placeholders (Querier)
 // on both.
+//
+// With Options.GroupCommit, concurrent Claims and Completes share
+// transactions through a commit queue (groupcommit.go says how, what a
+// failure does to each op, and what cancellation means).
 package sqlstore
 
 import (

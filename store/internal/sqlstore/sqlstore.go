@@ -15,18 +15,44 @@ import (
 type Store struct {
 	db  DB
 	now func() time.Time
+	gc  *committer // nil: group commit off
 }
 
 var _ store.Store = (*Store)(nil)
 
-// New returns a Store over db (already migrated). now is the store's clock.
-func New(db DB, now func() time.Time) *Store { return &Store{db: db, now: now} }
+// Options configure New.
+type Options struct {
+	// Now is the store's clock; nil means time.Now.
+	Now func() time.Time
+	// GroupCommit makes concurrent Claims and Completes share transactions
+	// (see the package doc). Off, each is its own statement.
+	GroupCommit bool
+}
+
+// New returns a Store over db (already migrated).
+func New(db DB, o Options) *Store {
+	s := &Store{db: db, now: o.Now}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if o.GroupCommit {
+		s.gc = newCommitter(s)
+	}
+	return s
+}
 
 // DB returns the underlying adapter.
 func (s *Store) DB() DB { return s.db }
 
-// Close closes the pool.
-func (s *Store) Close() error { return s.db.Close() }
+// Close closes the pool. With group commit on it first refuses new Claims
+// and Completes (store.ErrClosed) and waits until every one already queued
+// has been committed and answered.
+func (s *Store) Close() error {
+	if s.gc != nil {
+		s.gc.close()
+	}
+	return s.db.Close()
+}
 
 func (s *Store) nowMS() int64 { return norm.MS(s.now()) }
 
@@ -148,24 +174,37 @@ func scanRecord(r Row) (store.Record, error) {
 func keyString(k store.RecordKey) string { return k.Scope + "/" + k.RunID + "/" + k.ToolCallID }
 
 // Claim implements store.JournalStore: INSERT ... ON CONFLICT DO NOTHING,
-// then a read of the existing row when nothing was inserted.
+// then a read of the existing row when nothing was inserted. With group
+// commit on, concurrent Claims and Completes share one transaction (see
+// committer); Claim returns only once that transaction has committed.
 func (s *Store) Claim(ctx context.Context, rec store.Record) (bool, store.Record, error) {
 	rec, err := norm.Claim(rec, s.now())
 	if err != nil {
 		return false, store.Record{}, err
 	}
+	if s.gc != nil {
+		o := &op{ctx: ctx, kind: opClaim, rec: rec}
+		return s.gc.do(o)
+	}
+	claimed, stored, err := s.claimOn(ctx, s.db, rec)
+	return claimed, stored, unwrapStmt(err)
+}
+
+// claimOn runs a normalised Claim on q (the pool, or a batch's
+// transaction).
+func (s *Store) claimOn(ctx context.Context, q Querier, rec store.Record) (bool, store.Record, error) {
 	for range 3 {
-		n, err := s.db.Exec(ctx, `INSERT INTO journal (`+recordCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+		n, err := q.Exec(ctx, `INSERT INTO journal (`+recordCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
 ON CONFLICT (scope, run_id, tool_call_id) DO NOTHING`,
 			rec.Scope, rec.RunID, rec.ToolCallID, rec.Fingerprint, string(rec.State), rec.Outcome, rec.Owner, rec.Executor,
 			norm.MS(rec.LeaseUntil), norm.MS(rec.CreatedAt), norm.MS(rec.UpdatedAt), norm.MS(rec.ExpiresAt))
 		if err != nil {
-			return false, store.Record{}, fmt.Errorf("store: claim %s: %w", keyString(rec.RecordKey), err)
+			return false, store.Record{}, &stmtError{fmt.Errorf("store: claim %s: %w", keyString(rec.RecordKey), err)}
 		}
 		if n == 1 {
 			return true, rec, nil
 		}
-		existing, err := s.GetRecord(ctx, rec.RecordKey)
+		existing, err := getRecord(ctx, q, rec.RecordKey)
 		if errors.Is(err, store.ErrNotFound) {
 			continue // purged or swept between the two statements: try again
 		}
@@ -179,21 +218,27 @@ ON CONFLICT (scope, run_id, tool_call_id) DO NOTHING`,
 
 // GetRecord implements store.JournalStore.
 func (s *Store) GetRecord(ctx context.Context, key store.RecordKey) (store.Record, error) {
-	rec, err := scanRecord(s.db.QueryRow(ctx, `SELECT `+recordCols+` FROM journal WHERE scope = $1 AND run_id = $2 AND tool_call_id = $3`,
+	rec, err := getRecord(ctx, s.db, key)
+	return rec, unwrapStmt(err)
+}
+
+// getRecord reads one record on q. A failed statement is a *stmtError.
+func getRecord(ctx context.Context, q Querier, key store.RecordKey) (store.Record, error) {
+	rec, err := scanRecord(q.QueryRow(ctx, `SELECT `+recordCols+` FROM journal WHERE scope = $1 AND run_id = $2 AND tool_call_id = $3`,
 		key.Scope, key.RunID, key.ToolCallID))
 	if errors.Is(err, ErrNoRows) {
 		return store.Record{}, norm.NotFound("record %s", keyString(key))
 	}
 	if err != nil {
-		return store.Record{}, fmt.Errorf("store: get record %s: %w", keyString(key), err)
+		return store.Record{}, &stmtError{fmt.Errorf("store: get record %s: %w", keyString(key), err)}
 	}
 	return rec, nil
 }
 
 // whyNotHeld explains why a conditional update on a started record held by
-// executor touched no row.
-func (s *Store) whyNotHeld(ctx context.Context, key store.RecordKey, executor string) error {
-	rec, err := s.GetRecord(ctx, key)
+// executor touched no row, reading the record on q.
+func whyNotHeld(ctx context.Context, q Querier, key store.RecordKey, executor string) error {
+	rec, err := getRecord(ctx, q, key)
 	if err != nil {
 		return err
 	}
@@ -208,19 +253,31 @@ func (s *Store) whyNotHeld(ctx context.Context, key store.RecordKey, executor st
 	return norm.LeaseLost(key, rec.Executor)
 }
 
-// Complete implements store.JournalStore: one conditional UPDATE.
+// Complete implements store.JournalStore: one conditional UPDATE. With
+// group commit on it shares a transaction with concurrent Claims and
+// Completes and returns once that transaction has committed.
 func (s *Store) Complete(ctx context.Context, key store.RecordKey, executor string, state store.State, outcome []byte) error {
 	if err := norm.Completion(state); err != nil {
 		return err
 	}
-	n, err := s.db.Exec(ctx, `UPDATE journal SET state = $4, outcome = $5, updated_at = $6
+	if s.gc != nil {
+		o := &op{ctx: ctx, kind: opComplete, rec: store.Record{RecordKey: key, Executor: executor, State: state, Outcome: outcome}}
+		_, _, err := s.gc.do(o)
+		return err
+	}
+	return unwrapStmt(s.completeOn(ctx, s.db, key, executor, state, outcome))
+}
+
+// completeOn runs a Complete on q (the pool, or a batch's transaction).
+func (s *Store) completeOn(ctx context.Context, q Querier, key store.RecordKey, executor string, state store.State, outcome []byte) error {
+	n, err := q.Exec(ctx, `UPDATE journal SET state = $4, outcome = $5, updated_at = $6
 WHERE scope = $1 AND run_id = $2 AND tool_call_id = $3 AND state = 'started' AND executor = $7`,
 		key.Scope, key.RunID, key.ToolCallID, string(state), norm.Bytes(outcome), s.nowMS(), executor)
 	if err != nil {
-		return fmt.Errorf("store: complete %s: %w", keyString(key), err)
+		return &stmtError{fmt.Errorf("store: complete %s: %w", keyString(key), err)}
 	}
 	if n == 0 {
-		return s.whyNotHeld(ctx, key, executor)
+		return whyNotHeld(ctx, q, key, executor)
 	}
 	return nil
 }
@@ -274,7 +331,7 @@ WHERE scope = $1 AND run_id = $2 AND tool_call_id = $3 AND state = 'started' AND
 		return fmt.Errorf("store: renew lease %s: %w", keyString(key), err)
 	}
 	if n == 0 {
-		return s.whyNotHeld(ctx, key, executor)
+		return unwrapStmt(whyNotHeld(ctx, s.db, key, executor))
 	}
 	return nil
 }

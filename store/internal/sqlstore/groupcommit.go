@@ -1,0 +1,320 @@
+package sqlstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/gatehouse-dev/gatehouse/store"
+)
+
+// Group commit.
+//
+// Concurrent Claims and Completes share one transaction: a caller queues
+// its op; if no batch is being committed it becomes the leader at once (no
+// timer, no goroutine hop: a lone caller runs its own op, alone, exactly as
+// without group commit). The leader takes every op queued at that moment,
+// runs them in one transaction in queue order, each op computing its own
+// result inside it (a Claim that finds a record returns claimed=false and
+// that record; a Complete that finds the lease lost gets ErrLeaseLost, for
+// that op only), commits, and only then answers each caller. Ops queued
+// meanwhile wait for the next batch, led by the first of them.
+//
+// Failures:
+//   - A statement that fails inside the batch (not a logical refusal) rolls
+//     the batch back; nothing of it was committed, so every op of it is
+//     run again alone, by its own caller, with its own context: one bad op
+//     cannot fail its neighbours.
+//   - BEGIN or COMMIT failing fails every op of the batch with that error
+//     (wrapped): none is ever answered as done unless the commit succeeded.
+//     A failed COMMIT is not retried, as it may have committed (a
+//     connection lost during COMMIT).
+//
+// Cancellation: an op whose caller's context is done before its batch
+// starts is dropped, never written. A caller whose op is already in a
+// batch being committed may stop waiting (it gets its context's error);
+// its op's outcome is then whatever the batch committed: a claim committed
+// for a caller that is gone is a started record nobody renews, which the
+// journal's lease and in_doubt machinery already handles, as it does for
+// a process killed after its claim. The batch's transaction itself is
+// cancelled only when every caller in it has given up.
+
+type opKind uint8
+
+const (
+	opClaim opKind = iota
+	opComplete
+)
+
+func (k opKind) String() string {
+	if k == opClaim {
+		return "claim"
+	}
+	return "complete"
+}
+
+// op is one queued Claim or Complete. rec holds the normalised record of
+// a Claim, or the key, executor, state and outcome of a Complete.
+type op struct {
+	ctx  context.Context
+	kind opKind
+	rec  store.Record
+
+	// Written by the leader before the op's wake is sent; read by its
+	// caller after receiving it.
+	claimed bool
+	stored  store.Record
+	err     error
+	alone   bool // the batch was poisoned: run the op alone
+
+	// wake carries at most two signals, each received before the next is
+	// sent: "lead the next batch", then "answered".
+	wake chan struct{}
+	// Under committer.mu.
+	taken bool // in a batch being run
+	lead  bool // told to lead the next batch
+}
+
+// committer is the commit queue of one Store.
+type committer struct {
+	s    *Store
+	mu   sync.Mutex
+	idle sync.Cond // signalled when running becomes false
+	// queue holds the ops waiting for the next batch, in arrival order.
+	queue    []*op
+	running  bool // a leader exists
+	inflight int  // ops in the batch being run
+	closed   bool
+
+	// Counted for tests: transactions that held more than one op, and the
+	// ops in them.
+	batches, batched atomic.Int64
+}
+
+func newCommitter(s *Store) *committer {
+	c := &committer{s: s}
+	c.idle.L = &c.mu
+	return c
+}
+
+// do queues o and returns its result once its batch has committed.
+func (c *committer) do(o *op) (bool, store.Record, error) {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return false, store.Record{}, fmt.Errorf("store: %s %s: %w", o.kind, keyString(o.rec.RecordKey), store.ErrClosed)
+	}
+	if !c.running {
+		c.running = true
+		c.queue = append(c.queue, o)
+		c.mu.Unlock()
+		c.lead(o)
+		return c.result(o)
+	}
+	o.wake = make(chan struct{}, 1)
+	c.queue = append(c.queue, o)
+	c.mu.Unlock()
+
+	select {
+	case <-o.wake:
+	case <-o.ctx.Done():
+		c.mu.Lock()
+		switch {
+		case o.lead:
+			// Told to lead as the caller gave up: lead anyway (the op
+			// itself is dropped as cancelled), so the queue moves on.
+			c.mu.Unlock()
+			<-o.wake
+		case o.taken:
+			c.mu.Unlock()
+			select {
+			case <-o.wake: // answered meanwhile: the answer, not the cancellation
+				return c.result(o)
+			default:
+			}
+			return false, store.Record{}, fmt.Errorf("store: %s %s: stopped waiting for its group commit (its outcome is what the batch committed): %w",
+				o.kind, keyString(o.rec.RecordKey), context.Cause(o.ctx))
+		default:
+			c.queue = slices.DeleteFunc(c.queue, func(q *op) bool { return q == o })
+			c.mu.Unlock()
+			return false, store.Record{}, fmt.Errorf("store: %s %s: %w", o.kind, keyString(o.rec.RecordKey), context.Cause(o.ctx))
+		}
+	}
+	if o.lead {
+		c.lead(o)
+	}
+	return c.result(o)
+}
+
+// result returns o's answer, running it alone first when its batch was
+// poisoned.
+func (c *committer) result(o *op) (bool, store.Record, error) {
+	if o.alone {
+		return c.s.runAlone(o)
+	}
+	return o.claimed, o.stored, o.err
+}
+
+// lead runs one batch: every op queued now (self among them), then hands
+// the lead to the first op queued meanwhile, or ends.
+func (c *committer) lead(self *op) {
+	c.mu.Lock()
+	batch := c.queue
+	c.queue = nil
+	for _, o := range batch {
+		o.taken = true
+	}
+	c.inflight = len(batch)
+	c.mu.Unlock()
+
+	finished := false
+	defer func() {
+		if !finished { // runBatch panicked: answer the batch, hand on the lead, panic on
+			for _, o := range batch {
+				o.claimed, o.stored, o.alone = false, store.Record{}, false
+				o.err = fmt.Errorf("store: %s %s: its group commit panicked", o.kind, keyString(o.rec.RecordKey))
+			}
+			c.answer(batch, self)
+		}
+	}()
+	c.s.runBatch(batch)
+	finished = true
+	c.answer(batch, self)
+}
+
+// answer wakes every op of batch but self, then hands the lead to the
+// first op queued meanwhile, or ends.
+func (c *committer) answer(batch []*op, self *op) {
+	for _, o := range batch {
+		if o != self {
+			o.wake <- struct{}{}
+		}
+	}
+
+	c.mu.Lock()
+	c.inflight = 0
+	if len(c.queue) > 0 {
+		next := c.queue[0]
+		next.lead = true
+		next.wake <- struct{}{}
+	} else {
+		c.running = false
+		c.idle.Broadcast()
+	}
+	c.mu.Unlock()
+}
+
+// close refuses new ops and waits until every queued op is answered.
+func (c *committer) close() {
+	c.mu.Lock()
+	c.closed = true
+	for c.running {
+		c.idle.Wait()
+	}
+	c.mu.Unlock()
+}
+
+// runAlone runs o as its own statement, as without group commit.
+func (s *Store) runAlone(o *op) (bool, store.Record, error) {
+	if o.kind == opClaim {
+		claimed, stored, err := s.claimOn(o.ctx, s.db, o.rec)
+		return claimed, stored, unwrapStmt(err)
+	}
+	return false, store.Record{}, unwrapStmt(s.completeOn(o.ctx, s.db, o.rec.RecordKey, o.rec.Executor, o.rec.State, o.rec.Outcome))
+}
+
+// errPoisoned ends a batch's transaction when one of its statements failed.
+var errPoisoned = errors.New("a statement of the batch failed")
+
+// runBatch fills in the result of every op of batch.
+func (s *Store) runBatch(batch []*op) {
+	live := make([]*op, 0, len(batch))
+	for _, o := range batch {
+		if err := o.ctx.Err(); err != nil {
+			o.err = fmt.Errorf("store: %s %s: %w", o.kind, keyString(o.rec.RecordKey), context.Cause(o.ctx))
+			continue
+		}
+		live = append(live, o)
+	}
+	switch len(live) {
+	case 0:
+		return
+	case 1:
+		o := live[0]
+		o.claimed, o.stored, o.err = s.runAlone(o)
+		return
+	}
+	ctx, stop := batchContext(live)
+	defer stop()
+	err := s.db.InTx(ctx, func(tx Querier) error {
+		for _, o := range live {
+			if o.kind == opClaim {
+				o.claimed, o.stored, o.err = s.claimOn(ctx, tx, o.rec)
+			} else {
+				o.err = s.completeOn(ctx, tx, o.rec.RecordKey, o.rec.Executor, o.rec.State, o.rec.Outcome)
+			}
+			if _, ok := o.err.(*stmtError); ok {
+				return errPoisoned
+			}
+		}
+		return nil
+	})
+	switch {
+	case err == nil:
+		s.gc.batches.Add(1)
+		s.gc.batched.Add(int64(len(live)))
+	case errors.Is(err, errPoisoned):
+		// Rolled back: nothing of the batch was written. Each op runs
+		// again alone, in its own caller's goroutine.
+		for _, o := range live {
+			o.claimed, o.stored, o.err, o.alone = false, store.Record{}, nil, true
+		}
+	default:
+		for _, o := range live {
+			o.claimed, o.stored = false, store.Record{}
+			o.err = fmt.Errorf("store: %s %s: group commit of %d calls failed: %w", o.kind, keyString(o.rec.RecordKey), len(live), err)
+		}
+	}
+}
+
+// batchContext returns the context a batch's transaction runs in: the
+// first op's values, cancelled once every op's context is done (a batch
+// keeps going while any caller still waits for it).
+func batchContext(ops []*op) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ops[0].ctx))
+	var left atomic.Int64
+	left.Store(int64(len(ops)))
+	stops := make([]func() bool, len(ops))
+	for i, o := range ops {
+		stops[i] = context.AfterFunc(o.ctx, func() {
+			if left.Add(-1) == 0 {
+				cancel()
+			}
+		})
+	}
+	return ctx, func() {
+		for _, stop := range stops {
+			stop()
+		}
+		cancel()
+	}
+}
+
+// stmtError marks the error of a failed SQL statement, as opposed to a
+// logical refusal (ErrNotFound, ErrNotStarted, ErrLeaseLost): in a batch,
+// it poisons the transaction.
+type stmtError struct{ err error }
+
+func (e *stmtError) Error() string { return e.err.Error() }
+func (e *stmtError) Unwrap() error { return e.err }
+
+// unwrapStmt removes the *stmtError mark from err, if any.
+func unwrapStmt(err error) error {
+	if se, ok := err.(*stmtError); ok {
+		return se.err
+	}
+	return err
+}
