@@ -452,3 +452,39 @@ func FuzzParamsFromSchema(f *testing.F) {
 		}
 	})
 }
+
+// TestDomainSynonyms: a request in one API's words finds the tool
+// described in another's, through the domain table alone (no word of the
+// request is in the tool's text), and above a tool it does not describe.
+func TestDomainSynonyms(t *testing.T) {
+	ix := New(nil)
+	ix.Replace("hub", []Doc{
+		{Name: "hub__star_repository", Description: "Star a repository."},
+		{Name: "hub__watch_repository", Description: "Watch a repository."},
+		{Name: "hub__list_commits", Description: "List the commits of a branch."},
+	})
+	ix.Replace("pay", []Doc{
+		{Name: "pay__create_refund", Description: "Refund a charge."},
+		{Name: "pay__list_invoices", Description: "List invoices."},
+		{Name: "pay__list_customers", Description: "List customers."},
+	})
+	ix.Replace("chat", []Doc{
+		{Name: "chat__list_channels", Description: "List the channels of the workspace."},
+		{Name: "chat__add_reaction", Description: "Add a reaction to a message."},
+	})
+	for query, want := range map[string]string{
+		"favorite a codebase":         "hub__star_repository",
+		"subscribe to that codebase":  "hub__watch_repository",
+		"reimburse that transaction":  "pay__create_refund",
+		"show bills":                  "pay__list_invoices",
+		"which clients do we have":    "pay__list_customers",
+		"what rooms exist":            "chat__list_channels",
+		"put an emoji on the chat":    "chat__add_reaction",
+		"show the revisions of a ref": "hub__list_commits",
+	} {
+		hits := ix.Search(query, 1, nil)
+		if len(hits) == 0 || hits[0].Name != want {
+			t.Errorf("%q: got %v, want %s first", query, hits, want)
+		}
+	}
+}
