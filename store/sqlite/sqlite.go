@@ -108,7 +108,7 @@ func Open(ctx context.Context, path string, opts *store.Options) (*Store, error)
 	}
 	db.SetMaxOpenConns(maxConns)
 	db.SetMaxIdleConns(maxConns)
-	adapter := &sqlDB{db: db}
+	adapter := &sqlDB{db: db, stmts: &stmtCache{db: db}}
 	busy := o.BusyTimeout
 	if busy <= 0 {
 		busy = defaultBusyTimeout
@@ -229,8 +229,12 @@ func (s *Store) Path() string { return s.path }
 // SQLDB returns the underlying *sql.DB (for tests and diagnostics).
 func (s *Store) SQLDB() *sql.DB { return s.DB().(*sqlDB).db }
 
-// sqlDB adapts *sql.DB to sqlstore.DB.
-type sqlDB struct{ db *sql.DB }
+// sqlDB adapts *sql.DB to sqlstore.DB, its statements prepared once
+// (stmtCache).
+type sqlDB struct {
+	db    *sql.DB
+	stmts *stmtCache
+}
 
 type sqlQuerier interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
@@ -275,15 +279,15 @@ func (q querier) Query(ctx context.Context, query string, args ...any) (sqlstore
 }
 
 func (d *sqlDB) Exec(ctx context.Context, query string, args ...any) (int64, error) {
-	return querier{d.db}.Exec(ctx, query, args...)
+	return querier{cachedQuerier{c: d.stmts}}.Exec(ctx, query, args...)
 }
 
 func (d *sqlDB) QueryRow(ctx context.Context, query string, args ...any) sqlstore.Row {
-	return querier{d.db}.QueryRow(ctx, query, args...)
+	return querier{cachedQuerier{c: d.stmts}}.QueryRow(ctx, query, args...)
 }
 
 func (d *sqlDB) Query(ctx context.Context, query string, args ...any) (sqlstore.Rows, error) {
-	return querier{d.db}.Query(ctx, query, args...)
+	return querier{cachedQuerier{c: d.stmts}}.Query(ctx, query, args...)
 }
 
 func (d *sqlDB) InTx(ctx context.Context, fn func(tx sqlstore.Querier) error) error {
@@ -291,11 +295,14 @@ func (d *sqlDB) InTx(ctx context.Context, fn func(tx sqlstore.Querier) error) er
 	if err != nil {
 		return err
 	}
-	if err := fn(querier{tx}); err != nil {
+	if err := fn(querier{cachedQuerier{c: d.stmts, tx: tx}}); err != nil {
 		_ = tx.Rollback()
 		return err
 	}
 	return tx.Commit()
 }
 
-func (d *sqlDB) Close() error { return d.db.Close() }
+func (d *sqlDB) Close() error {
+	d.stmts.close()
+	return d.db.Close()
+}

@@ -1,0 +1,140 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"strings"
+	"sync"
+)
+
+// maxCachedStmts bounds the prepared statements a store keeps. The store's
+// statements are constant strings from its own code (a few dozen); one
+// built at run time past the bound is run unprepared.
+const maxCachedStmts = 128
+
+// stmtCache keeps one prepared *sql.Stmt per query text for the life of
+// the store. modernc.org/sqlite compiles a statement's SQL on every
+// Exec/Query of the pool (its parser is Go translated from C, about a
+// third of a keyed call's journal cost); a prepared *sql.Stmt is compiled
+// once per connection and reused (database/sql re-prepares it on a
+// connection that lacks it, and a transaction borrows the connection's
+// copy through Tx.StmtContext).
+type stmtCache struct {
+	db *sql.DB
+
+	mu     sync.RWMutex
+	stmts  map[string]*sql.Stmt
+	closed bool
+}
+
+// get returns the prepared statement of query, preparing it on first use,
+// or nil when it is not cached (the cache is full or closed, or preparing
+// failed: the caller runs the query unprepared, and any error in it is
+// then reported by that run).
+func (c *stmtCache) get(ctx context.Context, query string) *sql.Stmt {
+	if st := c.peek(query); st != nil {
+		return st
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if st, ok := c.stmts[query]; ok {
+		return st
+	}
+	if c.closed || len(c.stmts) >= maxCachedStmts || !dml(query) {
+		return nil
+	}
+	st, err := c.db.PrepareContext(ctx, query)
+	if err != nil {
+		return nil
+	}
+	if c.stmts == nil {
+		c.stmts = make(map[string]*sql.Stmt)
+	}
+	c.stmts[query] = st
+	return st
+}
+
+// peek returns the prepared statement of query if it is cached, else nil.
+func (c *stmtCache) peek(query string) *sql.Stmt {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.stmts[query]
+}
+
+// dml reports whether query is a SELECT, INSERT, UPDATE, DELETE or WITH:
+// the statements worth keeping. Migrations' DDL runs once and is never
+// cached (it would fill the cache).
+func dml(query string) bool {
+	q := strings.TrimLeft(query, " \t\r\n")
+	for _, kw := range []string{"SELECT", "INSERT", "UPDATE", "DELETE", "WITH"} {
+		if len(q) >= len(kw) && strings.EqualFold(q[:len(kw)], kw) {
+			return true
+		}
+	}
+	return false
+}
+
+// close closes every cached statement; later gets return nil.
+func (c *stmtCache) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+	for _, st := range c.stmts {
+		_ = st.Close()
+	}
+	c.stmts = nil
+}
+
+// cachedQuerier runs statements through the cache: on the pool, or, with
+// tx set, inside that transaction.
+type cachedQuerier struct {
+	c  *stmtCache
+	tx *sql.Tx
+}
+
+// stmt returns the statement to run query with, or nil to run it
+// unprepared on the pool or transaction. A transaction only uses a
+// statement already prepared (by a run on the pool): preparing one on the
+// pool takes another connection, which a transaction holding the write
+// lock must never wait for while the pool's other connections wait for
+// that lock (SQLITE_BUSY after the busy timeout).
+func (q cachedQuerier) stmt(ctx context.Context, query string) *sql.Stmt {
+	if q.tx == nil {
+		return q.c.get(ctx, query)
+	}
+	st := q.c.peek(query)
+	if st == nil {
+		return nil
+	}
+	return q.tx.StmtContext(ctx, st)
+}
+
+func (q cachedQuerier) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if st := q.stmt(ctx, query); st != nil {
+		return st.ExecContext(ctx, args...)
+	}
+	if q.tx != nil {
+		return q.tx.ExecContext(ctx, query, args...)
+	}
+	return q.c.db.ExecContext(ctx, query, args...)
+}
+
+func (q cachedQuerier) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	if st := q.stmt(ctx, query); st != nil {
+		return st.QueryRowContext(ctx, args...)
+	}
+	if q.tx != nil {
+		return q.tx.QueryRowContext(ctx, query, args...)
+	}
+	return q.c.db.QueryRowContext(ctx, query, args...)
+}
+
+func (q cachedQuerier) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if st := q.stmt(ctx, query); st != nil {
+		return st.QueryContext(ctx, args...)
+	}
+	if q.tx != nil {
+		return q.tx.QueryContext(ctx, query, args...)
+	}
+	return q.c.db.QueryContext(ctx, query, args...)
+}
