@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -479,4 +480,27 @@ func TestSearchAutoOverBudget(t *testing.T) {
 			t.Errorf("the search tool with search off: %s", got)
 		}
 	})
+}
+
+// TestDocsSearchConfigParses keeps docs/search.md honest: its yaml blocks
+// are configs the gateway takes, with search on.
+func TestDocsSearchConfigParses(t *testing.T) {
+	md, err := os.ReadFile(filepath.Join("..", "docs", "search.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := yamlBlocks(t, md)
+	if len(blocks) == 0 {
+		t.Fatal("docs/search.md has no yaml block")
+	}
+	for _, b := range blocks {
+		cfg, err := ParseConfig([]byte(b.text), "search.md", t.TempDir())
+		if err != nil {
+			t.Errorf("docs/search.md line %d does not parse: %v", b.line, err)
+			continue
+		}
+		if cfg.Search.Off() {
+			t.Errorf("docs/search.md line %d turns search off", b.line)
+		}
+	}
 }
