@@ -18,6 +18,7 @@ type catalog struct {
 	diags     []diag.Diagnostic
 	drift     []DriftEvent          // the tool-drift part of diags, typed
 	withdrawn map[string]withdrawal // projected names no longer published
+	seq       uint64                // counts the catalogs before this one (the search index's generation)
 }
 
 // withdrawal remembers a tool its server stopped publishing.
@@ -58,6 +59,9 @@ func quarantineSchema() map[string]any { return map[string]any{"type": "object"}
 // remembered as withdrawn.
 func (t *Toolset) build(results []listing, prev *catalog) *catalog {
 	cat := &catalog{byName: map[string]*entry{}, withdrawn: map[string]withdrawal{}}
+	if prev != nil {
+		cat.seq = prev.seq + 1
+	}
 	var all []*entry
 	deferred := false
 	for i, c := range t.conns {

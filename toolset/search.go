@@ -28,7 +28,7 @@ func (t *Toolset) SearchFor(ctx context.Context, query string, limit int, allow 
 	if err != nil {
 		return nil, err
 	}
-	return t.finder.Find(cat, cat.searchable, query, limit, allow)
+	return t.finder.Find(cat.seq, cat.searchable, query, limit, allow)
 }
 
 // searchable is what the index holds of the catalog: each server's tools
@@ -47,7 +47,7 @@ func (cat *catalog) searchable() (out []metatool.Tool) {
 // mcp__describe_tool) from cat.
 func (t *Toolset) ownCall(cat *catalog, name string, args any) (*mcp.CallToolResult, error) {
 	if name == SearchToolName {
-		return t.finder.Call(cat, cat.searchable, args, metatool.DefaultLimit, nil), nil
+		return t.finder.Call(cat.seq, cat.searchable, args, metatool.DefaultLimit, nil), nil
 	}
 	res, err := metatool.Describe(args, func(name string) (string, map[string]any, bool) {
 		e, ok := cat.byName[name]

@@ -7,7 +7,7 @@
 // server.
 //
 //	var f metatool.Finder
-//	hits, err := f.Find(gen, tools, "open a pull request", 8, allow) // gen: the map's version; tools: its tools
+//	hits, err := f.Find(gen, tools, "open a pull request", 8, allow) // gen: grows with the map; tools: its tools
 //	res := f.Call(gen, tools, args, metatool.DefaultLimit, allow)      // the meta-tool's answer to a call
 //
 // The search answer is the one CONTRACTS.md §4 gives: structuredContent

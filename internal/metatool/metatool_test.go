@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -108,7 +109,7 @@ func names(hits []Hit) []string {
 	return out
 }
 
-func find(t *testing.T, f *Finder, gen any, tools []Tool, query string, limit int, allow func(string) bool) []string {
+func find(t *testing.T, f *Finder, gen uint64, tools []Tool, query string, limit int, allow func(string) bool) []string {
 	t.Helper()
 	hits, err := f.Find(gen, func() []Tool { return tools }, query, limit, allow)
 	if err != nil {
@@ -127,12 +128,12 @@ func TestFinderFollowsTheMap(t *testing.T) {
 		tool("mail", "list_inbox", "List the messages in the inbox."),
 		tool("tracker", "create_issue", "Open a new issue in a project.", "title"),
 	}
-	gen1, gen2, gen3 := new(int), new(int), new(int)
+	const gen1, gen2, gen3 = 1, 2, 3
 	if got := find(t, &f, gen1, v1, "email a recipient", 5, nil); len(got) == 0 || got[0] != "mail__send_email" {
 		t.Fatalf("v1: %v", got)
 	}
 	// The same generation is not read again (its tools func is not
-	// called).
+	// called), nor an older one.
 	if _, err := f.Find(gen1, func() []Tool { panic("read again") }, "email", 5, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -154,6 +155,12 @@ func TestFinderFollowsTheMap(t *testing.T) {
 		t.Errorf("v2 answer: %+v", hits)
 	}
 
+	// A search that read the map before the drift does not take the index
+	// back.
+	if got := find(t, &f, gen1, v1, "recipient subject", 5, nil); len(got) != 0 {
+		t.Errorf("an older generation took the index back: %v", got)
+	}
+
 	// The tracker server is gone.
 	v3 := v2[:2]
 	if got := find(t, &f, gen3, v3, "open issue project", 5, nil); len(got) != 0 {
@@ -169,7 +176,7 @@ func TestFinderAllowBeforeCut(t *testing.T) {
 	for i := range 20 {
 		tools = append(tools, tool(fmt.Sprintf("c%d", i), "send_email", "Send email."))
 	}
-	gen := new(int)
+	const gen = 0
 	all := find(t, &f, gen, tools, "send email", 1, nil)
 	only := func(name string) bool { return name == "b__mailer" }
 	got := find(t, &f, gen, tools, "send email", 1, only)
@@ -225,5 +232,37 @@ func TestSearchResult(t *testing.T) {
 	}
 	if none := SearchResult(a, nil); none.IsError || !strings.Contains(none.Content[0].(*mcp.TextContent).Text, `No tool matches "send email"`) {
 		t.Errorf("no hits: %+v", none)
+	}
+}
+
+// Searches racing with changes of the map (each with the generation it
+// read) never take the index back: whatever order they sync in, the index
+// ends at the newest generation, and under -race nothing is shared unsafely.
+func TestFinderConcurrentSync(t *testing.T) {
+	var f Finder
+	// word is a word of its own for each generation (digits would be
+	// split off).
+	word := func(g uint64) string {
+		return "zq" + strings.Map(func(r rune) rune { return rune("bcdfghjklm"[r-'0']) }, fmt.Sprint(g))
+	}
+	version := func(g uint64) []Tool {
+		return []Tool{tool("s", "t", word(g)+" only."), tool("u", "fixed", "Always here.")}
+	}
+	var wg sync.WaitGroup
+	for g := uint64(1); g <= 40; g++ {
+		wg.Go(func() {
+			if _, err := f.Find(g, func() []Tool { return version(g) }, "always here", 3, nil); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if got := find(t, &f, 0, nil, word(40), 3, nil); !reflect.DeepEqual(got, []string{"s__t"}) {
+		t.Errorf("the newest generation's text: %v", got)
+	}
+	for _, old := range []string{word(1), word(39)} {
+		if got := find(t, &f, 0, nil, old, 3, nil); len(got) != 0 {
+			t.Errorf("%s found: %v", old, got)
+		}
 	}
 }

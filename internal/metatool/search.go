@@ -80,25 +80,23 @@ type Finder struct {
 	prints map[string]string // server -> print of the tools indexed
 	ix     atomic.Pointer[toolsearch.Index]
 	tools  atomic.Pointer[map[string]Tool] // the map last synced, by name
-	synced atomic.Pointer[generation]
+	synced atomic.Pointer[uint64]          // the generation last synced; nil before the first
 }
 
-// generation is the map a Finder last synced.
-type generation struct{ gen any }
-
-// Sync brings the index to the map identified by gen (a comparable value
-// that changes whenever the map does, such as a pointer to an immutable
-// snapshot): when gen is not the one last synced, tools is called for the
-// map's tools, and the servers whose tools changed (or that are gone) are
-// replaced in the index. Once Sync returns, no Search finds a tool by text
-// the map no longer shows.
-func (f *Finder) Sync(gen any, tools func() []Tool) {
-	if s := f.synced.Load(); s != nil && s.gen == gen {
+// Sync brings the index to generation gen of the map, a number that grows
+// whenever the map changes: when gen is newer than the generation last
+// synced (or none was), tools is called for the map's tools, and the
+// servers whose tools changed (or that are gone) are replaced in the
+// index. An older or the same generation changes nothing, so searches
+// racing with a change never take the index back. Once Sync returns, no
+// Search finds a tool by text the map of that generation no longer shows.
+func (f *Finder) Sync(gen uint64, tools func() []Tool) {
+	if s := f.synced.Load(); s != nil && *s >= gen {
 		return
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if s := f.synced.Load(); s != nil && s.gen == gen {
+	if s := f.synced.Load(); s != nil && *s >= gen {
 		return
 	}
 	byServer := map[string][]Tool{}
@@ -129,7 +127,7 @@ func (f *Finder) Sync(gen any, tools func() []Tool) {
 		}
 	}
 	f.prints = prints
-	f.synced.Store(&generation{gen: gen})
+	f.synced.Store(&gen)
 }
 
 // Search returns up to limit tools of the map last synced that fit q and
@@ -157,7 +155,7 @@ func (f *Finder) Search(q *toolsearch.Query, limit int, allow func(name string) 
 // Find is Sync then Search for a query as text, of up to limit hits
 // (limit <= 0: DefaultLimit). A query with nothing to search is an error
 // wrapping toolsearch.ErrEmptyQuery, ErrNoWords or ErrInvalidUTF8.
-func (f *Finder) Find(gen any, tools func() []Tool, query string, limit int, allow func(name string) bool) ([]Hit, error) {
+func (f *Finder) Find(gen uint64, tools func() []Tool, query string, limit int, allow func(name string) bool) ([]Hit, error) {
 	q, err := toolsearch.ParseQuery(query)
 	if err != nil {
 		return nil, fmt.Errorf("search: %w", err)
@@ -172,7 +170,7 @@ func (f *Finder) Find(gen any, tools func() []Tool, query string, limit int, all
 // Call answers one call of the search meta-tool with args (any value that
 // encodes to the arguments object): Sync, then the hits allow accepts
 // (SearchResult), or the tool error that says what is wrong with args.
-func (f *Finder) Call(gen any, tools func() []Tool, args any, defaultLimit int, allow func(name string) bool) *mcp.CallToolResult {
+func (f *Finder) Call(gen uint64, tools func() []Tool, args any, defaultLimit int, allow func(name string) bool) *mcp.CallToolResult {
 	raw, ok := args.(json.RawMessage)
 	if !ok {
 		raw, _ = json.Marshal(args)
