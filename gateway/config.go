@@ -49,6 +49,8 @@ type (
 	// Drift tunes how drift is caught while the gateway runs
 	// (drift.recheck).
 	Drift = config.Drift
+	// Search configures tool search (search.enabled, search.limit).
+	Search = config.Search
 )
 
 // Defaults of the gateway config.
@@ -66,6 +68,8 @@ const (
 	DefaultMaxSessionsPerSubject = config.DefaultMaxSessionsPerSubject
 	// DefaultDriftRecheck is drift.recheck's default.
 	DefaultDriftRecheck = config.DefaultDriftRecheck
+	// DefaultSearchLimit is search.limit's default.
+	DefaultSearchLimit = config.DefaultSearchLimit
 )
 
 // LoadConfig reads and validates the config file at path. Relative paths

@@ -14,9 +14,11 @@
 // ones checked against their SHA-256 in constant time, OAuth access tokens
 // by identity/oauth with their own scopes carried per request; see
 // oauth.go for the challenges and the Protected Resource Metadata), the
-// call pipeline, the trust
-// watcher, the instruments (metrics) and the lifecycle (calls in flight,
-// shutdown, sweeping).
+// call pipeline, tool search (search.go: gatehouse__search_tools, answered
+// by the pipeline with the tools the caller may see, and the stable
+// tools/list of package gateway/internal/stablelist), the trust watcher,
+// the instruments (metrics) and the lifecycle (calls in flight, shutdown,
+// sweeping).
 //
 // Every tools/call is decided by one function, (*pipeline).call in
 // pipeline.go, in one order (docs/ARCHITECTURE.md lists it). Admission

@@ -395,10 +395,15 @@ func openStore(ctx context.Context, d string) (store.Store, error) {
 }
 
 // setup readies one go-sdk server (the HTTP one at New, the stdio one when
-// ServeStdio starts): the relay's middleware, the go-sdk front, and every
-// served tool.
+// ServeStdio starts): the relay's middleware, the go-sdk front, the stable
+// tools/list (search), and every served tool.
 func (g *Gateway) setup(s *mcp.Server) {
 	local := g.srv != nil // the stdio server is built after g.srv
+	if g.served.search.On {
+		// Inside the relay's middleware, which sees every request of a
+		// session (the byte front relies on it).
+		s.AddReceivingMiddleware(g.stableLists(local))
+	}
 	g.relay.Setup(s, local)
 	s.AddReceivingMiddleware(g.sdkFront(local))
 	g.served.add(s, g.sdkHandler(local))

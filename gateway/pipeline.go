@@ -127,7 +127,8 @@ type pipeline struct {
 //  2. shutdown: a gateway that is draining answers unavailable;
 //  3. served state: a tool no longer served is tool_withdrawn, a
 //     quarantined one quarantined;
-//  4. mcp__describe_tool is answered here, for visible tools only;
+//  4. mcp__describe_tool is answered here, for visible tools only, and
+//     gatehouse__search_tools with the tools the caller may see (search.go);
 //  5. the request itself: an idempotency key that is not a non-empty
 //     string is denied, arguments that are not an object invalid params;
 //  6. health: a server in its restart backoff answers unavailable, unless
@@ -160,6 +161,8 @@ func (p *pipeline) call(ctx context.Context, req *callRequest) (out callOutcome)
 
 	info, ok := p.served.tool(req.tool)
 	switch {
+	case !ok && req.tool == SearchToolName:
+		return p.search(ctx, subject, req) // admitted: search is on
 	case !ok:
 		return refused(&refusal.Error{Code: refusal.ToolWithdrawn, Message: fmt.Sprintf("tool %s is no longer offered", req.tool)})
 	case info.State == toolset.Quarantined:
@@ -416,7 +419,7 @@ func (p *pipeline) finish(subject server.Subject, tool, front string, out *callO
 		slog.String("front", front),
 		slog.String("sender", out.sender),
 	)
-	if _, ok := p.served.tool(tool); !ok {
+	if _, ok := p.served.tool(tool); !ok && !(tool == SearchToolName && p.served.search.On) {
 		tool = unknownToolLabel
 	}
 	p.tel.Metrics.ObserveCall(tool, metricOutcome(out.label, cancelled), d)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/gatehouse-dev/gatehouse/gateway/internal/stablelist"
 	"github.com/gatehouse-dev/gatehouse/server"
 	"github.com/gatehouse-dev/gatehouse/toolset"
 )
@@ -23,6 +24,7 @@ type servedMap struct {
 	log         *slog.Logger
 	allow, deny map[string]bool
 	auth        *authenticator
+	search      *stablelist.Policy // gatehouse__search_tools and the stable list
 
 	mu    sync.RWMutex
 	tools map[string]toolset.ToolInfo
@@ -30,6 +32,9 @@ type servedMap struct {
 	// publishes each new map here and never changes a published one.
 	current atomic.Pointer[map[string]toolset.ToolInfo]
 	servers []registered // every go-sdk server the tools are registered on
+	// sizes is each served tool's size as listed, in bytes, when the
+	// stable list depends on it (stablelist.Policy.Sizes).
+	sizes map[string]int
 }
 
 // registered is a go-sdk server and the handler its tools get.
@@ -39,7 +44,7 @@ type registered struct {
 }
 
 func newServedMap(ts *toolset.Toolset, log *slog.Logger, cfg *Config, auth *authenticator) *servedMap {
-	return &servedMap{ts: ts, log: log, allow: set(cfg.Tools.Allow), deny: set(cfg.Tools.Block), auth: auth}
+	return &servedMap{ts: ts, log: log, allow: set(cfg.Tools.Allow), deny: set(cfg.Tools.Block), auth: auth, search: stablelist.New(&cfg.Search, &cfg.Disclosure)}
 }
 
 // tool returns the served tool called name. It takes no lock (it runs
@@ -59,7 +64,9 @@ func (m *servedMap) tool(name string) (toolset.ToolInfo, bool) {
 // the request's token, info) cover it.
 func (m *servedMap) visible(name string, subject server.Subject, info server.RequestInfo) bool {
 	if _, ok := m.tool(name); !ok {
-		return false
+		// The gateway's own search tool: every caller may call it, and it
+		// answers only what the caller may see.
+		return name == SearchToolName && m.search.On
 	}
 	if name != toolset.DescribeToolName {
 		if len(m.allow) > 0 && !m.allow[name] {
@@ -125,11 +132,7 @@ func (m *servedMap) mcpServers() []*mcp.Server {
 // register adds one tool to a go-sdk server; a tool the go-sdk refuses is
 // logged and left out.
 func (m *servedMap) register(r registered, t toolset.ToolInfo) {
-	schema := map[string]any{"type": "object"}
-	if t.InputSchema != nil && t.InputSchema["type"] == "object" {
-		schema = t.InputSchema
-	}
-	def := &mcp.Tool{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: schema, Annotations: t.Annotations}
+	def := stablelist.Def(t)
 	defer func() {
 		if rec := recover(); rec != nil {
 			m.log.Error("gateway: tool not served", "tool", t.Name, "reason", fmt.Sprint(rec))
@@ -152,6 +155,13 @@ func (m *servedMap) refresh(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	list = slices.DeleteFunc(list, func(t toolset.ToolInfo) bool {
+		if !m.search.Reserved(t) {
+			return false
+		}
+		m.log.Error("gateway: tool not served: its name is the gateway's search tool; give its server another prefix", "tool", t.Name, "server", t.Server)
+		return true
+	})
 	next := make(map[string]toolset.ToolInfo, len(list))
 	for _, t := range list {
 		next[t.Name] = t
@@ -172,6 +182,7 @@ func (m *servedMap) refresh(ctx context.Context) error {
 			}
 		}
 	}
+	m.sizes = m.search.Sizes(list, m.tools, m.sizes)
 	m.tools = next
 	m.current.Store(&next)
 	return nil

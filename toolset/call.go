@@ -2,14 +2,12 @@ package toolset
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/gatehouse-dev/gatehouse/internal/projection"
 	"github.com/gatehouse-dev/gatehouse/pin"
 	"github.com/gatehouse-dev/gatehouse/toolset/internal/callargs"
 )
@@ -48,8 +46,8 @@ func (t *Toolset) Call(ctx context.Context, name string, args any, info CallInfo
 	if err != nil {
 		return nil, &Error{Code: CodeInvalidArguments, Server: e.info.Server, Tool: name, Err: err}
 	}
-	if e.describe {
-		return t.describeCall(cat, arguments)
+	if e.meta != "" {
+		return t.ownCall(cat, e.meta, arguments)
 	}
 	tg, err := t.Target(ctx, name)
 	if err != nil {
@@ -150,30 +148,4 @@ var ErrStreamEnded = errors.New("toolset: the server ended the response stream w
 // text (TestStreamEndedText fails when the go-sdk changes it).
 func StreamEnded(err error) bool {
 	return err != nil && strings.HasSuffix(err.Error(), "request terminated without response")
-}
-
-// describeCall answers mcp__describe_tool locally.
-func (t *Toolset) describeCall(cat *catalog, args any) (*mcp.CallToolResult, error) {
-	var in struct {
-		Name string `json:"name"`
-	}
-	if args != nil {
-		b, _ := json.Marshal(args)
-		_ = json.Unmarshal(b, &in)
-	}
-	e, ok := cat.byName[in.Name]
-	if !ok || e.describe {
-		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{
-			Text: fmt.Sprintf("unknown tool %q: pass a tool name exactly as listed", in.Name)}}}, nil
-	}
-	out := map[string]any{
-		"name":        e.info.Name,
-		"description": e.info.Description,
-		"inputSchema": projection.ReduceSchema(e.full, projection.Inline),
-	}
-	b, err := json.Marshal(out)
-	if err != nil {
-		return nil, &Error{Code: CodeCallFailed, Tool: in.Name, Err: err}
-	}
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}, StructuredContent: out}, nil
 }

@@ -4,6 +4,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gatehouse-dev/gatehouse/diag"
+	"github.com/gatehouse-dev/gatehouse/internal/metatool"
 	"github.com/gatehouse-dev/gatehouse/internal/projection"
 	"github.com/gatehouse-dev/gatehouse/pin"
 	"github.com/gatehouse-dev/gatehouse/toolset/internal/stored"
@@ -17,6 +18,7 @@ type catalog struct {
 	diags     []diag.Diagnostic
 	drift     []DriftEvent          // the tool-drift part of diags, typed
 	withdrawn map[string]withdrawal // projected names no longer published
+	seq       uint64                // counts the catalogs before this one (the search index's generation)
 }
 
 // withdrawal remembers a tool its server stopped publishing.
@@ -26,11 +28,11 @@ type withdrawal struct {
 
 // entry is one registered tool: what the model sees and where calls go.
 type entry struct {
-	info     ToolInfo
-	conn     *conn          // nil for mcp__describe_tool
-	full     map[string]any // full sanitized input schema
-	output   map[string]any // sanitized output schema
-	describe bool
+	info   ToolInfo
+	conn   *conn          // nil for the toolset's own tools
+	full   map[string]any // full sanitized input schema
+	output map[string]any // sanitized output schema
+	meta   string         // the toolset's own tool (DescribeToolName, SearchToolName), or ""
 }
 
 func (e *entry) summary() Summary {
@@ -57,6 +59,9 @@ func quarantineSchema() map[string]any { return map[string]any{"type": "object"}
 // remembered as withdrawn.
 func (t *Toolset) build(results []listing, prev *catalog) *catalog {
 	cat := &catalog{byName: map[string]*entry{}, withdrawn: map[string]withdrawal{}}
+	if prev != nil {
+		cat.seq = prev.seq + 1
+	}
 	var all []*entry
 	deferred := false
 	for i, c := range t.conns {
@@ -143,7 +148,7 @@ func (t *Toolset) build(results []listing, prev *catalog) *catalog {
 
 	// Register names. Two tools with one projected name (possible only with
 	// explicit prefixes) are both withheld: nobody shadows anybody. The
-	// describe tool's name is reserved.
+	// names of the toolset's own tools are reserved.
 	count := map[string]int{}
 	for _, e := range all {
 		count[e.info.Name]++
@@ -155,7 +160,7 @@ func (t *Toolset) build(results []listing, prev *catalog) *catalog {
 				"tool %q of server %q projects to %q like another server's tool; both are withheld: give the servers distinct prefixes",
 				e.info.RemoteName, e.conn.name, e.info.Name))
 			continue
-		case e.info.Name == projection.DescribeToolName:
+		case e.info.Name == projection.DescribeToolName || e.info.Name == SearchToolName:
 			cat.diags = append(cat.diags, diag.New(diag.ServerNameCollision, "", e.conn.name,
 				"tool %q of server %q projects to the reserved name %q; it is withheld: give the server another prefix",
 				e.info.RemoteName, e.conn.name, e.info.Name))
@@ -164,9 +169,16 @@ func (t *Toolset) build(results []listing, prev *catalog) *catalog {
 		cat.byName[e.info.Name] = e
 		cat.tools = append(cat.tools, e.info)
 	}
+	var own []projection.Tool
 	if deferred {
-		d := projection.DescribeTool()
-		e := &entry{describe: true, full: d.InputSchema, info: ToolInfo{
+		own = append(own, projection.DescribeTool())
+	}
+	if t.opts.SearchTool {
+		d := metatool.SearchDefinition(SearchToolName, metatool.DefaultLimit)
+		own = append(own, projection.Tool{Name: d.Name, RemoteName: d.Name, Description: d.Description, InputSchema: d.InputSchema.(map[string]any)})
+	}
+	for _, d := range own {
+		e := &entry{meta: d.Name, full: d.InputSchema, info: ToolInfo{
 			Name: d.Name, RemoteName: d.RemoteName, Description: d.Description,
 			InputSchema: projection.ReduceSchema(d.InputSchema, projection.Inline),
 			Disclosure:  projection.Inline, State: Active,

@@ -9,7 +9,8 @@
 //	out, err := ts.Call(ctx, "acme__create_issue", args, toolset.CallInfo{RunID: run, ToolCallID: id})
 //
 // Its job is the tool map: connect, project, pin and judge drift, wake from
-// storage, call. What a gateway relays beyond tools (resources, prompts,
+// storage, search (Search over the map's trusted text; Options.SearchTool
+// hands a model mcp__search_tools), call. What a gateway relays beyond tools (resources, prompts,
 // per-caller upstream sessions, tool calls as bytes) is package
 // gateway/relay, built on this package's lower half (Upstream, Target,
 // SessionHooks); an agent that only calls tools links none of it.

@@ -1,6 +1,9 @@
 package toolset
 
-import "github.com/gatehouse-dev/gatehouse/internal/projection"
+import (
+	"github.com/gatehouse-dev/gatehouse/internal/metatool"
+	"github.com/gatehouse-dev/gatehouse/internal/projection"
+)
 
 // Filter keeps or drops a server's tools by remote or projected name
 // (Server.Filter). Allow and Block are mutually exclusive; an empty list is
@@ -30,3 +33,11 @@ const (
 // schemas are beyond the disclosure budget: it answers a tool's full
 // schema.
 const DescribeToolName = projection.DescribeToolName
+
+// SearchToolName is the name of the tool Options.SearchTool adds: it
+// answers Search for a model, with the tools' full input schemas.
+const SearchToolName = metatool.AgentSearchName
+
+// SearchHit is one tool Search found: its name, title, description, full
+// input schema and score (higher is better).
+type SearchHit = metatool.Hit

@@ -70,6 +70,10 @@ type Options struct {
 	// Budget is the disclosure budget per server in tokens (4 characters a
 	// token); 0 means 20,000.
 	Budget int
+	// SearchTool adds mcp__search_tools (SearchToolName) to the tool map:
+	// Call answers it with Search, so a model handed it (and any tools you
+	// choose) finds the rest and calls them by name.
+	SearchTool bool
 	// ConnectTimeout bounds each server's connection (launch or dial,
 	// handshake and tools/list); 0 means 60 s.
 	ConnectTimeout time.Duration

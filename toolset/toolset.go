@@ -16,6 +16,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/diag"
 	"github.com/gatehouse-dev/gatehouse/egress"
+	"github.com/gatehouse-dev/gatehouse/internal/metatool"
 	"github.com/gatehouse-dev/gatehouse/internal/projection"
 	"github.com/gatehouse-dev/gatehouse/plugin"
 	"github.com/gatehouse-dev/gatehouse/store/memory"
@@ -51,6 +52,8 @@ type Toolset struct {
 	cat      *catalog
 	listings []listing // one per conn: the current state the catalog is built from
 	closed   bool
+
+	finder metatool.Finder // the catalog's search index (Search)
 }
 
 // Open checks the wiring of servers and opts and returns a Toolset. It does

@@ -216,41 +216,15 @@ func (c *conn) readBaseline(ctx context.Context, found bool) (int64, store.Basel
 	return v, m, nil
 }
 
-// TrustRecord is what Retrust recorded for one server.
-type TrustRecord struct {
-	// ServerID is the server's row ID.
-	ServerID string `json:"serverId"`
-	// Server is the configured server name.
-	Server string `json:"server"`
-	// Cleared is how many baseline entries the re-trust removed.
-	Cleared int64 `json:"cleared"`
-	// Tools are the trusted tools, sorted by name.
-	Tools []TrustedTool `json:"tools"`
-	// Instructions is the fingerprint of the server's instructions.
-	Instructions string `json:"instructions"`
-	// Prompts are the trusted prompts (Fingerprint is
-	// pin.PromptFingerprint), sorted by name.
-	Prompts []TrustedTool `json:"prompts"`
-	// ResourceTemplates are the trusted resource templates (Name is the
-	// URI template, Fingerprint pin.TemplateFingerprint), sorted.
-	ResourceTemplates []TrustedTool `json:"resourceTemplates"`
-	// Listing is the fingerprint of the trusted listing (what `gatehouse
-	// drift list` shows as "listing").
-	Listing string `json:"listing"`
-	// Changes are what the re-trust accepted: the differences between the
-	// baseline it replaced and the listing it recorded (empty when they
-	// were the same).
-	Changes []pin.Change `json:"changes"`
-}
+// TrustRecord is what Retrust recorded for one server: its row ID and
+// name, the baseline entries cleared, the trusted tools, prompts and
+// resource templates with their fingerprints, the instructions' and the
+// listing's fingerprints, and the changes the re-trust accepted.
+type TrustRecord = stored.TrustRecord
 
 // TrustedTool is one recorded tool contract (or prompt, or resource
-// template).
-type TrustedTool struct {
-	// Name is the tool's name on its server.
-	Name string `json:"name"`
-	// Fingerprint is pin.ToolFingerprint of its contract.
-	Fingerprint string `json:"fingerprint"`
-}
+// template): its name on its server and its pin fingerprint.
+type TrustedTool = stored.TrustedTool
 
 // lookupConn finds a configured server by name or row ID. A name shared by
 // several servers must be given as a row ID.
@@ -334,32 +308,15 @@ func (t *Toolset) Retrust(ctx context.Context, server string) (TrustRecord, erro
 	if err != nil {
 		return TrustRecord{}, &Error{Code: CodeStoreFailed, Server: c.name, Err: err}
 	}
-	base := pin.BaselineOf(fp.Tools)
-	c.ts.log.Info("toolset: server re-trusted", "server", c.name, "id", c.id, "tools", len(base), "changes", len(changes))
+	rec := judge.Record(c.id, c.name, cleared, p.Instructions, fp, changes)
+	c.ts.log.Info("toolset: server re-trusted", "server", c.name, "id", c.id, "tools", len(rec.Tools), "changes", len(changes))
 	l := c.record(ctx, p, fp)
 	if l.ok {
 		t.update(c, l)
 		defer t.announceItems(c)
 		defer t.changed() // after relistMu is released
 	}
-	rec := TrustRecord{ServerID: c.id, Server: c.name, Cleared: cleared, Instructions: p.Instructions, Tools: []TrustedTool{},
-		Prompts: trustedItems(&fp, stored.Prompt), ResourceTemplates: trustedItems(&fp, stored.Template),
-		Listing: judge.ListingFingerprint(fp), Changes: changes}
-	for name, pn := range base {
-		rec.Tools = append(rec.Tools, TrustedTool{Name: name, Fingerprint: pn.Fingerprint})
-	}
-	sort.Slice(rec.Tools, func(i, j int) bool { return rec.Tools[i].Name < rec.Tools[j].Name })
 	return rec, nil
-}
-
-// trustedItems lists a kind's pins for a TrustRecord, sorted by name.
-func trustedItems(fp *judge.Prints, k stored.Kind) []TrustedTool {
-	out := []TrustedTool{}
-	for name, p := range pin.BaselineOf(fp.Items[k].Prints) {
-		out = append(out, TrustedTool{Name: name, Fingerprint: p.Fingerprint})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out
 }
 
 // list connects (or reuses the live session) and lists the server's tools.

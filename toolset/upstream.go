@@ -259,8 +259,8 @@ type Target struct {
 }
 
 // Target routes a call of the tool registered under name, refusing it as
-// Call does: ErrUnknownTool (mcp__describe_tool too: the Toolset answers
-// it, see Call), ErrQuarantined, ErrToolWithdrawn. A server woken from the
+// Call does: ErrUnknownTool (the toolset's own tools too: the Toolset
+// answers them, see Call), ErrQuarantined, ErrToolWithdrawn. A server woken from the
 // store and not yet reconciled is listed and judged first. Nothing is sent
 // to the tool's server.
 func (t *Toolset) Target(ctx context.Context, name string) (Target, error) {
@@ -276,7 +276,7 @@ func (t *Toolset) Target(ctx context.Context, name string) (Target, error) {
 	if err != nil {
 		return Target{}, err
 	}
-	if e.describe {
+	if e.meta != "" {
 		return Target{}, &Error{Code: CodeUnknownTool, Tool: name}
 	}
 	if t.pending(e.conn) {

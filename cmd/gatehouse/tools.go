@@ -31,18 +31,22 @@ type toolsReport struct {
 }
 
 func newToolsCmd() *cobra.Command {
-	var configPath, storeDSN string
+	var configPath, storeDSN, query string
 	var plugins []string
 	var asJSON bool
+	var limit int
 	cmd := &cobra.Command{
-		Use:   "tools [--config FILE] [--plugin DIR]...",
+		Use:   "tools [--config FILE] [--plugin DIR]... [--search QUERY [--limit N]] [--json]",
 		Short: "Connect every server of the given plugins and config, print the tool map an agent would see, and close",
 		Long: "Connects every MCP server of the given plugins (and of the config's plugins and servers),\n" +
 			"projects the tool map exactly as an agent would see it, and closes. Nothing is served.\n\n" +
 			"With a store (--store, or the config's store when --config is given, or $GATEHOUSE_STORE),\n" +
 			"each server's catalogue is recorded, its tool contracts are pinned on first sight, and drift\n" +
 			"is reported: a changed tool is quarantined, a new one withheld, a removed one reported\n" +
-			"(tool-drift diagnostics). `gatehouse trust SERVER` re-trusts a server.",
+			"(tool-drift diagnostics). `gatehouse trust SERVER` re-trusts a server.\n\n" +
+			"With --search, prints what the gateway's gatehouse__search_tools would answer a caller who may\n" +
+			"see every tool the config's tools.allow/tools.block let through: the tools that fit QUERY, best\n" +
+			"first (--limit, default the config's search.limit); --json prints its structured content.",
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if configPath == "" && len(plugins) == 0 {
@@ -51,6 +55,12 @@ func newToolsCmd() *cobra.Command {
 			cfg, err := loadConfigOrDefault(configPath)
 			if err != nil {
 				return err
+			}
+			var sq *searchQuery
+			if cmd.Flags().Changed("search") || cmd.Flags().Changed("limit") {
+				if sq, err = parseSearch(cmd, cfg, query, limit); err != nil {
+					return err
+				}
 			}
 			servers, ds := collectServers(cfg, plugins)
 			opts := &toolset.Options{
@@ -79,6 +89,9 @@ func newToolsCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if sq != nil {
+				return sq.run(cmd, ts, cfg, append(ds, ts.Diagnostics()...), asJSON)
+			}
 			rep := toolsReport{Tools: tools, Diagnostics: append(ds, ts.Diagnostics()...), Store: redacted}
 			if rep.Tools == nil {
 				rep.Tools = []toolset.ToolInfo{}
@@ -94,7 +107,9 @@ func newToolsCmd() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&configPath, "config", "", "gateway config file (YAML): its plugins, servers, allowedHosts and disclosure apply")
 	cmd.Flags().StringArrayVar(&plugins, "plugin", nil, "a plugin directory (repeatable)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object (CONTRACTS.md §3)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object (CONTRACTS.md §3; with --search, the search's structured content)")
+	cmd.Flags().StringVar(&query, "search", "", "print what gatehouse__search_tools would answer for QUERY")
+	cmd.Flags().IntVar(&limit, "limit", 0, "with --search, the most tools to show (1 to 50; default the config's search.limit)")
 	cmd.Flags().StringVar(&storeDSN, "store", "", "store DSN (sqlite:PATH, postgres://...): record the catalogues and trust baselines there and report drift against them")
 	return cmd
 }

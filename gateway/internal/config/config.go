@@ -88,6 +88,9 @@ type Config struct {
 	// Drift tunes how drift is caught while the gateway runs (drift.recheck:
 	// the background re-listing of every connected server).
 	Drift Drift `yaml:"drift" json:"drift"`
+	// Search configures tool search: the meta-tool gatehouse__search_tools
+	// and the stable tools/list (search.enabled, search.limit).
+	Search Search `yaml:"search" json:"search"`
 	// UpstreamProtocol is the MCP revision the gateway asks its upstream
 	// servers for: a revision date, or "auto" to let the go-sdk negotiate
 	// (newest first, 2026-07-28 where the server offers it). Default

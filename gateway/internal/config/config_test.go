@@ -240,6 +240,9 @@ func FuzzParseConfig(f *testing.F) {
 	f.Add([]byte("drift: {recheck: 2m}"))
 	f.Add([]byte("drift: {recheck: 0}"))
 	f.Add([]byte("drift: {recheck: 500ms, x: 1}"))
+	f.Add([]byte("search: {enabled: true, limit: 50}"))
+	f.Add([]byte("search: {enabled: false}"))
+	f.Add([]byte("search: {enabled: yes, limit: 2.5, limit: 51}"))
 	f.Add([]byte("auth: {resource: 'https://gw.example.com/mcp', oauth: {issuer: 'https://idp.example.com', requiredScopes: [mcp], scopesClaim: scp}}"))
 	f.Add([]byte("auth: {resource: 'http://127.0.0.1:8080/mcp#f', oauth: {issuer: 'http://[::1]:9/x?q', jwksURL: 'ftp://a'}}"))
 	f.Add([]byte("auth: {resource: 'https://gw/mcp', oauth: {issuer: 'https://i', subjectClaim: exp, requiredScopes: ['tool:a', 'a\\\"b']}, tokens: [{sha256: '00', subject: 'https://i#a'}]}"))
@@ -259,6 +262,9 @@ func FuzzParseConfig(f *testing.F) {
 		}
 		if len(c.Tools.Allow) > 0 && len(c.Tools.Block) > 0 {
 			t.Fatal("accepted allow and block together")
+		}
+		if l := c.Search.Limit; l < 1 || l > MaxSearchLimit {
+			t.Fatalf("accepted search.limit %d", l)
 		}
 		if r := c.Drift.Recheck; r < 0 || (r > 0 && r < MinDriftRecheck) || (r == 0) != c.Drift.RecheckOff() {
 			t.Fatalf("accepted drift.recheck %v (off %v)", r, c.Drift.RecheckOff())

@@ -236,6 +236,9 @@ func (c *Config) validate() error {
 	if err := c.checkDrift(); err != nil {
 		return err
 	}
+	if err := c.checkSearch(); err != nil {
+		return err
+	}
 	if err := c.checkMetrics(); err != nil {
 		return err
 	}

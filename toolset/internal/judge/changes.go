@@ -141,3 +141,24 @@ func Enforce(server, self string, v *Verdict, obs []store.Observation) ([]Event,
 	}
 	return evs, bad
 }
+
+// Record is what a re-trust of server (row ID id) recorded: the listing fp
+// (with its instructions' fingerprint) as the new baseline, cleared entries
+// of the old one removed, and the changes it accepted. Tools, prompts and
+// templates are sorted by name.
+func Record(id, server string, cleared int64, instructions string, fp Prints, changes []pin.Change) stored.TrustRecord {
+	return stored.TrustRecord{ServerID: id, Server: server, Cleared: cleared, Instructions: instructions,
+		Tools: pinList(fp.Tools), Prompts: pinList(fp.Items[stored.Prompt].Prints),
+		ResourceTemplates: pinList(fp.Items[stored.Template].Prints),
+		Listing:           ListingFingerprint(fp), Changes: changes}
+}
+
+// pinList lists pins for a TrustRecord, sorted by name.
+func pinList(prints []pin.ToolPrint) []stored.TrustedTool {
+	out := []stored.TrustedTool{}
+	for name, p := range pin.BaselineOf(prints) {
+		out = append(out, stored.TrustedTool{Name: name, Fingerprint: p.Fingerprint})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
