@@ -35,16 +35,23 @@ func (c *stmtCache) get(ctx context.Context, query string) *sql.Stmt {
 	if st := c.peek(query); st != nil {
 		return st
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if st, ok := c.stmts[query]; ok {
-		return st
-	}
-	if c.closed || len(c.stmts) >= maxCachedStmts || !dml(query) {
+	if !dml(query) || c.full() {
 		return nil
 	}
+	// Prepared without the lock: preparing waits for a connection of the
+	// pool, and a transaction holding one may meanwhile peek at the cache.
 	st, err := c.db.PrepareContext(ctx, query)
 	if err != nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if prev, ok := c.stmts[query]; ok { // prepared meanwhile by another call
+		_ = st.Close()
+		return prev
+	}
+	if c.closed || len(c.stmts) >= maxCachedStmts {
+		_ = st.Close()
 		return nil
 	}
 	if c.stmts == nil {
@@ -52,6 +59,13 @@ func (c *stmtCache) get(ctx context.Context, query string) *sql.Stmt {
 	}
 	c.stmts[query] = st
 	return st
+}
+
+// full reports whether the cache takes no more statements.
+func (c *stmtCache) full() bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.closed || len(c.stmts) >= maxCachedStmts
 }
 
 // peek returns the prepared statement of query if it is cached, else nil.

@@ -89,3 +89,37 @@ func TestTransactionNeverWaitsForASecondConnection(t *testing.T) {
 		t.Fatalf("a cached statement in a transaction: %d %v", v, err)
 	}
 }
+
+// TestPreparingNeverBlocksATransaction: a call preparing a new statement
+// waits for a connection of the pool; it must not hold the cache meanwhile,
+// or a transaction holding that connection blocks on the cache and neither
+// ends (the approvals race of durable found it).
+func TestPreparingNeverBlocksATransaction(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "g.db"), &store.Options{MaxConns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	db := s.DB()
+	var v int
+	if err := db.QueryRow(ctx, "SELECT 1").Scan(&v); err != nil { // cached
+		t.Fatal(err)
+	}
+	outside := make(chan error, 1)
+	err = db.InTx(ctx, func(tx sqlstore.Querier) error {
+		go func() { // a statement never prepared, on the pool: waits for the tx's connection
+			var w int
+			outside <- db.QueryRow(ctx, "SELECT 2").Scan(&w)
+		}()
+		time.Sleep(100 * time.Millisecond) // let it reach the pool's wait
+		return tx.QueryRow(ctx, "SELECT 1").Scan(&v)
+	})
+	if err != nil {
+		t.Fatalf("the transaction: %v", err)
+	}
+	if err := <-outside; err != nil {
+		t.Fatalf("the statement outside: %v", err)
+	}
+}
