@@ -143,8 +143,9 @@ func TestFinderFollowsTheMap(t *testing.T) {
 		{Name: "mail__send_email", Server: "mail", Description: "Quarantined: calls are refused.", InputSchema: map[string]any{"type": "object"}, Contract: "q"},
 		v1[1], v1[2],
 	}
-	if got := find(t, &f, gen2, v2, "email a recipient", 5, nil); len(got) != 1 || got[0] != "mail__send_email" {
-		// found by its name words only
+	if got := find(t, &f, gen2, v2, "email a recipient", 5, nil); len(got) == 0 || got[0] != "mail__send_email" {
+		// found by its name words only (list_inbox may follow: "email"
+		// and "message" are synonyms), never by the drifted text, below
 		t.Fatalf("v2 by name: %v", got)
 	}
 	if got := find(t, &f, gen2, v2, "recipient subject", 5, nil); len(got) != 0 {
