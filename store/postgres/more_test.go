@@ -203,7 +203,7 @@ func BenchmarkClaimComplete(b *testing.B) {
 	for _, d := range []store.Durability{store.DurabilityProcess, store.DurabilityPower} {
 		b.Run(string(d), func(b *testing.B) {
 			s := openFresh(b, &store.Options{Durability: d})
-			storetest.BenchClaimComplete(b, s)
+			storetest.BenchClaimComplete(b, s, 1)
 		})
 	}
 }

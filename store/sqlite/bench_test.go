@@ -1,14 +1,9 @@
 package sqlite_test
 
 import (
-	"context"
 	"fmt"
 	"path/filepath"
-	"strconv"
-	"sync"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/store/sqlite"
@@ -25,7 +20,7 @@ func BenchmarkClaimComplete(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer s.Close()
-			storetest.BenchClaimComplete(b, s)
+			storetest.BenchClaimComplete(b, s, 1)
 		})
 	}
 }
@@ -56,51 +51,9 @@ func BenchmarkGroupCommit(b *testing.B) {
 						b.Fatal(err)
 					}
 					defer s.Close()
-					benchPairs(b, s, conc)
+					storetest.BenchClaimComplete(b, s, conc)
 				})
 			}
 		}
-	}
-}
-
-// benchPairs runs b.N claim+complete pairs on fresh keys from conc
-// goroutines.
-func benchPairs(b *testing.B, s store.JournalStore, conc int) {
-	ctx := context.Background()
-	out := []byte(`{"content":[{"type":"text","text":"ok"}]}`)
-	run := fmt.Sprintf("bench-%d", time.Now().UnixNano())
-	var next atomic.Int64
-	var failed atomic.Value
-	b.ReportAllocs()
-	b.ResetTimer()
-	var wg sync.WaitGroup
-	for w := range conc {
-		wg.Go(func() {
-			exec := fmt.Sprint("w", w)
-			for {
-				i := next.Add(1)
-				if i > int64(b.N) {
-					return
-				}
-				k := store.RecordKey{Scope: "bench", RunID: run, ToolCallID: strconv.FormatInt(i, 10)}
-				claimed, _, err := s.Claim(ctx, store.Record{RecordKey: k, Fingerprint: "fp", Owner: "bench", Executor: exec,
-					LeaseUntil: time.Now().Add(time.Minute), ExpiresAt: time.Now().Add(time.Hour)})
-				if err == nil && !claimed {
-					err = fmt.Errorf("key %s not claimed", k.ToolCallID)
-				}
-				if err == nil {
-					err = s.Complete(ctx, k, exec, store.StateSucceeded, out)
-				}
-				if err != nil {
-					failed.CompareAndSwap(nil, err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	b.StopTimer()
-	if err, _ := failed.Load().(error); err != nil {
-		b.Fatal(err)
 	}
 }
