@@ -120,7 +120,7 @@ func TestOAuthScopesGovernForwardedFeatures(t *testing.T) {
 	resource := "http://" + gs.Listener.Addr().String() + "/mcp"
 	dir := t.TempDir()
 	sum := sha256.Sum256([]byte("static-b-token"))
-	cfg, err := ParseConfig([]byte(fmt.Sprintf(`listen: 127.0.0.1:0
+	serveAt(t, gs, dir, fmt.Sprintf(`listen: 127.0.0.1:0
 store: sqlite:%s
 drift: {recheck: 0}
 auth:
@@ -131,24 +131,9 @@ auth:
 servers:
   a: {type: streamable-http, url: %q}
   b: {type: streamable-http, url: %q}
-`, filepath.Join(dir, "g.db"), resource, as.Issuer(), hex.EncodeToString(sum[:]), aURL+"/mcp", bURL+"/mcp")), filepath.Join(dir, "gatehouse.yaml"), dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+`, filepath.Join(dir, "g.db"), resource, as.Issuer(), hex.EncodeToString(sum[:]), aURL+"/mcp", bURL+"/mcp"), nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	g, err := New(ctx, cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = g.Close() })
-	h, err := g.Handler()
-	if err != nil {
-		t.Fatal(err)
-	}
-	gs.Config.Handler = h
-	gs.Start()
-	t.Cleanup(gs.Close)
 
 	onlyA, err := as.Token(ctx, "agent", "s3cret", resource, "mcp", "tool:a__t")
 	if err != nil {

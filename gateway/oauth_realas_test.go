@@ -32,7 +32,7 @@ func startASGateway(t *testing.T, up *rugServer, oauth func(resource string) str
 	gs := httptest.NewUnstartedServer(nil)
 	e := &asGateway{t: t, resource: "http://" + gs.Listener.Addr().String() + "/mcp", clk: &testClock{now: time.Now()}}
 	dir := t.TempDir()
-	cfg, err := ParseConfig([]byte(fmt.Sprintf(`listen: 127.0.0.1:0
+	e.h = serveAt(t, gs, dir, fmt.Sprintf(`listen: 127.0.0.1:0
 store: sqlite:%s
 drift: {recheck: 0}
 auth:
@@ -40,24 +40,35 @@ auth:
   oauth: %s
 servers:
   pay: {type: streamable-http, url: %q}
-`, filepath.Join(dir, "g.db"), e.resource, oauth(e.resource), up.url)), filepath.Join(dir, "gatehouse.yaml"), dir)
+`, filepath.Join(dir, "g.db"), e.resource, oauth(e.resource), up.url), &Options{Clock: e.clk.Now})
+	return e
+}
+
+// serveAt builds a gateway from the config yml (dir holds its store and is
+// its directory) with opts, serves its handler on gs, an unstarted server
+// whose URL the config already names (auth.resource), and returns the
+// handler. Gateway and server end with the test.
+func serveAt(t *testing.T, gs *httptest.Server, dir, yml string, opts *Options) http.Handler {
+	t.Helper()
+	cfg, err := ParseConfig([]byte(yml), filepath.Join(dir, "gatehouse.yaml"), dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	g, err := New(ctx, cfg, &Options{Clock: e.clk.Now})
+	g, err := New(ctx, cfg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = g.Close() })
-	if e.h, err = g.Handler(); err != nil {
+	h, err := g.Handler()
+	if err != nil {
 		t.Fatal(err)
 	}
-	gs.Config.Handler = e.h
+	gs.Config.Handler = h
 	gs.Start()
 	t.Cleanup(gs.Close)
-	return e
+	return h
 }
 
 // call connects with token and calls pay__charge: the answer, or what

@@ -178,25 +178,8 @@ http: {bytePath: %v}
 servers:
   up: {type: streamable-http, url: %q}
 `, filepath.Join(dir, "g.db"), e.resource, e.is.URL, hashOf("static-token"), bytePath, us.URL+"/mcp")
-	cfg, err := ParseConfig([]byte(yml), filepath.Join(dir, "gatehouse.yaml"), dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	g, err := New(ctx, cfg, &Options{Clock: e.clk.Now,
+	serveAt(t, gs, dir, yml, &Options{Clock: e.clk.Now,
 		Logger: slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = g.Close() })
-	h, err := g.Handler()
-	if err != nil {
-		t.Fatal(err)
-	}
-	gs.Config.Handler = h
-	gs.Start()
-	t.Cleanup(gs.Close)
 	return e
 }
 
