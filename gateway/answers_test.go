@@ -4,13 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -323,5 +327,21 @@ func TestUndeliveredRequestIsConnectionLoss(t *testing.T) {
 	}
 	if connectionLost(&jsonrpc.Error{Code: -32005, Message: "rejected by transport"}) {
 		t.Error("a bare JSON-RPC error (an answer of the server's) counts as connection loss")
+	}
+	// However the HTTP client says it failed (a dial error, or net/http's
+	// "server closed idle connection" when the close races the request),
+	// it is a loss; a request the caller abandoned is not.
+	for _, tc := range []struct {
+		err  error
+		lost bool
+	}{
+		{&url.Error{Op: "Post", URL: "http://127.0.0.1:1/mcp", Err: &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}}, true},
+		{&url.Error{Op: "Post", URL: "http://127.0.0.1:1/mcp", Err: errors.New("http: server closed idle connection")}, true},
+		{&url.Error{Op: "Post", URL: "http://127.0.0.1:1/mcp", Err: context.Canceled}, false},
+		{&url.Error{Op: "Post", URL: "http://127.0.0.1:1/mcp", Err: context.DeadlineExceeded}, false},
+	} {
+		if got := connectionLost(fmt.Errorf("sending: %w", tc.err)); got != tc.lost {
+			t.Errorf("connectionLost(%v) = %v, want %v", tc.err, got, tc.lost)
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/url"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -380,11 +381,17 @@ func connectionLost(err error) bool {
 		return true
 	}
 	// A request the HTTP client could not deliver (refused, reset, no
-	// route): the go-sdk wraps the *net.OpError in its "rejected by
-	// transport" JSON-RPC error and keeps the session, but the server is
-	// not there.
+	// route, an idle connection the server closed): the go-sdk wraps the
+	// HTTP client's *url.Error (over a *net.OpError or net/http's own
+	// errors) in its "rejected by transport" JSON-RPC error and keeps the
+	// session, but the server is not there. A request the caller gave up
+	// on is not the server's fault.
 	var op *net.OpError
-	return errors.As(err, &op)
+	if errors.As(err, &op) {
+		return true
+	}
+	var ue *url.Error
+	return errors.As(err, &ue) && !errors.Is(ue.Err, context.Canceled) && !errors.Is(ue.Err, context.DeadlineExceeded)
 }
 
 // recorded reports whether the unit of work (subject, tool, key) has a
