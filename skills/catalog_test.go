@@ -15,13 +15,13 @@ import (
 
 func TestCatalogListsAndReads(t *testing.T) {
 	p := newPlugin(t, "acme", map[string]string{
-		"skills/deploy/SKILL.md":             skillMD("deploy", "Deploy the service.", "# Deploy\n\nRead references/runbook.md first.\n"),
+		"skills/deploy/SKILL.md":              skillMD("deploy", "Deploy the service.", "# Deploy\n\nRead references/runbook.md first.\n"),
 		"skills/deploy/references/runbook.md": "Step 1: breathe.\n",
 		"skills/deploy/scripts/go.sh":         "#!/bin/sh\necho deploying\n",
 		"skills/deploy/assets/logo.png":       "\x89PNG\r\n\x1a\n\x00\x00",
 		"skills/deploy/notes.txt":             "other\n",
 		"skills/deploy/.git/config":           "hidden\n",
-		"skills/audit/SKILL.md":              skillMD("audit", "Audit the books.", "Count twice.\n"),
+		"skills/audit/SKILL.md":               skillMD("audit", "Audit the books.", "Count twice.\n"),
 	})
 	cat, ds := skills.New([]*plugin.Plugin{p}, nil)
 	if len(ds) != 0 {
