@@ -202,3 +202,27 @@ func TestContractAndLookupMisses(t *testing.T) {
 		t.Fatalf("nil catalog Body: %v", err)
 	}
 }
+
+// TestPlugins: every plugin New was given, skills or not, sorted, once;
+// Without keeps them.
+func TestPlugins(t *testing.T) {
+	a := newPlugin(t, "zeta", map[string]string{"skills/greet/SKILL.md": skillMD("greet", "Greets.", "Body.\n")})
+	b := newPlugin(t, "alpha", nil)
+	c := newPlugin(t, "mid", map[string]string{"skills/big/SKILL.md": skillMD("big", "Big.", strings.Repeat("x", 300))})
+	d := newPlugin(t, "zeta", nil)
+	cat, _ := skills.New([]*plugin.Plugin{a, nil, b, c, d}, &skills.Options{MaxFileBytes: 200})
+	if got := strings.Join(cat.Plugins(), ","); got != "alpha,mid,zeta" || cat.Len() != 1 {
+		t.Fatalf("Plugins = %s, %d skills", got, cat.Len())
+	}
+	w := cat.Without(func(string, string) bool { return true })
+	if got := strings.Join(w.Plugins(), ","); got != "alpha,mid,zeta" || w.Len() != 0 {
+		t.Fatalf("Without: Plugins = %s, %d skills", got, w.Len())
+	}
+	cat.Plugins()[0] = "changed"
+	if cat.Plugins()[0] != "alpha" {
+		t.Fatal("Plugins returns the catalog's own slice")
+	}
+	if (*skills.Catalog)(nil).Plugins() != nil {
+		t.Fatal("a nil catalog has plugins")
+	}
+}
