@@ -221,16 +221,21 @@ func (c *Catalog) build(p *plugin.Plugin, s plugin.Skill) (*entry, []diag.Diagno
 		mdRel: filepath.ToSlash(mdRel),
 		files: map[string]File{},
 	}
-	size, sha, err := hashContained(root, e.mdRel, c.opts.MaxFileBytes)
+	data, err := readContained(root, e.mdRel, c.opts.MaxFileBytes)
 	switch {
 	case errors.Is(err, ErrTooLarge):
-		report(diag.InvalidSkill, "7.1", origin+"/SKILL.md", "SKILL.md is %d bytes, more than the %d a catalog serves; the skill is left out", size, c.opts.MaxFileBytes)
+		report(diag.InvalidSkill, "7.1", origin+"/SKILL.md", "SKILL.md is larger than the %d bytes a catalog serves; the skill is left out", c.opts.MaxFileBytes)
 		return nil, ds
 	case err != nil:
 		report(diag.InvalidSkill, "7.1", origin+"/SKILL.md", "SKILL.md cannot be read: %v; the skill is left out", err)
 		return nil, ds
 	}
-	e.skillSHA = sha
+	if _, ok := splitBody(data); !ok {
+		// plugin.Load parsed it; it changed since.
+		report(diag.InvalidSkill, "7.1", origin+"/SKILL.md", "SKILL.md no longer opens with a front matter closed by a \"---\" line; the skill is left out")
+		return nil, ds
+	}
+	e.skillSHA = sha256Hex(data)
 	ds = append(ds, c.listFiles(e, report)...)
 	for _, f := range e.files {
 		e.Files = append(e.Files, f)

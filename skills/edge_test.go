@@ -109,7 +109,7 @@ func TestSkillMDLimits(t *testing.T) {
 		"skills/tiny/SKILL.md":  skillMD("tiny", "Tiny.", "Hi.\n"),
 	})
 	cat, ds := skills.New([]*plugin.Plugin{p}, &skills.Options{MaxFileBytes: 200})
-	if _, ok := cat.Lookup("acme", "greet"); ok || len(ds) != 1 || !strings.Contains(ds[0].Message, "more than the 200 a catalog serves") {
+	if _, ok := cat.Lookup("acme", "greet"); ok || len(ds) != 1 || !strings.Contains(ds[0].Message, "larger than the 200 bytes a catalog serves") {
 		t.Fatalf("skills %v diagnostics %v", cat.Skills(), ds)
 	}
 	outside := filepath.Join(t.TempDir(), "SKILL.md")
@@ -224,5 +224,16 @@ func TestPlugins(t *testing.T) {
 	}
 	if (*skills.Catalog)(nil).Plugins() != nil {
 		t.Fatal("a nil catalog has plugins")
+	}
+}
+
+// TestSkillMDChangedBeforeNew: a SKILL.md that lost its front matter
+// between plugin.Load and New leaves its skill out.
+func TestSkillMDChangedBeforeNew(t *testing.T) {
+	p := newPlugin(t, "acme", map[string]string{"skills/greet/SKILL.md": skillMD("greet", "Greets.", "Body.\n")})
+	writeFiles(t, p.Root, map[string]string{"skills/greet/SKILL.md": "No front matter.\n"})
+	cat, ds := skills.New([]*plugin.Plugin{p}, nil)
+	if cat.Len() != 0 || len(ds) != 1 || !strings.Contains(ds[0].Message, "no longer opens with a front matter") {
+		t.Fatalf("skills %v diagnostics %v", cat.Skills(), ds)
 	}
 }
