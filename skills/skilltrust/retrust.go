@@ -1,0 +1,93 @@
+package skilltrust
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/gatehouse-dev/gatehouse/pin"
+	"github.com/gatehouse-dev/gatehouse/skills"
+	"github.com/gatehouse-dev/gatehouse/store"
+)
+
+// ErrUnknownPlugin is Retrust's error when the catalog has no skill of the
+// plugin and the store has no baseline of its skills either.
+var ErrUnknownPlugin = errors.New("skilltrust: no such plugin")
+
+// Record is what Retrust recorded for one plugin.
+type Record struct {
+	// ID is the row of the plugin's skills (Owner).
+	ID string `json:"id"`
+	// Plugin is the plugin's name.
+	Plugin string `json:"plugin"`
+	// Cleared is how many baseline entries the re-trust replaced.
+	Cleared int64 `json:"cleared"`
+	// Skills are the trusted skills, sorted by name.
+	Skills []Trusted `json:"skills"`
+	// Unpinnable are the skills that could not be pinned (left out of the
+	// baseline, so still withheld), sorted.
+	Unpinnable []string `json:"unpinnable"`
+	// Listing is the fingerprint of the trusted listing.
+	Listing string `json:"listing"`
+	// Changes are what the re-trust accepted: the differences between the
+	// baseline it replaced and the one it recorded (empty when they were
+	// the same).
+	Changes []pin.Change `json:"changes"`
+}
+
+// Trusted is one recorded skill: its name in its plugin and its pin
+// fingerprint (skills.Contract.Fingerprint).
+type Trusted struct {
+	Name        string `json:"name"`
+	Fingerprint string `json:"fingerprint"`
+}
+
+// Retrust makes the skills cat holds now of plugin its trusted baseline,
+// in one store transaction (store.ServerStore.ReplaceBaseline), whatever
+// was trusted before and whatever drift was recorded: the operator's
+// `gatehouse trust skills:PLUGIN` without --listing (which trusts exactly
+// a reviewed observation instead). The baseline version moves, so every
+// instance re-judges the plugin on its next Apply. A plugin the catalog
+// has no skill of is recorded as having none, if its skills were pinned
+// before; otherwise it is ErrUnknownPlugin.
+func Retrust(ctx context.Context, st Store, cat *skills.Catalog, plugin string) (Record, error) {
+	var names []string
+	if cat != nil {
+		for _, s := range cat.Skills() {
+			if s.Plugin == plugin {
+				names = append(names, s.Name)
+			}
+		}
+	}
+	id := Owner(plugin)
+	if len(names) == 0 {
+		if _, err := st.GetServer(ctx, id); errors.Is(err, store.ErrNotFound) {
+			return Record{}, fmt.Errorf("%w: plugin %s has no skills among the loaded plugins, and none were ever trusted (store row %s)",
+				ErrUnknownPlugin, pin.SanitizeName(plugin), shownOwner(plugin))
+		}
+	}
+	l := listSkills(cat, plugin, names)
+	if err := ensureRow(ctx, st, id); err != nil {
+		return Record{}, fmt.Errorf("skilltrust: plugin %s: its store row: %w", pin.SanitizeName(plugin), err)
+	}
+	old, err := st.GetBaseline(ctx, id)
+	if err != nil {
+		return Record{}, fmt.Errorf("skilltrust: plugin %s: reading its baseline: %w", pin.SanitizeName(plugin), err)
+	}
+	cleared, err := st.ReplaceBaseline(ctx, id, l.entries)
+	if err != nil {
+		return Record{}, fmt.Errorf("skilltrust: plugin %s: recording its baseline: %w", pin.SanitizeName(plugin), err)
+	}
+	rec := Record{ID: id, Plugin: plugin, Cleared: cleared, Skills: []Trusted{}, Unpinnable: l.unpinnable,
+		Listing: l.print, Changes: diff(old, l.entries)}
+	if rec.Unpinnable == nil {
+		rec.Unpinnable = []string{}
+	}
+	for name, e := range skillsOf(l.entries) {
+		rec.Skills = append(rec.Skills, Trusted{Name: name, Fingerprint: e.Value})
+	}
+	sort.Slice(rec.Skills, func(i, j int) bool { return rec.Skills[i].Name < rec.Skills[j].Name })
+	sort.Strings(rec.Unpinnable)
+	return rec, nil
+}
