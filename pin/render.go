@@ -111,7 +111,7 @@ var fieldOrder = map[string][]string{
 	ChangeTool:     {"name", "title", "description", "inputSchema", "outputSchema", "annotations"},
 	ChangePrompt:   {"name", "title", "description", "arguments"},
 	ChangeTemplate: {"uriTemplate", "name", "title", "description", "mimeType", "annotations"},
-	ChangeSkill:    {"plugin", "name", "description", "bodySha256", "files"},
+	ChangeSkill:    {"plugin", "name", "description", "body", "bodyTruncated", "bodySha256", "files"},
 }
 
 // identity is the field a kind's Change.Name repeats, not shown again
@@ -189,7 +189,7 @@ func (r *renderer) fields(c Change, before, after map[string]any) {
 			continue
 		}
 		switch k {
-		case "description":
+		case "description", "body":
 			if o, ok := strOr(old, oldOK); ok {
 				if n, ok := strOr(cur, curOK); ok {
 					r.text(k, o, n)

@@ -86,7 +86,10 @@ func Apply(ctx context.Context, st Store, cat *skills.Catalog, instance string) 
 		var evs []Event
 		err := ErrNoInstance
 		if instance != "" {
-			w, evs, err = applyPlugin(ctx, st, listSkills(cat, p, names), instance)
+			var l listing
+			if l, err = listSkills(ctx, cat, p, names); err == nil {
+				w, evs, err = applyPlugin(ctx, st, l, instance)
+			}
 		}
 		if err != nil {
 			w = map[string]bool{}

@@ -44,7 +44,11 @@ func TestFirstSightIsTrusted(t *testing.T) {
 			if !ok || e.Value != c.Fingerprint() {
 				t.Fatalf("baseline entry of %s = %+v, want its fingerprint %s", name, e, c.Fingerprint())
 			}
-			if v := viewOf(t, e.Contract); v["description"] != c.Description || v["bodySha256"] != c.BodySHA256 {
+			body, err := out.Body(ctxT(t), "acme", name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v := viewOf(t, e.Contract); v["description"] != c.Description || v["bodySha256"] != c.BodySHA256 || v["body"] != body {
 				t.Fatalf("kept contract of %s: %s", name, e.Contract)
 			}
 		}

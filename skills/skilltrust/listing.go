@@ -1,12 +1,14 @@
 package skilltrust
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/gatehouse-dev/gatehouse/pin"
 	"github.com/gatehouse-dev/gatehouse/skills"
@@ -53,15 +55,27 @@ type listing struct {
 	print string
 }
 
+// maxViewBody bounds the body a contract view keeps for review (its
+// first bytes, cut at a rune); the pin covers all of SKILL.md whatever its
+// size.
+const maxViewBody = 64 << 10
+
 // contractView is a skill's contract as a pin.Change shows it (Before and
-// After) and a baseline entry keeps it.
+// After) and a baseline entry keeps it: the pinned fields, and the body as a
+// model reads it (sanitized), so an operator reviews a change of the text
+// line by line. The body is shown, not pinned: the fingerprint covers
+// SKILL.md's bytes (BodySHA256).
 type contractView struct {
-	Fingerprint string              `json:"fingerprint"`
-	Plugin      string              `json:"plugin"`
-	Name        string              `json:"name"`
-	Description string              `json:"description"`
-	BodySHA256  string              `json:"bodySha256"`
-	Files       map[string]fileView `json:"files"`
+	Fingerprint string `json:"fingerprint"`
+	Plugin      string `json:"plugin"`
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	// Body is absent when it could not be read (changed on disk since the
+	// catalog was built: the catalog will not serve it either).
+	Body          *string             `json:"body,omitempty"`
+	BodyTruncated bool                `json:"bodyTruncated,omitempty"`
+	BodySHA256    string              `json:"bodySha256"`
+	Files         map[string]fileView `json:"files"`
 }
 
 // fileView is one file of a skill in its contract view, keyed by its path.
@@ -71,10 +85,23 @@ type fileView struct {
 	SHA256 string `json:"sha256"`
 }
 
-// view is the JSON object a change and a baseline entry keep for c.
-func view(c skills.Contract, fp string) ([]byte, error) {
+// view is the JSON object a change and a baseline entry keep for c, with
+// the body read from cat.
+func view(ctx context.Context, cat *skills.Catalog, c skills.Contract, fp string) ([]byte, error) {
 	v := contractView{Fingerprint: fp, Plugin: c.Plugin, Name: c.Name, Description: c.Description,
 		BodySHA256: c.BodySHA256, Files: make(map[string]fileView, len(c.Files))}
+	if body, err := cat.Body(ctx, c.Plugin, c.Name); err == nil {
+		if len(body) > maxViewBody {
+			cut := maxViewBody
+			for cut > 0 && !utf8.RuneStart(body[cut]) {
+				cut--
+			}
+			body, v.BodyTruncated = body[:cut], true
+		}
+		v.Body = &body
+	} else if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
 	for _, f := range c.Files {
 		v.Files[f.Path] = fileView{Kind: f.Kind, Size: f.Size, SHA256: f.SHA256}
 	}
@@ -83,7 +110,7 @@ func view(c skills.Contract, fp string) ([]byte, error) {
 
 // listSkills makes the skills of plugin in cat (names, in order) a
 // listing.
-func listSkills(cat *skills.Catalog, plugin string, names []string) listing {
+func listSkills(ctx context.Context, cat *skills.Catalog, plugin string, names []string) (listing, error) {
 	l := listing{plugin: plugin, entries: store.Baseline{markerKey: {Value: store.PinnedMarker}}}
 	for _, name := range names {
 		key := store.BaselineKey{Kind: store.KindSkill, Name: name}
@@ -93,7 +120,10 @@ func listSkills(cat *skills.Catalog, plugin string, names []string) listing {
 			continue
 		}
 		fp := c.Fingerprint()
-		v, err := view(c, fp)
+		v, err := view(ctx, cat, c, fp)
+		if ctx.Err() != nil {
+			return listing{}, ctx.Err()
+		}
 		if fp == "" || err != nil {
 			l.unpinnable = append(l.unpinnable, name)
 			continue
@@ -101,7 +131,7 @@ func listSkills(cat *skills.Catalog, plugin string, names []string) listing {
 		l.entries[key] = store.BaselineEntry{Value: fp, Contract: v}
 	}
 	l.print = listingPrint(l.entries)
-	return l
+	return l, nil
 }
 
 // listingPrint names a listing made a baseline: the SHA-256 (hex) of its

@@ -67,7 +67,10 @@ func Retrust(ctx context.Context, st Store, cat *skills.Catalog, plugin string) 
 				ErrUnknownPlugin, pin.SanitizeName(plugin), shownOwner(plugin))
 		}
 	}
-	l := listSkills(cat, plugin, names)
+	l, err := listSkills(ctx, cat, plugin, names)
+	if err != nil {
+		return Record{}, fmt.Errorf("skilltrust: plugin %s: %w", pin.SanitizeName(plugin), err)
+	}
 	if err := ensureRow(ctx, st, id); err != nil {
 		return Record{}, fmt.Errorf("skilltrust: plugin %s: its store row: %w", pin.SanitizeName(plugin), err)
 	}
