@@ -51,3 +51,13 @@ func load(t *testing.T, dir string) *plugin.Plugin {
 	}
 	return res.Plugin
 }
+
+func writeFileF(tb testing.TB, path, content string) {
+	tb.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+}

@@ -138,7 +138,7 @@ func (c *Catalog) callRead(ctx context.Context, pluginName, name string) (ToolRe
 		if ctx.Err() != nil {
 			return ToolResult{}, ctx.Err()
 		}
-		return toolError(ReadToolName, refusal(s.ID(), BodyPath, err, c.opts.MaxFileBytes)), nil
+		return toolError(ReadToolName, refusal(s.ID(), BodyPath, err, c.opts.MaxFileBytes, true)), nil
 	}
 	var b strings.Builder
 	b.WriteString("# Skill ")
@@ -177,7 +177,7 @@ func (c *Catalog) callReadFile(ctx context.Context, pluginName, name, path strin
 		if ctx.Err() != nil {
 			return ToolResult{}, ctx.Err()
 		}
-		return toolError(ReadFileToolName, refusal(s.ID(), path, err, c.opts.MaxFileBytes)), nil
+		return toolError(ReadFileToolName, refusal(s.ID(), path, err, c.opts.MaxFileBytes, false)), nil
 	}
 	if content.Blob != nil {
 		return ToolResult{Text: fmt.Sprintf("%s is a binary file (%s, %d bytes); its content is not shown as text.", path, content.MIMEType, len(content.Blob))}, nil
@@ -187,10 +187,10 @@ func (c *Catalog) callReadFile(ctx context.Context, pluginName, name, path strin
 
 // refusal words a read error for the model: by its class, never with the
 // error's own text (which may name paths outside the skill).
-func refusal(id, path string, err error, max int64) string {
+func refusal(id, path string, err error, max int64, body bool) string {
 	p := strconv.Quote(clip(path))
 	switch {
-	case errors.Is(err, ErrNotFound) && path != BodyPath:
+	case errors.Is(err, ErrNotFound) && !body:
 		return fmt.Sprintf("skill %s has no file %s; %s lists its files", id, p, ReadToolName)
 	case errors.Is(err, ErrTooLarge):
 		return fmt.Sprintf("%s of skill %s is larger than the %d bytes served", p, id, max)
