@@ -372,3 +372,38 @@ func TestOwner(t *testing.T) {
 		}
 	}
 }
+
+// TestDamagedRecordWithholds: another instance's record of drift whose
+// changes do not parse says something of the plugin drifted, but not
+// what: the plugin's skills are withheld (fail closed) and the error names
+// the observation, until a trust closes it.
+func TestDamagedRecordWithholds(t *testing.T) {
+	stores(t, func(t *testing.T, open func() store.Store) {
+		st := open()
+		dir := acmePlugin(t)
+		apply(t, st, load(t, dir), "gw-1")
+		v, err := st.BaselineVersion(ctxT(t), "skills:acme")
+		if err != nil {
+			t.Fatal(err)
+		}
+		base, err := st.GetBaseline(ctxT(t), "skills:acme")
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, _, err := st.ObserveListing(ctxT(t), store.Observation{ServerID: "skills:acme", Listing: strings.Repeat("ab", 32),
+			BaselineVersion: v, SeenBy: "gw-x", Entries: base, Changes: []byte(`{"kind":`), Drifted: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, evs, err := skilltrust.Apply(ctxT(t), st, load(t, dir), "gw-1")
+		if err == nil || !strings.Contains(err.Error(), "do not parse") || out.Len() != 0 || len(evs) != 2 {
+			t.Fatalf("damaged record: %v, served %v, events %+v", err, served(out), evs)
+		}
+		if _, err := st.TrustListing(ctxT(t), "skills:acme", o.Listing); err != nil {
+			t.Fatal(err)
+		}
+		if got := served(firstOf(apply(t, st, load(t, dir), "gw-1"))); len(got) != 2 {
+			t.Fatalf("served %v after the trust closed the record", got)
+		}
+	})
+}
