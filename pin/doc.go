@@ -83,6 +83,14 @@
 // and templates too: a ToolPrint's Name is then the prompt's name or the URI
 // template, and Unnamed is "" (no rename detection).
 //
+// Skill (SkillFingerprint, an Agent Skill of a plugin), DOMAIN
+// "gatehouse/skill-contract/v1", PAYLOAD the JCS form of
+//
+//	{"description":D,"files":[{"path":P,"sha256":H,"size":S},...],"name":N,"plugin":G,"skill":K}
+//
+// with K the hex SHA-256 of the SKILL.md file, the files sorted by path and
+// S a JSON integer.
+//
 // Any implementation that produces RFC 8785 output can reproduce these
 // fingerprints; the tests pin golden values computed independently.
 //

@@ -55,8 +55,11 @@
 //
 // # Models and tools
 //
-// Model is deliberately small (ModelRequest in, ModelResponse out); an
-// adapter to a provider's API is a few dozen lines. Tools are Tool values:
+// Model is deliberately small (ModelRequest in, ModelResponse out); the
+// modules under adapters/ hold one per provider SDK and framework. An agent
+// that drives its provider's API itself, without Run, makes the model's
+// calls through an Executor: the same journal, guard and refusals, keyed
+// by the provider's tool call IDs. Tools are Tool values:
 // SessionTools adapts a connected go-sdk client session, ToolsetTools a
 // toolset.Toolset (the safe choice for servers you do not control), and a
 // Go function can be a Tool directly.

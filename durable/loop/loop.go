@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"unicode"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -191,28 +190,11 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if maxTurns < 0 {
 		return nil, fmt.Errorf("%w: MaxTurns %d is negative", ErrInvalidOptions, maxTurns)
 	}
-	tools := make(map[string]*Tool, len(opts.Tools))
-	defs := make([]ToolDef, 0, len(opts.Tools))
-	for i := range opts.Tools {
-		t := &opts.Tools[i]
-		if t.Name == "" || t.Call == nil {
-			return nil, fmt.Errorf("%w: tool %d needs a Name and a Call", ErrInvalidOptions, i)
-		}
-		if _, dup := tools[t.Name]; dup {
-			return nil, fmt.Errorf("%w: two tools named %q", ErrInvalidOptions, t.Name)
-		}
-		tools[t.Name] = t
-		schema := t.InputSchema
-		if len(schema) == 0 {
-			schema = json.RawMessage(`{"type":"object"}`)
-		}
-		defs = append(defs, ToolDef{Name: t.Name, Description: t.Description, InputSchema: schema})
+	ex, err := NewExecutor(ExecutorOptions{RunID: opts.RunID, Journal: opts.Journal, Tools: opts.Tools, Guard: opts.Guard, Owner: opts.Owner})
+	if err != nil {
+		return nil, err
 	}
-	guard := opts.Guard
-	if guard == nil {
-		guard = policy.AllowAll()
-	}
-	r := &runner{opts: opts, tools: tools, defs: defs, guard: guard, seen: map[string]bool{}}
+	r := &runner{opts: opts, ex: ex, seen: map[string]bool{}}
 	h := sha256.Sum256([]byte(opts.System + "\x00" + opts.Prompt))
 	r.promptHash = hex.EncodeToString(h[:])
 
@@ -251,9 +233,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 
 type runner struct {
 	opts       Options
-	tools      map[string]*Tool
-	defs       []ToolDef
-	guard      policy.Guard
+	ex         *Executor
 	promptHash string
 	seen       map[string]bool // journal tool call IDs used so far in the run
 }
@@ -278,7 +258,7 @@ func (r *runner) turn(ctx context.Context, n int, msgs []Message) (ModelResponse
 		c := durable.Call{RunID: r.opts.RunID, ToolCallID: id, Tool: TurnTool, Args: args, Owner: r.opts.Owner}
 		out, replayed, err := r.opts.Journal.Do(ctx, c, func(ctx context.Context, _ string) (*mcp.CallToolResult, error) {
 			ran = true
-			req := ModelRequest{System: r.opts.System, Messages: cloneMessages(msgs), Tools: r.defs}
+			req := ModelRequest{System: r.opts.System, Messages: cloneMessages(msgs), Tools: r.ex.Tools()}
 			resp, modelErr = r.opts.Model.Turn(ctx, req)
 			if modelErr != nil {
 				// Opaque to the journal: the turn is not a known failure,
@@ -373,23 +353,16 @@ func usableID(id string) bool {
 // callTools runs one turn's calls in parallel and returns their tool
 // messages in call order, or the approvals the run must wait for.
 func (r *runner) callTools(ctx context.Context, calls []ToolCall) ([]Message, []string, error) {
-	msgs := make([]Message, len(calls))
-	approvals := make([]string, len(calls))
-	errs := make([]error, len(calls))
-	var wg sync.WaitGroup
-	for i, c := range calls {
-		wg.Go(func() {
-			msgs[i], approvals[i], errs[i] = r.callTool(ctx, c)
-		})
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	outs, err := r.ex.callAssigned(ctx, calls)
+	if err != nil {
 		return nil, nil, err
 	}
+	msgs := make([]Message, len(outs))
 	var pending []string
-	for _, id := range approvals {
-		if id != "" {
-			pending = append(pending, id)
+	for i, o := range outs {
+		msgs[i] = o.Message
+		if o.ApprovalID != "" {
+			pending = append(pending, o.ApprovalID)
 		}
 	}
 	return msgs, pending, nil
@@ -401,56 +374,6 @@ type toolError struct{ err error }
 
 func (e *toolError) Error() string { return e.err.Error() }
 func (e *toolError) Unwrap() error { return e.err }
-
-// callTool makes one call through the journal and the guard.
-func (r *runner) callTool(ctx context.Context, c ToolCall) (Message, string, error) {
-	msg := Message{Role: RoleTool, ToolCallID: c.ID, Name: c.Name}
-	t, ok := r.tools[c.Name]
-	if !ok {
-		msg.Content, msg.IsError = fmt.Sprintf("unknown tool %q", c.Name), true
-		return msg, "", nil
-	}
-	args := c.Args
-	if len(args) == 0 {
-		args = json.RawMessage("{}")
-	}
-	if !isObject(args) {
-		msg.Content, msg.IsError = fmt.Sprintf("invalid arguments for tool %q: not a JSON object", c.Name), true
-		return msg, "", nil
-	}
-	dc := durable.Call{RunID: r.opts.RunID, ToolCallID: c.ID, Server: t.Server, Tool: t.Name,
-		RemoteName: t.RemoteName, Args: args, Owner: r.opts.Owner}
-	res, _, err := r.opts.Journal.Guarded(ctx, dc, r.guard, func(ctx context.Context, key string) (*mcp.CallToolResult, error) {
-		res, err := t.Call(ctx, args, key)
-		if err != nil {
-			return res, &toolError{err}
-		}
-		return res, nil
-	})
-	if err != nil {
-		var te *toolError
-		var re *durable.RecordedError
-		if de, ok := refusal.As(err); ok {
-			switch de.Code {
-			case refusal.ApprovalRequired:
-				return msg, de.ApprovalID, nil
-			case refusal.RunBusy:
-				return msg, "", fmt.Errorf("loop: call %s (%s): %w", c.ID, c.Name, err)
-			}
-			res = de.Result()
-		} else if errors.Is(err, durable.ErrInvalidCall) {
-			msg.Content, msg.IsError = fmt.Sprintf("invalid arguments for tool %q: %v", c.Name, err), true
-			return msg, "", nil
-		} else if errors.As(err, &te) || errors.As(err, &re) {
-			msg.Content, msg.IsError = "error: "+err.Error(), true
-			return msg, "", nil
-		} else {
-			return msg, "", fmt.Errorf("loop: call %s (%s): %w", c.ID, c.Name, err)
-		}
-	}
-	msg.Content, msg.IsError = resultText(res), res != nil && res.IsError
-	return msg, "", nil
-}
 
 func isObject(b json.RawMessage) bool {
 	var v map[string]json.RawMessage
