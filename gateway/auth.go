@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/gatehouse-dev/gatehouse/gateway/internal/scopes"
 	"github.com/gatehouse-dev/gatehouse/refusal"
 	"github.com/gatehouse-dev/gatehouse/server"
 )
@@ -31,7 +32,8 @@ type authenticator struct {
 	on     bool
 	tokens []tokenEntry
 	// scopes maps a static subject to what its scopes let it see.
-	scopes map[string]*scopeSet
+	scopes map[string]*scopes.Set
+	all    *scopes.Set // sees everything
 	// oauth verifies access tokens (nil without auth.oauth).
 	oauth *oauthAuth
 }
@@ -43,7 +45,7 @@ type tokenEntry struct {
 }
 
 func newAuthenticator(a *Auth, log *slog.Logger, now func() time.Time) (*authenticator, error) {
-	au := &authenticator{scopes: map[string]*scopeSet{}}
+	au := &authenticator{scopes: map[string]*scopes.Set{}, all: scopes.All()}
 	if a == nil {
 		return au, nil
 	}
@@ -55,10 +57,10 @@ func newAuthenticator(a *Auth, log *slog.Logger, now func() time.Time) (*authent
 		e.subject, e.scopes = t.Subject, t.Scopes
 		au.tokens = append(au.tokens, e)
 		if t.Scopes == nil {
-			au.scopes[t.Subject] = allScopes
+			au.scopes[t.Subject] = au.all
 			continue
 		}
-		au.scopes[t.Subject] = newScopeSet(t.Scopes, false)
+		au.scopes[t.Subject] = scopes.Parse(t.Scopes, false)
 	}
 	if a.OAuth != nil {
 		o, err := newOAuthAuth(a, log, now)
@@ -106,24 +108,23 @@ func (au *authenticator) verify(ctx context.Context, token string, r *http.Reque
 // subject see what each allows), else the static subject's. Without auth
 // every tool is in scope.
 func (au *authenticator) allows(subject string, info server.RequestInfo, tool string) bool {
-	set := au.scopesOf(subject, info)
-	return set != nil && set.tools.allows(tool)
+	return au.scopesOf(subject, info).Tool(tool)
 }
 
 // allowsSkill reports whether the caller of a request may see the served
-// skill projected as name, by the same scopes as allows ("skill:NAME").
+// skill whose prompt is projected as name, by the same scopes as allows
+// ("skill:NAME", "skill:*").
 func (au *authenticator) allowsSkill(subject string, info server.RequestInfo, name string) bool {
-	set := au.scopesOf(subject, info)
-	return set != nil && set.skills.allows(name)
+	return au.scopesOf(subject, info).Skill(name)
 }
 
 // scopesOf returns what the caller of a request may see (nil: nothing).
-func (au *authenticator) scopesOf(subject string, info server.RequestInfo) *scopeSet {
+func (au *authenticator) scopesOf(subject string, info server.RequestInfo) *scopes.Set {
 	if !au.on {
-		return allScopes
+		return au.all
 	}
 	if ti := info.TokenInfo; ti != nil && ti.Extra != nil {
-		if ss, ok := ti.Extra[scopesKey].(*scopeSet); ok {
+		if ss, ok := ti.Extra[scopesKey].(*scopes.Set); ok {
 			return ss
 		}
 	}

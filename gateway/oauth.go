@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
+	"github.com/gatehouse-dev/gatehouse/gateway/internal/scopes"
 	"github.com/gatehouse-dev/gatehouse/identity/oauth"
 )
 
@@ -27,9 +28,8 @@ import (
 // at this path followed by the endpoint's path (/mcp).
 const WellKnownProtectedResource = "/.well-known/oauth-protected-resource"
 
-// scopesKey keys what an OAuth token's scopes let it see (a *scopeSet:
-// "tool:" and "skill:" scopes read as static tokens' are, but a kind with
-// no scope at all means every name of that kind) in its
+// scopesKey keys what an OAuth token's scopes let it see (a *scopes.Set,
+// where a kind with no scope at all means every name of that kind) in its
 // auth.TokenInfo.Extra.
 const scopesKey = "gatehouse.scopes"
 
@@ -129,7 +129,7 @@ func (o *oauthAuth) verify(ctx context.Context, token string, r *http.Request) (
 		}
 	}
 	return &auth.TokenInfo{UserID: id.Subject, Scopes: id.Scopes, Expiration: id.Expiry,
-		Extra: map[string]any{scopesKey: newScopeSet(id.Scopes, true)}}, nil
+		Extra: map[string]any{scopesKey: scopes.Parse(id.Scopes, true)}}, nil
 }
 
 // looksLikeJWS reports whether token has the shape of a compact JWS: three

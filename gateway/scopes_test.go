@@ -5,6 +5,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 
+	"github.com/gatehouse-dev/gatehouse/gateway/internal/scopes"
 	"github.com/gatehouse-dev/gatehouse/server"
 )
 
@@ -20,9 +21,9 @@ func TestScopeKinds(t *testing.T) {
 		{SHA256: hashOf("k"), Subject: "skills", Scopes: []string{"skill:*"}},
 	}})
 	static := server.RequestInfo{}
-	oauth := func(scopes ...string) server.RequestInfo {
-		return server.RequestInfo{TokenInfo: &auth.TokenInfo{UserID: "iss#sub", Scopes: scopes,
-			Extra: map[string]any{scopesKey: newScopeSet(scopes, true)}}}
+	oauth := func(sc ...string) server.RequestInfo {
+		return server.RequestInfo{TokenInfo: &auth.TokenInfo{UserID: "iss#sub", Scopes: sc,
+			Extra: map[string]any{scopesKey: scopes.Parse(sc, true)}}}
 	}
 	for _, c := range []struct {
 		name        string
