@@ -19,6 +19,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/config"
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/executor"
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/health"
+	"github.com/gatehouse-dev/gatehouse/gateway/internal/skillserve"
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/telemetry"
 	"github.com/gatehouse-dev/gatehouse/gateway/relay"
 	"github.com/gatehouse-dev/gatehouse/plugin"
@@ -99,11 +100,13 @@ type Gateway struct {
 	served *servedMap
 	pipe   *pipeline
 	trust  *trustWatcher
+	skills *skillserve.Server // the plugins' skills as resources and prompts
 	tel    *telemetry.Instruments
 	life   lifecycle
 
 	plugins []PluginStatus
-	servers []string // configured server names, in order
+	loaded  []*plugin.Plugin // the plugins that loaded
+	servers []string         // configured server names, in order
 }
 
 // lifecycle is what the gateway's life is made of: the calls and POSTs in
@@ -248,6 +251,7 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 	}
 	g.ts = g.relay.Toolset()
 	g.served = newServedMap(g.ts, log, cfg, g.auth)
+	g.skills = g.newSkills()
 	g.tel = telemetry.NewInstruments(g.st, g.life.ctx, g.sessionCount)
 	g.trust.ts, g.trust.served, g.trust.metrics = g.ts, g.served, g.tel.Metrics
 	if err := g.ts.Connect(ctx); err != nil {
@@ -344,6 +348,7 @@ func (g *Gateway) loadPlugins() ([]toolset.Server, error) {
 			continue
 		}
 		ps.Name = res.Plugin.Manifest.Name
+		g.loaded = append(g.loaded, res.Plugin)
 		for _, d := range res.Diagnostics {
 			log.Warn("gateway: plugin diagnostic", "plugin", ps.Name, "rule", string(d.Rule), "origin", d.Origin, "message", d.Message)
 		}
@@ -405,6 +410,9 @@ func (g *Gateway) setup(s *mcp.Server) {
 		s.AddReceivingMiddleware(g.stableLists(local))
 	}
 	g.relay.Setup(s, local)
+	// Outside the relay's middleware: skill: URIs and skills' prompts are
+	// answered before any upstream could be asked.
+	s.AddReceivingMiddleware(g.skills.Middleware(local))
 	s.AddReceivingMiddleware(g.sdkFront(local))
 	g.served.add(s, g.sdkHandler(local))
 }

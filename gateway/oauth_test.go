@@ -140,7 +140,7 @@ type oauthEnv struct {
 	upAuth   atomic.Int64 // upstream requests that carried an Authorization header
 }
 
-func newOAuthEnv(t *testing.T, bytePath bool) *oauthEnv {
+func newOAuthEnv(t *testing.T, bytePath bool, extra ...string) *oauthEnv {
 	t.Helper()
 	e := &oauthEnv{t: t, key: newOAuthKey(t, "k1"), clk: &testClock{now: time.Now()}, logs: &syncBuffer{},
 		calls: map[string]*atomic.Int64{"echo": {}, "secret": {}}}
@@ -177,7 +177,7 @@ auth:
 http: {bytePath: %v}
 servers:
   up: {type: streamable-http, url: %q}
-`, filepath.Join(dir, "g.db"), e.resource, e.is.URL, hashOf("static-token"), bytePath, us.URL+"/mcp")
+%s`, filepath.Join(dir, "g.db"), e.resource, e.is.URL, hashOf("static-token"), bytePath, us.URL+"/mcp", strings.Join(extra, ""))
 	serveAt(t, gs, dir, yml, &Options{Clock: e.clk.Now,
 		Logger: slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	return e
