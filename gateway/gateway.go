@@ -24,6 +24,8 @@ import (
 	"github.com/gatehouse-dev/gatehouse/gateway/relay"
 	"github.com/gatehouse-dev/gatehouse/plugin"
 	"github.com/gatehouse-dev/gatehouse/server"
+	"github.com/gatehouse-dev/gatehouse/skills"
+	"github.com/gatehouse-dev/gatehouse/skills/skilltrust"
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/store/dsn"
 	"github.com/gatehouse-dev/gatehouse/toolset"
@@ -254,6 +256,21 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 	g.skills = g.newSkills()
 	g.tel = telemetry.NewInstruments(g.st, g.life.ctx, g.sessionCount)
 	g.trust.ts, g.trust.served, g.trust.metrics = g.ts, g.served, g.tel.Metrics
+	// The skills served are judged against their baselines in the store
+	// (skilltrust: a drifted one is withheld) now, on every drift.recheck
+	// with the catalog built afresh from disk, and when the store's trust
+	// state of skills moves (a trust, another replica's drift).
+	skillTrust := skilltrust.NewWatcher(g.st, skilltrust.WatchOptions{Instance: g.exec.Instance(), Serve: g.SetSkills,
+		Build:   func() *skills.Catalog { cat, _ := skills.New(g.loaded, nil); return cat },
+		Recheck: cfg.Drift.Recheck, Poll: trustEvery, Logger: log,
+		OnEvent: func(ev skilltrust.Event) {
+			kind := telemetry.DriftRemoved
+			if ev.Withheld {
+				kind = telemetry.DriftWithheld
+			}
+			g.tel.Metrics.DriftEvent(skilltrust.Owner(ev.Plugin), kind)
+		}})
+	_ = skillTrust.Check(ctx, g.Skills(), false) // logged; a plugin it could not judge is withheld
 	if err := g.ts.Connect(ctx); err != nil {
 		return fail(fmt.Errorf("gateway: connecting servers: %w", err))
 	}
@@ -325,6 +342,9 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 	// Re-trusts made in the store by other processes take effect here
 	// within trustEvery; the watcher ends with the gateway.
 	g.trust.start()
+	if len(g.loaded) > 0 {
+		g.trust.bg.Go(func() { _ = skillTrust.Run(g.life.ctx) })
+	}
 
 	log.Info("gateway: ready", "tools", len(g.Tools()), "servers", len(g.servers), "plugins", len(g.plugins))
 	return g, nil
