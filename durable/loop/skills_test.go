@@ -104,7 +104,13 @@ func skillFollower(req chattest.Request) chattest.Reply {
 // its skill with skills__read, reads the reference the skill names with
 // skills__read_file, and follows it; every read is journaled.
 func TestSkillsEndToEnd(t *testing.T) {
-	s := openStore(t, "sqlite")
+	for _, kind := range []string{"sqlite", "postgres"} {
+		t.Run(kind, func(t *testing.T) { skillsEndToEnd(t, kind) })
+	}
+}
+
+func skillsEndToEnd(t *testing.T, kind string) {
+	s := openStore(t, kind)
 	cat := exampleCatalog(t, "../../examples/plugins/hello")
 	chat, model := newChat(t, skillFollower)
 	res := run(t, loop.Options{RunID: "greet-1", Journal: newJournal(t, s), Model: model, Skills: cat,
@@ -138,7 +144,13 @@ func TestSkillsEndToEnd(t *testing.T) {
 // the model reads the text the first run read, even though the reference
 // changed on disk since (and a live read would now be refused as changed).
 func TestSkillsReplayRecordedText(t *testing.T) {
-	s := openStore(t, "sqlite")
+	for _, kind := range []string{"sqlite", "postgres"} {
+		t.Run(kind, func(t *testing.T) { skillsReplayRecordedText(t, kind) })
+	}
+}
+
+func skillsReplayRecordedText(t *testing.T, kind string) {
+	s := openStore(t, kind)
 	dir := copyDir(t, "../../examples/plugins/hello")
 	cat := exampleCatalog(t, dir)
 	chat, model := newChat(t, skillFollower)
@@ -156,7 +168,7 @@ func TestSkillsReplayRecordedText(t *testing.T) {
 	}
 	before := chat.Requests()
 	opts.MaxTurns = 0
-	opts.Journal = newJournal(t, s)
+	opts.Journal = newJournal(t, s.reopen(t)) // a new process
 	res := run(t, opts)
 	if res.Text != "Hello, Dr. Ada Lovelace!\n\n— greeted by the hello plugin" || res.ReplayedTurns != 2 || chat.Requests() != before+1 {
 		t.Fatalf("resumed run: %q, replayed %d, model asked %d more times", res.Text, res.ReplayedTurns, chat.Requests()-before)
