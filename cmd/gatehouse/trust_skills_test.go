@@ -183,14 +183,16 @@ func TestTrustSkillsErrors(t *testing.T) {
 		want string
 	}{
 		{"no plugin", []string{"trust", "skills:acme", "--store", dsn}, 2, "trust skills:acme: no plugin is configured"},
-		{"plugin not loaded", []string{"trust", "skills:other", "--plugin", dir, "--store", dsn}, 1, "plugin other has no skills among the loaded plugins"},
-		{"plugin without skills, never trusted", []string{"trust", "skills:acme", "--plugin", dir, "--store", dsn}, 1, "no such plugin"},
 		{"listing and plugin", []string{"trust", "skills:acme", "--listing", strings.Repeat("a", 64), "--plugin", dir}, 2, "--plugin has no use"},
-		{"listing never observed", []string{"trust", "skills:acme", "--listing", strings.Repeat("a", 64), "--store", dsn}, 1, "no server in the store"},
+		{"listing of no row", []string{"trust", "skills:acme", "--listing", strings.Repeat("a", 64), "--store", dsn}, 1, "no server in the store"},
+		{"plugin not loaded", []string{"trust", "skills:other", "--plugin", dir, "--store", dsn}, 1, "plugin other is not among the loaded plugins"},
+		// A plugin with no skills is pinned as having none.
+		{"plugin without skills", []string{"trust", "skills:acme", "--plugin", dir, "--store", dsn}, 0, "re-trusted the skills of plugin acme (row skills:acme): 0 skills recorded"},
+		{"listing never observed", []string{"trust", "skills:acme", "--listing", strings.Repeat("a", 64), "--store", dsn}, 1, "has no observed listing waiting to be trusted"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, out, errOut := run(t, tc.args...)
-			if code != tc.code || !strings.Contains(errOut, tc.want) {
+			if code != tc.code || !strings.Contains(out+errOut, tc.want) {
 				t.Fatalf("exit %d (want %d), stdout %q, stderr %q (want %q)", code, tc.code, out, errOut, tc.want)
 			}
 		})

@@ -58,8 +58,9 @@ type Event struct {
 // the events of the drift. instance names this process in the fleet's
 // record (as toolset.Options.Instance does).
 //
-// Per plugin of cat: the first time its skills are seen they are recorded
-// as its baseline (trusted on first use). Afterwards a skill whose contract
+// Per plugin of cat (cat.Plugins: skills or not): the first time its
+// skills are seen they are recorded as its baseline (trusted on first use,
+// even none). Afterwards a skill whose contract
 // differs from its pin, and a skill the baseline lacks, are withheld; a
 // pinned skill the plugin no longer has is reported. Drift is recorded as
 // an observation of the plugin's row (Owner), with the contracts before and
@@ -109,17 +110,16 @@ func Apply(ctx context.Context, st Store, cat *skills.Catalog, instance string) 
 	return out, events, errors.Join(errs...)
 }
 
-// group lists the skills of cat by plugin, and the plugins in order.
+// group lists the skills of cat by plugin, and the plugins in order:
+// every plugin the catalog was built from, with skills or not (a plugin
+// pinned with none still has a baseline, so a skill it gains later is new
+// after trust; one whose skills all went reports them removed).
 func group(cat *skills.Catalog) (map[string][]string, []string) {
 	by := map[string][]string{}
-	var order []string
 	for _, s := range cat.Skills() {
-		if _, ok := by[s.Plugin]; !ok {
-			order = append(order, s.Plugin)
-		}
 		by[s.Plugin] = append(by[s.Plugin], s.Name)
 	}
-	return by, order
+	return by, cat.Plugins()
 }
 
 // ensureRow creates the row of l's plugin when it does not exist.

@@ -407,3 +407,45 @@ func TestDamagedRecordWithholds(t *testing.T) {
 		}
 	})
 }
+
+// TestPluginWithoutSkillsIsPinned: a plugin loaded with no skills is
+// pinned as having none, so a skill it gains later is withheld, not
+// trusted on first use; a plugin whose skills all went reports each one
+// removed.
+func TestPluginWithoutSkillsIsPinned(t *testing.T) {
+	stores(t, func(t *testing.T, open func() store.Store) {
+		st := open()
+		bare := t.TempDir()
+		writeFile(t, bare, "plugin.json", `{"$schema": "https://agent-plugins.org/schemas/1.0.0/plugin.schema.json", "name": "bare", "version": "1.0.0"}`)
+		dir := acmePlugin(t)
+		if got := served(firstOf(apply(t, st, load(t, bare, dir), "gw-1"))); !slices.Equal(got, []string{"acme/count", "acme/greet"}) {
+			t.Fatalf("first sight served %v", got)
+		}
+		if _, err := st.GetBaseline(ctxT(t), "skills:bare"); err != nil {
+			t.Fatalf("the plugin without skills is not pinned: %v", err)
+		}
+		writeFile(t, bare, "skills/sneak/SKILL.md", skillMD("sneak", "Arrived after trust.", rugLine+"\n"))
+		for _, rel := range []string{"count", "greet"} {
+			if err := os.RemoveAll(filepath.Join(dir, "skills", rel)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		out, evs := apply(t, st, load(t, bare, dir), "gw-1")
+		if got := served(out); len(got) != 0 {
+			t.Fatalf("served %v: the new skill of a pinned plugin must be withheld", got)
+		}
+		if len(evs) != 3 {
+			t.Fatalf("events %+v", evs)
+		}
+		if d := openDrift(t, st, "bare"); len(d) != 1 || changesOf(t, d[0])[0].Change != pin.ChangeAdded {
+			t.Fatalf("bare's drift %+v", d)
+		}
+		if d := openDrift(t, st, "acme"); len(d) != 1 || len(changesOf(t, d[0])) != 2 || changesOf(t, d[0])[1].Change != pin.ChangeRemoved {
+			t.Fatalf("acme's drift %+v", d)
+		}
+		rec, err := skilltrust.Retrust(ctxT(t), st, load(t, bare, dir), "acme")
+		if err != nil || len(rec.Skills) != 0 || len(rec.Changes) != 2 {
+			t.Fatalf("Retrust of a plugin with no skills left: %+v, %v", rec, err)
+		}
+	})
+}

@@ -4,15 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/gatehouse-dev/gatehouse/pin"
 	"github.com/gatehouse-dev/gatehouse/skills"
-	"github.com/gatehouse-dev/gatehouse/store"
 )
 
-// ErrUnknownPlugin is Retrust's error when the catalog has no skill of the
-// plugin and the store has no baseline of its skills either.
+// ErrUnknownPlugin is Retrust's error when the catalog was not built from
+// the plugin.
 var ErrUnknownPlugin = errors.New("skilltrust: no such plugin")
 
 // Record is what Retrust recorded for one plugin.
@@ -49,24 +49,20 @@ type Trusted struct {
 // `gatehouse trust skills:PLUGIN` without --listing (which trusts exactly
 // a reviewed observation instead). The baseline version moves, so every
 // instance re-judges the plugin on its next Apply. A plugin the catalog
-// has no skill of is recorded as having none, if its skills were pinned
-// before; otherwise it is ErrUnknownPlugin.
+// was built from with no skills is recorded as having none; one it was not
+// built from is ErrUnknownPlugin.
 func Retrust(ctx context.Context, st Store, cat *skills.Catalog, plugin string) (Record, error) {
+	if !slices.Contains(cat.Plugins(), plugin) {
+		return Record{}, fmt.Errorf("%w: plugin %s is not among the loaded plugins (its skills' row is %s)",
+			ErrUnknownPlugin, pin.SanitizeName(plugin), shownOwner(plugin))
+	}
 	var names []string
-	if cat != nil {
-		for _, s := range cat.Skills() {
-			if s.Plugin == plugin {
-				names = append(names, s.Name)
-			}
+	for _, s := range cat.Skills() {
+		if s.Plugin == plugin {
+			names = append(names, s.Name)
 		}
 	}
 	id := Owner(plugin)
-	if len(names) == 0 {
-		if _, err := st.GetServer(ctx, id); errors.Is(err, store.ErrNotFound) {
-			return Record{}, fmt.Errorf("%w: plugin %s has no skills among the loaded plugins, and none were ever trusted (store row %s)",
-				ErrUnknownPlugin, pin.SanitizeName(plugin), shownOwner(plugin))
-		}
-	}
 	l, err := listSkills(ctx, cat, plugin, names)
 	if err != nil {
 		return Record{}, fmt.Errorf("skilltrust: plugin %s: %w", pin.SanitizeName(plugin), err)
