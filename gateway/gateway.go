@@ -326,7 +326,7 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 	// within trustEvery; the watcher ends with the gateway.
 	g.trust.start()
 
-	log.Info("gateway: ready", "tools", len(g.Tools()), "servers", len(g.servers), "plugins", len(g.plugins))
+	log.Info("gateway: ready", "tools", len(g.Tools()), "servers", len(g.servers), "plugins", len(g.plugins), "skills", g.Skills().Len())
 	return g, nil
 }
 
