@@ -346,7 +346,7 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 		g.trust.bg.Go(func() { _ = skillTrust.Run(g.life.ctx) })
 	}
 
-	log.Info("gateway: ready", "tools", len(g.Tools()), "servers", len(g.servers), "plugins", len(g.plugins))
+	log.Info("gateway: ready", "tools", len(g.Tools()), "servers", len(g.servers), "plugins", len(g.plugins), "skills", g.Skills().Len())
 	return g, nil
 }
 

@@ -252,7 +252,7 @@ func (g *Gateway) serveResourceMetadata(mux *http.ServeMux) {
 	}
 	if a.OAuth != nil {
 		md.AuthorizationServers = []string{a.OAuth.Issuer}
-		md.ScopesSupported = append(slices.Clip(a.OAuth.RequiredScopes), "tool:*")
+		md.ScopesSupported = append(slices.Clip(a.OAuth.RequiredScopes), "tool:*", "skill:*")
 	}
 	h := auth.ProtectedResourceMetadataHandler(md)
 	paths := []string{WellKnownProtectedResource, WellKnownProtectedResource + "/mcp"}

@@ -415,7 +415,7 @@ func TestOAuthMissingRequiredScopeGets403(t *testing.T) {
 func TestOAuthProtectedResourceMetadata(t *testing.T) {
 	e := newOAuthEnv(t, true)
 	want := map[string]any{"resource": e.resource, "authorization_servers": []any{e.is.URL},
-		"scopes_supported": []any{"mcp", "tool:*"}, "bearer_methods_supported": []any{"header"}}
+		"scopes_supported": []any{"mcp", "tool:*", "skill:*"}, "bearer_methods_supported": []any{"header"}}
 	for _, p := range []string{"/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp"} {
 		resp, err := http.Get(e.base + p)
 		if err != nil {

@@ -350,6 +350,9 @@ func (ss *Server) get(ctx context.Context, name string, visible func(string) boo
 func (ss *Server) Middleware(local bool) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if !skillMethod(method) {
+				return next(ctx, method, req) // tools/call and the rest: nothing more on their path
+			}
 			var vis func(string) bool // decided once per request, when needed
 			visible := func(prompt string) bool {
 				if vis == nil {
@@ -461,6 +464,16 @@ func (ss *Server) Middleware(local bool) mcp.Middleware {
 
 // emptyResult is the answer of a method without a result ({}).
 type emptyResult struct{ mcp.ResultBase }
+
+// skillMethod reports whether Middleware looks at method.
+func skillMethod(method string) bool {
+	switch method {
+	case "initialize", "server/discover", "resources/list", "resources/templates/list", "resources/read",
+		"resources/subscribe", "resources/unsubscribe", "prompts/list", "prompts/get", "completion/complete":
+		return true
+	}
+	return false
+}
 
 // resolve returns the skill a skill: URI names, if the caller may see it
 // and the catalog lists the path; else the unknown resource's error.
