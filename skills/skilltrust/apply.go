@@ -60,14 +60,14 @@ type Event struct {
 //
 // Per plugin of cat (cat.Plugins: skills or not): the first time its
 // skills are seen they are recorded as its baseline (trusted on first use,
-// even none). Afterwards a skill whose contract
-// differs from its pin, and a skill the baseline lacks, are withheld; a
-// pinned skill the plugin no longer has is reported. Drift is recorded as
-// an observation of the plugin's row (Owner), with the contracts before and
-// after, once per instance and listing; a return to the baseline is
-// recorded too, so the record stays current. A skill another instance
-// recorded as changed is withheld here as well, even where this catalog
-// still matches its pin, until the operator trusts a listing.
+// even none). Afterwards a skill whose contract differs from its pin, and a
+// skill the baseline lacks, are withheld; a pinned skill the plugin no
+// longer has is reported. Drift is recorded as an observation of the
+// plugin's row (Owner), with the contracts before and after, once per
+// instance and listing; a return to the baseline is recorded too, so the
+// record stays current. A skill another instance recorded as changed is
+// withheld here as well, even where this catalog still matches its pin,
+// until the operator trusts a listing.
 //
 // Apply fails closed: a plugin whose baseline cannot be read or written
 // has all its skills withheld (with an event), and the error, naming the

@@ -23,8 +23,13 @@
 //	cat, _ := skills.New(plugins, nil)
 //	served, events, err := skilltrust.Apply(ctx, st, cat, instance)
 //
+// A long-lived process runs a Watcher instead (the gateway does): it
+// judges at start, again every re-check with a catalog built afresh, and
+// within a poll of a trust or of drift another instance recorded (Heads),
+// and hands each new result to its Serve.
+//
 // A plugin seen for the first time is trusted on first use: its skills are
-// recorded as its baseline. Afterwards a skill whose contract changed, or a
+// recorded as its baseline (a plugin with none is pinned as having none). Afterwards a skill whose contract changed, or a
 // skill the plugin did not have when it was trusted, is withheld: absent
 // from the returned catalog, its text never shown (there is no quarantine
 // with a stand-in text, as a tool has, because a skill is nothing but its
