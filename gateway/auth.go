@@ -11,13 +11,13 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/gatehouse-dev/gatehouse/gateway/internal/scopes"
 	"github.com/gatehouse-dev/gatehouse/refusal"
 	"github.com/gatehouse-dev/gatehouse/server"
 )
@@ -31,9 +31,9 @@ type authenticator struct {
 	// on is false without auth: every tool is in scope.
 	on     bool
 	tokens []tokenEntry
-	// scopes maps a static subject to its tool scopes; a nil set means
-	// every tool.
-	scopes map[string]map[string]bool
+	// scopes maps a static subject to what its scopes let it see.
+	scopes map[string]*scopes.Set
+	all    *scopes.Set // sees everything
 	// oauth verifies access tokens (nil without auth.oauth).
 	oauth *oauthAuth
 }
@@ -45,7 +45,7 @@ type tokenEntry struct {
 }
 
 func newAuthenticator(a *Auth, log *slog.Logger, now func() time.Time) (*authenticator, error) {
-	au := &authenticator{scopes: map[string]map[string]bool{}}
+	au := &authenticator{scopes: map[string]*scopes.Set{}, all: scopes.All()}
 	if a == nil {
 		return au, nil
 	}
@@ -56,15 +56,11 @@ func newAuthenticator(a *Auth, log *slog.Logger, now func() time.Time) (*authent
 		copy(e.sum[:], b)
 		e.subject, e.scopes = t.Subject, t.Scopes
 		au.tokens = append(au.tokens, e)
-		if t.Scopes == nil || containsAll(t.Scopes) {
-			au.scopes[t.Subject] = nil
+		if t.Scopes == nil {
+			au.scopes[t.Subject] = au.all
 			continue
 		}
-		set := map[string]bool{}
-		for _, s := range t.Scopes {
-			set[strings.TrimPrefix(s, "tool:")] = true
-		}
-		au.scopes[t.Subject] = set
+		au.scopes[t.Subject] = scopes.Parse(t.Scopes, false)
 	}
 	if a.OAuth != nil {
 		o, err := newOAuthAuth(a, log, now)
@@ -79,15 +75,6 @@ func newAuthenticator(a *Auth, log *slog.Logger, now func() time.Time) (*authent
 		}
 	}
 	return au, nil
-}
-
-func containsAll(scopes []string) bool {
-	for _, s := range scopes {
-		if s == "tool:*" {
-			return true
-		}
-	}
-	return false
 }
 
 // farFuture is the expiry of a static token (they do not expire; the
@@ -121,19 +108,27 @@ func (au *authenticator) verify(ctx context.Context, token string, r *http.Reque
 // subject see what each allows), else the static subject's. Without auth
 // every tool is in scope.
 func (au *authenticator) allows(subject string, info server.RequestInfo, tool string) bool {
+	return au.scopesOf(subject, info).Tool(tool)
+}
+
+// allowsSkill reports whether the caller of a request may see the served
+// skill whose prompt is projected as name, by the same scopes as allows
+// ("skill:NAME", "skill:*").
+func (au *authenticator) allowsSkill(subject string, info server.RequestInfo, name string) bool {
+	return au.scopesOf(subject, info).Skill(name)
+}
+
+// scopesOf returns what the caller of a request may see (nil: nothing).
+func (au *authenticator) scopesOf(subject string, info server.RequestInfo) *scopes.Set {
 	if !au.on {
-		return true
+		return au.all
 	}
 	if ti := info.TokenInfo; ti != nil && ti.Extra != nil {
-		if ts, ok := ti.Extra[toolScopesKey].(*toolScopes); ok {
-			return ts.allows(tool)
+		if ss, ok := ti.Extra[scopesKey].(*scopes.Set); ok {
+			return ss
 		}
 	}
-	set, ok := au.scopes[subject]
-	if !ok {
-		return false
-	}
-	return set == nil || set[tool]
+	return au.scopes[subject]
 }
 
 // identify maps the verified bearer token to its subject. Without auth every

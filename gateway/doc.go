@@ -55,6 +55,18 @@
 // store every second, so `gatehouse trust SERVER --listing FP` run by
 // another process takes effect on a running gateway.
 //
+// Skills (skills.go, package gateway/internal/skillserve): the skills of
+// the loaded plugins (a *skills.Catalog) are resources, the body at
+// skill://PLUGIN/NAME/SKILL.md and each file at skill://PLUGIN/NAME/PATH,
+// and prompts (PLUGIN__NAME, answering the body), listed beside the
+// upstreams' and answered by the gateway, never forwarded (an upstream's
+// skill: URIs and prompts under a skill's name are withheld). A token sees
+// the skills its skill:NAME or skill:* scopes allow (absent scopes mean
+// all, per kind as for tools; package gateway/internal/scopes); a hidden
+// skill answers exactly as an unknown resource or prompt. SetSkills swaps
+// the catalog atomically (trust withholds drifted skills through it) and
+// announces list_changed.
+//
 // A server whose connection is lost is restarted on the first call after a
 // backoff; meanwhile its tools answer `unavailable` (a unit of work already
 // journaled is answered from the journal). Serve shuts down gracefully:

@@ -19,10 +19,13 @@ import (
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/config"
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/executor"
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/health"
+	"github.com/gatehouse-dev/gatehouse/gateway/internal/skillserve"
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/telemetry"
 	"github.com/gatehouse-dev/gatehouse/gateway/relay"
 	"github.com/gatehouse-dev/gatehouse/plugin"
 	"github.com/gatehouse-dev/gatehouse/server"
+	"github.com/gatehouse-dev/gatehouse/skills"
+	"github.com/gatehouse-dev/gatehouse/skills/skilltrust"
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/store/dsn"
 	"github.com/gatehouse-dev/gatehouse/toolset"
@@ -99,11 +102,13 @@ type Gateway struct {
 	served *servedMap
 	pipe   *pipeline
 	trust  *trustWatcher
+	skills *skillserve.Server // the plugins' skills as resources and prompts
 	tel    *telemetry.Instruments
 	life   lifecycle
 
 	plugins []PluginStatus
-	servers []string // configured server names, in order
+	loaded  []*plugin.Plugin // the plugins that loaded
+	servers []string         // configured server names, in order
 }
 
 // lifecycle is what the gateway's life is made of: the calls and POSTs in
@@ -248,8 +253,24 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 	}
 	g.ts = g.relay.Toolset()
 	g.served = newServedMap(g.ts, log, cfg, g.auth)
+	g.skills = g.newSkills()
 	g.tel = telemetry.NewInstruments(g.st, g.life.ctx, g.sessionCount)
 	g.trust.ts, g.trust.served, g.trust.metrics = g.ts, g.served, g.tel.Metrics
+	// The skills served are judged against their baselines in the store
+	// (skilltrust: a drifted one is withheld) now, on every drift.recheck
+	// with the catalog built afresh from disk, and when the store's trust
+	// state of skills moves (a trust, another replica's drift).
+	skillTrust := skilltrust.NewWatcher(g.st, skilltrust.WatchOptions{Instance: g.exec.Instance(), Serve: g.SetSkills,
+		Build:   func() *skills.Catalog { cat, _ := skills.New(g.loaded, nil); return cat },
+		Recheck: cfg.Drift.Recheck, Poll: trustEvery, Logger: log,
+		OnEvent: func(ev skilltrust.Event) {
+			kind := telemetry.DriftRemoved
+			if ev.Withheld {
+				kind = telemetry.DriftWithheld
+			}
+			g.tel.Metrics.DriftEvent(skilltrust.Owner(ev.Plugin), kind)
+		}})
+	_ = skillTrust.Check(ctx, g.Skills(), false) // logged; a plugin it could not judge is withheld
 	if err := g.ts.Connect(ctx); err != nil {
 		return fail(fmt.Errorf("gateway: connecting servers: %w", err))
 	}
@@ -321,8 +342,11 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 	// Re-trusts made in the store by other processes take effect here
 	// within trustEvery; the watcher ends with the gateway.
 	g.trust.start()
+	if len(g.loaded) > 0 {
+		g.trust.bg.Go(func() { _ = skillTrust.Run(g.life.ctx) })
+	}
 
-	log.Info("gateway: ready", "tools", len(g.Tools()), "servers", len(g.servers), "plugins", len(g.plugins))
+	log.Info("gateway: ready", "tools", len(g.Tools()), "servers", len(g.servers), "plugins", len(g.plugins), "skills", g.Skills().Len())
 	return g, nil
 }
 
@@ -344,6 +368,7 @@ func (g *Gateway) loadPlugins() ([]toolset.Server, error) {
 			continue
 		}
 		ps.Name = res.Plugin.Manifest.Name
+		g.loaded = append(g.loaded, res.Plugin)
 		for _, d := range res.Diagnostics {
 			log.Warn("gateway: plugin diagnostic", "plugin", ps.Name, "rule", string(d.Rule), "origin", d.Origin, "message", d.Message)
 		}
@@ -405,6 +430,9 @@ func (g *Gateway) setup(s *mcp.Server) {
 		s.AddReceivingMiddleware(g.stableLists(local))
 	}
 	g.relay.Setup(s, local)
+	// Outside the relay's middleware: skill: URIs and skills' prompts are
+	// answered before any upstream could be asked.
+	s.AddReceivingMiddleware(g.skills.Middleware(local))
 	s.AddReceivingMiddleware(g.sdkFront(local))
 	g.served.add(s, g.sdkHandler(local))
 }

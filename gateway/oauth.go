@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
+	"github.com/gatehouse-dev/gatehouse/gateway/internal/scopes"
 	"github.com/gatehouse-dev/gatehouse/identity/oauth"
 )
 
@@ -27,41 +28,10 @@ import (
 // at this path followed by the endpoint's path (/mcp).
 const WellKnownProtectedResource = "/.well-known/oauth-protected-resource"
 
-// toolScopesKey keys an OAuth token's tool scopes in its
+// scopesKey keys what an OAuth token's scopes let it see (a *scopes.Set,
+// where a kind with no scope at all means every name of that kind) in its
 // auth.TokenInfo.Extra.
-const toolScopesKey = "gatehouse.toolScopes"
-
-// toolScopes are the tools a token's scopes let it see.
-type toolScopes struct {
-	all   bool
-	names map[string]bool
-}
-
-// newToolScopes maps scopes to tools as static tokens' are: "tool:NAME"
-// and "tool:*"; a token with no tool scope at all sees every tool (its
-// access is decided by requiredScopes).
-func newToolScopes(scopes []string) *toolScopes {
-	ts := &toolScopes{}
-	for _, s := range scopes {
-		name, ok := strings.CutPrefix(s, "tool:")
-		switch {
-		case !ok || name == "":
-		case name == "*":
-			ts.all = true
-		default:
-			if ts.names == nil {
-				ts.names = map[string]bool{}
-			}
-			ts.names[name] = true
-		}
-	}
-	if ts.names == nil {
-		ts.all = true
-	}
-	return ts
-}
-
-func (ts *toolScopes) allows(tool string) bool { return ts.all || ts.names[tool] }
+const scopesKey = "gatehouse.scopes"
 
 // oauthAuth verifies the access tokens of auth.oauth and writes the
 // challenges of a refused one.
@@ -159,7 +129,7 @@ func (o *oauthAuth) verify(ctx context.Context, token string, r *http.Request) (
 		}
 	}
 	return &auth.TokenInfo{UserID: id.Subject, Scopes: id.Scopes, Expiration: id.Expiry,
-		Extra: map[string]any{toolScopesKey: newToolScopes(id.Scopes)}}, nil
+		Extra: map[string]any{scopesKey: scopes.Parse(id.Scopes, true)}}, nil
 }
 
 // looksLikeJWS reports whether token has the shape of a compact JWS: three
@@ -282,7 +252,7 @@ func (g *Gateway) serveResourceMetadata(mux *http.ServeMux) {
 	}
 	if a.OAuth != nil {
 		md.AuthorizationServers = []string{a.OAuth.Issuer}
-		md.ScopesSupported = append(slices.Clip(a.OAuth.RequiredScopes), "tool:*")
+		md.ScopesSupported = append(slices.Clip(a.OAuth.RequiredScopes), "tool:*", "skill:*")
 	}
 	h := auth.ProtectedResourceMetadataHandler(md)
 	paths := []string{WellKnownProtectedResource, WellKnownProtectedResource + "/mcp"}

@@ -140,7 +140,7 @@ type oauthEnv struct {
 	upAuth   atomic.Int64 // upstream requests that carried an Authorization header
 }
 
-func newOAuthEnv(t *testing.T, bytePath bool) *oauthEnv {
+func newOAuthEnv(t *testing.T, bytePath bool, extra ...string) *oauthEnv {
 	t.Helper()
 	e := &oauthEnv{t: t, key: newOAuthKey(t, "k1"), clk: &testClock{now: time.Now()}, logs: &syncBuffer{},
 		calls: map[string]*atomic.Int64{"echo": {}, "secret": {}}}
@@ -177,7 +177,7 @@ auth:
 http: {bytePath: %v}
 servers:
   up: {type: streamable-http, url: %q}
-`, filepath.Join(dir, "g.db"), e.resource, e.is.URL, hashOf("static-token"), bytePath, us.URL+"/mcp")
+%s`, filepath.Join(dir, "g.db"), e.resource, e.is.URL, hashOf("static-token"), bytePath, us.URL+"/mcp", strings.Join(extra, ""))
 	serveAt(t, gs, dir, yml, &Options{Clock: e.clk.Now,
 		Logger: slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	return e
@@ -415,7 +415,7 @@ func TestOAuthMissingRequiredScopeGets403(t *testing.T) {
 func TestOAuthProtectedResourceMetadata(t *testing.T) {
 	e := newOAuthEnv(t, true)
 	want := map[string]any{"resource": e.resource, "authorization_servers": []any{e.is.URL},
-		"scopes_supported": []any{"mcp", "tool:*"}, "bearer_methods_supported": []any{"header"}}
+		"scopes_supported": []any{"mcp", "tool:*", "skill:*"}, "bearer_methods_supported": []any{"header"}}
 	for _, p := range []string{"/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp"} {
 		resp, err := http.Get(e.base + p)
 		if err != nil {

@@ -6,11 +6,12 @@ import "encoding/json"
 // listing of it, as `gatehouse drift list --json` prints it and the store
 // keeps it (store.Observation.Changes is a JSON array of them).
 type Change struct {
-	// Kind is ChangeTool, ChangePrompt, ChangeTemplate or
-	// ChangeInstructions.
+	// Kind is ChangeTool, ChangePrompt, ChangeTemplate,
+	// ChangeInstructions or ChangeSkill.
 	Kind string `json:"kind"`
 	// Name is the item's identity on its server (a tool's or prompt's
-	// name, a template's URI template; "" for instructions), exactly as
+	// name, a template's URI template, a skill's name within its plugin;
+	// "" for instructions), exactly as
 	// published: never print it to a person or a model unescaped.
 	Name string `json:"name"`
 	// Change is ChangeChanged, ChangeAdded or ChangeRemoved.
@@ -29,6 +30,9 @@ const (
 	ChangePrompt       = "prompt"
 	ChangeTemplate     = "template"
 	ChangeInstructions = "instructions"
+	// ChangeSkill: a skill of a plugin (package skills/skilltrust), in
+	// the baseline its plugin's skills are pinned in.
+	ChangeSkill = "skill"
 
 	ChangeChanged = "changed"
 	ChangeAdded   = "added"

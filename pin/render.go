@@ -111,11 +111,12 @@ var fieldOrder = map[string][]string{
 	ChangeTool:     {"name", "title", "description", "inputSchema", "outputSchema", "annotations"},
 	ChangePrompt:   {"name", "title", "description", "arguments"},
 	ChangeTemplate: {"uriTemplate", "name", "title", "description", "mimeType", "annotations"},
+	ChangeSkill:    {"plugin", "name", "description", "body", "bodyTruncated", "bodySha256", "files"},
 }
 
 // identity is the field a kind's Change.Name repeats, not shown again
 // when it says the same.
-var identity = map[string]string{ChangeTool: "name", ChangePrompt: "name", ChangeTemplate: "uriTemplate"}
+var identity = map[string]string{ChangeTool: "name", ChangePrompt: "name", ChangeTemplate: "uriTemplate", ChangeSkill: "name"}
 
 func (r *renderer) change(c Change) {
 	sym, word := "?", quoteIfNeeded(c.Change)
@@ -188,7 +189,7 @@ func (r *renderer) fields(c Change, before, after map[string]any) {
 			continue
 		}
 		switch k {
-		case "description":
+		case "description", "body":
 			if o, ok := strOr(old, oldOK); ok {
 				if n, ok := strOr(cur, curOK); ok {
 					r.text(k, o, n)

@@ -27,12 +27,17 @@ const (
 	// kind was pinned is told apart from one that pinned an empty list.
 	// Value is PinnedMarker.
 	KindMarker BaselineKind = "marker"
+	// KindSkill: a skill's fingerprint (its contract: name, description,
+	// the body's hash and the file list with hashes), by skill name, in
+	// the baseline of the plugin whose skills it pins (package
+	// skills/skilltrust).
+	KindSkill BaselineKind = "skill"
 )
 
-// Valid reports whether k is one of the five kinds.
+// Valid reports whether k is one of the six kinds.
 func (k BaselineKind) Valid() bool {
 	switch k {
-	case KindTool, KindPrompt, KindTemplate, KindInstructions, KindMarker:
+	case KindTool, KindPrompt, KindTemplate, KindInstructions, KindMarker, KindSkill:
 		return true
 	}
 	return false

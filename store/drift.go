@@ -21,14 +21,14 @@ func storable(s string) string {
 }
 
 // Validate reports whether every store can hold k, with an error wrapping
-// ErrInvalid when not: its Kind must be one of the five; the instructions'
+// ErrInvalid when not: its Kind must be one of the six; the instructions'
 // Name must be ""; any other Name may be any string that is valid UTF-8
 // and holds no NUL byte (PostgreSQL text can hold no other, so no store
 // accepts one, and a caller can tell in advance which names it must keep
 // out of a baseline).
 func (k BaselineKey) Validate() error {
 	if !k.Kind.Valid() {
-		return fmt.Errorf("%w: baseline entry %q: unknown kind %q (want tool, prompt, template, instructions or marker)", ErrInvalid, k.Name, string(k.Kind))
+		return fmt.Errorf("%w: baseline entry %q: unknown kind %q (want tool, prompt, template, instructions, marker or skill)", ErrInvalid, k.Name, string(k.Kind))
 	}
 	if k.Kind == KindInstructions && k.Name != "" {
 		return fmt.Errorf("%w: baseline entry %s: the instructions entry has the name \"\", not %q", ErrInvalid, k, k.Name)

@@ -51,7 +51,7 @@ type ServerStore interface {
 	// replaced, whatever the new value. It returns how many entries were
 	// added (the version is bumped when that is not zero), and ErrNotFound
 	// if the server row does not exist; ErrInvalid (nothing saved) for
-	// entries that fail Baseline.Validate: a Kind not one of the five, a
+	// entries that fail Baseline.Validate: a Kind not one of the six, a
 	// name or value no store can hold.
 	SaveBaseline(ctx context.Context, serverID string, entries Baseline) (added int, err error)
 	// GetBaseline returns the server's baseline (empty, non-nil, when none

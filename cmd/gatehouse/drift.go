@@ -55,8 +55,12 @@ func newDriftListCmd() *cobra.Command {
 			"listing of it, made since its baseline was last trusted, differs from that baseline; the latest such\n" +
 			"observation is shown. Review one with `gatehouse drift show SERVER` and accept exactly what you\n" +
 			"reviewed with `gatehouse trust SERVER --listing FINGERPRINT`.\n\n" +
+			"The skills of a plugin are pinned like a server's tools, under the row \"skills:<plugin>\": a skill\n" +
+			"whose SKILL.md or files changed on disk, or one the plugin gained, is listed here as a change of kind\n" +
+			"\"skill\" (and withheld until trusted: `gatehouse trust skills:<plugin> --listing FINGERPRINT`).\n\n" +
 			"With --json: {\"servers\": [{\"server\", \"id\", \"listing\", \"seenAt\", \"seenBy\", \"changes\": [...]}]},\n" +
-			"sorted by row ID; each change is {\"kind\", \"name\", \"change\", \"before\", \"after\"}.",
+			"sorted by row ID; each change is {\"kind\", \"name\", \"change\", \"before\", \"after\"} (kind: tool, prompt,\n" +
+			"template, instructions or skill).",
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			st, err := sf.open(cmd.Context())
@@ -201,7 +205,8 @@ func newDriftShowCmd() *cobra.Command {
 			"which instance it was seen, and each change against the trusted baseline: descriptions line by line,\n" +
 			"schemas and annotations field by field. Characters that hide or reorder text (zero-width, bidi\n" +
 			"controls, tag characters, controls, invalid UTF-8) are shown as escapes like ⟦U+200B⟧.\n\n" +
-			"SERVER is the server's name, or its store row ID when several servers share the name.",
+			"SERVER is the server's name, or its store row ID when several servers share the name;\n" +
+			"\"skills:<plugin>\" for the skills of a plugin (a skill's SKILL.md and files are shown by hash).",
 		Args: exactArgs(1, "one SERVER (a server name or store row ID)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			st, err := sf.open(cmd.Context())

@@ -12,6 +12,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/plugin"
+	"github.com/gatehouse-dev/gatehouse/skills"
+	"github.com/gatehouse-dev/gatehouse/skills/skilltrust"
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/toolset"
 )
@@ -35,7 +39,9 @@ func newTrustCmd() *cobra.Command {
 			"Either way quarantined tools become active and withheld ones visible, here and in every process that\n" +
 			"watches the store (a running `gatehouse serve` notices within seconds).\n\n" +
 			"SERVER is the server's name, or its store row ID (\"<plugin>/<server>\", or \"config:<server>\"\n" +
-			"for a server of the config) when several servers share the name.\n\n" +
+			"for a server of the config) when several servers share the name. \"skills:<plugin>\" names the\n" +
+			"skills of a plugin, pinned like a server's tools: without --listing, the plugin's skills as they are\n" +
+			"on disk now (SKILL.md and every file, by hash) become their trusted baseline.\n\n" +
 			"The store is --store, else $GATEHOUSE_STORE, else the config's store, else\n" +
 			"sqlite:.gatehouse/gatehouse.db in the working directory.",
 		Args: exactArgs(1, "one SERVER (a server name or store row ID)"),
@@ -53,6 +59,9 @@ func newTrustCmd() *cobra.Command {
 			cfg, err := sf.loadConfig()
 			if err != nil {
 				return err
+			}
+			if name, ok := skilltrust.PluginOf(args[0]); ok {
+				return trustSkills(cmd, &sf, cfg, plugins, name, asJSON)
 			}
 			servers, _ := collectServers(cfg, plugins)
 			if len(servers) == 0 {
@@ -214,5 +223,64 @@ func writeTrustRecord(out io.Writer, rec toolset.TrustRecord) error {
 		fmt.Fprintf(tw, "(resource template) %s\t%s\n", oneLine(r.Name), r.Fingerprint)
 	}
 	fmt.Fprintf(tw, "(instructions)\t%s\n", rec.Instructions)
+	return tw.Flush()
+}
+
+// trustSkills re-trusts the skills of the plugin name as the plugins of the
+// config and --plugin have them on disk now (skilltrust.Retrust).
+func trustSkills(cmd *cobra.Command, sf *storeFlags, cfg *gateway.Config, extra []string, name string, asJSON bool) error {
+	id := skilltrust.Owner(name)
+	dirs := append(cfg.PluginDirs(), extra...)
+	if len(dirs) == 0 {
+		return usagef("trust %s: no plugin is configured: give --plugin DIR or --config FILE (or --listing FINGERPRINT to trust an observed listing from the store)", oneLine(id))
+	}
+	var ps []*plugin.Plugin
+	for _, dir := range dirs {
+		res := plugin.Load(dir)
+		if res.Plugin != nil && res.Plugin.Manifest.Name != name {
+			continue
+		}
+		for _, d := range res.Diagnostics {
+			fmt.Fprintf(cmd.ErrOrStderr(), "gatehouse: %s\n", escaped(d.String()))
+		}
+		if res.Plugin != nil {
+			ps = append(ps, res.Plugin)
+		}
+	}
+	cat, ds := skills.New(ps, nil)
+	for _, d := range ds {
+		fmt.Fprintf(cmd.ErrOrStderr(), "gatehouse: %s\n", escaped(d.String()))
+	}
+	st, err := sf.open(cmd.Context())
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	rec, err := skilltrust.Retrust(cmd.Context(), st, cat, name)
+	if err != nil {
+		return fmt.Errorf("trust %s: %w", oneLine(id), err)
+	}
+	if asJSON {
+		return writeJSON(cmd.OutOrStdout(), rec)
+	}
+	out := cmd.OutOrStdout()
+	fmt.Fprintf(out, "re-trusted the skills of plugin %s (row %s): %d skills recorded, %d old baseline entries cleared\n",
+		oneLine(rec.Plugin), oneLine(rec.ID), len(rec.Skills), rec.Cleared)
+	fmt.Fprintf(out, "listing %s\n", oneLine(rec.Listing))
+	if len(rec.Changes) > 0 {
+		fmt.Fprintf(out, "accepted changes: %s\n", summarize(rec.Changes))
+		if err := renderChanges(out, rec.Changes); err != nil {
+			return err
+		}
+		fmt.Fprintln(out)
+	}
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SKILL\tFINGERPRINT")
+	for _, s := range rec.Skills {
+		fmt.Fprintf(tw, "%s\t%s\n", oneLine(s.Name), s.Fingerprint)
+	}
+	for _, n := range rec.Unpinnable {
+		fmt.Fprintf(tw, "%s\t(cannot be pinned: withheld)\n", oneLine(n))
+	}
 	return tw.Flush()
 }

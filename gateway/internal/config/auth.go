@@ -57,9 +57,9 @@ func (c *Config) checkOAuth() error {
 		case !scopeToken(s):
 			return c.errf(f, "use a scope name as the authorization server issues it, such as mcp (printable ASCII, no space, quote or backslash)",
 				"%q is not a scope (RFC 6749 §3.3)", s)
-		case strings.HasPrefix(s, "tool:"):
-			return c.errf(f, "leave tool scopes to the tokens: they choose which tools a token sees; requiredScopes are what every token must have",
-				"%q is a tool scope", s)
+		case strings.HasPrefix(s, "tool:"), strings.HasPrefix(s, "skill:"):
+			return c.errf(f, "leave tool and skill scopes to the tokens: they choose which tools and skills a token sees; requiredScopes are what every token must have",
+				"%q is a %s scope", s, s[:strings.IndexByte(s, ':')])
 		case seen[s]:
 			return c.errf(f, "list each scope once", "%q is listed twice", s)
 		}
@@ -142,6 +142,17 @@ func checkAuthURL(s string, noQuery bool) error {
 		return fmt.Errorf("has a query")
 	}
 	return nil
+}
+
+// visibilityScope reports whether s is a scope of a static token: "tool:"
+// or "skill:" followed by a projected name or "*".
+func visibilityScope(s string) bool {
+	for _, kind := range []string{"tool:", "skill:"} {
+		if name, ok := strings.CutPrefix(s, kind); ok {
+			return name != ""
+		}
+	}
+	return false
 }
 
 // scopeToken reports whether s is an RFC 6749 scope-token: one or more of

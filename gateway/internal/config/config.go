@@ -230,7 +230,10 @@ type Introspection struct {
 type Token struct {
 	SHA256  string `yaml:"sha256" json:"sha256"`
 	Subject string `yaml:"subject" json:"subject"`
-	// Scopes are "tool:<projected name>" or "tool:*"; absent means every tool.
+	// Scopes are "tool:<projected name>" or "tool:*" (the tools the token
+	// sees) and "skill:<projected name>" or "skill:*" (the served skills it
+	// sees, docs/skills.md); absent means every tool and every skill, and a
+	// list without a scope of one kind means none of that kind.
 	Scopes []string `yaml:"scopes" json:"scopes"`
 }
 

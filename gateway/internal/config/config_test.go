@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -26,7 +27,7 @@ auth:
   tokens:
     - sha256: 5E884898DA28047151D0E56F8DC6292773603D0D6AABBDD62A11EF721D1542D8
       subject: acme-ltd
-      scopes: ["tool:bank__balance"]
+      scopes: ["tool:bank__balance", "skill:acme__greet", "skill:*"]
 tools:
   requireApproval: [bank__transfer]
   repeatable: [bank__balance]
@@ -58,6 +59,9 @@ func TestParseFullConfig(t *testing.T) {
 	tok := c.Auth.Tokens[0]
 	if tok.SHA256 != "5e884898da28047151d0e56f8dc6292773603d0d6aabbdd62a11ef721d1542d8" || tok.Subject != "acme-ltd" {
 		t.Errorf("token %+v (hash should be lower-cased)", tok)
+	}
+	if !slices.Equal(tok.Scopes, []string{"tool:bank__balance", "skill:acme__greet", "skill:*"}) {
+		t.Errorf("token scopes %q", tok.Scopes)
 	}
 	if c.RateLimit.MaxCalls != 100 || c.RateLimit.Window != time.Minute {
 		t.Errorf("rate limit %+v", c.RateLimit)
@@ -106,7 +110,9 @@ func TestConfigErrors(t *testing.T) {
 		{"token in clear", "auth: {tokens: [{sha256: hunter2, subject: a}]}\n", "auth.tokens[0].sha256", "64 hexadecimal"},
 		{"duplicate token", "auth: {tokens: [{sha256: " + hash + ", subject: a}, {sha256: " + strings.ToUpper(hash) + ", subject: b}]}\n", "auth.tokens[1].sha256", "twice"},
 		{"no subject", "auth: {tokens: [{sha256: " + hash + "}]}\n", "auth.tokens[0].subject", "required"},
-		{"bad scope", "auth: {tokens: [{sha256: " + hash + ", subject: a, scopes: [bank__x]}]}\n", "auth.tokens[0].scopes[0]", "not a tool scope"},
+		{"bad scope", "auth: {tokens: [{sha256: " + hash + ", subject: a, scopes: [bank__x]}]}\n", "auth.tokens[0].scopes[0]", "not a tool or skill scope"},
+		{"empty skill scope", "auth: {tokens: [{sha256: " + hash + ", subject: a, scopes: ['tool:x', 'skill:']}]}\n", "auth.tokens[0].scopes[1]", "not a tool or skill scope"},
+		{"skills scope", "auth: {tokens: [{sha256: " + hash + ", subject: a, scopes: ['skills:x']}]}\n", "auth.tokens[0].scopes[0]", "not a tool or skill scope"},
 		{"allow and block", "tools: {allow: [a], block: [b]}\n", "tools", "mutually exclusive"},
 		{"zero rate", "rateLimit: {maxCalls: 0, window: 1m}\n", "rateLimit.maxCalls", "positive"},
 		{"tiny window", "rateLimit: {maxCalls: 1, window: 1ms}\n", "rateLimit.window", "too short"},
@@ -167,6 +173,7 @@ func TestConfigErrors(t *testing.T) {
 		{"required scope with quote", "auth: {resource: 'https://gw.example.com/mcp', oauth: {issuer: 'https://idp.example.com', requiredScopes: [mcp, 'a\"b']}}\n", "auth.oauth.requiredScopes[1]", "not a scope"},
 		{"required scope empty", "auth: {resource: 'https://gw.example.com/mcp', oauth: {issuer: 'https://idp.example.com', requiredScopes: ['']}}\n", "auth.oauth.requiredScopes[0]", "not a scope"},
 		{"required tool scope", "auth: {resource: 'https://gw.example.com/mcp', oauth: {issuer: 'https://idp.example.com', requiredScopes: ['tool:*']}}\n", "auth.oauth.requiredScopes[0]", "tool scope"},
+		{"required skill scope", "auth: {resource: 'https://gw.example.com/mcp', oauth: {issuer: 'https://idp.example.com', requiredScopes: [mcp, 'skill:hello__greet']}}\n", "auth.oauth.requiredScopes[1]", "is a skill scope"},
 		{"required scope twice", "auth: {resource: 'https://gw.example.com/mcp', oauth: {issuer: 'https://idp.example.com', requiredScopes: [mcp, mcp]}}\n", "auth.oauth.requiredScopes[1]", "twice"},
 		{"subject claim iss", "auth: {resource: 'https://gw.example.com/mcp', oauth: {issuer: 'https://idp.example.com', subjectClaim: iss}}\n", "auth.oauth.subjectClaim", "cannot identify"},
 		{"subject claim with space", "auth: {resource: 'https://gw.example.com/mcp', oauth: {issuer: 'https://idp.example.com', subjectClaim: 'a b'}}\n", "auth.oauth.subjectClaim", "cannot identify"},

@@ -165,8 +165,8 @@ func (c *Config) validate() error {
 				return c.errf(f+".subject", "name who holds the token, e.g. subject: acme-ltd", "subject is required")
 			}
 			for j, s := range t.Scopes {
-				if !strings.HasPrefix(s, "tool:") || len(s) == len("tool:") {
-					return c.errf(fmt.Sprintf("%s.scopes[%d]", f, j), `use "tool:<projected name>" or "tool:*"`, "%q is not a tool scope", s)
+				if !visibilityScope(s) {
+					return c.errf(fmt.Sprintf("%s.scopes[%d]", f, j), `use "tool:<projected name>", "tool:*", "skill:<projected name>" or "skill:*"`, "%q is not a tool or skill scope", s)
 				}
 			}
 			// Visibility is decided per subject: two tokens of one subject
