@@ -1,0 +1,3 @@
+package openai_test
+
+func crashChild() int { return 2 }
