@@ -134,16 +134,19 @@ func sameJSON(a, b []byte) bool {
 	return bytes.Equal(ca.Bytes(), cb.Bytes())
 }
 
-// argsOf turns the arguments a model wrote into the call's arguments: the
-// JSON as it is, nothing for an empty string, and anything that is not
-// JSON as a JSON string (which the executor answers as arguments that are
-// not an object, and which stays recordable in the journal).
+// argsOf turns the arguments a model wrote into the call's arguments: a
+// JSON object compacted (so a live turn and its replay from the journal
+// send the same bytes), nothing for an empty string, and anything else —
+// not JSON, or JSON that is not an object — as a JSON string, which the
+// executor answers as arguments that are not an object and which stays
+// recordable in the journal. argsText gives the model's text back.
 func argsOf(s string) json.RawMessage {
 	if s == "" {
 		return nil
 	}
-	if json.Valid([]byte(s)) {
-		return json.RawMessage(s)
+	var buf bytes.Buffer
+	if t := bytes.TrimLeft([]byte(s), " \t\r\n"); len(t) > 0 && t[0] == '{' && json.Compact(&buf, []byte(s)) == nil {
+		return buf.Bytes()
 	}
 	b, _ := json.Marshal(s)
 	return b

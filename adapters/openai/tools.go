@@ -100,7 +100,27 @@ func parameters(d loop.ToolDef) (map[string]any, error) {
 	if _, ok := m["type"]; !ok {
 		m["type"] = "object"
 	}
+	exactNumbers(m)
 	return m, nil
+}
+
+// exactNumbers replaces the json.Numbers of a decoded schema with their
+// JSON text as a json.RawMessage: the SDK's encoder writes a json.Number
+// as a string, and a float64 rounds integers past 2^53.
+func exactNumbers(v any) any {
+	switch v := v.(type) {
+	case json.Number:
+		return json.RawMessage(v)
+	case map[string]any:
+		for k, x := range v {
+			v[k] = exactNumbers(x)
+		}
+	case []any:
+		for i, x := range v {
+			v[i] = exactNumbers(x)
+		}
+	}
+	return v
 }
 
 // DeferredToolsetTools returns a toolset's tools for the Responses API
