@@ -17,6 +17,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/adapters/openai/openaitest"
 	"github.com/gatehouse-dev/gatehouse/durable"
 	"github.com/gatehouse-dev/gatehouse/durable/loop"
+	"github.com/gatehouse-dev/gatehouse/internal/fixture/agentcrash"
 	"github.com/gatehouse-dev/gatehouse/internal/fixture/effectserver"
 	"github.com/gatehouse-dev/gatehouse/plugin"
 	"github.com/gatehouse-dev/gatehouse/store"
@@ -28,15 +29,16 @@ import (
 const envRole = "ADAPTER_OPENAI_TEST_ROLE"
 
 func TestMain(m *testing.M) {
-	switch os.Getenv(envRole) {
-	case "effectserver":
+	agentcrash.Main(func(ctx context.Context, env *agentcrash.Env) error {
+		_, err := crashAgent(ctx, env)
+		return err
+	})
+	if os.Getenv(envRole) == "effectserver" {
 		if err := effectserver.Main(nil); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
 		os.Exit(0)
-	case "crashchild":
-		os.Exit(crashChild())
 	}
 	goleak.VerifyTestMain(m)
 }
