@@ -182,19 +182,6 @@ func checkFunction(name string, params json.RawMessage, at string, seen map[stri
 	return "", ""
 }
 
-// textOf returns a content's text: the string, or its parts' texts
-// joined by newlines.
-func textOf(raw json.RawMessage) string {
-	out := ""
-	for i, p := range Parts(raw) {
-		if i > 0 {
-			out += "\n"
-		}
-		out += p
-	}
-	return out
-}
-
 // Parts returns the text of each part of a message or tool output (one
 // part for a string content), for assertions on request bodies.
 func Parts(raw json.RawMessage) []string {

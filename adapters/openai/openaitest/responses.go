@@ -83,13 +83,6 @@ func modelItem(it InputItem) bool {
 	return false
 }
 
-// respState is what the server keeps of a response it gave, for a request
-// that continues it with previous_response_id.
-type respState struct {
-	turns   int
-	pending []string // the calls it made, to be answered by the next request
-}
-
 func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 	var req responsesRequest
 	body, ok := s.read(w, r, &req)
