@@ -94,7 +94,7 @@ func parameters(d loop.ToolDef) (map[string]any, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var m map[string]any
-	if err := dec.Decode(&m); err != nil || m == nil {
+	if err := dec.Decode(&m); err != nil || m == nil || !json.Valid(raw) {
 		return nil, fmt.Errorf("%w: tool %q", ErrSchema, d.Name)
 	}
 	if _, ok := m["type"]; !ok {

@@ -260,7 +260,7 @@ func TestDeferredLoading(t *testing.T) {
 // TestBadSchema: a tool whose schema is not a JSON object is an error
 // naming it, before anything is sent.
 func TestBadSchema(t *testing.T) {
-	for _, schema := range []string{`[]`, `"object"`, `null`, `{"type":`, `42`} {
+	for _, schema := range []string{`[]`, `"object"`, `null`, `{"type":`, `42`, `{"type":"object"} {}`} {
 		defs := []loop.ToolDef{{Name: "ok", InputSchema: json.RawMessage(`{"type":"object"}`)}, {Name: "bad", InputSchema: json.RawMessage(schema)}}
 		if _, err := openai.ResponsesTools(defs, nil); !errors.Is(err, openai.ErrSchema) || !strings.Contains(err.Error(), `"bad"`) {
 			t.Errorf("responses, schema %s: err %v", schema, err)
