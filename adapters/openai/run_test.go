@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gatehouse-dev/gatehouse/adapters/openai"
 	"github.com/gatehouse-dev/gatehouse/adapters/openai/openaitest"
@@ -145,6 +146,60 @@ func TestRunOverBothAPIs(t *testing.T) {
 				if b0["instructions"] != "You are a cashier." {
 					t.Errorf("instructions %v", b0["instructions"])
 				}
+			}
+		})
+	}
+}
+
+// TestRunPausesForApproval: a call needing approval pauses the run after
+// its sibling ran; once approved, the same loop.Run resumes: turn 0 is
+// replayed without a request, the charge runs once, and the model reads
+// its result in turn 1 under the same call_id.
+func TestRunPausesForApproval(t *testing.T) {
+	for _, api := range apis {
+		t.Run(api, func(t *testing.T) {
+			ctx := ctxT(t)
+			ts, file := openEffects(t, nil)
+			st := sqliteStore(t, "")
+			srv := openaitest.NewServer(
+				openaitest.Reply{Calls: []openaitest.Call{
+					{ID: "call_big", Name: "pay__charge", Args: `{"amount":900}`},
+					{ID: "call_small", Name: "pay__charge_once", Args: `{"amount":1}`},
+				}},
+				openaitest.Reply{Text: "both charged"},
+			)
+			defer srv.Close()
+			opts := loop.Options{RunID: "run-ap", Journal: newJournal(t, st), Model: newModel(api, srv),
+				Tools: toolsetTools(t, ts), Guard: approveCharges, Prompt: "Charge 900 and 1."}
+			res, err := loop.Run(ctx, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !res.Paused || len(res.ApprovalIDs) != 1 {
+				t.Fatalf("paused %v, approvals %v", res.Paused, res.ApprovalIDs)
+			}
+			if got := effects(t, file); len(got) != 1 || got["run-ap:call_small"] != 1 {
+				t.Fatalf("effects while paused %v", got)
+			}
+			if _, err := st.DecideApproval(ctx, res.ApprovalIDs[0], true, "ops", time.Now()); err != nil {
+				t.Fatal(err)
+			}
+			res, err = loop.Run(ctx, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Paused || res.Text != "both charged" || res.ReplayedTurns != 1 {
+				t.Fatalf("resumed: %+v", res)
+			}
+			if got := effects(t, file); len(got) != 2 || got["run-ap:call_big"] != 1 || got["run-ap:call_small"] != 1 {
+				t.Fatalf("effects after approval %v", got)
+			}
+			if r := srv.Requests(); r != 2 {
+				t.Fatalf("%d model requests, want 2", r)
+			}
+			_, outputs := conversation(t, api, srv.Bodies()[1])
+			if !strings.Contains(outputs["call_big"][0], "charged 900 for run-ap:call_big") {
+				t.Fatalf("call_big sent as %q", outputs["call_big"])
 			}
 		})
 	}
