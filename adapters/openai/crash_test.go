@@ -17,13 +17,12 @@ import (
 // the "#" of env.ModelURL.
 func crashAgent(ctx context.Context, env *agentcrash.Env) (*loop.Result, error) {
 	base, api, _ := strings.Cut(env.ModelURL, "#")
-	srv := &openaitest.Server{URL: base}
 	var m loop.Model
 	switch api {
 	case "chat":
-		m = openai.NewChatModel(client(srv), "gpt-test")
+		m = openai.NewChatModel(clientAt(base), "gpt-test")
 	case "responses":
-		m = openai.NewResponsesModel(client(srv), "gpt-test")
+		m = openai.NewResponsesModel(clientAt(base), "gpt-test")
 	default:
 		return nil, errors.New("crash agent: no API in the model URL")
 	}

@@ -121,8 +121,11 @@ func newJournal(t testing.TB, s store.Store) *durable.Journal {
 }
 
 // client is the real SDK client pointed at the wire server.
-func client(srv *openaitest.Server) oai.Client {
-	return oai.NewClient(option.WithBaseURL(srv.URL+"/v1"), option.WithAPIKey("test-key"), option.WithMaxRetries(0))
+func client(srv *openaitest.Server) oai.Client { return clientAt(srv.URL) }
+
+// clientAt is the real SDK client pointed at a wire server's URL.
+func clientAt(url string) oai.Client {
+	return oai.NewClient(option.WithBaseURL(url+"/v1"), option.WithAPIKey("test-key"), option.WithMaxRetries(0))
 }
 
 // body decodes a raw request body.
