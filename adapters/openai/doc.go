@@ -1,0 +1,65 @@
+// Package openai puts Gatehouse tools and the durable run loop on the
+// OpenAI API, through the official Go SDK (github.com/openai/openai-go/v3):
+// the Responses API and Chat Completions.
+//
+//	import (
+//		oai "github.com/openai/openai-go/v3"
+//		"github.com/gatehouse-dev/gatehouse/adapters/openai"
+//	)
+//
+//	ts, err := toolset.Open(ctx, servers, nil)              // MCP servers, projected and guarded
+//	tools, err := loop.ToolsetTools(ctx, ts)                // or loop.SessionTools for a gateway session
+//	st, err := sqlite.Open(ctx, "agent.db", nil)
+//	journal, err := durable.NewJournal(st, &durable.JournalOptions{Approvals: st})
+//	model := openai.NewResponsesModel(oai.NewClient(), "gpt-5") // OPENAI_API_KEY; or NewChatModel
+//	res, err := loop.Run(ctx, loop.Options{RunID: "ticket-42", Journal: journal,
+//		Model: model, Tools: tools, Prompt: "Refund order 42."})
+//	// killed mid-run? The same loop.Run resumes: recorded turns are not
+//	// asked again, recorded calls not sent again.
+//
+// # What it gives
+//
+// Tool definitions: ResponsesTools and ChatTools turn the loop's tools
+// (loop.ToolDef, e.g. loop.Executor.Tools) into the SDK's function tools,
+// names as the toolset projected them (OpenAI's ^[a-zA-Z0-9_-]{1,64}$)
+// and input schemas whole: $defs, $ref, oneOf and nested objects are
+// sent as they are, numbers exactly, and a schema without a top-level
+// "type" gets "type": "object", which the API requires. Strict mode is off
+// (ToolOptions.Strict turns it on): MCP schemas rarely fit its subset.
+//
+// Deferred loading: the Responses API can keep functions out of the
+// model's context until its tool search loads them (defer_loading and a
+// {"type": "tool_search"} tool). DeferredToolsetTools uses it in place of
+// the toolset's disclosure tiers: the tools of a server over the toolset's
+// budget get their full schemas back and are deferred, and
+// mcp__describe_tool is left out. Chat Completions has no such thing: it
+// gets the toolset's tiers and mcp__describe_tool, as loop.ToolsetTools
+// gives them.
+//
+// Calls: CallResponses (a response's function_call items in,
+// function_call_output items out) and CallChat (an assistant message's
+// tool_calls in, tool messages out) make the model's calls through a
+// loop.Executor: in parallel, each through the journal and the guard
+// under the run's ID and the provider's call ID, so the MCP server sees
+// _meta.idempotencyKey "runID:callID" and a call made again is replayed
+// from the journal, not sent. Refusals (approval_required, denied,
+// in_doubt, quarantined, rate_limited, ...) and tool errors become
+// results the model reads: the text ("[code] message", "error: ...") and,
+// when the result carries structured content (a refusal's code,
+// retryable and approvalId; a tool's structuredContent), that content as
+// JSON in a second text part. Only run_busy and a journal that cannot
+// record are Go errors. An approval_required outcome carries its
+// ApprovalID: decide it (gatehouse approvals approve), then execute the
+// same output again and the call runs once.
+//
+// Models: ResponsesModel and ChatModel are loop.Models. Each turn sends
+// the whole conversation (no previous_response_id: what a resumed run
+// sends is exactly what its journal holds), and the calls' IDs are the
+// API's call_id / tool call id, recorded with the turn, so a resume sends
+// the same IDs and the results that go with them. Reasoning items are not
+// carried between turns; the function calls are sent back without their
+// item IDs, which the API accepts.
+//
+// Package openaitest is a local server speaking both wire formats (non-
+// streaming), for tests and for running an agent without a key.
+package openai
