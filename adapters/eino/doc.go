@@ -1,0 +1,3 @@
+// Package eino connects Gatehouse's durable tool calls and run loop to
+// eino (github.com/cloudwego/eino).
+package eino
