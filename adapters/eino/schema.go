@@ -177,7 +177,9 @@ func isSchema(v json.RawMessage) bool {
 
 func isSchemaList(v json.RawMessage) bool {
 	var items []json.RawMessage
-	if len(v) == 0 || v[0] != '[' || json.Unmarshal(v, &items) != nil {
+	// An empty list (or map, below) would be dropped by the struct's
+	// omitempty: it is carried in Extras instead.
+	if len(v) == 0 || v[0] != '[' || json.Unmarshal(v, &items) != nil || len(items) == 0 {
 		return false
 	}
 	for _, it := range items {
@@ -190,7 +192,7 @@ func isSchemaList(v json.RawMessage) bool {
 
 func isSchemaMap(v json.RawMessage) bool {
 	ms, err := orderedMembers(v)
-	if err != nil {
+	if err != nil || len(ms) == 0 {
 		return false
 	}
 	for _, m := range ms {
