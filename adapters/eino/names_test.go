@@ -146,7 +146,7 @@ func TestNamesLegalAndSchemasWhole(t *testing.T) {
 	}
 }
 
-func memStore(t *testing.T) *memory.Store {
+func memStore(t testing.TB) *memory.Store {
 	t.Helper()
 	s, err := memory.New(nil)
 	if err != nil {
