@@ -17,6 +17,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/adapters/eino/einotest"
 	"github.com/gatehouse-dev/gatehouse/durable"
 	"github.com/gatehouse-dev/gatehouse/durable/loop"
+	"github.com/gatehouse-dev/gatehouse/internal/fixture/agentcrash"
 	"github.com/gatehouse-dev/gatehouse/internal/fixture/effectserver"
 	"github.com/gatehouse-dev/gatehouse/plugin"
 	"github.com/gatehouse-dev/gatehouse/store"
@@ -28,6 +29,7 @@ import (
 const envRole = "EINO_TEST_ROLE"
 
 func TestMain(m *testing.M) {
+	agentcrash.Main(crashAgent) // returns unless this process is a crash test's child
 	switch os.Getenv(envRole) {
 	case "effectserver":
 		if err := effectserver.Main(nil); err != nil {
