@@ -1,0 +1,2 @@
+// Package fantasy connects Gatehouse to charm.land/fantasy.
+package fantasy
