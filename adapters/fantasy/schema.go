@@ -19,8 +19,10 @@ var ErrSchema = errors.New("fantasy: invalid input schema")
 // (definitions that use each other can grow exponentially when inlined).
 const maxExpansion = 20000
 
-// decodeSchema decodes a tool's input schema, numbers kept as written.
-// An absent schema is {"type":"object"}.
+// decodeSchema decodes a tool's input schema. Numbers are int64 when
+// they are integers that fit, else float64 (the SDKs fantasy's providers
+// use write a json.Number as a string). An absent schema is
+// {"type":"object"}.
 func decodeSchema(raw json.RawMessage) (map[string]any, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 {
@@ -38,7 +40,30 @@ func decodeSchema(raw json.RawMessage) (map[string]any, error) {
 	if err := d.Decode(&m); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrSchema, err)
 	}
-	return m, nil
+	return numbers(m).(map[string]any), nil
+}
+
+// numbers replaces the json.Numbers in v, in place.
+func numbers(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, e := range v {
+			v[k] = numbers(e)
+		}
+	case []any:
+		for i, e := range v {
+			v[i] = numbers(e)
+		}
+	case json.Number:
+		if i, err := v.Int64(); err == nil {
+			return i
+		}
+		if f, err := v.Float64(); err == nil {
+			return f
+		}
+		return v.String() // beyond float64: kept as its text
+	}
+	return v
 }
 
 // flat is a schema as fantasy's ToolInfo carries it.
