@@ -1,0 +1,78 @@
+package fantasy_test
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"charm.land/fantasy"
+
+	ghfantasy "github.com/gatehouse-dev/gatehouse/adapters/fantasy"
+	"github.com/gatehouse-dev/gatehouse/adapters/fantasy/fantasytest"
+	"github.com/gatehouse-dev/gatehouse/durable/loop"
+)
+
+// TestAgentStreamsParallelTools: fantasy's agent streaming (the
+// chat.completion.chunk events of fantasytest) dispatches the adapter's
+// tools, which say they may run in parallel; both calls are journaled
+// under their IDs and the next request carries both results.
+func TestAgentStreamsParallelTools(t *testing.T) {
+	ts, file := openToolset(t)
+	srv := wireServer(t,
+		fantasytest.Reply{Calls: []fantasytest.Call{
+			{ID: "p1", Name: "pay__charge", Args: `{"amount":1}`},
+			{ID: "p2", Name: "pay__charge", Args: `{"amount":2}`},
+		}},
+		fantasytest.Reply{Text: "Charged twice."},
+	)
+	ex, err := loop.NewExecutor(loop.ExecutorOptions{RunID: "st-1", Journal: newJournal(t, memStore(t)), Tools: toolsOf(t, ts)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools, err := ghfantasy.Tools(ex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := fantasy.NewAgent(languageModel(t, srv), fantasy.WithTools(tools...)).Stream(ctxT(t), fantasy.AgentStreamCall{Prompt: "Charge."})
+	if err != nil {
+		t.Fatalf("Stream: %v", err)
+	}
+	if res.Response.Content.Text() != "Charged twice." || srv.Requests() != 2 || !request(t, srv, 0).Stream {
+		t.Fatalf("result %+v after %d requests", res.Response, srv.Requests())
+	}
+	if e := effects(t, file); e["st-1:p1"] != 1 || e["st-1:p2"] != 1 || total(e) != 2 {
+		t.Fatalf("effects %v", e)
+	}
+	r := request(t, srv, 1)
+	got := map[string]string{}
+	for _, m := range r.Messages {
+		if m.Role == "tool" {
+			got[m.ToolCallID] = m.Text()
+		}
+	}
+	if !strings.Contains(got["p1"], "charged 1 for st-1:p1") || !strings.Contains(got["p2"], "charged 2 for st-1:p2") {
+		t.Fatalf("tool messages: %v", got)
+	}
+}
+
+// TestWireServerRefusesBadNames: fantasytest answers 400 with an OpenAI
+// error object for a tool name the API refuses and for a tool message
+// answering no call.
+func TestWireServerRefusesBadNames(t *testing.T) {
+	srv := wireServer(t, fantasytest.Reply{Text: "hi"})
+	for _, body := range []string{
+		`{"model":"m","messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"has space"}}]}`,
+		`{"model":"m","messages":[{"role":"user","content":"x"},{"role":"tool","tool_call_id":"c9","content":"r"}]}`,
+	} {
+		resp, err := http.Post(srv.URL+"/chat/completions", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 400 || !strings.Contains(string(b), `"invalid_request_error"`) {
+			t.Errorf("%s: %d %s", body, resp.StatusCode, b)
+		}
+	}
+}
