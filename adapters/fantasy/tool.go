@@ -61,8 +61,33 @@ func ToolInfo(d loop.ToolDef) (fantasy.ToolInfo, error) {
 	return fantasy.ToolInfo{Name: d.Name, Description: desc, Parameters: f.properties, Required: f.required, Parallel: true}, nil
 }
 
-// Info returns the tool's ToolInfo.
-func (t *AgentTool) Info() fantasy.ToolInfo { return t.info }
+// Info returns the tool's ToolInfo, its Parameters a fresh copy on every
+// call: fantasy's agent normalizes the schema it builds from them in
+// place, and agents may share the tool.
+func (t *AgentTool) Info() fantasy.ToolInfo {
+	info := t.info
+	info.Parameters = deepCopy(t.info.Parameters).(map[string]any)
+	info.Required = append([]string(nil), t.info.Required...)
+	return info
+}
+
+func deepCopy(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, e := range v {
+			out[k] = deepCopy(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			out[i] = deepCopy(e)
+		}
+		return out
+	}
+	return v
+}
 
 // ProviderOptions returns the options set with SetProviderOptions.
 func (t *AgentTool) ProviderOptions() fantasy.ProviderOptions { return t.opts }

@@ -76,3 +76,44 @@ func TestWireServerRefusesBadNames(t *testing.T) {
 		}
 	}
 }
+
+// TestAgentsShareTools: two fantasy agents running at once with the same
+// AgentTools (fantasy normalizes each tool's schema in place: a type list
+// becomes an anyOf); under -race, a shared schema map is a data race.
+func TestAgentsShareTools(t *testing.T) {
+	ts, _ := openToolset(t)
+	tl := toolsOf(t, ts)
+	for i := range tl {
+		if tl[i].Name == "pay__echo" {
+			tl[i].InputSchema = []byte(`{"type":"object","properties":{"v":{"type":["string","null"]},"l":{"type":"array"}}}`)
+		}
+	}
+	ex, err := loop.NewExecutor(loop.ExecutorOptions{RunID: "share", Journal: newJournal(t, memStore(t)), Tools: tl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools, err := ghfantasy.Tools(ex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := wireServer(t, fantasytest.Reply{Text: "ok"})
+	errs := make(chan error, 2)
+	for range 2 {
+		go func() {
+			_, err := fantasy.NewAgent(languageModel(t, srv), fantasy.WithTools(tools...)).Generate(ctxT(t), fantasy.AgentCall{Prompt: "hi"})
+			errs <- err
+		}()
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tool := range tools {
+		if tool.Info().Name == "pay__echo" {
+			if v, _ := tool.Info().Parameters["v"].(map[string]any); v["anyOf"] != nil {
+				t.Fatalf("the tool's own schema was changed: %v", v)
+			}
+		}
+	}
+}
