@@ -19,10 +19,12 @@ var ErrSchema = errors.New("fantasy: invalid input schema")
 // (definitions that use each other can grow exponentially when inlined).
 const maxExpansion = 20000
 
-// decodeSchema decodes a tool's input schema. Numbers are int64 when
-// they are integers that fit, else float64 (the SDKs fantasy's providers
-// use write a json.Number as a string). An absent schema is
-// {"type":"object"}.
+// decodeSchema decodes a tool's input schema. A number is an int64 when
+// it is an integer that fits, a float64 when it has a fraction or an
+// exponent and is finite, and otherwise its text as a json.RawMessage
+// (an integer past int64, a number past float64): the SDKs fantasy's
+// providers use write a json.Number as a string, and honour a
+// json.Marshaler. An absent schema is {"type":"object"}.
 func decodeSchema(raw json.RawMessage) (map[string]any, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 {
@@ -58,10 +60,10 @@ func numbers(v any) any {
 		if i, err := v.Int64(); err == nil {
 			return i
 		}
-		if f, err := v.Float64(); err == nil {
+		if f, err := v.Float64(); err == nil && strings.ContainsAny(v.String(), ".eE") {
 			return f
 		}
-		return v.String() // beyond float64: kept as its text
+		return json.RawMessage(v.String())
 	}
 	return v
 }
@@ -147,6 +149,7 @@ func flatten(root map[string]any) flat {
 		}
 	}
 	if len(x.cut) > 0 {
+		sort.Strings(x.cut) // found in map order: sorted, so the description is stable
 		notes = append(notes, "Not expanded (any value accepted here, the server checks it): "+strings.Join(x.cut, ", ")+".")
 	}
 	f.note = strings.Join(notes, " ")

@@ -87,8 +87,8 @@ func TestToolInfoFlattens(t *testing.T) {
 			`{"type":"object","$defs":{"a/b":{"type":"string"}},"properties":{"k":{"const":{"$ref":"#/$defs/x"}},"e":{"$ref":"#/$defs/a~1b"}}}`,
 			`{"e":{"type":"string"},"k":{"const":{"$ref":"#/$defs/x"}}}`, []string{}, ""},
 		{"numbers as numbers",
-			`{"type":"object","properties":{"n":{"type":"integer","minimum":0,"maximum":9007199254740993,"multipleOf":0.5}}}`,
-			`{"n":{"maximum":9007199254740993,"minimum":0,"multipleOf":0.5,"type":"integer"}}`, []string{}, ""},
+			`{"type":"object","properties":{"n":{"type":"integer","minimum":0,"maximum":9007199254740993,"multipleOf":0.5,"default":123456789012345678901234567890,"exclusiveMaximum":1e999}}}`,
+			`{"n":{"default":123456789012345678901234567890,"exclusiveMaximum":1e999,"maximum":9007199254740993,"minimum":0,"multipleOf":0.5,"type":"integer"}}`, []string{}, ""},
 		{"absent", ``, `{}`, []string{}, ""},
 	} {
 		schema := c.schema

@@ -117,3 +117,23 @@ func TestAgentsShareTools(t *testing.T) {
 		}
 	}
 }
+
+// TestFunctionToolNumbersOnTheWire: numbers of a function tool's schema
+// reach the wire as numbers, exactly (openai-go writes a json.Number as a
+// string): an integer, a fraction, an integer past int64 and one past
+// float64.
+func TestFunctionToolNumbersOnTheWire(t *testing.T) {
+	srv := wireServer(t, fantasytest.Reply{Text: "ok"})
+	schema := `{"type":"object","properties":{"n":{"type":"integer","minimum":3,"multipleOf":0.25,"default":123456789012345678901234567890,"maximum":1e999}}}`
+	m := ghfantasy.NewModel(languageModel(t, srv), nil)
+	if _, err := m.Turn(ctxT(t), loop.ModelRequest{Messages: []loop.Message{{Role: loop.RoleUser, Content: "go"}},
+		Tools: []loop.ToolDef{{Name: "t", InputSchema: []byte(schema)}}}); err != nil {
+		t.Fatal(err)
+	}
+	got := string(request(t, srv, 0).Tools[0].Function.Parameters)
+	for _, want := range []string{`"minimum":3`, `"multipleOf":0.25`, `"default":123456789012345678901234567890`, `"maximum":1e999`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("%s not on the wire: %s", want, got)
+		}
+	}
+}
