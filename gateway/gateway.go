@@ -99,6 +99,7 @@ type Gateway struct {
 	served *servedMap
 	pipe   *pipeline
 	trust  *trustWatcher
+	audit  *auditor // nil: audit.enabled false
 	tel    *telemetry.Instruments
 	life   lifecycle
 
@@ -197,11 +198,18 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 		return fail(err)
 	}
 
+	// The audit trail: this instance's chain (gateway/audit.go).
+	if cfg.Audit.Enabled {
+		if g.audit, err = newAuditor(ctx, cfg, g.st, g.exec.Instance(), g.life.ctx, log, o.Clock); err != nil {
+			return fail(err)
+		}
+	}
+
 	// The upstreams: the relay and its toolset. Every server connects now,
 	// in parallel. Catalogues and trust baselines live in the gateway's
 	// store, so replicas share them and `gatehouse trust` (another
 	// process) re-trusts through it.
-	g.trust = &trustWatcher{log: log, life: g.life.ctx}
+	g.trust = &trustWatcher{log: log, life: g.life.ctx, audit: g.audit}
 	// Without auth every loopback caller is the one subject "local": no
 	// per-subject cap of upstream sessions unless set.
 	perSubject := cfg.Sessions.UpstreamPerSubject
@@ -248,6 +256,9 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 	}
 	g.ts = g.relay.Toolset()
 	g.served = newServedMap(g.ts, log, cfg, g.auth)
+	if g.audit != nil {
+		g.audit.served = g.served
+	}
 	g.tel = telemetry.NewInstruments(g.st, g.life.ctx, g.sessionCount)
 	g.trust.ts, g.trust.served, g.trust.metrics = g.ts, g.served, g.tel.Metrics
 	if err := g.ts.Connect(ctx); err != nil {
@@ -284,11 +295,15 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 	if err != nil {
 		return fail(fmt.Errorf("gateway: %w", err))
 	}
-	g.life.stopSweep = startSweeper(g.life.ctx, journal, g.st, g.now, log)
+	g.life.stopSweep = startSweeper(g.life.ctx, journal, g.st, g.now, log, func(ctx context.Context) {
+		if g.audit != nil {
+			sweepAudit(ctx, g.st, cfg.Audit.Retain, g.now, log)
+		}
+	})
 	g.pipe = &pipeline{
 		served: g.served, relay: g.relay, ts: g.ts, journal: journal, guard: guard, st: g.st,
 		health: health.NewBackoff(o.Clock), calls: &g.life.calls, stopCtx: g.life.ctx, tel: g.tel, log: log,
-		runs: cfg.Firewall.MaxCallsPerRun > 0, bytes: cfg.HTTP.BytePath(),
+		runs: cfg.Firewall.MaxCallsPerRun > 0, bytes: cfg.HTTP.BytePath(), audit: g.audit,
 	}
 
 	// The hardened server. Dedup is the pipeline's (the journal, after
@@ -445,6 +460,7 @@ func (g *Gateway) Close() error {
 	if g.relay != nil {
 		errs = append(errs, g.relay.Close())
 	}
+	errs = append(errs, g.audit.close()) // after the calls: their entries are queued
 	if g.exec != nil {
 		g.exec.Stop() // after the calls: the store says this incarnation is gone
 	}
@@ -455,9 +471,9 @@ func (g *Gateway) Close() error {
 }
 
 // startSweeper deletes expired journal records and expired counters (rate
-// limit windows, call caps) every sweepEvery, until ctx ends; stop waits
-// for it.
-func startSweeper(ctx context.Context, journal *durable.Journal, st store.CounterStore, now func() time.Time, log *slog.Logger) (stop func()) {
+// limit windows, call caps) every sweepEvery, and runs extra (the audit
+// trail's retention), until ctx ends; stop waits for it.
+func startSweeper(ctx context.Context, journal *durable.Journal, st store.CounterStore, now func() time.Time, log *slog.Logger, extra func(context.Context)) (stop func()) {
 	stopJournal := journal.StartSweeper(ctx, sweepEvery)
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
@@ -478,6 +494,7 @@ func startSweeper(ctx context.Context, journal *durable.Journal, st store.Counte
 			} else if n > 0 {
 				log.Debug("gateway: swept expired counters", "count", n)
 			}
+			extra(ctx)
 		}
 	}()
 	return func() { cancel(); <-done; stopJournal() }

@@ -32,6 +32,7 @@ type trustWatcher struct {
 	metrics *telemetry.Metrics
 	log     *slog.Logger
 	life    context.Context // ends with the gateway
+	audit   *auditor        // records each new drift (nil: off)
 
 	mu   sync.Mutex
 	seen map[driftKey]struct{} // drift events already counted
@@ -95,6 +96,7 @@ func (w *trustWatcher) countDrift() {
 		if _, seen := w.seen[k]; seen {
 			continue
 		}
+		w.audit.drift(ev)
 		switch d.Action {
 		case pin.Quarantined:
 			w.metrics.DriftEvent(ev.Server, telemetry.DriftQuarantined)
