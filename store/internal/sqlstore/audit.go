@@ -43,8 +43,20 @@ func auditHead(ctx context.Context, q Querier, chain string) (store.AuditHead, e
 	return h, nil
 }
 
-// AppendAudit implements store.AuditStore in one transaction: the head
-// read, then each entry inserted unless its (chain, seq) is taken (a
+// auditLast reads the last entry's seq and hash of chain on q (0 and ""
+// when it has none): one lookup in the (chain, seq) index, whatever the
+// chain's length.
+func auditLast(ctx context.Context, q Querier, chain string) (store.AuditHead, error) {
+	h := store.AuditHead{Chain: chain}
+	err := q.QueryRow(ctx, `SELECT seq, hash FROM audit_log WHERE chain = $1 ORDER BY seq DESC LIMIT 1`, chain).Scan(&h.Last, &h.Hash)
+	if errors.Is(err, ErrNoRows) {
+		return h, nil
+	}
+	return h, err
+}
+
+// AppendAudit implements store.AuditStore in one transaction: the last
+// entry read, then each entry inserted unless its (chain, seq) is taken (a
 // concurrent writer's: then nothing is written, ErrConflict).
 func (s *Store) AppendAudit(ctx context.Context, entries []store.AuditEntry) error {
 	es, err := norm.AuditEntries(entries)
@@ -53,7 +65,7 @@ func (s *Store) AppendAudit(ctx context.Context, entries []store.AuditEntry) err
 	}
 	ids := make([]int64, len(es))
 	err = s.db.InTx(ctx, func(tx Querier) error {
-		head, err := auditHead(ctx, tx, es[0].Chain)
+		head, err := auditLast(ctx, tx, es[0].Chain)
 		if err != nil {
 			return err
 		}
@@ -262,7 +274,7 @@ func (s *Store) TruncateAudit(ctx context.Context, chain string, before int64) (
 	}
 	var n int64
 	err := s.db.InTx(ctx, func(tx Querier) error {
-		head, err := auditHead(ctx, tx, chain)
+		head, err := auditLast(ctx, tx, chain)
 		if err != nil {
 			return err
 		}
