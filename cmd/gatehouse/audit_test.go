@@ -281,3 +281,47 @@ func TestAuditKeygenAndUsage(t *testing.T) {
 		t.Fatalf("bare audit: %d", code)
 	}
 }
+
+// TestOperatorActionsAudited: an approval decided, a listing trusted and a
+// purge, each by its command on the real store, are entries of the
+// operators' chain naming who did it, and the chain verifies.
+func TestOperatorActionsAudited(t *testing.T) {
+	onAuditStores(t, func(t *testing.T, db auditDB) {
+		ctx := context.Background()
+		fx := seedDrift(t, db.dsn)
+		st := openDSN(t, db.dsn)
+		args := json.RawMessage(`{"amount":900,"to":"acct-7"}`)
+		a, _, err := st.CreateApproval(ctx, store.Approval{ID: "apr_0123456789abcdef", RecordKey: store.RecordKey{Scope: "gateway", RunID: "r", ToolCallID: "c"},
+			Server: "bank", Tool: "pay", ArgsFingerprint: "f", Args: args, Owner: "alice", State: store.ApprovalPending}, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, cmd := range [][]string{
+			{"approvals", "approve", a.ID, "--by", "carol@ops"},
+			{"trust", "pay", "--listing", fx.listing},
+			{"runs", "purge", "--subject", "alice"},
+		} {
+			if code, out, errOut := run(t, append(cmd, "--store", db.dsn)...); code != 0 || errOut != "" {
+				t.Fatalf("%v: exit %d\n%s%s", cmd, code, out, errOut)
+			}
+		}
+		es, err := st.ReadAuditChain(ctx, audit.OperatorChain, 0, 0)
+		if err != nil || len(es) != 3 {
+			t.Fatalf("operator chain: %d entries, %v", len(es), err)
+		}
+		me := defaultOperator()
+		got := fmt.Sprintf("%s %s %s %s %s | %s %s %s %s | %s %s %s", es[0].Kind, es[0].Subject, es[0].Tool, es[0].Outcome, es[0].ArgsDigest,
+			es[1].Kind, es[1].Subject, es[1].Server, es[1].Outcome, es[2].Kind, es[2].Subject, es[2].Detail)
+		want := fmt.Sprintf("approval.decided carol@ops pay approved %s | trust %s pay trusted | purge %s {\"rows\":1,\"subject\":\"alice\"}",
+			audit.ArgsDigest(args), me, me)
+		if got != want {
+			t.Fatalf("entries\n%s\nwant\n%s", got, want)
+		}
+		if !strings.Contains(string(es[0].Detail), a.ID) || !strings.Contains(string(es[1].Detail), fx.listing) {
+			t.Fatalf("details %s %s", es[0].Detail, es[1].Detail)
+		}
+		if code, out, errOut := run(t, "audit", "verify", "--store", db.dsn); code != 0 {
+			t.Fatalf("verify: exit %d %s%s", code, out, errOut)
+		}
+	})
+}
