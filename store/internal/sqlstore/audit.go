@@ -72,17 +72,12 @@ func (s *Store) AppendAudit(ctx context.Context, entries []store.AuditEntry) err
 		if !norm.AuditFollows(es[0], head) {
 			return norm.AuditAppendConflict(es[0], head)
 		}
-		for i, e := range es {
-			err := tx.QueryRow(ctx, `INSERT INTO audit_log (chain, seq, at, kind, subject, server, tool, args_digest, outcome, duration_us, instance, prev_hash, hash, detail)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) ON CONFLICT (chain, seq) DO NOTHING RETURNING id`,
-				e.Chain, e.Seq, norm.MS(e.At), e.Kind, e.Subject, e.Server, e.Tool, e.ArgsDigest, e.Outcome,
-				e.Duration.Microseconds(), e.Instance, e.PrevHash, e.Hash, e.Detail).Scan(&ids[i])
-			if errors.Is(err, ErrNoRows) {
-				return norm.AuditAppendConflict(e, head)
-			}
-			if err != nil {
+		for rest := es; len(rest) > 0; {
+			n := auditChunk(len(rest))
+			if err := insertAudit(ctx, tx, rest[:n], ids[len(es)-len(rest):], head); err != nil {
 				return err
 			}
+			rest = rest[n:]
 		}
 		return nil
 	})
@@ -94,6 +89,74 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) ON CONFLICT
 	}
 	for i := range entries {
 		entries[i].ID = ids[i]
+	}
+	return nil
+}
+
+// auditChunk is how many of n entries one INSERT takes: 64, 8 or 1, so
+// that a batch of any size is a few statements of three shapes (the
+// prepared-statement cache holds three texts, not one per batch size).
+func auditChunk(n int) int {
+	switch {
+	case n >= 64:
+		return 64
+	case n >= 8:
+		return 8
+	}
+	return 1
+}
+
+// auditInsert returns the INSERT of n entries.
+func auditInsert(n int) string {
+	var b strings.Builder
+	b.WriteString(`INSERT INTO audit_log (chain, seq, at, kind, subject, server, tool, args_digest, outcome, duration_us, instance, prev_hash, hash, detail) VALUES `)
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteByte('(')
+		for j := range 14 {
+			if j > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString("$" + strconv.Itoa(i*14+j+1))
+		}
+		b.WriteByte(')')
+	}
+	b.WriteString(` ON CONFLICT (chain, seq) DO NOTHING RETURNING id, seq`)
+	return b.String()
+}
+
+// insertAudit inserts es in one statement and fills in ids (by seq: the
+// order of RETURNING is not promised). A row not inserted, its (chain,
+// seq) taken by a concurrent writer, is ErrConflict.
+func insertAudit(ctx context.Context, tx Querier, es []store.AuditEntry, ids []int64, head store.AuditHead) error {
+	args := make([]any, 0, 14*len(es))
+	for _, e := range es {
+		args = append(args, e.Chain, e.Seq, norm.MS(e.At), e.Kind, e.Subject, e.Server, e.Tool, e.ArgsDigest, e.Outcome,
+			e.Duration.Microseconds(), e.Instance, e.PrevHash, e.Hash, e.Detail)
+	}
+	rows, err := tx.Query(ctx, auditInsert(len(es)), args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	got := 0
+	for rows.Next() {
+		var id, seq int64
+		if err := rows.Scan(&id, &seq); err != nil {
+			return err
+		}
+		if i := seq - es[0].Seq; i >= 0 && i < int64(len(es)) {
+			ids[i] = id
+			got++
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if got != len(es) {
+		return norm.AuditAppendConflict(es[0], head)
 	}
 	return nil
 }

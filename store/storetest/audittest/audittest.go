@@ -32,6 +32,7 @@ func Run(t *testing.T, open Opener) {
 		fn   func(t *testing.T, s store.AuditStore)
 	}{
 		{"AppendAndRead", testAppendAndRead},
+		{"AppendLargeBatch", testAppendLargeBatch},
 		{"AppendFollowsHead", testAppendFollowsHead},
 		{"AppendInvalid", testAppendInvalid},
 		{"AppendRace", testAppendRace},
@@ -117,6 +118,35 @@ func testAppendAndRead(t *testing.T, s store.AuditStore) {
 	must(t, err)
 	if len(all) != 5 {
 		t.Fatalf("read all = %d entries", len(all))
+	}
+}
+
+// testAppendLargeBatch: one append of 73 entries (the SQL stores insert
+// them 64, 8 and 1 at a time), then one whose last entry collides with a
+// concurrent writer's: all or nothing.
+func testAppendLargeBatch(t *testing.T, s store.AuditStore) {
+	ctx := ctxT(t)
+	es := run("a", 1, 73)
+	must(t, s.AppendAudit(ctx, es))
+	got, err := s.ReadAuditChain(ctx, "a", 0, 0)
+	must(t, err)
+	if len(got) != 73 {
+		t.Fatalf("%d entries", len(got))
+	}
+	for i, e := range got {
+		if e.Seq != int64(i+1) || e.ID != es[i].ID || (i > 0 && e.ID <= got[i-1].ID) {
+			t.Fatalf("entry %d: seq %d id %d, append said id %d", i, e.Seq, e.ID, es[i].ID)
+		}
+	}
+	must(t, s.AppendAudit(ctx, run("b", 1, 9)))
+	// Another writer took b's seq 10 meanwhile: a batch of 10..18 is
+	// refused whole (checked at the head), and so is one that skips it.
+	must(t, s.AppendAudit(ctx, run("b", 10, 1)))
+	if err := s.AppendAudit(ctx, run("b", 10, 9)); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("a batch over a taken seq: %v, want ErrConflict", err)
+	}
+	if h, _ := s.AuditHead(ctx, "b"); h.Last != 10 || h.Entries != 10 {
+		t.Fatalf("head of b after the refused batch: %+v", h)
 	}
 }
 
