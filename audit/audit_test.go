@@ -28,6 +28,15 @@ func newStore(t *testing.T) *memory.Store {
 	return s
 }
 
+func newStoreB(b *testing.B) *memory.Store {
+	s, err := memory.New(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	return s
+}
+
 func newKey(t *testing.T) ed25519.PrivateKey {
 	_, k, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {

@@ -27,6 +27,12 @@ type WriterOptions struct {
 	Queue int
 	// Batch caps the entries of one transaction. 0 means 256.
 	Batch int
+	// Linger is how long the writer waits for more entries after the
+	// first of a batch, so that a steady trickle of calls shares
+	// transactions (fewer commits competing with the journal's for the
+	// store). Append never waits for it; it only delays when an entry is
+	// committed. 0 means 2ms; negative means no wait.
+	Linger time.Duration
 	// CheckpointEvery and CheckpointInterval: a checkpoint is made after
 	// that many entries, or that long after the last one when entries were
 	// written since, and at Close. 0 means 10,000 entries and 5 minutes.
@@ -82,6 +88,9 @@ func NewWriter(ctx context.Context, st store.AuditStore, o *WriterOptions) (*Wri
 	}
 	if w.o.Batch <= 0 {
 		w.o.Batch = 256
+	}
+	if w.o.Linger == 0 {
+		w.o.Linger = 2 * time.Millisecond
 	}
 	if w.o.CheckpointEvery <= 0 {
 		w.o.CheckpointEvery = 10000
@@ -185,6 +194,9 @@ func (w *Writer) loop() {
 	defer tick.Stop()
 	batch := make([]store.AuditEntry, 0, w.o.Batch)
 	var flushes []chan error
+	linger := time.NewTimer(time.Hour)
+	linger.Stop()
+	defer linger.Stop()
 	for {
 		var it item
 		var ok bool
@@ -200,8 +212,11 @@ func (w *Writer) loop() {
 		}
 		batch, flushes = batch[:0], flushes[:0]
 		w.take(it, &batch, &flushes)
+		if w.o.Linger > 0 && len(flushes) == 0 {
+			linger.Reset(w.o.Linger)
+		}
 	fill:
-		for len(batch) < w.o.Batch {
+		for len(batch) < w.o.Batch && len(flushes) == 0 {
 			select {
 			case it, ok = <-w.ch:
 				if !ok {
@@ -209,9 +224,21 @@ func (w *Writer) loop() {
 				}
 				w.take(it, &batch, &flushes)
 			default:
-				break fill
+				if w.o.Linger <= 0 {
+					break fill
+				}
+				select {
+				case it, ok = <-w.ch:
+					if !ok {
+						break fill
+					}
+					w.take(it, &batch, &flushes)
+				case <-linger.C:
+					break fill
+				}
 			}
 		}
+		linger.Stop()
 		err := w.commit(batch)
 		for _, f := range flushes {
 			f <- err

@@ -15,6 +15,9 @@ type auditLog struct {
 	entries     []store.AuditEntry
 	lastID      int64
 	checkpoints []store.AuditCheckpoint
+	// last is each chain's last entry's seq and hash: an append checks it
+	// without scanning the log.
+	last map[string]store.AuditHead
 }
 
 func (a *auditLog) head(chain string) store.AuditHead {
@@ -44,10 +47,15 @@ func (m *Store) AppendAudit(ctx context.Context, entries []store.AuditEntry) err
 		return err
 	}
 	defer m.mu.Unlock()
-	head := m.audit.head(es[0].Chain)
+	head := m.audit.last[es[0].Chain]
 	if !norm.AuditFollows(es[0], head) {
 		return norm.AuditAppendConflict(es[0], head)
 	}
+	if m.audit.last == nil {
+		m.audit.last = map[string]store.AuditHead{}
+	}
+	end := es[len(es)-1]
+	m.audit.last[end.Chain] = store.AuditHead{Last: end.Seq, Hash: end.Hash}
 	for i := range es {
 		m.audit.lastID++
 		es[i].ID = m.audit.lastID
