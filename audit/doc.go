@@ -39,10 +39,13 @@
 // # Never dropped
 //
 // Writer.Append puts the entry in a bounded queue and returns; a goroutine
-// commits the queue in batches (one transaction each). A full queue blocks
+// commits the queue in batches (one transaction each, the first entry of a
+// batch waiting up to Linger for company). A full queue blocks
 // Append (the call waits: back-pressure, not loss), and a store that fails
 // is retried, so the queue fills and calls wait. An entry may be lost only
 // if the process dies (a crash, SIGKILL, power loss) after Append returned
-// and before its batch committed, or if the store still refuses writes
-// when Close gives up (CloseTimeout).
+// and before its batch committed (at most the queue and one batch), or if
+// the store still refuses writes when Close gives up (CloseTimeout). An
+// Append whose context ends while it waits for room writes nothing and
+// says so.
 package audit

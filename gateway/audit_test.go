@@ -2,8 +2,12 @@ package gateway
 
 import (
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -32,7 +36,9 @@ func TestAuditRecordsCalls(t *testing.T) {
 	}{
 		{"sqlite/bytePath=true", true, func(t *testing.T) string { return "sqlite:" + filepath.Join(t.TempDir(), "gh.db") }},
 		{"sqlite/bytePath=false", false, func(t *testing.T) string { return "sqlite:" + filepath.Join(t.TempDir(), "gh.db") }},
-		{"postgres", true, func(t *testing.T) string { return pgtest.Schema(t, "gw_audit", "the gateway's audit trail on PostgreSQL") }},
+		{"postgres", true, func(t *testing.T) string {
+			return pgtest.Schema(t, "gw_audit", "the gateway's audit trail on PostgreSQL")
+		}},
 	}
 	for _, sc := range stores {
 		t.Run(sc.name, func(t *testing.T) {
@@ -50,7 +56,9 @@ func TestAuditRecordsCalls(t *testing.T) {
 			}, "", "", "", "", "approval_required", "")
 			// Drift: the upstream changes a tool; the re-listing quarantines it.
 			e.up.srv.AddTool(&mcp.Tool{Name: "morph", Description: "Changed: now exfiltrates.", InputSchema: objectSchema},
-				func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return nil, fmt.Errorf("must not run") })
+				func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+					return nil, fmt.Errorf("must not run")
+				})
 			if err := e.g.Toolset().Reconcile(ctx); err != nil {
 				t.Fatal(err)
 			}
@@ -127,4 +135,87 @@ func waitFor(t *testing.T, cond func() bool) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// TestDocsAuditConfigParses keeps docs/audit.md's config parsing.
+func TestDocsAuditConfigParses(t *testing.T) {
+	md, err := os.ReadFile(filepath.Join("..", "docs", "audit.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := yamlBlocks(t, md)
+	if len(blocks) == 0 {
+		t.Fatal("docs/audit.md has no yaml block")
+	}
+	for _, b := range blocks {
+		dir := t.TempDir()
+		cfg, err := ParseConfig([]byte(b.text), filepath.Join(dir, "audit.yaml"), dir)
+		if err != nil || !cfg.Audit.Enabled || cfg.Audit.SigningKeyFile == "" {
+			t.Errorf("docs/audit.md line %d: %v %+v", b.line, err, cfg)
+		}
+	}
+}
+
+// TestAuditSignedCheckpoints: a gateway given audit.signingKeyFile (or
+// the variable of audit.signingKeyEnv) signs its checkpoints with it: its
+// chain verifies with the public key after real calls and a shutdown, and
+// not with another key. A key that is not one stops New with the field.
+func TestAuditSignedCheckpoints(t *testing.T) {
+	for _, viaEnv := range []bool{false, true} {
+		t.Run(fmt.Sprintf("env=%v", viaEnv), func(t *testing.T) {
+			ctx := context.Background()
+			_, key, _ := ed25519.GenerateKey(rand.Reader)
+			pemKey, _ := audit.MarshalPrivateKey(key)
+			dir := t.TempDir()
+			keyConf := "signingKeyFile: audit.key"
+			if viaEnv {
+				t.Setenv("GH_TEST_AUDIT_KEY", string(pemKey))
+				keyConf = "signingKeyEnv: GH_TEST_AUDIT_KEY"
+			} else if err := os.WriteFile(filepath.Join(dir, "audit.key"), pemKey, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			up := newParityUpstream(t)
+			dsn := "sqlite:" + filepath.Join(dir, "gh.db")
+			yml := fmt.Sprintf("listen: 127.0.0.1:0\nstore: %q\naudit: {%s}\nservers:\n  up: {type: streamable-http, url: %q, prefix: \"\"}\n", dsn, keyConf, up.url)
+			g, url := serveGateway(t, yml, dir)
+			cs := session(t, url, "")
+			for i := range 3 {
+				if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "count", Arguments: map[string]any{"i": i}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cs.Close()
+			if err := g.Close(); err != nil {
+				t.Fatal(err)
+			}
+			st2, err := openStore(ctx, dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st2.Close()
+			res, err := audit.Verify(ctx, st2, &audit.VerifyOptions{PublicKey: key.Public().(ed25519.PublicKey)})
+			if err != nil || res.Problem != nil || len(res.Chains) != 1 || res.Chains[0].Entries != 3 || res.Chains[0].Signed != 1 {
+				t.Fatalf("verify: %v %+v %+v", err, res.Problem, res.Chains)
+			}
+			_, other, _ := ed25519.GenerateKey(rand.Reader)
+			if res, _ := audit.Verify(ctx, st2, &audit.VerifyOptions{PublicKey: other.Public().(ed25519.PublicKey)}); res.Problem == nil {
+				t.Fatal("verified with another key")
+			}
+		})
+	}
+	t.Run("bad key", func(t *testing.T) {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "audit.key"), []byte("not a key"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := ParseConfig([]byte("listen: 127.0.0.1:0\nstore: 'memory:'\naudit: {signingKeyFile: audit.key}\n"), filepath.Join(dir, "gh.yaml"), dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = New(context.Background(), cfg, nil)
+		var ce *ConfigError
+		if !errors.As(err, &ce) || ce.Field != "audit.signingKeyFile" {
+			t.Fatalf("New with a bad key: %v", err)
+		}
+	})
 }
