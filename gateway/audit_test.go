@@ -68,10 +68,10 @@ func TestAuditRecordsCalls(t *testing.T) {
 				t.Fatalf("count ran %d times, want 2", n)
 			}
 
-			if err := e.g.audit.w.Flush(ctx); err != nil {
+			if err := e.g.audit.Flush(ctx); err != nil {
 				t.Fatal(err)
 			}
-			chain := e.g.audit.w.Chain()
+			chain := e.g.audit.Chain()
 			got, err := e.g.Store().ListAudit(ctx, store.AuditFilter{Chain: chain})
 			if err != nil {
 				t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/diag"
 	"github.com/gatehouse-dev/gatehouse/durable"
+	"github.com/gatehouse-dev/gatehouse/gateway/internal/auditlog"
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/config"
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/executor"
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/health"
@@ -99,7 +100,7 @@ type Gateway struct {
 	served *servedMap
 	pipe   *pipeline
 	trust  *trustWatcher
-	audit  *auditor // nil: audit.enabled false
+	audit  *auditlog.Recorder // nil: audit.enabled false
 	tel    *telemetry.Instruments
 	life   lifecycle
 
@@ -198,9 +199,10 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 		return fail(err)
 	}
 
-	// The audit trail: this instance's chain (gateway/audit.go).
+	// The audit trail: this instance's chain (gateway/internal/auditlog).
 	if cfg.Audit.Enabled {
-		if g.audit, err = newAuditor(ctx, cfg, g.st, g.exec.Instance(), g.life.ctx, log, o.Clock); err != nil {
+		g.audit, err = auditlog.Open(ctx, cfg, g.st, g.exec.Instance(), &auditlog.Options{Stop: g.life.ctx, Logger: log, Now: o.Clock})
+		if err != nil {
 			return fail(err)
 		}
 	}
@@ -256,9 +258,6 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 	}
 	g.ts = g.relay.Toolset()
 	g.served = newServedMap(g.ts, log, cfg, g.auth)
-	if g.audit != nil {
-		g.audit.served = g.served
-	}
 	g.tel = telemetry.NewInstruments(g.st, g.life.ctx, g.sessionCount)
 	g.trust.ts, g.trust.served, g.trust.metrics = g.ts, g.served, g.tel.Metrics
 	if err := g.ts.Connect(ctx); err != nil {
@@ -297,7 +296,7 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 	}
 	g.life.stopSweep = startSweeper(g.life.ctx, journal, g.st, g.now, log, func(ctx context.Context) {
 		if g.audit != nil {
-			sweepAudit(ctx, g.st, cfg.Audit.Retain, g.now, log)
+			auditlog.Sweep(ctx, g.st, cfg.Audit.Retain, g.now(), log)
 		}
 	})
 	g.pipe = &pipeline{
@@ -460,7 +459,7 @@ func (g *Gateway) Close() error {
 	if g.relay != nil {
 		errs = append(errs, g.relay.Close())
 	}
-	errs = append(errs, g.audit.close()) // after the calls: their entries are queued
+	errs = append(errs, g.audit.Close()) // after the calls: their entries are queued
 	if g.exec != nil {
 		g.exec.Stop() // after the calls: the store says this incarnation is gone
 	}

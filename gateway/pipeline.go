@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gatehouse-dev/gatehouse/durable"
+	"github.com/gatehouse-dev/gatehouse/gateway/internal/auditlog"
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/health"
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/telemetry"
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/wire"
@@ -117,7 +118,7 @@ type pipeline struct {
 	// per call (senderFor).
 	bytes bool
 	// audit records every call in the audit trail (nil: off).
-	audit *auditor
+	audit *auditlog.Recorder
 }
 
 // call is the one function that decides whether a tools/call is sent, and
@@ -154,7 +155,7 @@ func (p *pipeline) call(ctx context.Context, req *callRequest) (out callOutcome)
 	defer func() {
 		d := time.Since(start)
 		p.finish(subject, req.tool, req.front, &out, callerCtx.Err() != nil, d)
-		p.audit.call(subject, req, &out, d)
+		p.auditCall(subject, req, &out, d)
 	}()
 
 	subject, res, err := p.srv.AdmitCall(ctx, req.info, req.tool)
@@ -419,7 +420,7 @@ func (p *pipeline) observeUpstream(srv string, err error, cancelled bool) {
 	}
 	lost := err != nil && connectionLost(err)
 	p.health.Observe(srv, lost)
-	p.audit.upstream(srv, lost)
+	p.audit.Upstream(srv, lost)
 	p.tel.Metrics.SetUpstreamUp(srv, !lost)
 }
 
