@@ -436,3 +436,25 @@ func TestParseKeys(t *testing.T) {
 		t.Errorf("short public key: %v", err)
 	}
 }
+
+// TestWriterStoreClosed: a store closed under the writer loses the queued
+// entries, says so at Close, and ends the writer at once (no retry against
+// a store that will never answer).
+func TestWriterStoreClosed(t *testing.T) {
+	ctx := t.Context()
+	st := newStore(t)
+	w, err := audit.NewWriter(ctx, st, &audit.WriterOptions{Chain: "c", CloseTimeout: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	if err := w.Append(ctx, entry(1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Flush(ctx); !errors.Is(err, store.ErrClosed) {
+		t.Fatalf("Flush over a closed store: %v", err)
+	}
+	if err := w.Close(); !errors.Is(err, store.ErrClosed) {
+		t.Fatalf("Close: %v", err)
+	}
+}

@@ -302,6 +302,11 @@ func (w *Writer) commit(batch []store.AuditEntry) error {
 			cancel()
 		}
 		w.err = fmt.Errorf("audit: appending %d entries to chain %q: %w", len(batch), w.o.Chain, err)
+		if errors.Is(err, store.ErrClosed) {
+			// The store is gone: nothing will ever commit.
+			w.o.Logger.Error("audit: the store is closed; entries lost", "chain", w.o.Chain, "entries", len(batch))
+			return w.err
+		}
 		w.o.Logger.Error("audit: writing the audit trail failed; retrying (calls wait when the queue is full)", "chain", w.o.Chain, "err", err)
 		if w.isClosed() {
 			if deadline.IsZero() {
