@@ -13,45 +13,52 @@ import (
 
 // BenchmarkGatewayKeyedCall is BenchmarkGatewayCall with a unique
 // _meta.idempotencyKey on every call (a journal claim and completion per
-// call, SQLite NORMAL), from 1 and 8 concurrent sessions.
+// call, SQLite NORMAL), from 1 and 8 concurrent sessions, with the audit
+// trail on (the default: an entry per call) and off.
 func BenchmarkGatewayKeyedCall(b *testing.B) {
-	for _, sessions := range []int{1, 8} {
-		b.Run(fmt.Sprintf("sessions=%d", sessions), func(b *testing.B) {
-			up := benchEcho(b)
-			dir := b.TempDir()
-			yml := fmt.Sprintf("listen: 127.0.0.1:0\nstore: sqlite:%s\nservers:\n  echo:\n    type: streamable-http\n    url: %s/mcp\n    prefix: \"\"\n",
-				filepath.Join(dir, "gh.db"), up)
-			_, url := serveGateway(b, yml, dir)
-			ctx := context.Background()
-			css := make(chan *mcp.ClientSession, sessions)
-			for range sessions {
-				c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
-				cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer cs.Close()
-				css <- cs
-			}
-			text := strings.Repeat("x", 64)
-			var n atomic.Int64
-			b.ReportAllocs()
-			b.SetParallelism((sessions + 1) / 2) // GOMAXPROCS 2 on the bench machines
-			b.RunParallel(func(pb *testing.PB) {
-				cs := <-css
-				defer func() { css <- cs }()
-				for pb.Next() {
-					p := &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": text},
-						Meta: mcp.Meta{"idempotencyKey": fmt.Sprintf("k-%d", n.Add(1))}}
-					res, err := cs.CallTool(ctx, p)
-					if err != nil {
-						b.Fatal(err)
-					}
-					if res.IsError || len(res.Content) != 1 || res.Content[0].(*mcp.TextContent).Text != text {
-						b.Fatalf("wrong answer: %+v", res)
-					}
-				}
+	for _, audited := range []bool{false, true} {
+		for _, sessions := range []int{1, 8} {
+			b.Run(fmt.Sprintf("audit=%v/sessions=%d", audited, sessions), func(b *testing.B) {
+				benchKeyedCall(b, audited, sessions)
 			})
-		})
+		}
 	}
+}
+
+func benchKeyedCall(b *testing.B, audited bool, sessions int) {
+	up := benchEcho(b)
+	dir := b.TempDir()
+	yml := fmt.Sprintf("listen: 127.0.0.1:0\nstore: sqlite:%s\naudit: {enabled: %v}\nservers:\n  echo:\n    type: streamable-http\n    url: %s/mcp\n    prefix: \"\"\n",
+		filepath.Join(dir, "gh.db"), audited, up)
+	_, url := serveGateway(b, yml, dir)
+	ctx := context.Background()
+	css := make(chan *mcp.ClientSession, sessions)
+	for range sessions {
+		c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
+		cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer cs.Close()
+		css <- cs
+	}
+	text := strings.Repeat("x", 64)
+	var n atomic.Int64
+	b.ReportAllocs()
+	b.SetParallelism((sessions + 1) / 2) // GOMAXPROCS 2 on the bench machines
+	b.RunParallel(func(pb *testing.PB) {
+		cs := <-css
+		defer func() { css <- cs }()
+		for pb.Next() {
+			p := &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": text},
+				Meta: mcp.Meta{"idempotencyKey": fmt.Sprintf("k-%d", n.Add(1))}}
+			res, err := cs.CallTool(ctx, p)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if res.IsError || len(res.Content) != 1 || res.Content[0].(*mcp.TextContent).Text != text {
+				b.Fatalf("wrong answer: %+v", res)
+			}
+		}
+	})
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/diag"
 	"github.com/gatehouse-dev/gatehouse/durable"
+	"github.com/gatehouse-dev/gatehouse/gateway/internal/auditlog"
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/config"
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/executor"
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/health"
@@ -103,6 +104,7 @@ type Gateway struct {
 	pipe   *pipeline
 	trust  *trustWatcher
 	skills *skillserve.Server // the plugins' skills as resources and prompts
+	audit  *auditlog.Recorder // nil: audit.enabled false
 	tel    *telemetry.Instruments
 	life   lifecycle
 
@@ -202,11 +204,19 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 		return fail(err)
 	}
 
+	// The audit trail: this instance's chain (gateway/internal/auditlog).
+	if cfg.Audit.Enabled {
+		g.audit, err = auditlog.Open(ctx, cfg, g.st, g.exec.Instance(), &auditlog.Options{Stop: g.life.ctx, Logger: log, Now: o.Clock})
+		if err != nil {
+			return fail(err)
+		}
+	}
+
 	// The upstreams: the relay and its toolset. Every server connects now,
 	// in parallel. Catalogues and trust baselines live in the gateway's
 	// store, so replicas share them and `gatehouse trust` (another
 	// process) re-trusts through it.
-	g.trust = &trustWatcher{log: log, life: g.life.ctx}
+	g.trust = &trustWatcher{log: log, life: g.life.ctx, audit: g.audit}
 	// Without auth every loopback caller is the one subject "local": no
 	// per-subject cap of upstream sessions unless set.
 	perSubject := cfg.Sessions.UpstreamPerSubject
@@ -305,11 +315,15 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 	if err != nil {
 		return fail(fmt.Errorf("gateway: %w", err))
 	}
-	g.life.stopSweep = startSweeper(g.life.ctx, journal, g.st, g.now, log)
+	g.life.stopSweep = startSweeper(g.life.ctx, journal, g.st, g.now, log, func(ctx context.Context) {
+		if g.audit != nil {
+			auditlog.Sweep(ctx, g.st, cfg.Audit.Retain, g.now(), log)
+		}
+	})
 	g.pipe = &pipeline{
 		served: g.served, relay: g.relay, ts: g.ts, journal: journal, guard: guard, st: g.st,
 		health: health.NewBackoff(o.Clock), calls: &g.life.calls, stopCtx: g.life.ctx, tel: g.tel, log: log,
-		runs: cfg.Firewall.MaxCallsPerRun > 0, bytes: cfg.HTTP.BytePath(),
+		runs: cfg.Firewall.MaxCallsPerRun > 0, bytes: cfg.HTTP.BytePath(), audit: g.audit,
 	}
 
 	// The hardened server. Dedup is the pipeline's (the journal, after
@@ -473,6 +487,7 @@ func (g *Gateway) Close() error {
 	if g.relay != nil {
 		errs = append(errs, g.relay.Close())
 	}
+	errs = append(errs, g.audit.Close()) // after the calls: their entries are queued
 	if g.exec != nil {
 		g.exec.Stop() // after the calls: the store says this incarnation is gone
 	}
@@ -483,9 +498,9 @@ func (g *Gateway) Close() error {
 }
 
 // startSweeper deletes expired journal records and expired counters (rate
-// limit windows, call caps) every sweepEvery, until ctx ends; stop waits
-// for it.
-func startSweeper(ctx context.Context, journal *durable.Journal, st store.CounterStore, now func() time.Time, log *slog.Logger) (stop func()) {
+// limit windows, call caps) every sweepEvery, and runs extra (the audit
+// trail's retention), until ctx ends; stop waits for it.
+func startSweeper(ctx context.Context, journal *durable.Journal, st store.CounterStore, now func() time.Time, log *slog.Logger, extra func(context.Context)) (stop func()) {
 	stopJournal := journal.StartSweeper(ctx, sweepEvery)
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
@@ -506,6 +521,7 @@ func startSweeper(ctx context.Context, journal *durable.Journal, st store.Counte
 			} else if n > 0 {
 				log.Debug("gateway: swept expired counters", "count", n)
 			}
+			extra(ctx)
 		}
 	}()
 	return func() { cancel(); <-done; stopJournal() }

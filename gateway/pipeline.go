@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gatehouse-dev/gatehouse/durable"
+	"github.com/gatehouse-dev/gatehouse/gateway/internal/auditlog"
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/health"
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/telemetry"
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/wire"
@@ -116,6 +117,8 @@ type pipeline struct {
 	// bytes: calls may go as bytes (http.bytePath); senders are chosen
 	// per call (senderFor).
 	bytes bool
+	// audit records every call in the audit trail (nil: off).
+	audit *auditlog.Recorder
 }
 
 // call is the one function that decides whether a tools/call is sent, and
@@ -143,12 +146,17 @@ type pipeline struct {
 //     (senderFor: bytes or the go-sdk's client);
 //  9. the answer: refusals as results, JSON-RPC errors passed on, a lost
 //     upstream as unavailable, a stream ended without an answer mirrored;
-//  10. one log line and the metrics (finish).
+//  10. one log line and the metrics (finish), and the call's entry in the
+//     audit trail (gateway/audit.go).
 func (p *pipeline) call(ctx context.Context, req *callRequest) (out callOutcome) {
 	start := time.Now()
 	subject := server.Subject("")
 	callerCtx := ctx // ctx becomes the call's own below, cancelled when call returns
-	defer func() { p.finish(subject, req.tool, req.front, &out, callerCtx.Err() != nil, time.Since(start)) }()
+	defer func() {
+		d := time.Since(start)
+		p.finish(subject, req.tool, req.front, &out, callerCtx.Err() != nil, d)
+		p.auditCall(subject, req, &out, d)
+	}()
 
 	subject, res, err := p.srv.AdmitCall(ctx, req.info, req.tool)
 	if res != nil || err != nil {
@@ -412,6 +420,7 @@ func (p *pipeline) observeUpstream(srv string, err error, cancelled bool) {
 	}
 	lost := err != nil && connectionLost(err)
 	p.health.Observe(srv, lost)
+	p.audit.Upstream(srv, lost)
 	p.tel.Metrics.SetUpstreamUp(srv, !lost)
 }
 

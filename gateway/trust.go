@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/gateway/internal/auditlog"
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/telemetry"
 	"github.com/gatehouse-dev/gatehouse/pin"
 	"github.com/gatehouse-dev/gatehouse/policy"
@@ -31,7 +32,8 @@ type trustWatcher struct {
 	served  *servedMap
 	metrics *telemetry.Metrics
 	log     *slog.Logger
-	life    context.Context // ends with the gateway
+	life    context.Context    // ends with the gateway
+	audit   *auditlog.Recorder // records each new drift (nil: off)
 
 	mu   sync.Mutex
 	seen map[driftKey]struct{} // drift events already counted
@@ -95,6 +97,7 @@ func (w *trustWatcher) countDrift() {
 		if _, seen := w.seen[k]; seen {
 			continue
 		}
+		w.audit.Drift(ev)
 		switch d.Action {
 		case pin.Quarantined:
 			w.metrics.DriftEvent(ev.Server, telemetry.DriftQuarantined)

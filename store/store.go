@@ -343,6 +343,7 @@ type Store interface {
 	ApprovalStore
 	ExecutorStore
 	DriftStore
+	AuditStore
 	io.Closer
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gatehouse-dev/gatehouse/audit"
 	"github.com/gatehouse-dev/gatehouse/store"
 )
 
@@ -107,6 +108,8 @@ func newRunsPurgeCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			auditOperator(cmd.Context(), st, cmd.ErrOrStderr(), store.AuditEntry{Kind: audit.KindPurge, Subject: defaultOperator(),
+				Outcome: "ok", Detail: audit.Detail(map[string]any{"subject": subject, "rows": n})})
 			_, err = fmt.Fprintf(cmd.OutOrStdout(), "purged %d rows of subject %q\n", n, subject)
 			return err
 		},
@@ -296,6 +299,9 @@ func newDecideCmd(approve bool) *cobra.Command {
 			case err != nil:
 				return err
 			}
+			auditOperator(cmd.Context(), st, cmd.ErrOrStderr(), store.AuditEntry{Kind: audit.KindApprovalDecided, Subject: by,
+				Server: a.Server, Tool: a.Tool, ArgsDigest: audit.ArgsDigest(a.Args), Outcome: string(a.State),
+				Detail: audit.Detail(map[string]any{"approvalId": a.ID, "caller": a.Owner})})
 			_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s: %s by %s (%s %s of %s)\n", a.ID, a.State, a.DecidedBy, a.Tool, argsText(a.Args), dash(a.Owner))
 			return err
 		},

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gatehouse-dev/gatehouse/audit"
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/plugin"
 	"github.com/gatehouse-dev/gatehouse/skills"
@@ -92,6 +93,8 @@ func newTrustCmd() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("trust %s: %w", args[0], err)
 			}
+			auditOperator(cmd.Context(), st, cmd.ErrOrStderr(), store.AuditEntry{Kind: audit.KindTrust, Subject: defaultOperator(),
+				Server: args[0], Outcome: "trusted", Detail: audit.Detail(map[string]any{"listing": "as published now"})})
 			if asJSON {
 				return writeJSON(cmd.OutOrStdout(), rec)
 			}
@@ -153,6 +156,8 @@ func trustListing(cmd *cobra.Command, sf *storeFlags, arg, fp string, asJSON boo
 	case err != nil:
 		return fmt.Errorf("trust %s --listing %s: %w", arg, fp, err)
 	}
+	auditOperator(ctx, st, cmd.ErrOrStderr(), store.AuditEntry{Kind: audit.KindTrust, Subject: defaultOperator(),
+		Server: srv.Name, Outcome: "trusted", Detail: audit.Detail(map[string]any{"listing": fp, "serverId": srv.ID})})
 	cs, perr := parseChanges(o.Changes)
 	if asJSON {
 		changes := json.RawMessage(o.Changes)

@@ -39,6 +39,7 @@ type Store struct {
 	counters        map[string]counter
 	approvals       map[string]store.Approval
 	executors       map[string]store.Executor // made by RegisterExecutor
+	audit           auditLog
 }
 
 type counter struct {

@@ -6,6 +6,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/store/memory"
 	"github.com/gatehouse-dev/gatehouse/store/storetest"
+	"github.com/gatehouse-dev/gatehouse/store/storetest/audittest"
 )
 
 func TestConformance(t *testing.T) {
@@ -28,4 +29,15 @@ func TestClosed(t *testing.T) {
 	if _, err := s.ListServers(t.Context()); err != store.ErrClosed {
 		t.Fatalf("after Close: %v, want ErrClosed", err)
 	}
+}
+
+func TestAuditConformance(t *testing.T) {
+	audittest.Run(t, func(t *testing.T) store.AuditStore {
+		s, err := memory.New(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	})
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/store/postgres"
 	"github.com/gatehouse-dev/gatehouse/store/storetest"
+	"github.com/gatehouse-dev/gatehouse/store/storetest/audittest"
 )
 
 // testDSN returns $GATEHOUSE_TEST_POSTGRES or skips the test.
@@ -107,4 +108,8 @@ func TestConformanceGroupCommit(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) store.Store {
 		return openFresh(t, &store.Options{GroupCommit: store.GroupCommitOn})
 	})
+}
+
+func TestAuditConformance(t *testing.T) {
+	audittest.Run(t, func(t *testing.T) store.AuditStore { return openFresh(t, nil) })
 }

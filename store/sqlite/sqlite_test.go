@@ -7,6 +7,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/store/sqlite"
 	"github.com/gatehouse-dev/gatehouse/store/storetest"
+	"github.com/gatehouse-dev/gatehouse/store/storetest/audittest"
 )
 
 func openTemp(t *testing.T, opts *store.Options) *sqlite.Store {
@@ -35,4 +36,8 @@ func TestConformanceNoGroupCommit(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) store.Store {
 		return openTemp(t, &store.Options{GroupCommit: store.GroupCommitOff})
 	})
+}
+
+func TestAuditConformance(t *testing.T) {
+	audittest.Run(t, func(t *testing.T) store.AuditStore { return openTemp(t, nil) })
 }

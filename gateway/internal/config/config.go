@@ -91,6 +91,9 @@ type Config struct {
 	// Search configures tool search: the meta-tool gatehouse__search_tools
 	// and the stable tools/list (search.enabled, search.limit).
 	Search Search `yaml:"search" json:"search"`
+	// Audit configures the audit trail (audit.enabled, audit.retain,
+	// audit.checkpoint, audit.signingKeyFile or audit.signingKeyEnv).
+	Audit Audit `yaml:"audit" json:"audit"`
 	// UpstreamProtocol is the MCP revision the gateway asks its upstream
 	// servers for: a revision date, or "auto" to let the go-sdk negotiate
 	// (newest first, 2026-07-28 where the server offers it). Default

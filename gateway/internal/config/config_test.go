@@ -250,6 +250,8 @@ func FuzzParseConfig(f *testing.F) {
 	f.Add([]byte("search: {enabled: true, limit: 50}"))
 	f.Add([]byte("search: {enabled: false}"))
 	f.Add([]byte("search: {enabled: yes, limit: 2.5, limit: 51}"))
+	f.Add([]byte("audit: {enabled: true, retain: 90d, checkpoint: 5m, signingKeyFile: audit.key}"))
+	f.Add([]byte("audit: {retain: 0, signingKeyEnv: KEY, signingKeyFile: k}"))
 	f.Add([]byte("auth: {resource: 'https://gw.example.com/mcp', oauth: {issuer: 'https://idp.example.com', requiredScopes: [mcp], scopesClaim: scp}}"))
 	f.Add([]byte("auth: {resource: 'http://127.0.0.1:8080/mcp#f', oauth: {issuer: 'http://[::1]:9/x?q', jwksURL: 'ftp://a'}}"))
 	f.Add([]byte("auth: {resource: 'https://gw/mcp', oauth: {issuer: 'https://i', subjectClaim: exp, requiredScopes: ['tool:a', 'a\\\"b']}, tokens: [{sha256: '00', subject: 'https://i#a'}]}"))
@@ -269,6 +271,9 @@ func FuzzParseConfig(f *testing.F) {
 		}
 		if len(c.Tools.Allow) > 0 && len(c.Tools.Block) > 0 {
 			t.Fatal("accepted allow and block together")
+		}
+		if a := c.Audit; a.Retain < 0 || a.Checkpoint < MinAuditCheckpoint || (a.SigningKeyFile != "" && a.SigningKeyEnv != "") {
+			t.Fatalf("accepted audit %+v", a)
 		}
 		if l := c.Search.Limit; l < 1 || l > MaxSearchLimit {
 			t.Fatalf("accepted search.limit %d", l)

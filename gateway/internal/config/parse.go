@@ -239,6 +239,9 @@ func (c *Config) validate() error {
 	if err := c.checkSearch(); err != nil {
 		return err
 	}
+	if err := c.checkAudit(); err != nil {
+		return err
+	}
 	if err := c.checkMetrics(); err != nil {
 		return err
 	}

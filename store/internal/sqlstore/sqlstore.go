@@ -20,6 +20,8 @@ type Store struct {
 
 var _ store.Store = (*Store)(nil)
 
+var _ store.AuditStore = (*Store)(nil)
+
 // Options configure New.
 type Options struct {
 	// Now is the store's clock; nil means time.Now.

@@ -1,0 +1,51 @@
+// Package audit is Gatehouse's audit trail that proves itself: the events
+// worth an auditor's time (calls, refusals, approvals asked for and
+// decided, trusts, drift, purges, connections) as entries of hash chains in
+// the store (store.AuditStore), with signed checkpoints.
+//
+//	w, err := audit.NewWriter(ctx, st, &audit.WriterOptions{Chain: "gw/" + instance, Instance: instance, Key: key})
+//	...
+//	err = w.Append(ctx, audit.Call(subject, server, tool, args, "ok", d)) // blocks while the queue is full
+//	...
+//	err = w.Close() // flushes, checkpoints, ends its goroutine
+//
+//	res, err := audit.Verify(ctx, st, &audit.VerifyOptions{PublicKey: pub})
+//	if res.Problem != nil { ... } // the first broken entry: chain, seq, what is wrong
+//
+// # Chains and hashes
+//
+// Each entry carries the hash of the one before in its chain
+// (store.AuditEntry.PrevHash) and its own: SHA-256 over a length-prefixed
+// encoding of every field but the store's ID (Hash), the previous hash and
+// the sequence number among them. So an entry edited, deleted, inserted or
+// moved breaks its own hash or its successor's link, and Verify names the
+// first such entry. Each gateway instance writes its own chain (its
+// Writer is the chain's one writer, its appends never wait for another
+// replica's); the operators' commands share one chain ("operator") whose
+// appends are serialized by the store (an append that does not follow the
+// head is refused and retried). docs/audit.md has the measurement behind
+// the choice.
+//
+// # Checkpoints
+//
+// A Writer checkpoints its chain every CheckpointEvery entries or
+// CheckpointInterval, and at Close: (chain, seq, hash, time), signed with
+// Ed25519 when it holds a key. The hashes alone prove nothing against
+// someone who can rewrite the database (they can recompute every hash);
+// a signed checkpoint does, up to its seq, for whoever holds the public
+// key. Retention (Retain) deletes a chain's start only behind a checkpoint,
+// from which the rest still verifies.
+//
+// # Never dropped
+//
+// Writer.Append puts the entry in a bounded queue and returns; a goroutine
+// commits the queue in batches (one transaction each, the first entry of a
+// batch waiting up to Linger for company). A full queue blocks
+// Append (the call waits: back-pressure, not loss), and a store that fails
+// is retried, so the queue fills and calls wait. An entry may be lost only
+// if the process dies (a crash, SIGKILL, power loss) after Append returned
+// and before its batch committed (at most the queue and one batch), or if
+// the store still refuses writes when Close gives up (CloseTimeout). An
+// Append whose context ends while it waits for room writes nothing and
+// says so.
+package audit

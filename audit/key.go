@@ -1,0 +1,149 @@
+package audit
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/pem"
+	"errors"
+	"fmt"
+
+	"github.com/gatehouse-dev/gatehouse/store"
+)
+
+// ErrKey is wrapped by every error about a key's text.
+var ErrKey = errors.New("audit: bad key")
+
+// ParsePrivateKey reads an Ed25519 private key: a PEM "PRIVATE KEY" block
+// (PKCS #8, as `openssl genpkey -algorithm ed25519` writes it) or the
+// standard base64 of its 32-byte seed.
+func ParsePrivateKey(data []byte) (ed25519.PrivateKey, error) {
+	text := bytes.TrimSpace(data)
+	if len(text) == 0 {
+		return nil, fmt.Errorf("%w: the private key is empty", ErrKey)
+	}
+	if block, rest := pem.Decode(text); block != nil {
+		if len(bytes.TrimSpace(rest)) != 0 {
+			return nil, fmt.Errorf("%w: text after the private key's PEM block", ErrKey)
+		}
+		if block.Type != "PRIVATE KEY" {
+			return nil, fmt.Errorf("%w: a PEM %q block, want \"PRIVATE KEY\" (PKCS #8 Ed25519)", ErrKey, block.Type)
+		}
+		k, err := x509.ParsePKCS8PrivateKey(block.Bytes)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrKey, err)
+		}
+		ek, ok := k.(ed25519.PrivateKey)
+		if !ok {
+			return nil, fmt.Errorf("%w: a %T, want an Ed25519 key", ErrKey, k)
+		}
+		return ek, nil
+	}
+	seed, err := base64.StdEncoding.DecodeString(string(text))
+	if err != nil {
+		return nil, fmt.Errorf("%w: neither a PEM block nor base64: %w", ErrKey, err)
+	}
+	if len(seed) != ed25519.SeedSize {
+		return nil, fmt.Errorf("%w: a base64 seed of %d bytes, want %d", ErrKey, len(seed), ed25519.SeedSize)
+	}
+	return ed25519.NewKeyFromSeed(seed), nil
+}
+
+// ParsePublicKey reads an Ed25519 public key: a PEM "PUBLIC KEY" block
+// (PKIX) or the standard base64 of its 32 bytes.
+func ParsePublicKey(data []byte) (ed25519.PublicKey, error) {
+	text := bytes.TrimSpace(data)
+	if len(text) == 0 {
+		return nil, fmt.Errorf("%w: the public key is empty", ErrKey)
+	}
+	if block, rest := pem.Decode(text); block != nil {
+		if len(bytes.TrimSpace(rest)) != 0 {
+			return nil, fmt.Errorf("%w: text after the public key's PEM block", ErrKey)
+		}
+		if block.Type != "PUBLIC KEY" {
+			return nil, fmt.Errorf("%w: a PEM %q block, want \"PUBLIC KEY\"", ErrKey, block.Type)
+		}
+		k, err := x509.ParsePKIXPublicKey(block.Bytes)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrKey, err)
+		}
+		ek, ok := k.(ed25519.PublicKey)
+		if !ok {
+			return nil, fmt.Errorf("%w: a %T, want an Ed25519 key", ErrKey, k)
+		}
+		return ek, nil
+	}
+	raw, err := base64.StdEncoding.DecodeString(string(text))
+	if err != nil {
+		return nil, fmt.Errorf("%w: neither a PEM block nor base64: %w", ErrKey, err)
+	}
+	if len(raw) != ed25519.PublicKeySize {
+		return nil, fmt.Errorf("%w: a base64 key of %d bytes, want %d", ErrKey, len(raw), ed25519.PublicKeySize)
+	}
+	return ed25519.PublicKey(raw), nil
+}
+
+// MarshalPrivateKey returns k as a PEM "PRIVATE KEY" block (PKCS #8).
+func MarshalPrivateKey(k ed25519.PrivateKey) ([]byte, error) {
+	der, err := x509.MarshalPKCS8PrivateKey(k)
+	if err != nil {
+		return nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), nil
+}
+
+// MarshalPublicKey returns k as a PEM "PUBLIC KEY" block (PKIX).
+func MarshalPublicKey(k ed25519.PublicKey) ([]byte, error) {
+	der, err := x509.MarshalPKIXPublicKey(k)
+	if err != nil {
+		return nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), nil
+}
+
+// KeyID names a public key in checkpoints: the first 16 hex digits of its
+// SHA-256.
+func KeyID(pub ed25519.PublicKey) string {
+	sum := sha256.Sum256(pub)
+	return hex.EncodeToString(sum[:8])
+}
+
+const checkpointDomain = "gatehouse/audit/checkpoint/v1"
+
+// checkpointMessage is what a checkpoint's signature covers: its chain,
+// seq, hash and time, length-prefixed.
+func checkpointMessage(c store.AuditCheckpoint) []byte {
+	b := appendString(nil, checkpointDomain)
+	b = appendString(b, c.Chain)
+	b = binary.BigEndian.AppendUint64(b, uint64(c.Seq))
+	b = appendString(b, c.Hash)
+	b = binary.BigEndian.AppendUint64(b, uint64(msOf(c.At)))
+	return b
+}
+
+// Sign returns c signed with k (c.At rounded to the millisecond first).
+func Sign(k ed25519.PrivateKey, c store.AuditCheckpoint) store.AuditCheckpoint {
+	if !c.At.IsZero() {
+		c.At = Round(store.AuditEntry{At: c.At}).At
+	}
+	c.KeyID = KeyID(k.Public().(ed25519.PublicKey))
+	c.Signature = ed25519.Sign(k, checkpointMessage(c))
+	return c
+}
+
+// VerifyCheckpoint checks that c is signed by pub.
+func VerifyCheckpoint(pub ed25519.PublicKey, c store.AuditCheckpoint) error {
+	switch {
+	case len(c.Signature) == 0:
+		return errors.New("the checkpoint is not signed")
+	case c.KeyID != KeyID(pub):
+		return fmt.Errorf("the checkpoint is signed by key %s, not by the given key %s", c.KeyID, KeyID(pub))
+	case !ed25519.Verify(pub, checkpointMessage(c), c.Signature):
+		return fmt.Errorf("the checkpoint's signature does not verify with key %s", KeyID(pub))
+	}
+	return nil
+}

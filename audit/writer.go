@@ -1,0 +1,372 @@
+package audit
+
+import (
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gatehouse-dev/gatehouse/store"
+)
+
+// ErrClosed is returned by Append and Flush after Close.
+var ErrClosed = errors.New("audit: writer closed")
+
+// WriterOptions configure NewWriter.
+type WriterOptions struct {
+	// Chain is the chain written (required); Instance is set on every
+	// entry whose Instance is empty.
+	Chain    string
+	Instance string
+	// Queue is how many entries may wait to be written; Append blocks
+	// while it is full. 0 means 4,096.
+	Queue int
+	// Batch caps the entries of one transaction. 0 means 256.
+	Batch int
+	// Linger is how long the writer waits for more entries after the
+	// first of a batch, so that a steady trickle of calls shares
+	// transactions (fewer commits competing with the journal's for the
+	// store). Append never waits for it; it only delays when an entry is
+	// committed. 0 means 2ms; negative means no wait.
+	Linger time.Duration
+	// CheckpointEvery and CheckpointInterval: a checkpoint is made after
+	// that many entries, or that long after the last one when entries were
+	// written since, and at Close. 0 means 10,000 entries and 5 minutes.
+	CheckpointEvery    int
+	CheckpointInterval time.Duration
+	// Key signs the checkpoints; nil leaves them unsigned.
+	Key ed25519.PrivateKey
+	// CloseTimeout bounds how long Close retries a store that fails. 0
+	// means 10 seconds.
+	CloseTimeout time.Duration
+	// Logger receives write failures (retried). Nil discards them.
+	Logger *slog.Logger
+	// Now is the clock of entries without a time and of checkpoints; nil
+	// means time.Now.
+	Now func() time.Time
+}
+
+// item is one queued entry, or (done set) a flush mark.
+type item struct {
+	e    store.AuditEntry
+	done chan error
+}
+
+// Writer appends the entries of one chain through a bounded queue, in
+// batches, on a goroutine of its own that ends at Close.
+type Writer struct {
+	st store.AuditStore
+	o  WriterOptions
+
+	mu     sync.RWMutex // held for reading by senders, for writing by Close
+	closed bool
+	// closing is set by Close before it waits for mu.
+	closing atomic.Bool
+	ch      chan item
+	done    chan struct{}
+	err     error // the loop's last failure, read after done
+
+	// The loop's own state.
+	head        store.AuditHead
+	sinceCP     int
+	lastCP      time.Time
+	checkpointN int
+}
+
+// NewWriter reads the chain's head and starts the writer.
+func NewWriter(ctx context.Context, st store.AuditStore, o *WriterOptions) (*Writer, error) {
+	if o == nil || o.Chain == "" {
+		return nil, errors.New("audit: NewWriter needs a chain")
+	}
+	w := &Writer{st: st, o: *o}
+	if w.o.Queue <= 0 {
+		w.o.Queue = 4096
+	}
+	if w.o.Batch <= 0 {
+		w.o.Batch = 256
+	}
+	if w.o.Linger == 0 {
+		w.o.Linger = 2 * time.Millisecond
+	}
+	if w.o.CheckpointEvery <= 0 {
+		w.o.CheckpointEvery = 10000
+	}
+	if w.o.CheckpointInterval <= 0 {
+		w.o.CheckpointInterval = 5 * time.Minute
+	}
+	if w.o.CloseTimeout <= 0 {
+		w.o.CloseTimeout = 10 * time.Second
+	}
+	if w.o.Logger == nil {
+		w.o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if w.o.Now == nil {
+		w.o.Now = time.Now
+	}
+	head, err := st.AuditHead(ctx, w.o.Chain)
+	if err != nil {
+		return nil, fmt.Errorf("audit: reading the head of chain %q: %w", w.o.Chain, err)
+	}
+	w.head, w.lastCP = head, w.o.Now()
+	w.ch = make(chan item, w.o.Queue)
+	w.done = make(chan struct{})
+	go w.loop()
+	return w, nil
+}
+
+// Chain returns the chain the writer appends to.
+func (w *Writer) Chain() string { return w.o.Chain }
+
+// Append queues e (its chain, seq and hashes are the writer's to fill in;
+// a zero At is now). It blocks while the queue is full, until ctx ends
+// (then e is not written and the error is ctx's).
+func (w *Writer) Append(ctx context.Context, e store.AuditEntry) error {
+	if e.At.IsZero() {
+		e.At = w.o.Now()
+	}
+	if e.Instance == "" {
+		e.Instance = w.o.Instance
+	}
+	return w.send(ctx, item{e: e})
+}
+
+// Flush waits until every entry queued before it is committed, and returns
+// the store's error if the last attempt failed.
+func (w *Writer) Flush(ctx context.Context) error {
+	done := make(chan error, 1)
+	if err := w.send(ctx, item{done: done}); err != nil {
+		return err
+	}
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (w *Writer) send(ctx context.Context, it item) error {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	if w.closed {
+		return ErrClosed
+	}
+	select {
+	case w.ch <- it:
+		return nil
+	default:
+	}
+	select {
+	case w.ch <- it:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("audit: waiting for room in the queue: %w", ctx.Err())
+	}
+}
+
+// Close refuses new entries, commits those queued (retrying a failing
+// store for up to CloseTimeout), makes a last checkpoint, and ends the
+// writer's goroutine. Its error says what could not be written.
+func (w *Writer) Close() error {
+	w.closing.Store(true)
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		<-w.done
+		return nil
+	}
+	w.closed = true
+	close(w.ch)
+	w.mu.Unlock()
+	<-w.done
+	return w.err
+}
+
+// loop commits the queue in batches until the channel is closed and
+// drained.
+func (w *Writer) loop() {
+	defer close(w.done)
+	tick := time.NewTicker(w.o.CheckpointInterval)
+	defer tick.Stop()
+	batch := make([]store.AuditEntry, 0, w.o.Batch)
+	var flushes []chan error
+	linger := time.NewTimer(time.Hour)
+	linger.Stop()
+	defer linger.Stop()
+	for {
+		var it item
+		var ok bool
+		select {
+		case it, ok = <-w.ch:
+		case <-tick.C:
+			w.checkpoint(false)
+			continue
+		}
+		if !ok {
+			w.checkpoint(true)
+			return
+		}
+		batch, flushes = batch[:0], flushes[:0]
+		w.take(it, &batch, &flushes)
+		if w.o.Linger > 0 && len(flushes) == 0 {
+			linger.Reset(w.o.Linger)
+		}
+	fill:
+		for len(batch) < w.o.Batch && len(flushes) == 0 {
+			select {
+			case it, ok = <-w.ch:
+				if !ok {
+					break fill
+				}
+				w.take(it, &batch, &flushes)
+			default:
+				if w.o.Linger <= 0 {
+					break fill
+				}
+				select {
+				case it, ok = <-w.ch:
+					if !ok {
+						break fill
+					}
+					w.take(it, &batch, &flushes)
+				case <-linger.C:
+					break fill
+				}
+			}
+		}
+		linger.Stop()
+		err := w.commit(batch)
+		for _, f := range flushes {
+			f <- err
+		}
+		if w.sinceCP >= w.o.CheckpointEvery {
+			w.checkpoint(false)
+		}
+		if !ok {
+			w.checkpoint(true)
+			return
+		}
+	}
+}
+
+func (w *Writer) take(it item, batch *[]store.AuditEntry, flushes *[]chan error) {
+	if it.done != nil {
+		*flushes = append(*flushes, it.done)
+		return
+	}
+	*batch = append(*batch, it.e)
+}
+
+// commit appends batch, linking it to the head; a conflict (another writer
+// of the chain) re-reads the head, a failure is retried, until it commits
+// or, once closing, CloseTimeout has passed.
+func (w *Writer) commit(batch []store.AuditEntry) error {
+	if len(batch) == 0 {
+		return nil
+	}
+	var deadline time.Time
+	wait := 10 * time.Millisecond
+	for {
+		linked := make([]store.AuditEntry, len(batch))
+		head := w.head
+		for i, e := range batch {
+			linked[i] = Link(e, head)
+			head.Last, head.Hash = linked[i].Seq, linked[i].Hash
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		err := w.st.AppendAudit(ctx, linked)
+		if err == nil {
+			cancel()
+			if w.head.First == 0 {
+				head.First = 1
+			}
+			head.Entries += int64(len(batch))
+			w.head = head
+			w.sinceCP += len(batch)
+			w.err = nil
+			return nil
+		}
+		if errors.Is(err, store.ErrConflict) {
+			h, herr := w.st.AuditHead(ctx, w.o.Chain)
+			cancel()
+			if herr == nil {
+				w.head = h
+				continue
+			}
+			err = herr
+		} else {
+			cancel()
+		}
+		w.err = fmt.Errorf("audit: appending %d entries to chain %q: %w", len(batch), w.o.Chain, err)
+		if errors.Is(err, store.ErrClosed) {
+			// The store is gone: nothing will ever commit.
+			w.o.Logger.Error("audit: the store is closed; entries lost", "chain", w.o.Chain, "entries", len(batch))
+			return w.err
+		}
+		w.o.Logger.Error("audit: writing the audit trail failed; retrying (calls wait when the queue is full)", "chain", w.o.Chain, "err", err)
+		if w.isClosed() {
+			if deadline.IsZero() {
+				deadline = time.Now().Add(w.o.CloseTimeout)
+			} else if time.Now().After(deadline) {
+				return w.err
+			}
+		}
+		time.Sleep(wait)
+		wait = min(2*wait, time.Second)
+	}
+}
+
+// isClosed reports whether Close was called. It takes no lock: Close may
+// be waiting for mu behind senders that wait for this loop.
+func (w *Writer) isClosed() bool { return w.closing.Load() }
+
+// checkpoint records (and signs) the head when entries were written since
+// the last one, and final or the count or interval says so.
+func (w *Writer) checkpoint(final bool) {
+	if w.sinceCP == 0 || w.head.Last == 0 {
+		return
+	}
+	if !final && w.sinceCP < w.o.CheckpointEvery && w.o.Now().Sub(w.lastCP) < w.o.CheckpointInterval {
+		return
+	}
+	c := store.AuditCheckpoint{Chain: w.o.Chain, Seq: w.head.Last, Hash: w.head.Hash, At: w.o.Now()}
+	if w.o.Key != nil {
+		c = Sign(w.o.Key, c)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := w.st.PutAuditCheckpoint(ctx, c); err != nil && !errors.Is(err, store.ErrConflict) {
+		w.o.Logger.Error("audit: checkpoint failed", "chain", w.o.Chain, "seq", c.Seq, "err", err)
+		return
+	}
+	w.sinceCP, w.lastCP = 0, w.o.Now()
+	w.checkpointN++
+}
+
+// AppendOne appends e to chain at once, in its own transaction, retrying
+// when another writer appended meanwhile (the operators' chain, shared by
+// every command). It returns e as written.
+func AppendOne(ctx context.Context, st store.AuditStore, chain string, e store.AuditEntry) (store.AuditEntry, error) {
+	if e.At.IsZero() {
+		e.At = time.Now()
+	}
+	for attempt := 0; ; attempt++ {
+		head, err := st.AuditHead(ctx, chain)
+		if err != nil {
+			return store.AuditEntry{}, fmt.Errorf("audit: reading the head of chain %q: %w", chain, err)
+		}
+		head.Chain = chain
+		linked := []store.AuditEntry{Link(e, head)}
+		err = st.AppendAudit(ctx, linked)
+		if err == nil {
+			return linked[0], nil
+		}
+		if !errors.Is(err, store.ErrConflict) || attempt >= 100 {
+			return store.AuditEntry{}, fmt.Errorf("audit: appending to chain %q: %w", chain, err)
+		}
+	}
+}

@@ -1,0 +1,218 @@
+// Package auditlog is the gateway's recorder of the audit trail
+// (docs/audit.md): this instance's chain gw/<instance>, its writer
+// (package audit) signing checkpoints with the configured key, and the
+// entries the gateway appends: calls and refusals (the call pipeline's
+// finish), upstreams lost and back, new drift. Retention (audit.retain)
+// runs from the gateway's sweeping loop.
+//
+//	r, err := auditlog.Open(ctx, cfg, st, instance, &auditlog.Options{Stop: life, Logger: log})
+//	r.Call(auditlog.Call{Kind: audit.KindCall, Subject: "alice", Tool: "pay", Args: args, Outcome: "ok", Duration: d})
+//	err = r.Close() // flushes and checkpoints
+//
+// A nil *Recorder (audit.enabled: false) records nothing.
+package auditlog
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/gatehouse-dev/gatehouse/audit"
+	"github.com/gatehouse-dev/gatehouse/gateway/internal/config"
+	"github.com/gatehouse-dev/gatehouse/store"
+	"github.com/gatehouse-dev/gatehouse/toolset"
+)
+
+// ChainPrefix names a gateway instance's chain: "gw/" + instance.
+const ChainPrefix = "gw/"
+
+// Options configure Open. A nil *Options means defaults.
+type Options struct {
+	// Stop ends an Append waiting for room in the queue (the gateway's
+	// life, which ends when shutdown stops waiting for calls). Nil means
+	// never.
+	Stop context.Context
+	// Logger receives the losses and the store's failures; nil discards.
+	Logger *slog.Logger
+	// Now is the clock of entries and checkpoints; nil means time.Now.
+	Now func() time.Time
+}
+
+// Recorder appends the gateway's entries to its instance's chain.
+type Recorder struct {
+	w    *audit.Writer
+	stop context.Context
+	log  *slog.Logger
+
+	mu   sync.Mutex
+	down map[string]bool // servers last seen lost
+}
+
+// Open starts the writer of instance's chain, signing its checkpoints
+// with the key of audit.signingKeyFile or audit.signingKeyEnv (a mistake
+// there is a *config.Error naming the field).
+func Open(ctx context.Context, cfg *config.Config, st store.AuditStore, instance string, o *Options) (*Recorder, error) {
+	var opts Options
+	if o != nil {
+		opts = *o
+	}
+	if opts.Stop == nil {
+		opts.Stop = context.Background()
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	key, err := Key(cfg)
+	if err != nil {
+		return nil, err
+	}
+	w, err := audit.NewWriter(ctx, st, &audit.WriterOptions{
+		Chain: ChainPrefix + instance, Instance: instance, Key: key,
+		CheckpointInterval: cfg.Audit.Checkpoint, Logger: opts.Logger, Now: opts.Now,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("gateway: audit: %w", err)
+	}
+	return &Recorder{w: w, stop: opts.Stop, log: opts.Logger, down: map[string]bool{}}, nil
+}
+
+// Key reads audit.signingKeyFile or $audit.signingKeyEnv (nil when
+// neither is configured).
+func Key(cfg *config.Config) (ed25519.PrivateKey, error) {
+	a := cfg.Audit
+	var text []byte
+	field := ""
+	switch {
+	case a.SigningKeyFile != "":
+		field = "audit.signingKeyFile"
+		b, err := os.ReadFile(a.SigningKeyFile)
+		if err != nil {
+			return nil, config.Errorf(cfg, field, "make one with `gatehouse audit keygen --out FILE`", "reading the key: %v", err)
+		}
+		text = b
+	case a.SigningKeyEnv != "":
+		field = "audit.signingKeyEnv"
+		text = []byte(os.Getenv(a.SigningKeyEnv))
+		if len(text) == 0 {
+			return nil, config.Errorf(cfg, field, "set the variable to the key's PEM text or the base64 of its seed",
+				"$%s is unset or empty", a.SigningKeyEnv)
+		}
+	default:
+		return nil, nil
+	}
+	k, err := audit.ParsePrivateKey(text)
+	if err != nil {
+		return nil, config.Errorf(cfg, field, "give an Ed25519 private key: PEM (PKCS #8) or the base64 of its 32-byte seed", "%v", err)
+	}
+	return k, nil
+}
+
+// Chain returns the chain the recorder appends to.
+func (r *Recorder) Chain() string { return r.w.Chain() }
+
+// Flush waits until every entry recorded so far is committed.
+func (r *Recorder) Flush(ctx context.Context) error { return r.w.Flush(ctx) }
+
+// append queues e, waiting while the queue is full (back-pressure) until
+// Stop ends.
+func (r *Recorder) append(e store.AuditEntry) {
+	if err := r.w.Append(r.stop, e); err != nil {
+		r.log.Error("gateway: the audit trail lost an entry (the gateway is stopping)", "kind", e.Kind, "err", err)
+	}
+}
+
+// Call is one tools/call as the gateway answered it.
+type Call struct {
+	// Kind is audit.KindCall, KindRefusal or KindApprovalRequested.
+	Kind                  string
+	Subject, Server, Tool string
+	// Args are the call's arguments (only their digest is recorded).
+	Args     json.RawMessage
+	Outcome  string
+	Duration time.Duration
+	// Replayed marks an answer from the journal; ApprovalID names the
+	// approval a refusal asked for.
+	Replayed   bool
+	ApprovalID string
+}
+
+// Call records c.
+func (r *Recorder) Call(c Call) {
+	if r == nil {
+		return
+	}
+	e := store.AuditEntry{Kind: c.Kind, Subject: c.Subject, Server: c.Server, Tool: c.Tool, ArgsDigest: audit.ArgsDigest(c.Args),
+		Outcome: c.Outcome, Duration: c.Duration}
+	switch {
+	case c.Replayed && c.ApprovalID != "":
+		e.Detail = audit.Detail(map[string]any{"replayed": true, "approvalId": c.ApprovalID})
+	case c.Replayed:
+		e.Detail = []byte(`{"replayed":true}`)
+	case c.ApprovalID != "":
+		e.Detail = audit.Detail(map[string]any{"approvalId": c.ApprovalID})
+	}
+	r.append(e)
+}
+
+// Upstream records a server lost, or back after being lost.
+func (r *Recorder) Upstream(srv string, lost bool) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	was := r.down[srv]
+	r.down[srv] = lost
+	r.mu.Unlock()
+	if was == lost {
+		return
+	}
+	outcome := "up"
+	if lost {
+		outcome = "lost"
+	}
+	r.append(store.AuditEntry{Kind: audit.KindConnection, Server: srv, Outcome: outcome})
+}
+
+// Drift records a new drift event.
+func (r *Recorder) Drift(ev toolset.DriftEvent) {
+	if r == nil {
+		return
+	}
+	d := ev.Decision
+	detail := map[string]any{"kind": string(ev.Kind)}
+	if d.RenamedFrom != "" {
+		detail["renamedFrom"] = d.RenamedFrom
+	}
+	if d.Conflict {
+		detail["conflict"] = true
+	}
+	r.append(store.AuditEntry{Kind: audit.KindDrift, Server: ev.Server, Tool: d.Tool, Outcome: string(d.Action), Detail: audit.Detail(detail)})
+}
+
+// Close flushes the queue and checkpoints the chain.
+func (r *Recorder) Close() error {
+	if r == nil {
+		return nil
+	}
+	return r.w.Close()
+}
+
+// Sweep applies retention: every chain cut behind its latest checkpoint
+// older than retain (0: nothing).
+func Sweep(ctx context.Context, st store.AuditStore, retain time.Duration, now time.Time, log *slog.Logger) {
+	if retain <= 0 {
+		return
+	}
+	if n, err := audit.Retain(ctx, st, now.Add(-retain)); err != nil {
+		if ctx.Err() == nil {
+			log.Error("gateway: audit retention failed", "err", err)
+		}
+	} else if n > 0 {
+		log.Debug("gateway: audit retention deleted entries", "count", n)
+	}
+}

@@ -1,0 +1,368 @@
+package sqlstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/gatehouse-dev/gatehouse/store"
+	"github.com/gatehouse-dev/gatehouse/store/internal/norm"
+)
+
+const auditCols = `id, chain, seq, at, kind, subject, server, tool, args_digest, outcome, duration_us, instance, prev_hash, hash, detail`
+
+func scanAudit(r Row) (store.AuditEntry, error) {
+	var e store.AuditEntry
+	var at, us int64
+	var detail []byte
+	if err := r.Scan(&e.ID, &e.Chain, &e.Seq, &at, &e.Kind, &e.Subject, &e.Server, &e.Tool, &e.ArgsDigest, &e.Outcome,
+		&us, &e.Instance, &e.PrevHash, &e.Hash, &detail); err != nil {
+		return store.AuditEntry{}, err
+	}
+	e.At = norm.Time(at)
+	e.Duration = norm.Micros(us)
+	e.Detail = norm.Bytes(detail)
+	return e, nil
+}
+
+// auditHead reads the head of chain on q.
+func auditHead(ctx context.Context, q Querier, chain string) (store.AuditHead, error) {
+	h := store.AuditHead{Chain: chain}
+	if err := q.QueryRow(ctx, `SELECT COALESCE(MIN(seq), 0), COALESCE(MAX(seq), 0), COUNT(*) FROM audit_log WHERE chain = $1`, chain).
+		Scan(&h.First, &h.Last, &h.Entries); err != nil {
+		return store.AuditHead{}, err
+	}
+	if h.Last == 0 {
+		return h, nil
+	}
+	if err := q.QueryRow(ctx, `SELECT hash FROM audit_log WHERE chain = $1 AND seq = $2`, chain, h.Last).Scan(&h.Hash); err != nil {
+		return store.AuditHead{}, err
+	}
+	return h, nil
+}
+
+// auditLast reads the last entry's seq and hash of chain on q (0 and ""
+// when it has none): one lookup in the (chain, seq) index, whatever the
+// chain's length.
+func auditLast(ctx context.Context, q Querier, chain string) (store.AuditHead, error) {
+	h := store.AuditHead{Chain: chain}
+	err := q.QueryRow(ctx, `SELECT seq, hash FROM audit_log WHERE chain = $1 ORDER BY seq DESC LIMIT 1`, chain).Scan(&h.Last, &h.Hash)
+	if errors.Is(err, ErrNoRows) {
+		return h, nil
+	}
+	return h, err
+}
+
+// AppendAudit implements store.AuditStore in one transaction: the last
+// entry read, then each entry inserted unless its (chain, seq) is taken (a
+// concurrent writer's: then nothing is written, ErrConflict).
+func (s *Store) AppendAudit(ctx context.Context, entries []store.AuditEntry) error {
+	es, err := norm.AuditEntries(entries)
+	if err != nil {
+		return err
+	}
+	ids := make([]int64, len(es))
+	err = s.db.InTx(ctx, func(tx Querier) error {
+		head, err := auditLast(ctx, tx, es[0].Chain)
+		if err != nil {
+			return err
+		}
+		if !norm.AuditFollows(es[0], head) {
+			return norm.AuditAppendConflict(es[0], head)
+		}
+		for rest := es; len(rest) > 0; {
+			n := auditChunk(len(rest))
+			if err := insertAudit(ctx, tx, rest[:n], ids[len(es)-len(rest):], head); err != nil {
+				return err
+			}
+			rest = rest[n:]
+		}
+		return nil
+	})
+	if err != nil {
+		if errors.Is(err, store.ErrConflict) {
+			return err
+		}
+		return fmt.Errorf("store: append to audit chain %q: %w", es[0].Chain, err)
+	}
+	for i := range entries {
+		entries[i].ID = ids[i]
+	}
+	return nil
+}
+
+// auditChunk is how many of n entries one INSERT takes: 64, 8 or 1, so
+// that a batch of any size is a few statements of three shapes (the
+// prepared-statement cache holds three texts, not one per batch size).
+func auditChunk(n int) int {
+	switch {
+	case n >= 64:
+		return 64
+	case n >= 8:
+		return 8
+	}
+	return 1
+}
+
+// auditInsert returns the INSERT of n entries.
+func auditInsert(n int) string {
+	var b strings.Builder
+	b.WriteString(`INSERT INTO audit_log (chain, seq, at, kind, subject, server, tool, args_digest, outcome, duration_us, instance, prev_hash, hash, detail) VALUES `)
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteByte('(')
+		for j := range 14 {
+			if j > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString("$" + strconv.Itoa(i*14+j+1))
+		}
+		b.WriteByte(')')
+	}
+	b.WriteString(` ON CONFLICT (chain, seq) DO NOTHING RETURNING id, seq`)
+	return b.String()
+}
+
+// insertAudit inserts es in one statement and fills in ids (by seq: the
+// order of RETURNING is not promised). A row not inserted, its (chain,
+// seq) taken by a concurrent writer, is ErrConflict.
+func insertAudit(ctx context.Context, tx Querier, es []store.AuditEntry, ids []int64, head store.AuditHead) error {
+	args := make([]any, 0, 14*len(es))
+	for _, e := range es {
+		args = append(args, e.Chain, e.Seq, norm.MS(e.At), e.Kind, e.Subject, e.Server, e.Tool, e.ArgsDigest, e.Outcome,
+			e.Duration.Microseconds(), e.Instance, e.PrevHash, e.Hash, e.Detail)
+	}
+	rows, err := tx.Query(ctx, auditInsert(len(es)), args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	got := 0
+	for rows.Next() {
+		var id, seq int64
+		if err := rows.Scan(&id, &seq); err != nil {
+			return err
+		}
+		if i := seq - es[0].Seq; i >= 0 && i < int64(len(es)) {
+			ids[i] = id
+			got++
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if got != len(es) {
+		return norm.AuditAppendConflict(es[0], head)
+	}
+	return nil
+}
+
+// AuditHead implements store.AuditStore.
+func (s *Store) AuditHead(ctx context.Context, chain string) (store.AuditHead, error) {
+	h, err := auditHead(ctx, s.db, chain)
+	if err != nil {
+		return store.AuditHead{}, fmt.Errorf("store: audit head of %q: %w", chain, err)
+	}
+	return h, nil
+}
+
+// AuditHeads implements store.AuditStore.
+func (s *Store) AuditHeads(ctx context.Context) ([]store.AuditHead, error) {
+	rows, err := s.db.Query(ctx, `SELECT chain, MIN(seq), MAX(seq), COUNT(*) FROM audit_log GROUP BY chain ORDER BY chain`)
+	if err != nil {
+		return nil, fmt.Errorf("store: audit heads: %w", err)
+	}
+	var out []store.AuditHead
+	for rows.Next() {
+		var h store.AuditHead
+		if err := rows.Scan(&h.Chain, &h.First, &h.Last, &h.Entries); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("store: audit heads: %w", err)
+		}
+		out = append(out, h)
+	}
+	err = rows.Err()
+	rows.Close()
+	if err != nil {
+		return nil, fmt.Errorf("store: audit heads: %w", err)
+	}
+	for i := range out {
+		if err := s.db.QueryRow(ctx, `SELECT hash FROM audit_log WHERE chain = $1 AND seq = $2`, out[i].Chain, out[i].Last).Scan(&out[i].Hash); err != nil {
+			return nil, fmt.Errorf("store: audit heads: %w", err)
+		}
+	}
+	return out, nil
+}
+
+func (s *Store) listAudit(ctx context.Context, q string, args []any) ([]store.AuditEntry, error) {
+	rows, err := s.db.Query(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []store.AuditEntry{}
+	for rows.Next() {
+		e, err := scanAudit(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+// ReadAuditChain implements store.AuditStore.
+func (s *Store) ReadAuditChain(ctx context.Context, chain string, afterSeq int64, limit int) ([]store.AuditEntry, error) {
+	q := `SELECT ` + auditCols + ` FROM audit_log WHERE chain = $1 AND seq > $2 ORDER BY seq`
+	if limit > 0 {
+		q += ` LIMIT ` + strconv.Itoa(limit)
+	}
+	out, err := s.listAudit(ctx, q, []any{chain, afterSeq})
+	if err != nil {
+		return nil, fmt.Errorf("store: read audit chain %q: %w", chain, err)
+	}
+	return out, nil
+}
+
+// ListAudit implements store.AuditStore.
+func (s *Store) ListAudit(ctx context.Context, f store.AuditFilter) ([]store.AuditEntry, error) {
+	var where []string
+	var args []any
+	add := func(cond string, v any) {
+		args = append(args, v)
+		where = append(where, strings.Replace(cond, "?", "$"+strconv.Itoa(len(args)), 1))
+	}
+	add("id > ?", f.AfterID)
+	if f.Chain != "" {
+		add("chain = ?", f.Chain)
+	}
+	if f.Subject != "" {
+		add("subject = ?", f.Subject)
+	}
+	if f.Kind != "" {
+		add("kind = ?", f.Kind)
+	}
+	if !f.Since.IsZero() {
+		add("at >= ?", norm.MS(f.Since))
+	}
+	if !f.Until.IsZero() {
+		add("at < ?", norm.MS(f.Until))
+	}
+	q := `SELECT ` + auditCols + ` FROM audit_log WHERE ` + strings.Join(where, " AND ") + ` ORDER BY id`
+	if f.Limit > 0 {
+		q += ` LIMIT ` + strconv.Itoa(f.Limit)
+	}
+	out, err := s.listAudit(ctx, q, args)
+	if err != nil {
+		return nil, fmt.Errorf("store: list audit: %w", err)
+	}
+	return out, nil
+}
+
+// PutAuditCheckpoint implements store.AuditStore.
+func (s *Store) PutAuditCheckpoint(ctx context.Context, c store.AuditCheckpoint) error {
+	c, err := norm.AuditCheckpoint(c, s.now())
+	if err != nil {
+		return err
+	}
+	err = s.db.InTx(ctx, func(tx Querier) error {
+		var hash string
+		err := tx.QueryRow(ctx, `SELECT hash FROM audit_log WHERE chain = $1 AND seq = $2`, c.Chain, c.Seq).Scan(&hash)
+		if errors.Is(err, ErrNoRows) {
+			return norm.NotFound("audit entry %s/%d", c.Chain, c.Seq)
+		}
+		if err != nil {
+			return err
+		}
+		if hash != c.Hash {
+			return norm.Invalid("audit checkpoint %s/%d: the entry's hash is not the checkpoint's", c.Chain, c.Seq)
+		}
+		n, err := tx.Exec(ctx, `INSERT INTO audit_checkpoints (chain, seq, hash, at, key_id, signature) VALUES ($1, $2, $3, $4, $5, $6)
+ON CONFLICT (chain, seq) DO NOTHING`, c.Chain, c.Seq, c.Hash, norm.MS(c.At), c.KeyID, c.Signature)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return norm.Conflict("audit checkpoint %s/%d exists", c.Chain, c.Seq)
+		}
+		return nil
+	})
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrInvalid) || errors.Is(err, store.ErrConflict) {
+			return err
+		}
+		return fmt.Errorf("store: audit checkpoint %s/%d: %w", c.Chain, c.Seq, err)
+	}
+	return nil
+}
+
+// AuditCheckpoints implements store.AuditStore.
+func (s *Store) AuditCheckpoints(ctx context.Context, chain string) ([]store.AuditCheckpoint, error) {
+	q := `SELECT chain, seq, hash, at, key_id, signature FROM audit_checkpoints`
+	var args []any
+	if chain != "" {
+		q += ` WHERE chain = $1`
+		args = append(args, chain)
+	}
+	rows, err := s.db.Query(ctx, q+` ORDER BY chain, seq`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: audit checkpoints: %w", err)
+	}
+	defer rows.Close()
+	out := []store.AuditCheckpoint{}
+	for rows.Next() {
+		var c store.AuditCheckpoint
+		var at int64
+		var sig []byte
+		if err := rows.Scan(&c.Chain, &c.Seq, &c.Hash, &at, &c.KeyID, &sig); err != nil {
+			return nil, fmt.Errorf("store: audit checkpoints: %w", err)
+		}
+		c.At, c.Signature = norm.Time(at), norm.Bytes(sig)
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: audit checkpoints: %w", err)
+	}
+	return out, nil
+}
+
+// TruncateAudit implements store.AuditStore.
+func (s *Store) TruncateAudit(ctx context.Context, chain string, before int64) (int64, error) {
+	if before <= 1 {
+		return 0, nil
+	}
+	var n int64
+	err := s.db.InTx(ctx, func(tx Querier) error {
+		head, err := auditLast(ctx, tx, chain)
+		if err != nil {
+			return err
+		}
+		if before > head.Last {
+			return norm.Invalid("audit chain %q: cannot truncate before %d, the chain ends at %d (its head stays)", chain, before, head.Last)
+		}
+		var one int
+		err = tx.QueryRow(ctx, `SELECT 1 FROM audit_checkpoints WHERE chain = $1 AND seq = $2`, chain, before-1).Scan(&one)
+		if errors.Is(err, ErrNoRows) {
+			return norm.Invalid("audit chain %q: no checkpoint at %d to truncate behind", chain, before-1)
+		}
+		if err != nil {
+			return err
+		}
+		if n, err = tx.Exec(ctx, `DELETE FROM audit_log WHERE chain = $1 AND seq < $2`, chain, before); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `DELETE FROM audit_checkpoints WHERE chain = $1 AND seq < $2`, chain, before-1)
+		return err
+	})
+	if err != nil {
+		if errors.Is(err, store.ErrInvalid) {
+			return 0, err
+		}
+		return 0, fmt.Errorf("store: truncate audit chain %q: %w", chain, err)
+	}
+	return n, nil
+}
