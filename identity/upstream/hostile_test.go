@@ -176,9 +176,9 @@ func TestHostileResourceMismatch(t *testing.T) {
 func TestHostileIssuer(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
-		name         string
-		configure    func(*hostileAS)
-		walked       bool
+		name      string
+		configure func(*hostileAS)
+		walked    bool
 	}{
 		{"metadata issuer", func(h *hostileAS) { h.issuer = "http://127.0.0.1:1" }, false},
 		{"response iss", func(h *hostileAS) { h.advertiseIss, h.iss = true, "http://127.0.0.1:1" }, true},
