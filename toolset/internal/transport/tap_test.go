@@ -44,7 +44,9 @@ func TestTappedNilOpensStandaloneSSE(t *testing.T) {
 	deadline := time.After(30 * time.Second)
 	for i := 0; ; i++ {
 		mcp.AddTool(srv, &mcp.Tool{Name: "t" + string(rune('a'+i%26)), InputSchema: map[string]any{"type": "object"}},
-			func(context.Context, *mcp.CallToolRequest, map[string]any) (*mcp.CallToolResult, any, error) { return nil, nil, nil })
+			func(context.Context, *mcp.CallToolRequest, map[string]any) (*mcp.CallToolResult, any, error) {
+				return nil, nil, nil
+			})
 		select {
 		case <-changed:
 			return
