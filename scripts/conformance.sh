@@ -7,6 +7,13 @@
 # straight against that everything-server. Fails unless ours and the gateway
 # each pass every check the baseline passes.
 #
+# Then the client suite (`client --suite all`): examples/conformance-client
+# (the scenarios through toolset and its OAuth client, identity/upstream)
+# and, as the baseline in the same run, the go-sdk's conformance
+# everything-client. Fails unless every scenario the baseline passes passes
+# through Gatehouse (the auth/* scenarios included); both pass counts are
+# printed.
+#
 # Needs Go, npm/npx and network access to the npm registry (Node >= 22 is
 # installed from npm into a temporary prefix when the system's is older).
 #
@@ -15,12 +22,15 @@
 #   GO_SDK_VERSION       go-sdk version of the baseline server (default v1.8.0)
 #   CONFORMANCE_KEEP     keep the work directory (logs, results) when set
 #   CONFORMANCE_TIMEOUT  seconds allowed for each suite run (default 600)
+#   CONFORMANCE_PART     all (default), server or client: which suites run
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 CONFORMANCE_VERSION=${CONFORMANCE_VERSION:-0.1.16}
 GO_SDK_VERSION=${GO_SDK_VERSION:-v1.8.0}
 SUITE_TIMEOUT=${CONFORMANCE_TIMEOUT:-600}
+PART=${CONFORMANCE_PART:-all}
+case "$PART" in all|server|client) ;; *) echo "conformance: CONFORMANCE_PART is all, server or client, not $PART" >&2; exit 2;; esac
 export PATH="/usr/local/go/bin:$PATH"
 
 work=$(mktemp -d /tmp/gatehouse-conformance.XXXXXX)
@@ -58,11 +68,6 @@ export npm_config_update_notifier
 
 # --- servers -----------------------------------------------------------------
 mkdir -p "$work/bin"
-log "building examples/conformance-server and gatehouse"
-go build -o "$work/bin/ours" ./examples/conformance-server
-go build -o "$work/bin/gatehouse" ./cmd/gatehouse
-log "installing the go-sdk everything-server $GO_SDK_VERSION (baseline)"
-GOBIN="$work/bin" GOFLAGS= timeout 600 go install "github.com/modelcontextprotocol/go-sdk/conformance/everything-server@$GO_SDK_VERSION"
 
 # free_port prints a TCP port nothing listens on at 127.0.0.1, below the
 # kernel's ephemeral range (32768 and up by default), so that no client
@@ -126,13 +131,70 @@ run_suite() {
 # scenarios FILE: prints "scenario passed failed" for each summary line.
 scenarios() {
   sed -E 's/\x1b\[[0-9;]*m//g' "$1" |
-    sed -nE 's/^[^A-Za-z0-9]*([A-Za-z0-9_.-]+): ([0-9]+) passed, ([0-9]+) failed.*$/\1 \2 \3/p' |
+    sed -nE 's/^[^A-Za-z0-9]*([A-Za-z0-9_./-]+): ([0-9]+) passed, ([0-9]+) failed.*$/\1 \2 \3/p' |
     grep -v '^Total ' || true
 }
 
 totals() {
   sed -E 's/\x1b\[[0-9;]*m//g' "$1" | sed -nE 's/^Total: ([0-9]+) passed, ([0-9]+) failed.*$/\1 \2/p' | tail -1
 }
+
+# run_client_suite NAME COMMAND: runs the client suite with COMMAND as the
+# client, keeps its output in $work/NAME.out.
+run_client_suite() {
+  local name=$1 cmd=$2
+  log "running the client suite with $name ($cmd)"
+  set +e
+  timeout "$SUITE_TIMEOUT" npx -y "@modelcontextprotocol/conformance@$CONFORMANCE_VERSION" \
+    client --command "$cmd" --suite all -o "$work/$name-results" >"$work/$name.out" 2>&1
+  local rc=$?
+  set -e
+  if [ "$rc" = 124 ]; then log "$name: the suite timed out after ${SUITE_TIMEOUT}s"; fi
+  if ! grep -q '^Total: ' "$work/$name.out"; then
+    log "$name: the suite printed no summary (exit $rc); its output:"
+    cat "$work/$name.out" >&2
+    exit 1
+  fi
+}
+
+# compare NAME [BASE]: every check the baseline (BASE, default baseline)
+# passes must pass against NAME: per scenario, at least as many passed and
+# no more failed. Prints the number of regressions.
+compare() {
+  local name=$1 base=${2:-baseline} regressions=0 scen bp bf line op of base_pass base_fail
+  while read -r scen bp bf; do
+    line=$(scenarios "$work/$name.out" | awk -v s="$scen" '$1 == s' | head -1)
+    if [ -z "$line" ]; then
+      log "REGRESSION ($name): scenario $scen did not run"
+      regressions=$((regressions + 1)); continue
+    fi
+    read -r _ op of <<<"$line"
+    if [ "$op" -lt "$bp" ] || [ "$of" -gt "$bf" ]; then
+      log "REGRESSION ($name): $scen: $op passed, $of failed; baseline $bp passed, $bf failed"
+      regressions=$((regressions + 1))
+    fi
+  done < <(scenarios "$work/$base.out")
+  read -r base_pass base_fail < <(totals "$work/$base.out")
+  local pass fail
+  read -r pass fail < <(totals "$work/$name.out")
+  if [ "$pass" -lt "$base_pass" ] && [ "$regressions" -eq 0 ]; then regressions=1; fi
+  if [ "$regressions" -gt 0 ]; then
+    log "$name: suite output:"
+    cat "$work/$name.out" >&2
+  fi
+  echo "conformance: $name: $pass passed, $fail failed (baseline: $base_pass passed, $base_fail failed)"
+  return "$regressions"
+}
+
+failed=0
+
+# --- the server suite ---------------------------------------------------------
+if [ "$PART" != client ]; then
+log "building examples/conformance-server and gatehouse"
+go build -o "$work/bin/ours" ./examples/conformance-server
+go build -o "$work/bin/gatehouse" ./cmd/gatehouse
+log "installing the go-sdk everything-server $GO_SDK_VERSION (baseline)"
+GOBIN="$work/bin" GOFLAGS= timeout 600 go install "github.com/modelcontextprotocol/go-sdk/conformance/everything-server@$GO_SDK_VERSION"
 
 # Baseline: the go-sdk's own server, stateful (sampling and elicitation need
 # server-to-client requests).
@@ -197,38 +259,30 @@ run_suite gateway-sdk "http://127.0.0.1:$port/mcp"
 read -r base_pass base_fail < <(totals "$work/baseline.out")
 log "baseline (go-sdk everything-server $GO_SDK_VERSION): $base_pass passed, $base_fail failed"
 
-# compare NAME: every check the baseline passes must pass against NAME: per
-# scenario, at least as many passed and no more failed. Prints the number
-# of regressions.
-compare() {
-  local name=$1 regressions=0 scen bp bf line op of
-  while read -r scen bp bf; do
-    line=$(scenarios "$work/$name.out" | awk -v s="$scen" '$1 == s' | head -1)
-    if [ -z "$line" ]; then
-      log "REGRESSION ($name): scenario $scen did not run"
-      regressions=$((regressions + 1)); continue
-    fi
-    read -r _ op of <<<"$line"
-    if [ "$op" -lt "$bp" ] || [ "$of" -gt "$bf" ]; then
-      log "REGRESSION ($name): $scen: $op passed, $of failed; baseline $bp passed, $bf failed"
-      regressions=$((regressions + 1))
-    fi
-  done < <(scenarios "$work/baseline.out")
-  local pass fail
-  read -r pass fail < <(totals "$work/$name.out")
-  if [ "$pass" -lt "$base_pass" ] && [ "$regressions" -eq 0 ]; then regressions=1; fi
-  if [ "$regressions" -gt 0 ]; then
-    log "$name: suite output:"
-    cat "$work/$name.out" >&2
-  fi
-  echo "conformance: $name: $pass passed, $fail failed (baseline: $base_pass passed, $base_fail failed)"
-  return "$regressions"
-}
-
 failed=0
 compare ours || { echo "conformance: FAIL: ours: scenario(s) pass on the baseline but not here"; failed=1; }
 compare gateway || { echo "conformance: FAIL: gateway: scenario(s) pass on the baseline but not through the gateway"; failed=1; }
 compare gateway-http || { echo "conformance: FAIL: gateway-http: scenario(s) pass on the baseline but not through the gateway over HTTP"; failed=1; }
 compare gateway-sdk || { echo "conformance: FAIL: gateway-sdk: scenario(s) pass on the baseline but not through the gateway with the byte path off"; failed=1; }
+if [ "$failed" -eq 0 ]; then
+  echo "conformance: OK: every check the baseline passes passes on ours and through the gateway (stdio and HTTP upstreams, byte path on and off)"
+fi
+fi # server part
+
+# --- the client suite ---------------------------------------------------------
+if [ "$PART" != server ]; then
+log "building examples/conformance-client; installing the go-sdk everything-client $GO_SDK_VERSION (baseline)"
+go build -o "$work/bin/client" ./examples/conformance-client
+GOBIN="$work/bin" GOFLAGS= timeout 600 go install "github.com/modelcontextprotocol/go-sdk/conformance/everything-client@$GO_SDK_VERSION"
+run_client_suite client-baseline "$work/bin/everything-client"
+run_client_suite client-ours "$work/bin/client"
+read -r cb_pass cb_fail < <(totals "$work/client-baseline.out")
+log "client baseline (go-sdk everything-client $GO_SDK_VERSION): $cb_pass passed, $cb_fail failed"
+if compare client-ours client-baseline; then
+  echo "conformance: OK: every client scenario the baseline passes passes through toolset and identity/upstream"
+else
+  echo "conformance: FAIL: client-ours: scenario(s) pass with the go-sdk everything-client but not through Gatehouse"; failed=1
+fi
+fi # client part
+
 if [ "$failed" -ne 0 ]; then exit 1; fi
-echo "conformance: OK: every check the baseline passes passes on ours and through the gateway (stdio and HTTP upstreams, byte path on and off)"

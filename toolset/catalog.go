@@ -2,6 +2,8 @@ package toolset
 
 import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"slices"
+	"strings"
 
 	"github.com/gatehouse-dev/gatehouse/diag"
 	"github.com/gatehouse-dev/gatehouse/internal/metatool"
@@ -186,7 +188,7 @@ func (t *Toolset) build(results []listing, prev *catalog) *catalog {
 		cat.byName[d.Name] = e
 		cat.tools = append(cat.tools, e.info)
 	}
-	sortTools(cat.tools)
+	slices.SortFunc(cat.tools, func(a, b ToolInfo) int { return strings.Compare(a.Name, b.Name) })
 	if prev != nil {
 		for name, w := range prev.withdrawn {
 			cat.withdrawn[name] = w

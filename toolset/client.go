@@ -6,6 +6,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/gatehouse-dev/gatehouse/toolset/internal/transport"
 )
 
 // newSharedClient returns the client of the shared upstream sessions. It
@@ -35,23 +37,12 @@ func (t *Toolset) newSharedClient() *mcp.Client {
 		}
 	}
 	c := mcp.NewClient(&mcp.Implementation{Name: "gatehouse", Version: "0.1.0"}, o)
-	mws := []mcp.Middleware{refuseRoots}
+	mws := []mcp.Middleware{transport.Refuse("roots/list", ErrNoRoots)}
 	if h.Middleware != nil {
 		mws = append([]mcp.Middleware{h.Middleware}, mws...)
 	}
 	c.AddReceivingMiddleware(mws...)
 	return c
-}
-
-// refuseRoots answers roots/list on a shared session: the client's own
-// (empty) list would be a lie about whoever the session serves.
-func refuseRoots(next mcp.MethodHandler) mcp.MethodHandler {
-	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		if method == "roots/list" {
-			return nil, ErrNoRoots
-		}
-		return next(ctx, method, req)
-	}
 }
 
 // ErrNoRoots answers roots/list on a shared upstream session that no

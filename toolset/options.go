@@ -4,9 +4,11 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/netip"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gatehouse-dev/gatehouse/plugin"
@@ -37,6 +39,11 @@ type Server struct {
 	// (re)connection. Config.Name still names the server; its other fields
 	// are not used, and the egress guard does not apply.
 	Transport func() (mcp.Transport, error)
+	// OAuth, for a streamable HTTP server, authorizes it by the MCP
+	// authorization flow: called once with the egress guard's client for
+	// the server, it returns the handler set on the go-sdk's transport
+	// (identity/upstream.Factory). Its calls never take the byte path.
+	OAuth func(hc *http.Client) (auth.OAuthHandler, error)
 }
 
 // Options configures a Toolset. The zero value is usable; nil means defaults.

@@ -8,10 +8,10 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"sort"
 	"sync"
 	"sync/atomic"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gatehouse-dev/gatehouse/diag"
@@ -378,6 +378,7 @@ type conn struct {
 	httpClient *http.Client           // the egress guard's client (Upstream.HTTP)
 	sdkClient  *http.Client           // httpClient behind answerLimit, for the go-sdk's client
 	token      atomic.Pointer[string] // current bearer, served by the egress hook
+	oauth      auth.OAuthHandler      // Server.OAuth's, on the transport
 
 	mu      sync.Mutex
 	session *mcp.ClientSession
@@ -402,7 +403,13 @@ func (c *conn) prepareHTTP(guard *egress.Guard) error {
 		return err
 	}
 	c.httpClient, c.sdkClient = hc, transport.Limited(hc)
-	return nil
+	if c.srv.OAuth != nil {
+		if c.srv.Config.Type != plugin.TransportStreamableHTTP {
+			return fmt.Errorf("OAuth needs the streamable HTTP transport, not %q", c.srv.Config.Type)
+		}
+		c.oauth, err = c.srv.OAuth(hc)
+	}
+	return err
 }
 
 func (c *conn) remote() bool {
@@ -520,7 +527,7 @@ func (c *conn) transport(ctx context.Context) (mcp.Transport, error) {
 	if err := c.refreshToken(ctx); err != nil {
 		return nil, fmt.Errorf("auth: %w", err)
 	}
-	return transport.Remote(c.ts.life, cfg, c.httpClient, c.sdkClient)
+	return transport.Remote(c.ts.life, cfg, c.httpClient, c.sdkClient, c.oauth)
 }
 
 // current returns the live session, connecting if there is none.
@@ -596,11 +603,6 @@ func (c *conn) close() error {
 		c.httpClient.CloseIdleConnections()
 	}
 	return nil
-}
-
-// sortTools sorts by projected name.
-func sortTools(ts []ToolInfo) {
-	sort.Slice(ts, func(i, j int) bool { return ts[i].Name < ts[j].Name })
 }
 
 // sessionOptions are the options of every upstream session.

@@ -165,7 +165,7 @@ func (u *Upstream) Connect(ctx context.Context, client *mcp.Client, tap func(met
 // first call must go through the drift checks: use Session).
 func (u *Upstream) HTTP() (endpoint string, client *http.Client, ok bool) {
 	c := u.c
-	if c.srv.Transport != nil || c.srv.Config.Type != plugin.TransportStreamableHTTP || c.httpClient == nil || c.ts.pending(c) {
+	if c.srv.Transport != nil || c.srv.Config.Type != plugin.TransportStreamableHTTP || c.httpClient == nil || c.oauth != nil || c.ts.pending(c) {
 		return "", nil, false
 	}
 	return c.srv.Config.URL, c.httpClient, true

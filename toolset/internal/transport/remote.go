@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"syscall"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gatehouse-dev/gatehouse/plugin"
@@ -21,13 +22,17 @@ import (
 // (see Limited) with events of at most MaxAnswer bytes, an SSE server
 // through hc with events of at most MaxAnswer bytes too. Any other
 // transport type is an error.
-func Remote(life context.Context, cfg plugin.ServerConfig, hc, sdk *http.Client) (mcp.Transport, error) {
+//
+// oauth, when set, is the streamable HTTP transport's OAuthHandler (the MCP
+// authorization flow, package identity/upstream).
+func Remote(life context.Context, cfg plugin.ServerConfig, hc, sdk *http.Client, oauth auth.OAuthHandler) (mcp.Transport, error) {
 	switch cfg.Type {
 	case plugin.TransportStreamableHTTP:
 		return &Detached{Inner: &mcp.StreamableClientTransport{
 			Endpoint:     cfg.URL,
 			HTTPClient:   sdk,
 			MaxEventSize: MaxAnswer,
+			OAuthHandler: oauth,
 		}, Life: life}, nil
 	case plugin.TransportSSE:
 		// The legacy transport's answers come on its one event stream: an
@@ -71,3 +76,17 @@ func WithoutValues(ctx context.Context) context.Context { return valuesFree{ctx}
 type valuesFree struct{ context.Context }
 
 func (valuesFree) Value(any) any { return nil }
+
+// Refuse returns a receiving middleware that answers method with err
+// without passing it on: a shared session refuses roots/list, since the
+// client's own (empty) list would be a lie about whoever it serves.
+func Refuse(method string, err error) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, m string, req mcp.Request) (mcp.Result, error) {
+			if m == method {
+				return nil, err
+			}
+			return next(ctx, m, req)
+		}
+	}
+}

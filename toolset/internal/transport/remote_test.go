@@ -18,7 +18,7 @@ import (
 func TestRemote(t *testing.T) {
 	life := context.Background()
 	hc, sdk := &http.Client{}, &http.Client{}
-	tr, err := Remote(life, plugin.ServerConfig{Type: plugin.TransportStreamableHTTP, URL: "https://h.example/mcp"}, hc, sdk)
+	tr, err := Remote(life, plugin.ServerConfig{Type: plugin.TransportStreamableHTTP, URL: "https://h.example/mcp"}, hc, sdk, nil)
 	d, ok := tr.(*Detached)
 	if err != nil || !ok || d.Life != life {
 		t.Fatalf("streamable: %T %v", tr, err)
@@ -27,7 +27,7 @@ func TestRemote(t *testing.T) {
 	if !ok || st.Endpoint != "https://h.example/mcp" || st.HTTPClient != sdk || st.MaxEventSize != MaxAnswer {
 		t.Fatalf("streamable inner %#v", d.Inner)
 	}
-	tr, err = Remote(life, plugin.ServerConfig{Type: plugin.TransportSSE, URL: "https://h.example/sse"}, hc, sdk)
+	tr, err = Remote(life, plugin.ServerConfig{Type: plugin.TransportSSE, URL: "https://h.example/sse"}, hc, sdk, nil)
 	if d, ok = tr.(*Detached); err != nil || !ok {
 		t.Fatalf("sse: %T %v", tr, err)
 	}
@@ -35,7 +35,7 @@ func TestRemote(t *testing.T) {
 		t.Fatalf("sse inner %#v", d.Inner)
 	}
 	for _, typ := range []plugin.Transport{plugin.TransportStdio, "websocket", ""} {
-		if tr, err := Remote(life, plugin.ServerConfig{Type: typ}, hc, sdk); tr != nil || err == nil || err.Error() != fmt.Sprintf("unsupported transport %q", typ) {
+		if tr, err := Remote(life, plugin.ServerConfig{Type: typ}, hc, sdk, nil); tr != nil || err == nil || err.Error() != fmt.Sprintf("unsupported transport %q", typ) {
 			t.Errorf("%q: %v %v", typ, tr, err)
 		}
 	}

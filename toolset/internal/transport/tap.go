@@ -31,14 +31,17 @@ type Tapped struct {
 
 func (r *Tapped) Connect(ctx context.Context) (mcp.Connection, error) {
 	inner := r.Inner
-	if r.Tap == nil {
-		return inner.Connect(ctx)
-	}
 	if d, ok := inner.(*Detached); ok {
 		if st, ok := d.Inner.(*mcp.StreamableClientTransport); ok {
-			// The streamable client detaches its connection from ctx itself.
+			// The streamable client detaches its connection from ctx itself;
+			// and only its own connection is told of the initialize result,
+			// on which it opens its standalone SSE stream (a wrapped one never
+			// is: no GET, no server-initiated messages).
 			inner = st
 		}
+	}
+	if r.Tap == nil {
+		return inner.Connect(ctx)
 	}
 	if st, ok := inner.(*mcp.StreamableClientTransport); ok {
 		cp := *st
