@@ -1,0 +1,2 @@
+// Package anthropic connects Gatehouse to the Anthropic Go SDK.
+package anthropic
