@@ -304,8 +304,8 @@ func TestNamesAndSchemasAtTheWire(t *testing.T) {
 			t.Errorf("illegal name %q", tool.Name)
 		}
 		var s struct {
-			Type       string `json:"type"`
-			Defs       map[string]struct {
+			Type string `json:"type"`
+			Defs map[string]struct {
 				Properties map[string]struct {
 					Required []string `json:"required"`
 				} `json:"properties"`
