@@ -19,6 +19,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/adapters/anthropic/anthropictest"
 	"github.com/gatehouse-dev/gatehouse/durable"
 	"github.com/gatehouse-dev/gatehouse/durable/loop"
+	"github.com/gatehouse-dev/gatehouse/internal/fixture/agentcrash"
 	"github.com/gatehouse-dev/gatehouse/internal/fixture/effectserver"
 	"github.com/gatehouse-dev/gatehouse/plugin"
 	"github.com/gatehouse-dev/gatehouse/store"
@@ -30,6 +31,7 @@ import (
 const envRole = "ANTHROPIC_ADAPTER_TEST_ROLE"
 
 func TestMain(m *testing.M) {
+	agentcrash.Main(crashAgent) // returns unless this process is the crash test's child
 	if os.Getenv(envRole) == "effectserver" {
 		if err := effectserver.Main(nil); err != nil {
 			fmt.Fprintln(os.Stderr, err)
