@@ -17,6 +17,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/durable/loop"
 	"github.com/gatehouse-dev/gatehouse/policy"
 	"github.com/gatehouse-dev/gatehouse/refusal"
+	"github.com/gatehouse-dev/gatehouse/store"
 )
 
 var legalName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
@@ -171,8 +172,14 @@ func TestToolResultsAnswerParallelToolUse(t *testing.T) {
 // at the wire carry the API's tool_use IDs and their tool_results. A run
 // cut after its first turn and run again asks the model only for the
 // turns it had not answered; a run done and run again asks nothing and
-// repeats no effect.
+// repeats no effect. On SQLite and on PostgreSQL.
 func TestModelRunResumesWithoutAskingAgain(t *testing.T) {
+	for _, kind := range []string{"sqlite", "postgres"} {
+		t.Run(kind, func(t *testing.T) { testModelRunResumes(t, storeOpener(t, kind)) })
+	}
+}
+
+func testModelRunResumes(t *testing.T, open func(t *testing.T) store.Store) {
 	tools, file := effects(t)
 	srv, client := wire(t,
 		anthropictest.Reply{Calls: []anthropictest.Call{
@@ -182,9 +189,8 @@ func TestModelRunResumesWithoutAskingAgain(t *testing.T) {
 		anthropictest.Reply{Text: "One more.", Calls: []anthropictest.Call{{ID: "toolu_c", Name: "effects__fail_result", Args: `{"amount":3}`}}},
 		anthropictest.Reply{Text: "All done."},
 	)
-	dbPath := filepath.Join(t.TempDir(), "gh.db")
 	model := &anthropic.Model{Client: client, Params: sdk.MessageNewParams{Model: "claude-test", MaxTokens: 512}}
-	opts := loop.Options{RunID: "run-m", Journal: newJournal(t, openStore(t, dbPath)), Model: model, Tools: tools,
+	opts := loop.Options{RunID: "run-m", Journal: newJournal(t, open(t)), Model: model, Tools: tools,
 		System: "You pay bills.", Prompt: "Pay two bills.", MaxTurns: 1}
 	if _, err := loop.Run(ctxT(t), opts); !errors.Is(err, loop.ErrMaxTurns) {
 		t.Fatalf("first turn only: %v", err)
@@ -193,7 +199,7 @@ func TestModelRunResumesWithoutAskingAgain(t *testing.T) {
 		t.Fatalf("%d requests after one turn", srv.Requests())
 	}
 	opts.MaxTurns = 0
-	opts.Journal = newJournal(t, openStore(t, dbPath))
+	opts.Journal = newJournal(t, open(t))
 	res, err := loop.Run(ctxT(t), opts)
 	if err != nil {
 		t.Fatal(err)
@@ -222,7 +228,7 @@ func TestModelRunResumesWithoutAskingAgain(t *testing.T) {
 		t.Fatalf("turn 2 results %+v", third)
 	}
 
-	opts.Journal = newJournal(t, openStore(t, dbPath))
+	opts.Journal = newJournal(t, open(t))
 	res, err = loop.Run(ctxT(t), opts)
 	if err != nil || res.Text != "All done." || res.ReplayedTurns != 3 || srv.Requests() != 3 {
 		t.Fatalf("rerun: %+v, %v, requests %d", res, err, srv.Requests())

@@ -21,8 +21,10 @@ import (
 	"github.com/gatehouse-dev/gatehouse/durable/loop"
 	"github.com/gatehouse-dev/gatehouse/internal/fixture/agentcrash"
 	"github.com/gatehouse-dev/gatehouse/internal/fixture/effectserver"
+	"github.com/gatehouse-dev/gatehouse/internal/fixture/pgtest"
 	"github.com/gatehouse-dev/gatehouse/plugin"
 	"github.com/gatehouse-dev/gatehouse/store"
+	"github.com/gatehouse-dev/gatehouse/store/postgres"
 	"github.com/gatehouse-dev/gatehouse/store/sqlite"
 	"github.com/gatehouse-dev/gatehouse/toolset"
 )
@@ -101,6 +103,28 @@ func openStore(t testing.TB, path string) store.Store {
 	}
 	t.Cleanup(func() { s.Close() })
 	return s
+}
+
+// storeOpener returns a function that opens one store of that kind, as a
+// fresh process would (PostgreSQL: a schema of its own for the test,
+// skipped when $GATEHOUSE_TEST_POSTGRES is unset).
+func storeOpener(t *testing.T, kind string) func(t *testing.T) store.Store {
+	if kind == "sqlite" {
+		path := filepath.Join(t.TempDir(), "gh.db")
+		return func(t *testing.T) store.Store { return openStore(t, path) }
+	}
+	if kind != "postgres" {
+		t.Fatalf("unknown store %q", kind)
+	}
+	dsn := pgtest.Schema(t, "adanthropic", "the adapter's resume test on PostgreSQL")
+	return func(t *testing.T) store.Store {
+		s, err := postgres.Open(ctxT(t), dsn, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
 }
 
 func newJournal(t testing.TB, s store.Store) *durable.Journal {
