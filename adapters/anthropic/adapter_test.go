@@ -385,3 +385,33 @@ func TestMessagesRefuses(t *testing.T) {
 		}
 	}
 }
+
+// TestResponseByStopReason: tool calls are taken only from a reply that
+// stopped for tool use; one cut short with tool_use blocks or paused is an
+// error (loop.Run records nothing and a resume asks again), never calls
+// with a truncated input.
+func TestResponseByStopReason(t *testing.T) {
+	reply := func(stop string) *sdk.Message {
+		var m sdk.Message
+		raw := `{"id":"msg","type":"message","role":"assistant","model":"m","stop_reason":"` + stop + `","content":[` +
+			`{"type":"text","text":"a"},{"type":"tool_use","id":"toolu_1","name":"t","input":{"x":1}},{"type":"text","text":"b"}]}`
+		if err := json.Unmarshal([]byte(raw), &m); err != nil {
+			t.Fatal(err)
+		}
+		return &m
+	}
+	r, err := anthropic.Response(reply("tool_use"))
+	if err != nil || r.Text != "ab" || len(r.ToolCalls) != 1 || r.ToolCalls[0].ID != "toolu_1" || string(r.ToolCalls[0].Args) != `{"x":1}` {
+		t.Fatalf("tool_use: %+v, %v", r, err)
+	}
+	for _, stop := range []string{"end_turn", "refusal", "stop_sequence"} {
+		if r, err := anthropic.Response(reply(stop)); err != nil || len(r.ToolCalls) != 0 || r.Text != "ab" {
+			t.Errorf("%s: %+v, %v", stop, r, err)
+		}
+	}
+	for _, stop := range []string{"max_tokens", "model_context_window_exceeded", "pause_turn"} {
+		if _, err := anthropic.Response(reply(stop)); !errors.Is(err, anthropic.ErrReply) {
+			t.Errorf("%s: %v, want ErrReply", stop, err)
+		}
+	}
+}

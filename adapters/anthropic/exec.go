@@ -11,9 +11,12 @@ import (
 
 // ToolCalls returns the client tool calls of an assistant message: its
 // tool_use blocks, in order, with the API's IDs ("toolu_...") and inputs as
-// given. Server tool uses and other blocks are left out.
+// given. Server tool uses and other blocks are left out, and so is every
+// call of a reply that did not stop for tool use (stop_reason other than
+// tool_use: a reply cut at max_tokens may end in an incomplete input, and
+// one the model refused is over), as the SDK's tool runner does.
 func ToolCalls(msg *sdk.Message) []loop.ToolCall {
-	if msg == nil {
+	if msg == nil || msg.StopReason != sdk.StopReasonToolUse {
 		return nil
 	}
 	var calls []loop.ToolCall

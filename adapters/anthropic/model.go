@@ -36,7 +36,9 @@ type Model struct {
 	Client *sdk.Client
 	// Params is the request's template: Model (required), MaxTokens
 	// (DefaultMaxTokens when zero), temperature, tool choice, ... Its
-	// System, Messages and Tools are replaced by the turn's.
+	// System, Messages and Tools are replaced by the turn's. Extended
+	// thinking (Params.Thinking) does not fit: a loop turn keeps no
+	// thinking blocks, which the API wants back beside tool_use blocks.
 	Params sdk.MessageNewParams
 	// Options are added to every request (after the client's).
 	Options []option.RequestOption
@@ -57,7 +59,7 @@ func (m *Model) Turn(ctx context.Context, req loop.ModelRequest) (loop.ModelResp
 	if err != nil {
 		return loop.ModelResponse{}, fmt.Errorf("anthropic: messages: %w", err)
 	}
-	return Response(msg), nil
+	return Response(msg)
 }
 
 // Request builds the Messages API request of a loop turn on the template
@@ -145,21 +147,40 @@ func Messages(msgs []loop.Message) ([]sdk.MessageParam, error) {
 	return out, nil
 }
 
+// ErrReply is returned (wrapped) for a reply a loop turn cannot take: one
+// cut short (stop_reason max_tokens or model_context_window_exceeded) with
+// tool_use blocks, whose last input may be incomplete, and a paused turn
+// (pause_turn, from server tools, which Model does not drive).
+var ErrReply = errors.New("anthropic: reply cannot be a loop turn")
+
 // Response converts a Messages API reply to a loop.ModelResponse: its
-// text blocks joined, its tool_use blocks as tool calls with the API's IDs.
-func Response(msg *sdk.Message) loop.ModelResponse {
+// text blocks joined, and when it stopped for tool use (stop_reason
+// tool_use) its tool_use blocks as tool calls with the API's IDs. A reply
+// that stopped otherwise (end_turn, stop_sequence, refusal) has no calls
+// to run, so it ends the run with its text.
+func Response(msg *sdk.Message) (loop.ModelResponse, error) {
 	var (
 		texts []string
-		resp  loop.ModelResponse
+		calls []loop.ToolCall
 	)
 	for _, b := range msg.Content {
 		switch b.Type {
 		case "text":
 			texts = append(texts, b.Text)
 		case "tool_use":
-			resp.ToolCalls = append(resp.ToolCalls, loop.ToolCall{ID: b.ID, Name: b.Name, Args: append(json.RawMessage(nil), b.Input...)})
+			calls = append(calls, loop.ToolCall{ID: b.ID, Name: b.Name, Args: append(json.RawMessage(nil), b.Input...)})
 		}
 	}
-	resp.Text = strings.Join(texts, "")
-	return resp
+	resp := loop.ModelResponse{Text: strings.Join(texts, "")}
+	switch msg.StopReason {
+	case sdk.StopReasonToolUse:
+		resp.ToolCalls = calls
+	case sdk.StopReasonMaxTokens, sdk.StopReasonModelContextWindowExceeded:
+		if len(calls) > 0 {
+			return resp, fmt.Errorf("%w: stop_reason %s with %d tool_use blocks (raise max_tokens)", ErrReply, msg.StopReason, len(calls))
+		}
+	case sdk.StopReasonPauseTurn:
+		return resp, fmt.Errorf("%w: stop_reason pause_turn (server tools are not driven by Model)", ErrReply)
+	}
+	return resp, nil
 }
