@@ -58,6 +58,27 @@ func BenchmarkAdapterCall(b *testing.B) {
 	}
 }
 
+// BenchmarkExecutorCall: the same call through the Executor alone (the
+// journal, the guard, the toolset), without the adapter's conversions: the
+// adapter's own cost is AdapterCall minus this.
+func BenchmarkExecutorCall(b *testing.B) {
+	tool, j := benchTool(b)
+	ex, err := loop.NewExecutor(loop.ExecutorOptions{RunID: "bench", Journal: j, Tools: []loop.Tool{tool}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := ctxT(b)
+	args := json.RawMessage(`{"amount":1}`)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		o, err := ex.Call(ctx, loop.ToolCall{ID: "toolu_" + strconv.Itoa(i), Name: tool.Name, Args: args})
+		if err != nil || o.Message.IsError {
+			b.Fatal(err, o)
+		}
+	}
+}
+
 // BenchmarkDirectToolsetCall: the same tool through the same kind of
 // journal, called directly (Journal.Do over loop.ToolsetCall's call).
 func BenchmarkDirectToolsetCall(b *testing.B) {

@@ -34,7 +34,7 @@
 //		client := sdk.NewClient() // ANTHROPIC_API_KEY
 //		res, err := loop.Run(ctx, loop.Options{
 //			RunID: "ticket-123", Journal: journal, Tools: tools, Prompt: "Refund order 42.",
-//			Model: &ghanthropic.Model{Client: &client, Params: sdk.MessageNewParams{Model: sdk.ModelClaudeSonnet4_5}},
+//			Model: &ghanthropic.Model{Client: &client, Params: sdk.MessageNewParams{Model: sdk.ModelClaudeSonnet5_5}},
 //		})
 //		if err != nil {
 //			return err // after a crash, the same call resumes the run

@@ -76,7 +76,7 @@ func ExampleModel() {
 	}
 
 	opts := loop.Options{RunID: "trip-1", Journal: journal, Tools: tools, Prompt: "Weather in Oslo and Lima?",
-		Model: &anthropic.Model{Client: &client, Params: sdk.MessageNewParams{Model: sdk.ModelClaudeSonnet4_5}}}
+		Model: &anthropic.Model{Client: &client, Params: sdk.MessageNewParams{Model: sdk.ModelClaudeSonnet5_5}}}
 	for range 2 {
 		res, err := loop.Run(ctx, opts)
 		if err != nil {

@@ -48,7 +48,15 @@ func ToolResults(ctx context.Context, ex *loop.Executor, msg *sdk.Message) (resu
 	if len(calls) == 0 {
 		return sdk.MessageParam{}, nil, false, nil
 	}
-	outcomes, err = ex.CallAll(ctx, calls)
+	if len(calls) == 1 {
+		// One call: no goroutine to hand it to (CallAll's parallelism is for
+		// several).
+		var o loop.Outcome
+		o, err = ex.Call(ctx, calls[0])
+		outcomes = []loop.Outcome{o}
+	} else {
+		outcomes, err = ex.CallAll(ctx, calls)
+	}
 	blocks := make([]sdk.ContentBlockParamUnion, len(outcomes))
 	for i, o := range outcomes {
 		blocks[i] = sdk.ContentBlockParamUnion{OfToolResult: ToolResultBlock(o)}

@@ -29,7 +29,7 @@ var ErrConversation = errors.New("anthropic: conversation cannot be sent")
 // IDs, and loop.Run journals them with the turn, so a resumed run sends
 // the same tool_use and tool_result IDs it sent before: never new ones.
 //
-//	model := &anthropic.Model{Client: &client, Params: sdk.MessageNewParams{Model: sdk.ModelClaudeSonnet4_5}}
+//	model := &anthropic.Model{Client: &client, Params: sdk.MessageNewParams{Model: sdk.ModelClaudeSonnet5_5}}
 //	res, err := loop.Run(ctx, loop.Options{RunID: "ticket-1", Journal: j, Model: model, Tools: tools, Prompt: "..."})
 type Model struct {
 	// Client sends the requests. Required.
