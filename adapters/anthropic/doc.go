@@ -83,9 +83,9 @@
 //
 // Client tool names must match ^[a-zA-Z0-9_-]{1,64}$; a toolset's projected
 // names do. ToolParams refuses any other name (ErrInvalidTool) rather than
-// renaming it, and carries each input schema whole: properties and
-// required in their fields, every other keyword ($defs, oneOf,
-// additionalProperties, ...) beside them.
+// renaming it, and carries each input schema whole: sent as it is, every
+// keyword ($defs, oneOf, additionalProperties, nested objects, ...), with
+// "type":"object".
 //
 // The package anthropictest is a local Messages API (POST /v1/messages,
 // non-streaming) for tests and examples.

@@ -7,6 +7,7 @@ import (
 	"regexp"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/packages/param"
 
 	"github.com/gatehouse-dev/gatehouse/durable/loop"
 )
@@ -26,9 +27,9 @@ func ValidName(name string) bool { return namePattern.MatchString(name) }
 
 // ToolParams returns the tools as the Messages API's tool definitions, in
 // order: pass an Executor's Tools() (or the ModelRequest's Tools). Each
-// schema is carried whole: "properties" and "required" in their fields,
-// every other keyword ($defs, oneOf, additionalProperties, descriptions of
-// nested objects, ...) as is beside them. A name the API would refuse or
+// schema is carried whole: sent as it is ($defs, oneOf,
+// additionalProperties, nested objects, ...), with "type":"object"; the
+// SDK param's fields (Properties, Required) stay empty. A name the API would refuse or
 // a schema that is not an object schema is an error wrapping
 // ErrInvalidTool, never a silently renamed tool.
 func ToolParams(defs []loop.ToolDef) ([]sdk.ToolUnionParam, error) {
@@ -37,11 +38,11 @@ func ToolParams(defs []loop.ToolDef) ([]sdk.ToolUnionParam, error) {
 		if !ValidName(d.Name) {
 			return nil, fmt.Errorf("%w: name %q is not ^[a-zA-Z0-9_-]{1,64}$", ErrInvalidTool, d.Name)
 		}
-		props, required, extra, err := splitSchema(d.InputSchema)
+		schema, err := inputSchema(d.InputSchema)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %q: %w", ErrInvalidTool, d.Name, err)
 		}
-		tp := sdk.ToolParam{Name: d.Name, InputSchema: sdk.ToolInputSchemaParam{Properties: props, Required: required, ExtraFields: extra}}
+		tp := sdk.ToolParam{Name: d.Name, InputSchema: schema}
 		if d.Description != "" {
 			tp.Description = sdk.String(d.Description)
 		}
@@ -50,60 +51,68 @@ func ToolParams(defs []loop.ToolDef) ([]sdk.ToolUnionParam, error) {
 	return out, nil
 }
 
-// betaInputSchema is splitSchema for the beta API's schema type.
+// inputSchema is the schema as the SDK's ToolInputSchemaParam.
+func inputSchema(schema json.RawMessage) (sdk.ToolInputSchemaParam, error) {
+	b, err := wholeSchema(schema)
+	if err != nil {
+		return sdk.ToolInputSchemaParam{}, err
+	}
+	return param.Override[sdk.ToolInputSchemaParam](b), nil
+}
+
+// betaInputSchema is inputSchema for the beta API's schema type.
 func betaInputSchema(schema json.RawMessage) (sdk.BetaToolInputSchemaParam, error) {
-	props, required, extra, err := splitSchema(schema)
+	b, err := wholeSchema(schema)
 	if err != nil {
 		return sdk.BetaToolInputSchemaParam{}, err
 	}
-	return sdk.BetaToolInputSchemaParam{Properties: props, Required: required, ExtraFields: extra}, nil
+	return param.Override[sdk.BetaToolInputSchemaParam](b), nil
 }
 
-// splitSchema takes a JSON Schema apart into the SDK's fields: properties,
-// required, and every other keyword (but "type", which the SDK always
-// sends as "object"). An empty schema is {"type":"object"}.
-func splitSchema(schema json.RawMessage) (props any, required []string, extra map[string]any, err error) {
+// wholeSchema checks a JSON Schema is one the API takes for a tool's
+// input (an object whose type, when given, is "object", whose properties
+// is an object and whose required is a list of strings) and returns it
+// whole with "type":"object", to be sent as it is: every keyword, under
+// any key (the SDK's own fields would drop all but properties and
+// required, and its extra fields cannot carry every key). An empty
+// schema is {"type":"object","properties":{}}.
+func wholeSchema(schema json.RawMessage) (json.RawMessage, error) {
 	if len(schema) == 0 {
-		return map[string]any{}, nil, nil, nil // sent as {"type":"object","properties":{}}
+		return json.RawMessage(`{"type":"object","properties":{}}`), nil
 	}
 	var m map[string]any
 	if err := json.Unmarshal(schema, &m); err != nil {
-		return nil, nil, nil, fmt.Errorf("input schema is not a JSON object: %w", err)
+		return nil, fmt.Errorf("input schema is not a JSON object: %w", err)
 	}
 	if m == nil {
-		return nil, nil, nil, errors.New("input schema is null")
+		return nil, errors.New("input schema is null")
 	}
 	if t, ok := m["type"]; ok && t != "object" {
-		return nil, nil, nil, fmt.Errorf("input schema has type %v, want \"object\"", t)
+		return nil, fmt.Errorf("input schema has type %v, want \"object\"", t)
 	}
-	delete(m, "type")
 	if p, ok := m["properties"]; ok {
 		if _, isObj := p.(map[string]any); !isObj {
-			return nil, nil, nil, errors.New("input schema's properties is not an object")
+			return nil, errors.New("input schema's properties is not an object")
 		}
-		props = p
-		delete(m, "properties")
 	}
 	if r, ok := m["required"]; ok {
 		list, isList := r.([]any)
 		if !isList {
-			return nil, nil, nil, errors.New("input schema's required is not an array")
+			return nil, errors.New("input schema's required is not an array")
 		}
-		required = make([]string, len(list))
 		for i, v := range list {
-			s, isStr := v.(string)
-			if !isStr {
-				return nil, nil, nil, fmt.Errorf("input schema's required[%d] is not a string", i)
+			if _, isStr := v.(string); !isStr {
+				return nil, fmt.Errorf("input schema's required[%d] is not a string", i)
 			}
-			required[i] = s
 		}
-		delete(m, "required")
 	}
-	if len(m) > 0 {
-		extra = m
+	m["type"] = "object"
+	if len(m) == 1 {
+		m["properties"] = map[string]any{}
 	}
-	if props == nil && required == nil && extra == nil {
-		props = map[string]any{} // an all-zero schema would be left out of the request
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil, fmt.Errorf("input schema: %w", err)
 	}
-	return props, required, extra, nil
+	return b, nil
 }
