@@ -80,6 +80,7 @@ func ParseRequest(body []byte) (*Request, error) {
 		Messages  []json.RawMessage `json:"messages"`
 		Tools     []json.RawMessage `json:"tools"`
 		Stream    bool              `json:"stream"`
+		Thread    json.RawMessage   `json:"thread"`
 	}
 	if err := strictObject(body, &raw); err != nil {
 		return nil, bad("body: %v", err)
@@ -93,6 +94,8 @@ func ParseRequest(body []byte) (*Request, error) {
 		return nil, bad("max_tokens: %d is less than 1", *raw.MaxTokens)
 	case raw.Stream:
 		return nil, bad("stream: streaming is not supported by anthropictest")
+	case len(raw.Thread) > 0 && string(raw.Thread) != "null":
+		return nil, bad("thread: message threads are not supported by anthropictest (create the SDK's tool runner with DisableThread)")
 	case len(raw.Messages) == 0:
 		return nil, bad("messages: at least one message is required")
 	}

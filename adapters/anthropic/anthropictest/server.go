@@ -1,7 +1,9 @@
 // Package anthropictest is a local Anthropic Messages API for tests and
 // examples: an HTTP server on 127.0.0.1 that answers POST /v1/messages in
 // the API's wire format (non-streaming only: a request with "stream": true
-// is refused with a 400), scripted deterministically from the request.
+// is refused with a 400, and so is one on a message thread, "thread": the
+// SDK's tool runner needs DisableThread), scripted deterministically from
+// the request.
 //
 // The reply to a request is chosen by its turn: the number of assistant
 // messages already in its conversation. So an agent that is killed and

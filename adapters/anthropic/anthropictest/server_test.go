@@ -33,6 +33,7 @@ func TestParseRequestRefuses(t *testing.T) {
 		{"no max_tokens", `{"model":"m","messages":[{"role":"user","content":"hi"}]}`, "max_tokens: field required"},
 		{"max_tokens 0", `{"model":"m","max_tokens":0,"messages":[{"role":"user","content":"hi"}]}`, "less than 1"},
 		{"stream", body(`,"stream":true`), "streaming"},
+		{"thread", body(`,"thread":{"type":"continue","previous_message_id":"msg_1"}`), "DisableThread"},
 		{"no messages", `{"model":"m","max_tokens":5,"messages":[]}`, "at least one message"},
 		{"system not text", body(`,"system":[{"type":"image"}]`), "system.0"},
 		{"system wrong type", body(`,"system":5`), "system"},
