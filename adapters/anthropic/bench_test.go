@@ -37,21 +37,21 @@ func BenchmarkAdapterCall(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	msgs := make([]*sdk.Message, b.N)
-	for i := range msgs {
-		var m sdk.Message
-		raw := `{"id":"msg","type":"message","role":"assistant","model":"m","stop_reason":"tool_use","content":[{"type":"tool_use","id":"toolu_` +
-			strconv.Itoa(i) + `","name":"effects__echo","input":{"amount":1}}]}`
-		if err := json.Unmarshal([]byte(raw), &m); err != nil {
-			b.Fatal(err)
-		}
-		msgs[i] = &m
+	var tmpl sdk.Message
+	raw := `{"id":"msg","type":"message","role":"assistant","model":"m","stop_reason":"tool_use","content":[{"type":"tool_use","id":"toolu_0","name":"effects__echo","input":{"amount":1}}]}`
+	if err := json.Unmarshal([]byte(raw), &tmpl); err != nil {
+		b.Fatal(err)
 	}
+	block := tmpl.Content[0]
 	ctx := ctxT(b)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := range b.N {
-		_, outs, _, err := anthropic.ToolResults(ctx, ex, msgs[i])
+		msg := tmpl // the reply of turn i: one tool_use with a new ID
+		blk := block
+		blk.ID = "toolu_" + strconv.Itoa(i)
+		msg.Content = []sdk.ContentBlockUnion{blk}
+		_, outs, _, err := anthropic.ToolResults(ctx, ex, &msg)
 		if err != nil || outs[0].Message.IsError {
 			b.Fatal(err, outs)
 		}
