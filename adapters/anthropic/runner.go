@@ -179,6 +179,7 @@ type ResultError struct {
 	text    string
 }
 
+// Error returns the text the model reads.
 func (e *ResultError) Error() string { return e.text }
 
 // Code returns the refusal's code ("" for a tool's own failure).
