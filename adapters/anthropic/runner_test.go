@@ -18,6 +18,9 @@ func runnerScript() []anthropictest.Reply {
 			{ID: "toolu_r1", Name: "effects__charge", Args: `{"amount":7}`},
 			{ID: "toolu_r2", Name: "effects__charge", Args: `{"amount":7}`}, // the same call twice
 			{ID: "toolu_r3", Name: "effects__fail_result", Args: `{"amount":1}`},
+			// the runner hands Execute the input re-encoded (compacted, HTML
+			// escaped): it must still find its tool_use block
+			{ID: "toolu_r4", Name: "effects__echo", Args: `{ "amount": 1, "note": "a<b & c>d \u2028" }`},
 		}},
 		{Text: "Charged twice."},
 	}
@@ -72,7 +75,7 @@ func TestRunnerToolsDurable(t *testing.T) {
 			t.Fatalf("round %d: final %+v", round, msg.Content)
 		}
 		got := lastResults(t, request(t, srv, 2*round+1))
-		if len(got) != 3 || got[0].ToolUseID != "toolu_r1" || got[1].ToolUseID != "toolu_r2" || got[2].ToolUseID != "toolu_r3" {
+		if len(got) != 4 || got[0].ToolUseID != "toolu_r1" || got[1].ToolUseID != "toolu_r2" || got[2].ToolUseID != "toolu_r3" || got[3].ToolUseID != "toolu_r4" {
 			t.Fatalf("round %d: tool_results %+v", round, got)
 		}
 		keys := got[0].Content + got[1].Content
@@ -82,6 +85,9 @@ func TestRunnerToolsDurable(t *testing.T) {
 		if !got[2].IsError || !strings.Contains(got[2].Content, "insufficient funds for run-tr:toolu_r3") {
 			t.Fatalf("round %d: tool error %+v", round, got[2])
 		}
+		if got[3].IsError || !strings.Contains(got[3].Content, `"note":"a\u003cb \u0026 c\u003ed`) {
+			t.Fatalf("round %d: echo %+v", round, got[3])
+		}
 		if round == 0 {
 			first = got
 		} else {
@@ -89,7 +95,7 @@ func TestRunnerToolsDurable(t *testing.T) {
 			// its input, not its ID); each result is a recorded one.
 			same := got[0].Content == first[0].Content && got[1].Content == first[1].Content ||
 				got[0].Content == first[1].Content && got[1].Content == first[0].Content
-			if !same || got[2].Content != first[2].Content {
+			if !same || got[2].Content != first[2].Content || got[3].Content != first[3].Content {
 				t.Errorf("replayed results %+v, first %+v", got, first)
 			}
 		}
