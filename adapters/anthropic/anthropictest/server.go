@@ -124,7 +124,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	reply := s.reply(turn)
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("request-id", "req_t"+strconv.Itoa(turn))
-	_ = json.NewEncoder(w).Encode(message(req.Model, turn, reply))
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false) // as the API sends it: "<", not "\u003c"
+	_ = enc.Encode(message(req.Model, turn, reply))
 }
 
 // reply is the script's answer for turn n.
