@@ -7,9 +7,10 @@
 //
 // Without an API key (the default) the model is the adapter's local
 // wire-format server on 127.0.0.1, scripted to add one ledger entry and then
-// answer. With the provider's key in the environment (OPENAI_API_KEY for
-// openai and openai-chat, ANTHROPIC_API_KEY for anthropic) and -real, it is
-// the provider's API.
+// answer. With -real and the provider's key in the environment
+// (OPENAI_API_KEY for openai, openai-chat and eino; ANTHROPIC_API_KEY for
+// anthropic and fantasy, which the example drives through fantasy's
+// Anthropic provider) it is the provider's API.
 //
 //	go run . -crash   # the ledger server kills this agent right after the entry is written
 //	go run .          # the same run resumes: the entry is in doubt, not written again

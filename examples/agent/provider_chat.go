@@ -13,7 +13,7 @@ import (
 
 // defaultChatModel is the model eino and fantasy ask for on OpenAI's API
 // when -model is not given.
-const defaultChatModel = "gpt-5-mini"
+const defaultChatModel = "gpt-6.1-terra"
 
 // chatScript turns the script into the Chat Completions server's replies.
 func chatScript(rs []reply) []einotest.Reply {

@@ -35,7 +35,7 @@ func openaiLocal(chat bool) func(context.Context, []reply) (loop.Model, func() i
 func openaiReal(chat bool) func(context.Context, string) (loop.Model, error) {
 	return func(_ context.Context, model string) (loop.Model, error) {
 		if model == "" {
-			model = string(shared.ChatModelGPT5Mini)
+			model = string(shared.ChatModelGPT6_1Terra)
 		}
 		if chat {
 			return openai.NewChatModel(oai.NewClient(), model), nil // OPENAI_API_KEY

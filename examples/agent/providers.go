@@ -22,6 +22,8 @@ func providers() map[string]provider {
 	return map[string]provider{
 		"openai":      {keyEnv: "OPENAI_API_KEY", real: openaiReal(false), local: openaiLocal(false)},
 		"openai-chat": {keyEnv: "OPENAI_API_KEY", real: openaiReal(true), local: openaiLocal(true)},
+		"anthropic":   {keyEnv: "ANTHROPIC_API_KEY", real: anthropicReal, local: anthropicLocal},
 		"eino":        {keyEnv: "OPENAI_API_KEY", real: einoReal, local: einoLocal},
+		"fantasy":     {keyEnv: "ANTHROPIC_API_KEY", real: fantasyReal, local: fantasyLocal},
 	}
 }
