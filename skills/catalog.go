@@ -131,6 +131,7 @@ type entry struct {
 type Catalog struct {
 	opts    Options
 	entries []*entry // sorted by (Plugin, Name)
+	plugins []string // every plugin New was given, sorted, once each
 }
 
 // New builds the catalog of the skills of plugins (plugin.Plugin.Skills).
@@ -162,6 +163,7 @@ func New(plugins []*plugin.Plugin, opts *Options) (*Catalog, []diag.Diagnostic) 
 			continue
 		}
 		seen[name] = true
+		c.plugins = append(c.plugins, name)
 		for _, s := range p.Skills {
 			e, sds := c.build(p, s)
 			ds = append(ds, sds...)
@@ -170,6 +172,7 @@ func New(plugins []*plugin.Plugin, opts *Options) (*Catalog, []diag.Diagnostic) 
 			}
 		}
 	}
+	sort.Strings(c.plugins)
 	sort.Slice(c.entries, func(i, j int) bool {
 		a, b := c.entries[i], c.entries[j]
 		if a.Plugin != b.Plugin {
@@ -218,16 +221,21 @@ func (c *Catalog) build(p *plugin.Plugin, s plugin.Skill) (*entry, []diag.Diagno
 		mdRel: filepath.ToSlash(mdRel),
 		files: map[string]File{},
 	}
-	size, sha, err := hashContained(root, e.mdRel, c.opts.MaxFileBytes)
+	data, err := readContained(root, e.mdRel, c.opts.MaxFileBytes)
 	switch {
 	case errors.Is(err, ErrTooLarge):
-		report(diag.InvalidSkill, "7.1", origin+"/SKILL.md", "SKILL.md is %d bytes, more than the %d a catalog serves; the skill is left out", size, c.opts.MaxFileBytes)
+		report(diag.InvalidSkill, "7.1", origin+"/SKILL.md", "SKILL.md is larger than the %d bytes a catalog serves; the skill is left out", c.opts.MaxFileBytes)
 		return nil, ds
 	case err != nil:
 		report(diag.InvalidSkill, "7.1", origin+"/SKILL.md", "SKILL.md cannot be read: %v; the skill is left out", err)
 		return nil, ds
 	}
-	e.skillSHA = sha
+	if _, ok := splitBody(data); !ok {
+		// plugin.Load parsed it; it changed since.
+		report(diag.InvalidSkill, "7.1", origin+"/SKILL.md", "SKILL.md no longer opens with a front matter closed by a \"---\" line; the skill is left out")
+		return nil, ds
+	}
+	e.skillSHA = sha256Hex(data)
 	ds = append(ds, c.listFiles(e, report)...)
 	for _, f := range e.files {
 		e.Files = append(e.Files, f)
@@ -497,14 +505,26 @@ func (c *Catalog) Len() int {
 	return len(c.entries)
 }
 
+// Plugins returns the names of the plugins the catalog was built from,
+// sorted, each once: every non-nil plugin New was given, including those
+// with no skills or whose skills were all left out. Without keeps them.
+// Trust uses it to tell a plugin that has no skills from one not loaded.
+func (c *Catalog) Plugins() []string {
+	if c == nil {
+		return nil
+	}
+	return append([]string(nil), c.plugins...)
+}
+
 // Without returns a catalog without the skills for which withheld returns
 // true (trust uses it: a drifted skill is withheld until it is trusted).
-// The receiver is unchanged; a nil withheld keeps every skill.
+// The receiver is unchanged; a nil withheld keeps every skill. The
+// result's Plugins are the receiver's.
 func (c *Catalog) Without(withheld func(plugin, name string) bool) *Catalog {
 	if c == nil {
 		return nil
 	}
-	out := &Catalog{opts: c.opts}
+	out := &Catalog{opts: c.opts, plugins: c.plugins}
 	for _, e := range c.entries {
 		if withheld == nil || !withheld(e.Plugin, e.Name) {
 			out.entries = append(out.entries, e)

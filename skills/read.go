@@ -44,9 +44,8 @@ func (c *Catalog) Body(ctx context.Context, plugin, name string) (string, error)
 	}
 	body, ok := splitBody(data)
 	if !ok {
-		// New hashed this very content, and plugin.Load parsed it: only a
-		// catalog built from hand-made plugin.Skill values gets here.
-		return "", fmt.Errorf("skill %s/%s: SKILL.md has no front matter", plugin, name)
+		// Unreachable: New split this very content (the hash matched).
+		return "", fmt.Errorf("skill %s/%s: SKILL.md: %w", plugin, name, ErrChanged)
 	}
 	return projection.Sanitize(string(body)), nil
 }

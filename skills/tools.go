@@ -9,6 +9,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/gatehouse-dev/gatehouse/internal/jsonscan"
 )
 
 // ToolDef is the definition of a tool a model is handed: its name, its
@@ -64,13 +66,32 @@ type toolArgs struct {
 
 // parseToolArgs reads a tool's arguments strictly: one JSON object with a
 // string "skill" of the form PLUGIN/NAME and, when withPath, a string
-// "path"; no other member, nothing after the object.
+// "path"; no other member, no member twice, nothing after the object.
 func parseToolArgs(args json.RawMessage, withPath bool) (pluginName, name, path string, err error) {
 	var a toolArgs
 	dec := json.NewDecoder(bytes.NewReader(args))
 	dec.DisallowUnknownFields()
 	if len(bytes.TrimSpace(args)) == 0 || bytes.TrimSpace(args)[0] != '{' {
 		return "", "", "", errors.New("the arguments must be a JSON object")
+	}
+	seen := map[string]bool{}
+	dup := ""
+	jsonscan.Object(args, func(key []byte, escaped bool, _ []byte) bool {
+		k := string(key)
+		if escaped {
+			if json.Unmarshal([]byte(`"`+k+`"`), &k) != nil {
+				return true // the decoder below reports it
+			}
+		}
+		if seen[k] {
+			dup = k
+			return false
+		}
+		seen[k] = true
+		return true
+	})
+	if dup != "" {
+		return "", "", "", fmt.Errorf("the arguments have %q more than once", clip(dup))
 	}
 	if err := dec.Decode(&a); err != nil {
 		return "", "", "", fmt.Errorf("the arguments are not valid: %v", err)

@@ -63,4 +63,16 @@
 // SessionTools adapts a connected go-sdk client session, ToolsetTools a
 // toolset.Toolset (the safe choice for servers you do not control), and a
 // Go function can be a Tool directly.
+//
+// # Skills
+//
+// Options.Skills hands the model the Agent Skills of loaded plugins (see
+// package skills) by progressive disclosure: the catalog's index, a fixed
+// header and one line per skill within its budget, is appended to System
+// after a blank line, and the two tools of SkillTools, skills__read and
+// skills__read_file, are added to Tools. They are Go tools (no server):
+// each read is journaled and guarded like any call, so a resume replays
+// the text the run read, even if the file changed since. The index is part
+// of the system prompt the turns' records hash: resuming a run after its
+// skills' index changed is refused (key_reused), like a changed System.
 package loop

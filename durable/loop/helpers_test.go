@@ -16,8 +16,10 @@ import (
 	"github.com/gatehouse-dev/gatehouse/durable"
 	"github.com/gatehouse-dev/gatehouse/durable/loop"
 	"github.com/gatehouse-dev/gatehouse/internal/fixture/chattest"
+	"github.com/gatehouse-dev/gatehouse/internal/fixture/pgtest"
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/store/memory"
+	"github.com/gatehouse-dev/gatehouse/store/postgres"
 	"github.com/gatehouse-dev/gatehouse/store/sqlite"
 )
 
@@ -131,6 +133,17 @@ func openStore(t *testing.T, kind string) testStore {
 		path := filepath.Join(t.TempDir(), "gatehouse.db")
 		open := func(t *testing.T) store.Store {
 			s, err := sqlite.Open(ctx, path, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			return s
+		}
+		return testStore{Store: open(t), reopen: open}
+	case "postgres":
+		dsn := pgtest.Schema(t, "loop", "the run loop's PostgreSQL tests")
+		open := func(t *testing.T) store.Store {
+			s, err := postgres.Open(ctx, dsn, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -16,6 +16,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/durable"
 	"github.com/gatehouse-dev/gatehouse/policy"
 	"github.com/gatehouse-dev/gatehouse/refusal"
+	"github.com/gatehouse-dev/gatehouse/skills"
 )
 
 // DefaultMaxTurns is the turn cap when Options.MaxTurns is zero.
@@ -141,6 +142,10 @@ type Options struct {
 	MaxTurns int
 	// Owner is the subject the run belongs to (journal records' owner).
 	Owner string
+	// Skills, when set and not empty, are the plugin skills the model may
+	// read: their index is appended to System (see SkillsSystemPrompt) and
+	// the two tools of SkillTools are added to Tools.
+	Skills *skills.Catalog
 }
 
 // Result is what a run produced so far.
@@ -189,6 +194,10 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 	if maxTurns < 0 {
 		return nil, fmt.Errorf("%w: MaxTurns %d is negative", ErrInvalidOptions, maxTurns)
+	}
+	if opts.Skills.Len() > 0 {
+		opts.System = SkillsSystemPrompt(opts.System, opts.Skills)
+		opts.Tools = append(append([]Tool(nil), opts.Tools...), SkillTools(opts.Skills)...)
 	}
 	ex, err := NewExecutor(ExecutorOptions{RunID: opts.RunID, Journal: opts.Journal, Tools: opts.Tools, Guard: opts.Guard, Owner: opts.Owner})
 	if err != nil {
