@@ -3,7 +3,8 @@
 # `server --suite all`) against examples/conformance-server (our package
 # server with every protection on), against `gatehouse serve` fronting the
 # go-sdk's conformance everything-server (an inline `servers:` entry with
-# `prefix: ""`, over stdio), and, as the baseline in the same run,
+# `prefix: ""`, over stdio; a plugin with skills loaded beside it), and, as
+# the baseline in the same run,
 # straight against that everything-server. Fails unless ours and the gateway
 # each pass every check the baseline passes.
 #
@@ -205,6 +206,27 @@ run_suite baseline "http://127.0.0.1:$port/mcp"
 serve ours-server "$work/bin/ours" -http "127.0.0.1:@PORT@"
 run_suite ours "http://127.0.0.1:$port/mcp"
 
+# Every gateway below also serves a plugin with skills and no server (issue
+# 21): its skills are resources and prompts beside the upstream's, and the
+# suite must pass as well with them loaded.
+skills_plugin="$work/skills-plugin"
+mkdir -p "$skills_plugin/skills/incident/references"
+cat >"$skills_plugin/plugin.json" <<'JSON'
+{"$schema": "https://agent-plugins.org/schemas/1.0.0/plugin.schema.json", "name": "handbook", "version": "1.0.0",
+ "description": "Skills served beside the conformance server's resources and prompts."}
+JSON
+cat >"$skills_plugin/skills/incident/SKILL.md" <<'MD'
+---
+name: incident
+description: Run an incident by the handbook.
+---
+
+# Incident
+
+Open references/checklist.md and work through it in order.
+MD
+printf '# Checklist\n\n1. Page the owner.\n' >"$skills_plugin/skills/incident/references/checklist.md"
+
 # The gateway in front of the baseline server (a second instance, so the
 # runs share no state), with prefix "" so every name is the server's own,
 # first over stdio: the gateway asks it for 2025-11-25 (its default
@@ -214,6 +236,7 @@ mkdir -p "$work/gateway/bin"
 cp "$work/bin/everything-server" "$work/gateway/bin/everything-server"
 cat >"$work/gateway/gatehouse.yaml" <<YAML
 store: sqlite:$work/gateway/gatehouse.db
+plugins: [$skills_plugin]
 servers:
   everything:
     type: stdio
@@ -231,6 +254,7 @@ serve upstream-http "$work/bin/everything-server" -http "127.0.0.1:@PORT@" -stat
 mkdir -p "$work/gateway-http"
 cat >"$work/gateway-http/gatehouse.yaml" <<YAML
 store: sqlite:$work/gateway-http/gatehouse.db
+plugins: [$skills_plugin]
 servers:
   everything:
     type: streamable-http
@@ -247,6 +271,7 @@ mkdir -p "$work/gateway-sdk"
 cat >"$work/gateway-sdk/gatehouse.yaml" <<YAML
 store: sqlite:$work/gateway-sdk/gatehouse.db
 http: {bytePath: false}
+plugins: [$skills_plugin]
 servers:
   everything:
     type: streamable-http
@@ -255,6 +280,15 @@ servers:
 YAML
 serve gateway-sdk-server "$work/bin/gatehouse" serve --config "$work/gateway-sdk/gatehouse.yaml" --listen "127.0.0.1:@PORT@"
 run_suite gateway-sdk "http://127.0.0.1:$port/mcp"
+
+# The skills were loaded: each gateway logged one skill when ready.
+for name in gateway-server gateway-http-server gateway-sdk-server; do
+  if ! grep -Eq 'gateway: ready.*skills[=":]+1\b' "$work/$name.log"; then
+    log "$name did not load the skills plugin; its log:"
+    cat "$work/$name.log" >&2
+    exit 1
+  fi
+done
 
 read -r base_pass base_fail < <(totals "$work/baseline.out")
 log "baseline (go-sdk everything-server $GO_SDK_VERSION): $base_pass passed, $base_fail failed"
