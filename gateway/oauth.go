@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
+	"github.com/gatehouse-dev/gatehouse/gateway/internal/bearer"
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/scopes"
 	"github.com/gatehouse-dev/gatehouse/identity/oauth"
 )
@@ -26,7 +26,7 @@ import (
 // WellKnownProtectedResource is the path of the Protected Resource
 // Metadata (RFC 9728 §3); the metadata of the MCP endpoint is also served
 // at this path followed by the endpoint's path (/mcp).
-const WellKnownProtectedResource = "/.well-known/oauth-protected-resource"
+const WellKnownProtectedResource = bearer.WellKnownProtectedResource
 
 // scopesKey keys what an OAuth token's scopes let it see (a *scopes.Set,
 // where a kind with no scope at all means every name of that kind) in its
@@ -84,7 +84,7 @@ func newOAuthAuth(a *Auth, log *slog.Logger, now func() time.Time) (*oauthAuth, 
 		o.in = in
 	}
 	o.insufficient = fmt.Sprintf(`Bearer error="insufficient_scope", scope="%s", resource_metadata="%s"`,
-		strings.Join(o.required, " "), metadataURL(a.Resource))
+		strings.Join(o.required, " "), bearer.MetadataURL(a.Resource))
 	return o, nil
 }
 
@@ -102,7 +102,7 @@ func (o *oauthAuth) verify(ctx context.Context, token string, r *http.Request) (
 	var id oauth.Identity
 	var err error
 	switch {
-	case looksLikeJWS(token):
+	case bearer.LooksLikeJWS(token):
 		id, err = o.v.Verify(ctx, token)
 	case o.in != nil:
 		id, err = o.in.Introspect(ctx, token)
@@ -115,7 +115,7 @@ func (o *oauthAuth) verify(ctx context.Context, token string, r *http.Request) (
 		if errors.As(err, &oe) && (oe.Reason == oauth.ReasonIssuerUnavailable || oe.Reason == oauth.ReasonMetadata ||
 			oe.Reason == oauth.ReasonIntrospection) {
 			o.log.Warn("gateway: an access token could not be checked", "err", err)
-			markRequest(r, func(s *challengeState) { s.unavailable = true })
+			bearer.Mark(r, func(s *bearer.State) { s.Unavailable = true })
 			return nil, errIssuerUnavailable
 		}
 		o.log.Debug("gateway: access token refused", "err", err)
@@ -124,7 +124,7 @@ func (o *oauthAuth) verify(ctx context.Context, token string, r *http.Request) (
 	for _, s := range o.required {
 		if !slices.Contains(id.Scopes, s) {
 			o.log.Debug("gateway: access token lacks a required scope", "subject", id.Subject, "scope", s)
-			markRequest(r, func(s *challengeState) { s.insufficient = true })
+			bearer.Mark(r, func(s *bearer.State) { s.Insufficient = true })
 			break
 		}
 	}
@@ -132,110 +132,11 @@ func (o *oauthAuth) verify(ctx context.Context, token string, r *http.Request) (
 		Extra: map[string]any{scopesKey: scopes.Parse(id.Scopes, true)}}, nil
 }
 
-// looksLikeJWS reports whether token has the shape of a compact JWS: three
-// non-empty base64url parts. Such a token goes to the JWT verifier; any
-// other to introspection (an opaque token, or a JWE, which only the
-// authorization server can read).
-func looksLikeJWS(token string) bool {
-	if strings.Count(token, ".") != 2 {
-		return false
-	}
-	n := 0
-	for i := 0; i < len(token); i++ {
-		c := token[i]
-		if c == '.' {
-			if n == 0 {
-				return false
-			}
-			n = 0
-			continue
-		}
-		if c >= 128 || b64urlMask[c>>6]>>(c&63)&1 == 0 {
-			return false
-		}
-		n++
-	}
-	return n > 0
-}
-
-// b64urlMask has bit c set for each byte c of the base64url alphabet
-// (A-Z a-z 0-9 - _), in two 64-bit words.
-var b64urlMask = [2]uint64{
-	0x03ff_2000_0000_0000, // '-' (45), '0'-'9' (48-57)
-	0x07ff_fffe_87ff_fffe, // 'A'-'Z' (65-90), '_' (95), 'a'-'z' (97-122)
-}
-
 func reasonOf(e *oauth.Error) string {
 	if e == nil {
 		return "refused"
 	}
 	return e.Reason.String()
-}
-
-// challengeState is what the verifier found about one request that the
-// status alone does not say.
-type challengeState struct {
-	insufficient, unavailable bool
-}
-
-type challengeKey struct{}
-
-func markRequest(r *http.Request, f func(*challengeState)) {
-	if r == nil {
-		return
-	}
-	if s, ok := r.Context().Value(challengeKey{}).(*challengeState); ok {
-		f(s)
-	}
-}
-
-// challenges wraps the MCP endpoint: a 403 for a missing required scope
-// carries error="insufficient_scope" (RFC 6750 §3.1), and a token that
-// could not be checked because the issuer is down gets 503.
-func (o *oauthAuth) challenges(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		st := &challengeState{}
-		r = r.WithContext(context.WithValue(r.Context(), challengeKey{}, st))
-		h.ServeHTTP(&challengeWriter{ResponseWriter: w, st: st, o: o}, r)
-	})
-}
-
-type challengeWriter struct {
-	http.ResponseWriter
-	st *challengeState
-	o  *oauthAuth
-}
-
-func (w *challengeWriter) WriteHeader(code int) {
-	switch {
-	case code == http.StatusForbidden && w.st.insufficient:
-		w.Header().Set("WWW-Authenticate", w.o.insufficient)
-	case code == http.StatusInternalServerError && w.st.unavailable:
-		code = http.StatusServiceUnavailable
-		w.Header().Set("Retry-After", "10")
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-// Unwrap lets http.ResponseController reach the real writer (flushing SSE).
-func (w *challengeWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
-// Flush flushes the underlying writer, if it can.
-func (w *challengeWriter) Flush() {
-	if f, ok := w.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
-}
-
-// metadataURL is the URL of the Protected Resource Metadata of resource
-// (RFC 9728 §3.1): the well-known path inserted between its host and its
-// path.
-func metadataURL(resource string) string {
-	u, err := url.Parse(resource)
-	if err != nil { // validated by the config
-		return ""
-	}
-	return u.Scheme + "://" + u.Host + WellKnownProtectedResource + strings.TrimSuffix(u.EscapedPath(), "/")
 }
 
 // serveResourceMetadata serves the Protected Resource Metadata of
@@ -255,23 +156,7 @@ func (g *Gateway) serveResourceMetadata(mux *http.ServeMux) {
 		md.ScopesSupported = append(slices.Clip(a.OAuth.RequiredScopes), "tool:*", "skill:*")
 	}
 	h := auth.ProtectedResourceMetadataHandler(md)
-	paths := []string{WellKnownProtectedResource, WellKnownProtectedResource + "/mcp"}
-	if u, err := url.Parse(metadataURL(a.Resource)); err == nil && plainPath(u.Path) && !slices.Contains(paths, u.Path) {
-		paths = append(paths, u.Path)
-	}
-	for _, p := range paths {
+	for _, p := range bearer.MetadataPaths(a.Resource) {
 		mux.Handle(p, h)
 	}
-}
-
-// plainPath reports whether p can be a ServeMux pattern as it is (no
-// wildcard braces, no space, no percent-encoding).
-func plainPath(p string) bool {
-	for i := 0; i < len(p); i++ {
-		c := p[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("/._~-", c) >= 0) {
-			return false
-		}
-	}
-	return strings.HasPrefix(p, "/")
 }

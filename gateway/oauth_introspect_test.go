@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/gateway/internal/bearer"
 	"github.com/gatehouse-dev/gatehouse/internal/fixture/authserver"
 )
 
@@ -39,7 +40,7 @@ func TestOAuthIntrospection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if looksLikeJWS(tok) {
+	if bearer.LooksLikeJWS(tok) {
 		t.Fatalf("the opaque client got a JWS: %s", tok)
 	}
 	if a := call(tok); !strings.Contains(a, "charged") || up.charges.Load() != 1 {
@@ -119,8 +120,8 @@ func TestLooksLikeJWS(t *testing.T) {
 		"a.b":   false, "a.b.c.d.e": false, "a..c": false, ".b.c": false, "a.b.": false,
 		"a.b+/.c": false, "opaque_token-1": false, "": false, "a.b.c=": false,
 	} {
-		if got := looksLikeJWS(tok); got != want {
-			t.Errorf("looksLikeJWS(%q) = %v, want %v", tok, got, want)
+		if got := bearer.LooksLikeJWS(tok); got != want {
+			t.Errorf("bearer.LooksLikeJWS(%q) = %v, want %v", tok, got, want)
 		}
 	}
 }

@@ -191,9 +191,9 @@ func loggedCalls(t *testing.T, g *Gateway) []callLine {
 	return out
 }
 
-type bearer struct{ tok string }
+type withBearer struct{ tok string }
 
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+func (b withBearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+b.tok)
 	return http.DefaultTransport.RoundTrip(r)
@@ -212,7 +212,7 @@ func sessionWith(t *testing.T, url, token string, opts *mcp.ClientOptions) *mcp.
 	t.Helper()
 	c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, opts)
 	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url,
-		HTTPClient: &http.Client{Transport: bearer{token}}}, nil)
+		HTTPClient: &http.Client{Transport: withBearer{token}}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 
 	"github.com/gatehouse-dev/gatehouse/diag"
+	"github.com/gatehouse-dev/gatehouse/gateway/internal/bearer"
 	"github.com/gatehouse-dev/gatehouse/identity/oauth"
 	"github.com/gatehouse-dev/gatehouse/server"
 )
@@ -26,7 +27,7 @@ func (g *Gateway) Handler() (http.Handler, error) {
 		ho.Verifier = g.auth.verify
 		if a.Resource != "" {
 			// A 401 names the Protected Resource Metadata (RFC 9728 §5.1).
-			ho.Bearer = &auth.RequireBearerTokenOptions{ResourceMetadataURL: metadataURL(a.Resource)}
+			ho.Bearer = &auth.RequireBearerTokenOptions{ResourceMetadataURL: bearer.MetadataURL(a.Resource)}
 		}
 		if o := g.auth.oauth; o != nil {
 			// Every token must hold these (a static one holds them by
@@ -44,7 +45,7 @@ func (g *Gateway) Handler() (http.Handler, error) {
 		return nil, err
 	}
 	if o := g.auth.oauth; o != nil {
-		mcpH = o.challenges(mcpH)
+		mcpH = bearer.Challenges(mcpH, o.insufficient)
 	}
 	mux := http.NewServeMux()
 	g.serveResourceMetadata(mux)
