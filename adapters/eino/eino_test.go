@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/internal/fixture/agentcrash"
+
 	"github.com/cloudwego/eino/compose"
 	"github.com/cloudwego/eino/flow/agent/react"
 	"github.com/cloudwego/eino/schema"
@@ -27,8 +29,8 @@ import (
 // that leaves one unanswered). A resume in a fresh process asks the model
 // nothing and repeats no effect.
 func TestRunOverEinoModel(t *testing.T) {
-	ts, file := openToolset(t)
-	tools := toolsOf(t, ts)
+	ts, file := agentcrash.OpenToolset(t)
+	tools := agentcrash.Tools(t, ts)
 	srv := wireServer(t,
 		einotest.Reply{Text: "Paying.", Calls: []einotest.Call{
 			{ID: "call_charge", Name: "pay__charge", Args: `{"amount":5}`},
@@ -39,16 +41,16 @@ func TestRunOverEinoModel(t *testing.T) {
 		einotest.Reply{Text: "All done."},
 	)
 	path := t.TempDir() + "/gatehouse.db"
-	opts := loop.Options{RunID: "run-1", Journal: newJournal(t, openStore(t, path)), Model: gheino.NewModel(chatModel(t, srv)),
+	opts := loop.Options{RunID: "run-1", Journal: agentcrash.NewJournal(t, agentcrash.OpenStore(t, path)), Model: gheino.NewModel(chatModel(t, srv)),
 		Tools: tools, System: "You pay bills.", Prompt: "Pay the bill."}
-	res, err := loop.Run(ctxT(t), opts)
+	res, err := loop.Run(agentcrash.Ctx(t), opts)
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
 	if res.Text != "All done." || srv.Requests() != 2 {
 		t.Fatalf("text %q after %d requests", res.Text, srv.Requests())
 	}
-	if e := effects(t, file); e["run-1:call_charge"] != 1 || total(e) != 1 {
+	if e := agentcrash.EffectsOf(t, file); e["run-1:call_charge"] != 1 || agentcrash.Total(e) != 1 {
 		t.Fatalf("effects %v, want one under run-1:call_charge", e)
 	}
 
@@ -63,7 +65,7 @@ func TestRunOverEinoModel(t *testing.T) {
 		t.Fatalf("%d tools on the wire, %d in the toolset", len(r0.Tools), len(tools))
 	}
 	for i, wt := range r0.Tools {
-		if wt.Function.Name != tools[i].Name || !legal.MatchString(wt.Function.Name) || wt.Function.Description != tools[i].Description {
+		if wt.Function.Name != tools[i].Name || !agentcrash.LegalName.MatchString(wt.Function.Name) || wt.Function.Description != tools[i].Description {
 			t.Errorf("tool %d on the wire: %+v, want %s", i, wt.Function, tools[i].Name)
 		}
 		if !sameJSON(t, wt.Function.Parameters, tools[i].InputSchema) {
@@ -98,13 +100,13 @@ func TestRunOverEinoModel(t *testing.T) {
 	}
 
 	// Resumed in a fresh process: everything replays.
-	opts.Journal = newJournal(t, openStore(t, path))
-	res, err = loop.Run(ctxT(t), opts)
+	opts.Journal = agentcrash.NewJournal(t, agentcrash.OpenStore(t, path))
+	res, err = loop.Run(agentcrash.Ctx(t), opts)
 	if err != nil || res.Text != "All done." || res.ReplayedTurns != 2 {
 		t.Fatalf("resume: %+v, %v", res, err)
 	}
-	if srv.Requests() != 2 || total(effects(t, file)) != 1 {
-		t.Fatalf("resume asked the model %d times in all, effects %v", srv.Requests(), effects(t, file))
+	if srv.Requests() != 2 || agentcrash.Total(agentcrash.EffectsOf(t, file)) != 1 {
+		t.Fatalf("resume asked the model %d times in all, effects %v", srv.Requests(), agentcrash.EffectsOf(t, file))
 	}
 }
 
@@ -115,8 +117,8 @@ func TestRunOverEinoModel(t *testing.T) {
 // does not journal its turns) but replays the calls: the model reads the
 // same receipt and the effect ran once.
 func TestReactAgentToolsAreDurable(t *testing.T) {
-	ts, file := openToolset(t)
-	tools := toolsOf(t, ts)
+	ts, file := agentcrash.OpenToolset(t)
+	tools := agentcrash.Tools(t, ts)
 	srv := wireServer(t,
 		einotest.Reply{Calls: []einotest.Call{
 			{ID: "call_a", Name: "pay__charge", Args: `{"amount":7}`},
@@ -126,7 +128,7 @@ func TestReactAgentToolsAreDurable(t *testing.T) {
 	)
 	path := t.TempDir() + "/gatehouse.db"
 	agentRun := func() (*schema.Message, error) {
-		ex, err := loop.NewExecutor(loop.ExecutorOptions{RunID: "react-1", Journal: newJournal(t, openStore(t, path)), Tools: tools})
+		ex, err := loop.NewExecutor(loop.ExecutorOptions{RunID: "react-1", Journal: agentcrash.NewJournal(t, agentcrash.OpenStore(t, path)), Tools: tools})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -134,12 +136,12 @@ func TestReactAgentToolsAreDurable(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		agent, err := react.NewAgent(ctxT(t), &react.AgentConfig{ToolCallingModel: chatModel(t, srv),
+		agent, err := react.NewAgent(agentcrash.Ctx(t), &react.AgentConfig{ToolCallingModel: chatModel(t, srv),
 			ToolsConfig: compose.ToolsNodeConfig{Tools: etools}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return agent.Generate(ctxT(t), []*schema.Message{schema.UserMessage("Charge 7.")})
+		return agent.Generate(agentcrash.Ctx(t), []*schema.Message{schema.UserMessage("Charge 7.")})
 	}
 	for round := range 2 {
 		out, err := agentRun()
@@ -150,7 +152,7 @@ func TestReactAgentToolsAreDurable(t *testing.T) {
 	if srv.Requests() != 4 {
 		t.Fatalf("%d requests, want 2 per agent run", srv.Requests())
 	}
-	if e := effects(t, file); e["react-1:call_a"] != 1 || total(e) != 1 {
+	if e := agentcrash.EffectsOf(t, file); e["react-1:call_a"] != 1 || agentcrash.Total(e) != 1 {
 		t.Fatalf("effects %v, want one under react-1:call_a", e)
 	}
 	first, second := request(t, srv, 1), request(t, srv, 3)
@@ -173,8 +175,8 @@ func TestReactAgentToolsAreDurable(t *testing.T) {
 // the agent; nothing runs. Approved, the same call (same run, same call
 // ID) runs once; the denied one stays denied.
 func TestRefusalsAreToolMessages(t *testing.T) {
-	ts, file := openToolset(t)
-	tools := toolsOf(t, ts)
+	ts, file := agentcrash.OpenToolset(t)
+	tools := agentcrash.Tools(t, ts)
 	srv := wireServer(t,
 		einotest.Reply{Calls: []einotest.Call{
 			{ID: "c1", Name: "pay__charge", Args: `{"amount":100}`},
@@ -193,10 +195,10 @@ func TestRefusalsAreToolMessages(t *testing.T) {
 		policy.ReadOnly("pay__charge", "pay__echo"),
 	)
 	path := t.TempDir() + "/gatehouse.db"
-	s := openStore(t, path)
+	s := agentcrash.OpenStore(t, path)
 	agentRun := func() einotest.Request {
 		n := srv.Requests()
-		ex, err := loop.NewExecutor(loop.ExecutorOptions{RunID: "ref-1", Journal: newJournal(t, s), Tools: tools, Guard: guard})
+		ex, err := loop.NewExecutor(loop.ExecutorOptions{RunID: "ref-1", Journal: agentcrash.NewJournal(t, s), Tools: tools, Guard: guard})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -204,12 +206,12 @@ func TestRefusalsAreToolMessages(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		agent, err := react.NewAgent(ctxT(t), &react.AgentConfig{ToolCallingModel: chatModel(t, srv),
+		agent, err := react.NewAgent(agentcrash.Ctx(t), &react.AgentConfig{ToolCallingModel: chatModel(t, srv),
 			ToolsConfig: compose.ToolsNodeConfig{Tools: etools}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := agent.Generate(ctxT(t), []*schema.Message{schema.UserMessage("Pay 100.")}); err != nil {
+		if _, err := agent.Generate(agentcrash.Ctx(t), []*schema.Message{schema.UserMessage("Pay 100.")}); err != nil {
 			t.Fatalf("Generate: %v", err)
 		}
 		if srv.Requests() != n+2 {
@@ -232,15 +234,15 @@ func TestRefusalsAreToolMessages(t *testing.T) {
 	if m3.ToolCallID != "c3" || !strings.Contains(m3.Text(), `"amount":4`) {
 		t.Fatalf("c3: %q", m3.Text())
 	}
-	if total(effects(t, file)) != 0 {
-		t.Fatalf("effects before approval: %v", effects(t, file))
+	if agentcrash.Total(agentcrash.EffectsOf(t, file)) != 0 {
+		t.Fatalf("effects before approval: %v", agentcrash.EffectsOf(t, file))
 	}
 	id := sc["approvalId"].(string)
-	a, err := s.GetApproval(ctxT(t), id)
+	a, err := s.GetApproval(agentcrash.Ctx(t), id)
 	if err != nil || a.State != store.ApprovalPending {
 		t.Fatalf("approval %s: %+v, %v", id, a, err)
 	}
-	if _, err := s.DecideApproval(ctxT(t), id, true, "operator", time.Now()); err != nil {
+	if _, err := s.DecideApproval(agentcrash.Ctx(t), id, true, "operator", time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	for range 2 {
@@ -252,7 +254,7 @@ func TestRefusalsAreToolMessages(t *testing.T) {
 			t.Fatalf("c2 after approval: %q", m.Text())
 		}
 	}
-	if e := effects(t, file); e["ref-1:c1"] != 1 || total(e) != 1 {
+	if e := agentcrash.EffectsOf(t, file); e["ref-1:c1"] != 1 || agentcrash.Total(e) != 1 {
 		t.Fatalf("effects %v, want one under ref-1:c1", e)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gatehouse-dev/gatehouse/internal/fixture/agentcrash"
+
 	"github.com/cloudwego/eino/schema"
 
 	gheino "github.com/gatehouse-dev/gatehouse/adapters/eino"
@@ -19,8 +21,8 @@ import (
 // again on a fresh executor, it replays. A Tool run outside a ToolsNode
 // without WithCallID has no ID and runs nothing.
 func TestExecuteAssistantMessage(t *testing.T) {
-	ts, file := openToolset(t)
-	tools := toolsOf(t, ts)
+	ts, file := agentcrash.OpenToolset(t)
+	tools := agentcrash.Tools(t, ts)
 	guard := policy.GuardFunc(func(_ context.Context, c policy.Call) (policy.Decision, error) {
 		if c.Tool == "pay__charge_once" {
 			return policy.NeedsApproval("needs a human"), nil
@@ -32,14 +34,14 @@ func TestExecuteAssistantMessage(t *testing.T) {
 		{ID: "x2", Type: "function", Function: schema.FunctionCall{Name: "pay__charge_once", Arguments: `{"amount":3}`}},
 		{ID: "x3", Type: "function", Function: schema.FunctionCall{Name: "pay__nope", Arguments: `{}`}},
 	})
-	s := openStore(t, t.TempDir()+"/g.db")
+	s := agentcrash.OpenStore(t, t.TempDir()+"/g.db")
 	var first []*schema.Message
 	for round := range 2 {
-		ex, err := loop.NewExecutor(loop.ExecutorOptions{RunID: "ex-1", Journal: newJournal(t, s), Tools: tools, Guard: guard})
+		ex, err := loop.NewExecutor(loop.ExecutorOptions{RunID: "ex-1", Journal: agentcrash.NewJournal(t, s), Tools: tools, Guard: guard})
 		if err != nil {
 			t.Fatal(err)
 		}
-		msgs, outs, err := gheino.Execute(ctxT(t), ex, msg)
+		msgs, outs, err := gheino.Execute(agentcrash.Ctx(t), ex, msg)
 		if err != nil || len(msgs) != 3 || len(outs) != 3 {
 			t.Fatalf("round %d: %v, %v", round, msgs, err)
 		}
@@ -58,12 +60,12 @@ func TestExecuteAssistantMessage(t *testing.T) {
 			t.Fatalf("the replay differs: %q, %q", msgs[0].Content, first[0].Content)
 		}
 		etools, _ := gheino.Tools(ex)
-		text, err := etools[0].(*gheino.Tool).InvokableRun(ctxT(t), `{"amount":9}`)
+		text, err := etools[0].(*gheino.Tool).InvokableRun(agentcrash.Ctx(t), `{"amount":9}`)
 		if err != nil || !strings.Contains(text, "has no ID") {
 			t.Fatalf("a call without an ID: %q, %v", text, err)
 		}
 	}
-	if e := effects(t, file); e["ex-1:x1"] != 1 || total(e) != 1 {
+	if e := agentcrash.EffectsOf(t, file); e["ex-1:x1"] != 1 || agentcrash.Total(e) != 1 {
 		t.Fatalf("effects %v", e)
 	}
 }

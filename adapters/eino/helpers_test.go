@@ -1,136 +1,27 @@
 package eino_test
 
 import (
-	"context"
 	"encoding/json"
-	"fmt"
-	"os"
-	"path/filepath"
-	"regexp"
 	"testing"
-	"time"
 
 	"github.com/cloudwego/eino-ext/components/model/openai"
 	"github.com/cloudwego/eino/components/model"
 	"go.uber.org/goleak"
 
 	"github.com/gatehouse-dev/gatehouse/adapters/eino/einotest"
-	"github.com/gatehouse-dev/gatehouse/durable"
-	"github.com/gatehouse-dev/gatehouse/durable/loop"
 	"github.com/gatehouse-dev/gatehouse/internal/fixture/agentcrash"
-	"github.com/gatehouse-dev/gatehouse/internal/fixture/effectserver"
-	"github.com/gatehouse-dev/gatehouse/plugin"
-	"github.com/gatehouse-dev/gatehouse/store"
-	"github.com/gatehouse-dev/gatehouse/store/sqlite"
-	"github.com/gatehouse-dev/gatehouse/toolset"
 )
 
-// envRole selects what a re-executed test binary does.
-const envRole = "EINO_TEST_ROLE"
-
 func TestMain(m *testing.M) {
-	agentcrash.Main(crashAgent) // returns unless this process is a crash test's child
-	switch os.Getenv(envRole) {
-	case "effectserver":
-		if err := effectserver.Main(nil); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-		os.Exit(0)
-	}
+	agentcrash.Main(crashAgent) // returns unless this process is a child (the crash's agent, the effect server)
 	goleak.VerifyTestMain(m)
-}
-
-// legal is the tool name rule of OpenAI's API (and Anthropic's).
-var legal = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
-
-func ctxT(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-// effectServer is the effect server as a stdio MCP server: this test
-// binary re-executed.
-func effectServer(t testing.TB, file string) toolset.Server {
-	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return toolset.Server{Config: plugin.ServerConfig{Name: "pay", Type: plugin.TransportStdio, Command: exe,
-		Env: map[string]string{envRole: "effectserver", effectserver.EnvFile: file}}}
-}
-
-// openToolset opens a toolset over the effect server, its effects counted
-// in a file under t's temporary directory.
-func openToolset(t testing.TB) (*toolset.Toolset, string) {
-	t.Helper()
-	file := filepath.Join(t.TempDir(), "effects")
-	ts, err := toolset.Open(ctxT(t), []toolset.Server{effectServer(t, file)}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ts.Close() })
-	return ts, file
-}
-
-func toolsOf(t testing.TB, ts *toolset.Toolset) []loop.Tool {
-	t.Helper()
-	tools, err := loop.ToolsetTools(ctxT(t), ts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tools
-}
-
-// effects returns the number of effects recorded under each idempotency key.
-func effects(t testing.TB, file string) map[string]int {
-	t.Helper()
-	e, _, err := effectserver.Effects(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]int{}
-	for k, v := range e {
-		out[k] = len(v)
-	}
-	return out
-}
-
-func total(m map[string]int) int {
-	n := 0
-	for _, v := range m {
-		n += v
-	}
-	return n
-}
-
-// openStore opens a SQLite store at path (a fresh process's view of it).
-func openStore(t testing.TB, path string) store.Store {
-	t.Helper()
-	s, err := sqlite.Open(ctxT(t), path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
-}
-
-func newJournal(t testing.TB, s store.Store) *durable.Journal {
-	t.Helper()
-	j, err := durable.NewJournal(s, &durable.JournalOptions{Approvals: s})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return j
 }
 
 // chatModel is eino-ext's OpenAI chat model (a real eino
 // model.ToolCallingChatModel) pointed at the local wire server.
 func chatModel(t testing.TB, srv *einotest.Server) model.ToolCallingChatModel {
 	t.Helper()
-	cm, err := openai.NewChatModel(ctxT(t), &openai.ChatModelConfig{BaseURL: srv.URL, APIKey: "test-key", Model: "gpt-test"})
+	cm, err := openai.NewChatModel(agentcrash.Ctx(t), &openai.ChatModelConfig{BaseURL: srv.URL, APIKey: "test-key", Model: "gpt-test"})
 	if err != nil {
 		t.Fatal(err)
 	}

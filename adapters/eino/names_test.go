@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gatehouse-dev/gatehouse/internal/fixture/agentcrash"
+
 	"github.com/cloudwego/eino/compose"
 	"github.com/cloudwego/eino/schema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -73,14 +75,14 @@ func oddServer(t *testing.T) (*httptest.Server, []string) {
 // the model's call of an odd tool reaches the server's tool.
 func TestNamesLegalAndSchemasWhole(t *testing.T) {
 	hs, names := oddServer(t)
-	ts, err := toolset.Open(ctxT(t), []toolset.Server{{Config: plugin.ServerConfig{
+	ts, err := toolset.Open(agentcrash.Ctx(t), []toolset.Server{{Config: plugin.ServerConfig{
 		Name: "odd", Type: plugin.TransportStreamableHTTP, URL: hs.URL,
 	}}}, &toolset.Options{AllowedHosts: []string{"127.0.0.1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ts.Close()
-	tools := toolsOf(t, ts)
+	tools := agentcrash.Tools(t, ts)
 	if len(tools) != len(names)+1 {
 		t.Fatalf("%d tools: %+v", len(tools), tools)
 	}
@@ -103,18 +105,18 @@ func TestNamesLegalAndSchemasWhole(t *testing.T) {
 		einotest.Reply{Calls: []einotest.Call{{ID: "c1", Name: long.Name, Args: `{"q":"x"}`}}},
 		einotest.Reply{Text: "ok"})
 	m := gheino.NewModel(chatModel(t, srv))
-	ex, err := loop.NewExecutor(loop.ExecutorOptions{RunID: "names", Journal: newJournal(t, memStore(t)), Tools: tools})
+	ex, err := loop.NewExecutor(loop.ExecutorOptions{RunID: "names", Journal: agentcrash.NewJournal(t, memStore(t)), Tools: tools})
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := m.Turn(ctxT(t), loop.ModelRequest{Messages: []loop.Message{{Role: loop.RoleUser, Content: "go"}}, Tools: ex.Tools()})
+	resp, err := m.Turn(agentcrash.Ctx(t), loop.ModelRequest{Messages: []loop.Message{{Role: loop.RoleUser, Content: "go"}}, Tools: ex.Tools()})
 	if err != nil {
 		t.Fatalf("Turn: %v", err)
 	}
 	r := request(t, srv, 0)
 	seen := map[string]bool{}
 	for _, wt := range r.Tools {
-		if !legal.MatchString(wt.Function.Name) || seen[wt.Function.Name] {
+		if !agentcrash.LegalName.MatchString(wt.Function.Name) || seen[wt.Function.Name] {
 			t.Errorf("name %q on the wire is not legal or not unique", wt.Function.Name)
 		}
 		seen[wt.Function.Name] = true
@@ -134,13 +136,13 @@ func TestNamesLegalAndSchemasWhole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	node, err := compose.NewToolNode(ctxT(t), &compose.ToolsNodeConfig{Tools: etools})
+	node, err := compose.NewToolNode(agentcrash.Ctx(t), &compose.ToolsNodeConfig{Tools: etools})
 	if err != nil {
 		t.Fatal(err)
 	}
 	msg := schema.AssistantMessage("", []schema.ToolCall{{ID: "c1", Type: "function",
 		Function: schema.FunctionCall{Name: long.Name, Arguments: `{"q":"x"}`}}})
-	outs, err := node.Invoke(ctxT(t), msg)
+	outs, err := node.Invoke(agentcrash.Ctx(t), msg)
 	if err != nil || len(outs) != 1 || outs[0].Content != "ran "+names[3] || outs[0].ToolCallID != "c1" {
 		t.Fatalf("ToolsNode: %+v, %v", outs, err)
 	}

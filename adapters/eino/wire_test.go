@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gatehouse-dev/gatehouse/internal/fixture/agentcrash"
+
 	"github.com/cloudwego/eino/schema"
 
 	"github.com/gatehouse-dev/gatehouse/adapters/eino/einotest"
@@ -60,7 +62,7 @@ func TestWireServerStreams(t *testing.T) {
 	srv := wireServer(t, einotest.Reply{Text: "Both.", Calls: []einotest.Call{
 		{ID: "s1", Name: "a", Args: `{"x":1}`}, {Name: "b", Args: `{}`},
 	}})
-	sr, err := chatModel(t, srv).Stream(ctxT(t), []*schema.Message{schema.UserMessage("go")})
+	sr, err := chatModel(t, srv).Stream(agentcrash.Ctx(t), []*schema.Message{schema.UserMessage("go")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/gatehouse-dev/gatehouse/internal/fixture/agentcrash"
+
 	"charm.land/fantasy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -23,7 +25,7 @@ import (
 func benchStores(b *testing.B) map[string]func(b *testing.B) store.Store {
 	return map[string]func(b *testing.B) store.Store{
 		"memory": func(b *testing.B) store.Store { return memStore(b) },
-		"sqlite": func(b *testing.B) store.Store { return openStore(b, filepath.Join(b.TempDir(), "g.db")) },
+		"sqlite": func(b *testing.B) store.Store { return agentcrash.OpenStore(b, filepath.Join(b.TempDir(), "g.db")) },
 	}
 }
 
@@ -35,8 +37,8 @@ const benchArgs = `{"amount":1}`
 func BenchmarkAdapterCall(b *testing.B) {
 	for name, open := range benchStores(b) {
 		b.Run(name, func(b *testing.B) {
-			ts, _ := openToolset(b)
-			ex, err := loop.NewExecutor(loop.ExecutorOptions{RunID: "bench", Journal: newJournal(b, open(b)), Tools: toolsOf(b, ts)})
+			ts, _ := agentcrash.OpenToolset(b)
+			ex, err := loop.NewExecutor(loop.ExecutorOptions{RunID: "bench", Journal: agentcrash.NewJournal(b, open(b)), Tools: agentcrash.Tools(b, ts)})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -67,8 +69,8 @@ func BenchmarkAdapterCall(b *testing.B) {
 func BenchmarkDirectToolsetCall(b *testing.B) {
 	for name, open := range benchStores(b) {
 		b.Run(name, func(b *testing.B) {
-			ts, _ := openToolset(b)
-			j := newJournal(b, open(b))
+			ts, _ := agentcrash.OpenToolset(b)
+			j := agentcrash.NewJournal(b, open(b))
 			guard := policy.AllowAll()
 			args := json.RawMessage(benchArgs)
 			ctx := context.Background()

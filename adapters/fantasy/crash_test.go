@@ -37,7 +37,7 @@ func TestCrashAndResume(t *testing.T) {
 	if h.Effects() != 1 || srv.Requests() != 1 {
 		t.Fatalf("at the crash: %d effects, %d requests", h.Effects(), srv.Requests())
 	}
-	if err := crashAgent(ctxT(t), h.Env(t)); err != nil {
+	if err := crashAgent(agentcrash.Ctx(t), h.Env(t)); err != nil {
 		t.Fatalf("resume: %v", err)
 	}
 	if h.Effects() != 1 || h.Keys()[agentcrash.RunID+":call_fx1"] != 1 {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gatehouse-dev/gatehouse/internal/fixture/agentcrash"
+
 	"charm.land/fantasy"
 
 	ghfantasy "github.com/gatehouse-dev/gatehouse/adapters/fantasy"
@@ -21,8 +23,8 @@ import (
 // provider-executed call is left to the provider. Again on a fresh
 // executor, it replays.
 func TestExecuteResponse(t *testing.T) {
-	ts, file := openToolset(t)
-	tools := toolsOf(t, ts)
+	ts, file := agentcrash.OpenToolset(t)
+	tools := agentcrash.Tools(t, ts)
 	guard := policy.GuardFunc(func(_ context.Context, c policy.Call) (policy.Decision, error) {
 		if c.Tool == "pay__charge_once" {
 			return policy.NeedsApproval("needs a human"), nil
@@ -36,14 +38,14 @@ func TestExecuteResponse(t *testing.T) {
 		fantasy.ToolCallContent{ToolCallID: "x2", ToolName: "pay__charge_once", Input: `{"amount":3}`},
 		fantasy.ToolCallContent{ToolCallID: "x3", ToolName: "pay__fail_result", Input: `{"amount":4}`},
 	}
-	s := openStore(t, t.TempDir()+"/g.db")
+	s := agentcrash.OpenStore(t, t.TempDir()+"/g.db")
 	var first string
 	for round := range 2 {
-		ex, err := loop.NewExecutor(loop.ExecutorOptions{RunID: "ex-1", Journal: newJournal(t, s), Tools: tools, Guard: guard})
+		ex, err := loop.NewExecutor(loop.ExecutorOptions{RunID: "ex-1", Journal: agentcrash.NewJournal(t, s), Tools: tools, Guard: guard})
 		if err != nil {
 			t.Fatal(err)
 		}
-		msg, outs, err := ghfantasy.Execute(ctxT(t), ex, content)
+		msg, outs, err := ghfantasy.Execute(agentcrash.Ctx(t), ex, content)
 		if err != nil || msg.Role != fantasy.MessageRoleTool || len(msg.Content) != 3 || len(outs) != 3 {
 			t.Fatalf("round %d: %+v, %v", round, msg, err)
 		}
@@ -75,7 +77,7 @@ func TestExecuteResponse(t *testing.T) {
 			t.Fatalf("the replay differs: %q, %q", ok0.Text, first)
 		}
 	}
-	if e := effects(t, file); e["ex-1:x1"] != 1 || total(e) != 1 {
+	if e := agentcrash.EffectsOf(t, file); e["ex-1:x1"] != 1 || agentcrash.Total(e) != 1 {
 		t.Fatalf("effects %v", e)
 	}
 }

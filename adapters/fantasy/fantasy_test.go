@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/internal/fixture/agentcrash"
+
 	"charm.land/fantasy"
 
 	ghfantasy "github.com/gatehouse-dev/gatehouse/adapters/fantasy"
@@ -25,8 +27,8 @@ import (
 // that leaves one unanswered). A resume in a fresh process asks the model
 // nothing and repeats no effect.
 func TestRunOverFantasyModel(t *testing.T) {
-	ts, file := openToolset(t)
-	tools := toolsOf(t, ts)
+	ts, file := agentcrash.OpenToolset(t)
+	tools := agentcrash.Tools(t, ts)
 	srv := wireServer(t,
 		fantasytest.Reply{Text: "Paying.", Calls: []fantasytest.Call{
 			{ID: "call_charge", Name: "pay__charge", Args: `{"amount":5}`},
@@ -37,16 +39,16 @@ func TestRunOverFantasyModel(t *testing.T) {
 		fantasytest.Reply{Text: "All done."},
 	)
 	path := t.TempDir() + "/gatehouse.db"
-	opts := loop.Options{RunID: "run-1", Journal: newJournal(t, openStore(t, path)), Model: ghfantasy.NewModel(languageModel(t, srv), nil),
+	opts := loop.Options{RunID: "run-1", Journal: agentcrash.NewJournal(t, agentcrash.OpenStore(t, path)), Model: ghfantasy.NewModel(languageModel(t, srv), nil),
 		Tools: tools, System: "You pay bills.", Prompt: "Pay the bill."}
-	res, err := loop.Run(ctxT(t), opts)
+	res, err := loop.Run(agentcrash.Ctx(t), opts)
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
 	if res.Text != "All done." || srv.Requests() != 2 {
 		t.Fatalf("text %q after %d requests", res.Text, srv.Requests())
 	}
-	if e := effects(t, file); e["run-1:call_charge"] != 1 || total(e) != 1 {
+	if e := agentcrash.EffectsOf(t, file); e["run-1:call_charge"] != 1 || agentcrash.Total(e) != 1 {
 		t.Fatalf("effects %v, want one under run-1:call_charge", e)
 	}
 
@@ -59,7 +61,7 @@ func TestRunOverFantasyModel(t *testing.T) {
 		t.Fatalf("%d tools on the wire, %d in the toolset", len(r0.Tools), len(tools))
 	}
 	for i, wt := range r0.Tools {
-		if wt.Function.Name != tools[i].Name || !legal.MatchString(wt.Function.Name) || wt.Function.Description != tools[i].Description {
+		if wt.Function.Name != tools[i].Name || !agentcrash.LegalName.MatchString(wt.Function.Name) || wt.Function.Description != tools[i].Description {
 			t.Errorf("tool %d on the wire: %+v, want %s", i, wt.Function, tools[i].Name)
 		}
 		if !sameJSON(t, wt.Function.Parameters, tools[i].InputSchema) {
@@ -91,13 +93,13 @@ func TestRunOverFantasyModel(t *testing.T) {
 		}
 	}
 
-	opts.Journal = newJournal(t, openStore(t, path))
-	res, err = loop.Run(ctxT(t), opts)
+	opts.Journal = agentcrash.NewJournal(t, agentcrash.OpenStore(t, path))
+	res, err = loop.Run(agentcrash.Ctx(t), opts)
 	if err != nil || res.Text != "All done." || res.ReplayedTurns != 2 {
 		t.Fatalf("resume: %+v, %v", res, err)
 	}
-	if srv.Requests() != 2 || total(effects(t, file)) != 1 {
-		t.Fatalf("resume asked the model %d times in all, effects %v", srv.Requests(), effects(t, file))
+	if srv.Requests() != 2 || agentcrash.Total(agentcrash.EffectsOf(t, file)) != 1 {
+		t.Fatalf("resume asked the model %d times in all, effects %v", srv.Requests(), agentcrash.EffectsOf(t, file))
 	}
 }
 
@@ -111,7 +113,7 @@ func agentRun(t *testing.T, srv *fantasytest.Server, ex *loop.Executor, prompt s
 		t.Fatal(err)
 	}
 	agent := fantasy.NewAgent(languageModel(t, srv), fantasy.WithTools(tools...))
-	res, err := agent.Generate(ctxT(t), fantasy.AgentCall{Prompt: prompt})
+	res, err := agent.Generate(agentcrash.Ctx(t), fantasy.AgentCall{Prompt: prompt})
 	if err != nil {
 		t.Fatalf("Generate: %v", err)
 	}
@@ -127,8 +129,8 @@ func agentRun(t *testing.T, srv *fantasytest.Server, ex *loop.Executor, prompt s
 // model again (fantasy's agent does not journal its turns) but replays the
 // calls: the model reads the same receipt and the effect ran once.
 func TestAgentToolsAreDurable(t *testing.T) {
-	ts, file := openToolset(t)
-	tools := toolsOf(t, ts)
+	ts, file := agentcrash.OpenToolset(t)
+	tools := agentcrash.Tools(t, ts)
 	srv := wireServer(t,
 		fantasytest.Reply{Calls: []fantasytest.Call{
 			{ID: "call_a", Name: "pay__charge", Args: `{"amount":7}`},
@@ -139,7 +141,7 @@ func TestAgentToolsAreDurable(t *testing.T) {
 	path := t.TempDir() + "/gatehouse.db"
 	var reqs []fantasytest.Request
 	for round := range 2 {
-		ex, err := loop.NewExecutor(loop.ExecutorOptions{RunID: "agent-1", Journal: newJournal(t, openStore(t, path)), Tools: tools})
+		ex, err := loop.NewExecutor(loop.ExecutorOptions{RunID: "agent-1", Journal: agentcrash.NewJournal(t, agentcrash.OpenStore(t, path)), Tools: tools})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -149,7 +151,7 @@ func TestAgentToolsAreDurable(t *testing.T) {
 		}
 		reqs = append(reqs, r)
 	}
-	if e := effects(t, file); e["agent-1:call_a"] != 1 || total(e) != 1 {
+	if e := agentcrash.EffectsOf(t, file); e["agent-1:call_a"] != 1 || agentcrash.Total(e) != 1 {
 		t.Fatalf("effects %v, want one under agent-1:call_a", e)
 	}
 	for i, id := range []string{"call_a", "call_b"} {
@@ -171,8 +173,8 @@ func TestAgentToolsAreDurable(t *testing.T) {
 // result's client metadata; the agent goes on, nothing runs. Approved,
 // the same call runs once; the denied one stays denied.
 func TestRefusalsAreToolResults(t *testing.T) {
-	ts, file := openToolset(t)
-	tools := toolsOf(t, ts)
+	ts, file := agentcrash.OpenToolset(t)
+	tools := agentcrash.Tools(t, ts)
 	srv := wireServer(t,
 		fantasytest.Reply{Calls: []fantasytest.Call{
 			{ID: "c1", Name: "pay__charge", Args: `{"amount":100}`},
@@ -190,9 +192,9 @@ func TestRefusalsAreToolResults(t *testing.T) {
 		}),
 		policy.ReadOnly("pay__charge", "pay__echo"),
 	)
-	s := openStore(t, t.TempDir()+"/gatehouse.db")
+	s := agentcrash.OpenStore(t, t.TempDir()+"/gatehouse.db")
 	newEx := func() *loop.Executor {
-		ex, err := loop.NewExecutor(loop.ExecutorOptions{RunID: "ref-1", Journal: newJournal(t, s), Tools: tools, Guard: guard})
+		ex, err := loop.NewExecutor(loop.ExecutorOptions{RunID: "ref-1", Journal: agentcrash.NewJournal(t, s), Tools: tools, Guard: guard})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -220,14 +222,14 @@ func TestRefusalsAreToolResults(t *testing.T) {
 	if _, isErr := results[0].Result.(fantasy.ToolResultOutputContentError); !isErr {
 		t.Fatalf("c1's result is not an error result: %+v", results[0].Result)
 	}
-	if total(effects(t, file)) != 0 {
-		t.Fatalf("effects before approval: %v", effects(t, file))
+	if agentcrash.Total(agentcrash.EffectsOf(t, file)) != 0 {
+		t.Fatalf("effects before approval: %v", agentcrash.EffectsOf(t, file))
 	}
 	id := sc["approvalId"].(string)
-	if a, err := s.GetApproval(ctxT(t), id); err != nil || a.State != store.ApprovalPending {
+	if a, err := s.GetApproval(agentcrash.Ctx(t), id); err != nil || a.State != store.ApprovalPending {
 		t.Fatalf("approval %s: %+v, %v", id, a, err)
 	}
-	if _, err := s.DecideApproval(ctxT(t), id, true, "operator", time.Now()); err != nil {
+	if _, err := s.DecideApproval(agentcrash.Ctx(t), id, true, "operator", time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	for range 2 {
@@ -239,7 +241,7 @@ func TestRefusalsAreToolResults(t *testing.T) {
 			t.Fatalf("c2 after approval: %q", m.Text())
 		}
 	}
-	if e := effects(t, file); e["ref-1:c1"] != 1 || total(e) != 1 {
+	if e := agentcrash.EffectsOf(t, file); e["ref-1:c1"] != 1 || agentcrash.Total(e) != 1 {
 		t.Fatalf("effects %v, want one under ref-1:c1", e)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gatehouse-dev/gatehouse/internal/fixture/agentcrash"
+
 	"charm.land/fantasy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -74,14 +76,14 @@ func oddServer(t *testing.T) (*httptest.Server, []string) {
 // agent's call of an odd tool reaches the server's tool.
 func TestNamesLegalAndSchemas(t *testing.T) {
 	hs, names := oddServer(t)
-	ts, err := toolset.Open(ctxT(t), []toolset.Server{{Config: plugin.ServerConfig{
+	ts, err := toolset.Open(agentcrash.Ctx(t), []toolset.Server{{Config: plugin.ServerConfig{
 		Name: "odd", Type: plugin.TransportStreamableHTTP, URL: hs.URL,
 	}}}, &toolset.Options{AllowedHosts: []string{"127.0.0.1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ts.Close()
-	tools := toolsOf(t, ts)
+	tools := agentcrash.Tools(t, ts)
 	var ship, long loop.Tool
 	for _, tl := range tools {
 		switch tl.RemoteName {
@@ -97,21 +99,21 @@ func TestNamesLegalAndSchemas(t *testing.T) {
 	srv := wireServer(t,
 		fantasytest.Reply{Calls: []fantasytest.Call{{ID: "c1", Name: long.Name, Args: `{"q":"x"}`}}},
 		fantasytest.Reply{Text: "ok"})
-	ex, err := loop.NewExecutor(loop.ExecutorOptions{RunID: "names", Journal: newJournal(t, memStore(t)), Tools: tools})
+	ex, err := loop.NewExecutor(loop.ExecutorOptions{RunID: "names", Journal: agentcrash.NewJournal(t, memStore(t)), Tools: tools})
 	if err != nil {
 		t.Fatal(err)
 	}
 
 	// The loop's model: function tools, schemas whole.
 	m := ghfantasy.NewModel(languageModel(t, srv), nil)
-	if _, err := m.Turn(ctxT(t), loop.ModelRequest{Messages: []loop.Message{{Role: loop.RoleUser, Content: "go"}}, Tools: ex.Tools()}); err != nil {
+	if _, err := m.Turn(agentcrash.Ctx(t), loop.ModelRequest{Messages: []loop.Message{{Role: loop.RoleUser, Content: "go"}}, Tools: ex.Tools()}); err != nil {
 		t.Fatalf("Turn: %v", err)
 	}
 	wireShip := func(r fantasytest.Request) fantasytest.Function {
 		seen := map[string]bool{}
 		var f fantasytest.Function
 		for _, wt := range r.Tools {
-			if !legal.MatchString(wt.Function.Name) || seen[wt.Function.Name] {
+			if !agentcrash.LegalName.MatchString(wt.Function.Name) || seen[wt.Function.Name] {
 				t.Errorf("name %q on the wire is not legal or not unique", wt.Function.Name)
 			}
 			seen[wt.Function.Name] = true
@@ -133,7 +135,7 @@ func TestNamesLegalAndSchemas(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := fantasy.NewAgent(languageModel(t, srv), fantasy.WithTools(etools...)).Generate(ctxT(t), fantasy.AgentCall{Prompt: "go"})
+	res, err := fantasy.NewAgent(languageModel(t, srv), fantasy.WithTools(etools...)).Generate(agentcrash.Ctx(t), fantasy.AgentCall{Prompt: "go"})
 	if err != nil {
 		t.Fatalf("Generate: %v", err)
 	}

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gatehouse-dev/gatehouse/internal/fixture/agentcrash"
+
 	"charm.land/fantasy"
 
 	ghfantasy "github.com/gatehouse-dev/gatehouse/adapters/fantasy"
@@ -18,7 +20,7 @@ import (
 // tools, which say they may run in parallel; both calls are journaled
 // under their IDs and the next request carries both results.
 func TestAgentStreamsParallelTools(t *testing.T) {
-	ts, file := openToolset(t)
+	ts, file := agentcrash.OpenToolset(t)
 	srv := wireServer(t,
 		fantasytest.Reply{Calls: []fantasytest.Call{
 			{ID: "p1", Name: "pay__charge", Args: `{"amount":1}`},
@@ -26,7 +28,7 @@ func TestAgentStreamsParallelTools(t *testing.T) {
 		}},
 		fantasytest.Reply{Text: "Charged twice."},
 	)
-	ex, err := loop.NewExecutor(loop.ExecutorOptions{RunID: "st-1", Journal: newJournal(t, memStore(t)), Tools: toolsOf(t, ts)})
+	ex, err := loop.NewExecutor(loop.ExecutorOptions{RunID: "st-1", Journal: agentcrash.NewJournal(t, memStore(t)), Tools: agentcrash.Tools(t, ts)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,14 +36,14 @@ func TestAgentStreamsParallelTools(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := fantasy.NewAgent(languageModel(t, srv), fantasy.WithTools(tools...)).Stream(ctxT(t), fantasy.AgentStreamCall{Prompt: "Charge."})
+	res, err := fantasy.NewAgent(languageModel(t, srv), fantasy.WithTools(tools...)).Stream(agentcrash.Ctx(t), fantasy.AgentStreamCall{Prompt: "Charge."})
 	if err != nil {
 		t.Fatalf("Stream: %v", err)
 	}
 	if res.Response.Content.Text() != "Charged twice." || srv.Requests() != 2 || !request(t, srv, 0).Stream {
 		t.Fatalf("result %+v after %d requests", res.Response, srv.Requests())
 	}
-	if e := effects(t, file); e["st-1:p1"] != 1 || e["st-1:p2"] != 1 || total(e) != 2 {
+	if e := agentcrash.EffectsOf(t, file); e["st-1:p1"] != 1 || e["st-1:p2"] != 1 || agentcrash.Total(e) != 2 {
 		t.Fatalf("effects %v", e)
 	}
 	r := request(t, srv, 1)
@@ -81,14 +83,14 @@ func TestWireServerRefusesBadNames(t *testing.T) {
 // AgentTools (fantasy normalizes each tool's schema in place: a type list
 // becomes an anyOf); under -race, a shared schema map is a data race.
 func TestAgentsShareTools(t *testing.T) {
-	ts, _ := openToolset(t)
-	tl := toolsOf(t, ts)
+	ts, _ := agentcrash.OpenToolset(t)
+	tl := agentcrash.Tools(t, ts)
 	for i := range tl {
 		if tl[i].Name == "pay__echo" {
 			tl[i].InputSchema = []byte(`{"type":"object","properties":{"v":{"type":["string","null"]},"l":{"type":"array"}}}`)
 		}
 	}
-	ex, err := loop.NewExecutor(loop.ExecutorOptions{RunID: "share", Journal: newJournal(t, memStore(t)), Tools: tl})
+	ex, err := loop.NewExecutor(loop.ExecutorOptions{RunID: "share", Journal: agentcrash.NewJournal(t, memStore(t)), Tools: tl})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +102,7 @@ func TestAgentsShareTools(t *testing.T) {
 	errs := make(chan error, 2)
 	for range 2 {
 		go func() {
-			_, err := fantasy.NewAgent(languageModel(t, srv), fantasy.WithTools(tools...)).Generate(ctxT(t), fantasy.AgentCall{Prompt: "hi"})
+			_, err := fantasy.NewAgent(languageModel(t, srv), fantasy.WithTools(tools...)).Generate(agentcrash.Ctx(t), fantasy.AgentCall{Prompt: "hi"})
 			errs <- err
 		}()
 	}
@@ -126,7 +128,7 @@ func TestFunctionToolNumbersOnTheWire(t *testing.T) {
 	srv := wireServer(t, fantasytest.Reply{Text: "ok"})
 	schema := `{"type":"object","properties":{"n":{"type":"integer","minimum":3,"multipleOf":0.25,"default":123456789012345678901234567890,"maximum":1e999}}}`
 	m := ghfantasy.NewModel(languageModel(t, srv), nil)
-	if _, err := m.Turn(ctxT(t), loop.ModelRequest{Messages: []loop.Message{{Role: loop.RoleUser, Content: "go"}},
+	if _, err := m.Turn(agentcrash.Ctx(t), loop.ModelRequest{Messages: []loop.Message{{Role: loop.RoleUser, Content: "go"}},
 		Tools: []loop.ToolDef{{Name: "t", InputSchema: []byte(schema)}}}); err != nil {
 		t.Fatal(err)
 	}
