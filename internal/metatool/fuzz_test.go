@@ -35,15 +35,26 @@ func FuzzParseSearchArgs(f *testing.F) {
 		if a.Parsed == nil || len(a.Parsed.Words()) == 0 || a.Limit < 1 || a.Limit > MaxLimit || !utf8.ValidString(a.Query) {
 			t.Fatalf("%q: accepted %+v", data, a)
 		}
-		var in struct {
-			Query string   `json:"query"`
-			Limit *float64 `json:"limit"`
-		}
-		if err := json.Unmarshal(data, &in); err != nil {
+		// Argument names are JSON Schema property names: exact and
+		// case-sensitive ("lImit" is not "limit", as a server validating
+		// the inputSchema would read it), so the oracle decodes the object
+		// into a map, not into a struct (whose field matching ignores case).
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(data, &obj); err != nil {
 			t.Fatalf("%q: accepted what encoding/json refuses: %v", data, err)
 		}
-		if in.Query != a.Query || (in.Limit == nil && a.Limit != DefaultLimit) || (in.Limit != nil && float64(a.Limit) != *in.Limit) {
-			t.Fatalf("%q: %+v, encoding/json reads %q %v", data, a, in.Query, in.Limit)
+		var query string
+		if err := json.Unmarshal(obj["query"], &query); err != nil {
+			t.Fatalf("%q: accepted a query encoding/json refuses: %v", data, err)
+		}
+		var limit *float64
+		if l, ok := obj["limit"]; ok {
+			if err := json.Unmarshal(l, &limit); err != nil {
+				t.Fatalf("%q: accepted a limit encoding/json refuses: %v", data, err)
+			}
+		}
+		if query != a.Query || (limit == nil && a.Limit != DefaultLimit) || (limit != nil && float64(a.Limit) != *limit) {
+			t.Fatalf("%q: %+v, encoding/json reads %q %v", data, a, query, limit)
 		}
 	})
 }

@@ -267,3 +267,16 @@ func TestFinderConcurrentSync(t *testing.T) {
 		}
 	}
 }
+
+// TestSearchArgNamesAreExact: argument names match as JSON Schema reads
+// them, exactly: "LIMIT" is not "limit" (encoding/json's struct decoding
+// would take it), so it is ignored like any unknown argument.
+func TestSearchArgNamesAreExact(t *testing.T) {
+	a, err := ParseSearchArgs([]byte(`{"query":"send mail","LIMIT":3,"lImit":0}`), DefaultLimit)
+	if err != nil || a.Limit != DefaultLimit || a.Query != "send mail" {
+		t.Fatalf("%+v, %v; want the default limit", a, err)
+	}
+	if _, err := ParseSearchArgs([]byte(`{"Query":"send mail"}`), DefaultLimit); err == nil {
+		t.Fatal(`"Query" was taken for "query"`)
+	}
+}
