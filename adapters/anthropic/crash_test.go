@@ -10,8 +10,8 @@ import (
 
 	anthropic "github.com/gatehouse-dev/gatehouse/adapters/anthropic"
 	"github.com/gatehouse-dev/gatehouse/adapters/anthropic/anthropictest"
+	"github.com/gatehouse-dev/gatehouse/adapters/internal/agentcrash"
 	"github.com/gatehouse-dev/gatehouse/durable/loop"
-	"github.com/gatehouse-dev/gatehouse/internal/fixture/agentcrash"
 )
 
 // crashAgent is the agent of the crash test, the same in the child and

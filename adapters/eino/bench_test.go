@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/gatehouse-dev/gatehouse/internal/fixture/agentcrash"
+	"github.com/gatehouse-dev/gatehouse/adapters/internal/agentcrash"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 

@@ -9,8 +9,8 @@ import (
 
 	gheino "github.com/gatehouse-dev/gatehouse/adapters/eino"
 	"github.com/gatehouse-dev/gatehouse/adapters/eino/einotest"
+	"github.com/gatehouse-dev/gatehouse/adapters/internal/agentcrash"
 	"github.com/gatehouse-dev/gatehouse/durable/loop"
-	"github.com/gatehouse-dev/gatehouse/internal/fixture/agentcrash"
 )
 
 // crashAgent is the agent of the crash test, in the child and in the

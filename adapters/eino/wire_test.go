@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gatehouse-dev/gatehouse/internal/fixture/agentcrash"
+	"github.com/gatehouse-dev/gatehouse/adapters/internal/agentcrash"
 
 	"github.com/cloudwego/eino/schema"
 

@@ -7,8 +7,8 @@ import (
 
 	ghfantasy "github.com/gatehouse-dev/gatehouse/adapters/fantasy"
 	"github.com/gatehouse-dev/gatehouse/adapters/fantasy/fantasytest"
+	"github.com/gatehouse-dev/gatehouse/adapters/internal/agentcrash"
 	"github.com/gatehouse-dev/gatehouse/durable/loop"
-	"github.com/gatehouse-dev/gatehouse/internal/fixture/agentcrash"
 )
 
 // crashAgent is the agent of the crash test, in the child and in the

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gatehouse-dev/gatehouse/internal/fixture/agentcrash"
+	"github.com/gatehouse-dev/gatehouse/adapters/internal/agentcrash"
 
 	"charm.land/fantasy"
 

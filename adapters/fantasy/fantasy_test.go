@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/internal/fixture/agentcrash"
+	"github.com/gatehouse-dev/gatehouse/adapters/internal/agentcrash"
 
 	"charm.land/fantasy"
 

@@ -10,7 +10,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/gatehouse-dev/gatehouse/adapters/fantasy/fantasytest"
-	"github.com/gatehouse-dev/gatehouse/internal/fixture/agentcrash"
+	"github.com/gatehouse-dev/gatehouse/adapters/internal/agentcrash"
 )
 
 func TestMain(m *testing.M) {

@@ -6,10 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gatehouse-dev/gatehouse/adapters/internal/agentcrash"
 	"github.com/gatehouse-dev/gatehouse/adapters/openai"
 	"github.com/gatehouse-dev/gatehouse/adapters/openai/openaitest"
 	"github.com/gatehouse-dev/gatehouse/durable/loop"
-	"github.com/gatehouse-dev/gatehouse/internal/fixture/agentcrash"
 )
 
 // crashAgent is the agent of the crash test, the same in the child and in

@@ -14,10 +14,10 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"go.uber.org/goleak"
 
+	"github.com/gatehouse-dev/gatehouse/adapters/internal/agentcrash"
 	"github.com/gatehouse-dev/gatehouse/adapters/openai/openaitest"
 	"github.com/gatehouse-dev/gatehouse/durable"
 	"github.com/gatehouse-dev/gatehouse/durable/loop"
-	"github.com/gatehouse-dev/gatehouse/internal/fixture/agentcrash"
 	"github.com/gatehouse-dev/gatehouse/internal/fixture/effectserver"
 	"github.com/gatehouse-dev/gatehouse/plugin"
 	"github.com/gatehouse-dev/gatehouse/store"
