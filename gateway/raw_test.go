@@ -28,11 +28,16 @@ type rawUpstream struct {
 	mu        sync.Mutex
 	ids       []string
 	cancelled chan string
+	// entered has a value each time the block tool's handler starts: the
+	// go-sdk has registered the call, so a cancellation can find it (one
+	// that arrives before may be ignored, as the spec allows).
+	entered chan struct{}
 }
 
 func newRawUpstream(t *testing.T) *rawUpstream {
 	t.Helper()
-	u := &rawUpstream{cancelled: make(chan string, 4)}
+	u := &rawUpstream{cancelled: make(chan string, 4), entered: make(chan struct{}, 4)}
+	stop := make(chan struct{}) // closed when the test ends: a handler never outlives it
 	s := mcp.NewServer(&mcp.Implementation{Name: "up", Version: "1"}, nil)
 	for _, name := range []string{"echo", "secret"} {
 		s.AddTool(&mcp.Tool{Name: name, InputSchema: map[string]any{"type": "object"}}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -44,9 +49,17 @@ func newRawUpstream(t *testing.T) *rawUpstream {
 		})
 	}
 	s.AddTool(&mcp.Tool{Name: "block", InputSchema: map[string]any{"type": "object"}}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		<-ctx.Done()
-		u.cancelled <- "block"
-		return nil, ctx.Err()
+		select {
+		case u.entered <- struct{}{}:
+		default:
+		}
+		select {
+		case <-ctx.Done():
+			u.cancelled <- "block"
+			return nil, ctx.Err()
+		case <-stop:
+			return nil, errors.New("the test ended")
+		}
 	})
 	s.AddPrompt(&mcp.Prompt{Name: "hello"}, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 		return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "hi"}}}}, nil
@@ -80,6 +93,7 @@ func newRawUpstream(t *testing.T) *rawUpstream {
 		sdk.ServeHTTP(w, r)
 	}))
 	t.Cleanup(hs.Close)
+	t.Cleanup(func() { close(stop) }) // runs first: hs.Close waits for the handlers
 	u.url = hs.URL + "/mcp"
 	return u
 }
@@ -377,6 +391,12 @@ func cancelMidCall(t *testing.T, cs *mcp.ClientSession, up *rawUpstream, arrived
 			t.Fatal("the call did not reach the upstream")
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+	select {
+	case <-up.entered:
+	case <-time.After(10 * time.Second):
+		cancel()
+		t.Fatal("the call reached the upstream but its handler did not start")
 	}
 	cancel()
 	select {
