@@ -73,18 +73,22 @@ func ParseKey(s string) ([]byte, error) {
 			return k, nil
 		}
 	}
+	decoded := -1 // the length of a base64 decoding, if any
 	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding, base64.RawStdEncoding, base64.RawURLEncoding} {
 		k, err := enc.Strict().DecodeString(s)
 		if err != nil {
 			continue
 		}
-		if len(k) != KeySize {
-			return nil, bad(fmt.Sprintf("decodes to %d bytes, want %d (generate one with: openssl rand -base64 32)", len(k), KeySize))
+		if len(k) == KeySize {
+			return k, nil
 		}
-		return k, nil
+		decoded = len(k)
 	}
-	if isHex(s) {
+	switch {
+	case isHex(s): // hex digits are base64 too: say it as hex
 		return nil, bad(fmt.Sprintf("%d hex digits, want %d", len(s), 2*KeySize))
+	case decoded >= 0:
+		return nil, bad(fmt.Sprintf("decodes to %d bytes, want %d (generate one with: openssl rand -base64 32)", decoded, KeySize))
 	}
 	return nil, bad(fmt.Sprintf("neither base64 nor hex (%d characters; generate one with: openssl rand -base64 32)", len(s)))
 }
