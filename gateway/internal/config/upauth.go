@@ -282,3 +282,4 @@ func (c *Config) ServerAuths() map[string]ServerAuth {
 	}
 	return out
 }
+
