@@ -247,7 +247,7 @@ func (m *Manager) resourceMetadata(ctx context.Context, s *Server, hc, open *htt
 	if p := strings.Trim(u.Path, "/"); p != "" {
 		urls = append(urls, base+"/.well-known/oauth-protected-resource/"+p)
 	}
-	urls = append(urls, base+"/.well-known/oauth-protected-resource")
+	urls = slices.Compact(append(urls, base+"/.well-known/oauth-protected-resource"))
 	var errs []error
 	for _, mu := range urls {
 		prm, err := oauthex.GetProtectedResourceMetadata(ctx, mu, s.URL, open)
@@ -347,7 +347,11 @@ func (m *Manager) callback(w http.ResponseWriter, r *http.Request) {
 		oauth2.VerifierOption(p.Verifier), oauth2.SetAuthURLParam("resource", p.Resource))
 	if err != nil {
 		m.log.Warn("upauth: exchanging the code", "server", s.Name, "err", err)
-		page(w, http.StatusBadGateway, "The authorization server did not give a token; nothing was connected.")
+		why := ""
+		if ee := (*egress.Error)(nil); errors.As(err, &ee) {
+			why = " (" + ee.Error() + ")" // refused by the egress guard
+		}
+		page(w, http.StatusBadGateway, "The authorization server did not give a token"+why+"; nothing was connected.")
 		return
 	}
 	set := &upstream.TokenSet{AccessToken: tok.AccessToken, TokenType: tok.TokenType, RefreshToken: tok.RefreshToken, Expiry: tok.Expiry,
