@@ -180,8 +180,11 @@ type JournalStore interface {
 	// ListRecords returns the records of one run ordered by CreatedAt then
 	// ToolCallID.
 	ListRecords(ctx context.Context, scope, runID string) ([]Record, error)
-	// Purge deletes every journal record and approval whose owner is owner
-	// (one transaction) and returns how many rows it deleted.
+	// Purge deletes every journal record and approval whose owner is owner,
+	// and the connections, refresh leases and pending connect flows whose
+	// subject is owner (one transaction), and returns how many rows it
+	// deleted. An empty owner never reaches the service connections
+	// (subject ""): those go only with DeleteConnections.
 	Purge(ctx context.Context, owner string) (int64, error)
 	// Sweep deletes the records whose ExpiresAt is non-zero and at or
 	// before now, and returns how many.
@@ -344,6 +347,7 @@ type Store interface {
 	ExecutorStore
 	DriftStore
 	AuditStore
+	ConnectionStore
 	io.Closer
 }
 

@@ -50,6 +50,13 @@
 //     handler starts from it and refreshes it, every new token is put
 //     back, and a refresh token the server refuses (invalid_grant) deletes
 //     the set, so the next request authorizes again.
+//   - One refresher at a time: when the TokenStore is also a
+//     [RefreshLocker] (the gateway's vault), a Handler whose token expired
+//     takes the lock, re-reads the stored set (another replica may have
+//     refreshed it: that one is used), refreshes and writes back before
+//     unlocking; one that cannot get the lock waits briefly and re-reads.
+//     A set that disappeared meanwhile (revoked) is not brought back with
+//     the refresh token the Handler holds: [ErrTokenGone].
 //
 // # What it does not promise
 //

@@ -173,7 +173,7 @@ func (h *Handler) TokenSource(ctx context.Context) (oauth2.TokenSource, error) {
 	cfg := &oauth2.Config{ClientID: set.ClientID, ClientSecret: set.ClientSecret, Scopes: set.Scopes,
 		Endpoint: oauth2.Endpoint{TokenURL: set.TokenURL, AuthStyle: set.AuthStyle}}
 	tok := &oauth2.Token{AccessToken: set.AccessToken, TokenType: set.TokenType, RefreshToken: set.RefreshToken, Expiry: set.Expiry}
-	h.stored = h.persisting(cfg, cfg.TokenSource(h.refreshContext(), tok), set.AccessToken)
+	h.stored = h.persisting(cfg, h.source(h.refreshContext(), cfg, tok), set.AccessToken)
 	return h.stored, nil
 }
 
@@ -251,7 +251,7 @@ func (h *Handler) refreshContext() context.Context {
 // newTokenSource is the go-sdk's hook after a code exchange: the token set
 // is stored, and the source puts back every new token.
 func (h *Handler) newTokenSource(ctx context.Context, cfg *oauth2.Config, tok *oauth2.Token) (oauth2.TokenSource, error) {
-	p := h.persisting(cfg, cfg.TokenSource(ctx, tok), "")
+	p := h.persisting(cfg, h.source(ctx, cfg, tok), "")
 	h.mu.Lock()
 	h.stored = nil // an authorization replaces what the store had
 	h.loaded = true
@@ -260,9 +260,23 @@ func (h *Handler) newTokenSource(ctx context.Context, cfg *oauth2.Config, tok *o
 	return p, nil
 }
 
+// source is the refreshing token source of tok: one shared with the other
+// replicas through the store's refresh lock when Options.Tokens is a
+// [RefreshLocker], else oauth2's own.
+func (h *Handler) source(ctx context.Context, cfg *oauth2.Config, tok *oauth2.Token) oauth2.TokenSource {
+	if l, ok := h.opts.Tokens.(RefreshLocker); ok {
+		return newSharedSource(h, cfg, l, tok)
+	}
+	return cfg.TokenSource(ctx, tok)
+}
+
 func (h *Handler) persisting(cfg *oauth2.Config, src oauth2.TokenSource, last string) *persisting {
-	return &persisting{h: h, src: src, last: last, meta: TokenSet{Scopes: slices.Clone(cfg.Scopes),
+	p := &persisting{h: h, src: src, last: last, meta: TokenSet{Scopes: slices.Clone(cfg.Scopes),
 		TokenURL: cfg.Endpoint.TokenURL, ClientID: cfg.ClientID, ClientSecret: cfg.ClientSecret, AuthStyle: cfg.Endpoint.AuthStyle}}
+	if s, ok := src.(*sharedSource); ok {
+		s.save = p.save // written back before the lock is released
+	}
+	return p
 }
 
 // persisting is a token source that puts every new token in
@@ -290,7 +304,9 @@ func (p *persisting) Token() (*oauth2.Token, error) {
 		}
 		return nil, err
 	}
-	p.save(tok)
+	if _, shared := p.src.(*sharedSource); !shared {
+		p.save(tok) // a shared source wrote it back under the lock, or read it from the store
+	}
 	return tok, nil
 }
 

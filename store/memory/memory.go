@@ -40,6 +40,7 @@ type Store struct {
 	approvals       map[string]store.Approval
 	executors       map[string]store.Executor // made by RegisterExecutor
 	audit           auditLog
+	conns           conns
 }
 
 type counter struct {
@@ -478,6 +479,7 @@ func (m *Store) Purge(ctx context.Context, owner string) (int64, error) {
 			n++
 		}
 	}
+	n += m.purgeConnections(owner)
 	return n, nil
 }
 

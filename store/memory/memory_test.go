@@ -7,6 +7,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/store/memory"
 	"github.com/gatehouse-dev/gatehouse/store/storetest"
 	"github.com/gatehouse-dev/gatehouse/store/storetest/audittest"
+	"github.com/gatehouse-dev/gatehouse/store/storetest/conntest"
 )
 
 func TestConformance(t *testing.T) {
@@ -39,5 +40,16 @@ func TestAuditConformance(t *testing.T) {
 		}
 		t.Cleanup(func() { s.Close() })
 		return s
+	})
+}
+
+func TestConnectionConformance(t *testing.T) {
+	conntest.Run(t, func(t *testing.T) (store.Store, store.Store) {
+		s, err := memory.New(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s, s
 	})
 }

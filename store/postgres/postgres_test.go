@@ -15,6 +15,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/store/postgres"
 	"github.com/gatehouse-dev/gatehouse/store/storetest"
 	"github.com/gatehouse-dev/gatehouse/store/storetest/audittest"
+	"github.com/gatehouse-dev/gatehouse/store/storetest/conntest"
 )
 
 // testDSN returns $GATEHOUSE_TEST_POSTGRES or skips the test.
@@ -112,4 +113,13 @@ func TestConformanceGroupCommit(t *testing.T) {
 
 func TestAuditConformance(t *testing.T) {
 	audittest.Run(t, func(t *testing.T) store.AuditStore { return openFresh(t, nil) })
+}
+
+// TestConnectionConformance: the vault's rows, raced through two pools on
+// one database (two replicas).
+func TestConnectionConformance(t *testing.T) {
+	conntest.Run(t, func(t *testing.T) (store.Store, store.Store) {
+		_, cfg := freshSchema(t)
+		return openCfg(t, cfg(), nil), openCfg(t, cfg(), nil)
+	})
 }

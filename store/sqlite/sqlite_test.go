@@ -8,6 +8,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/store/sqlite"
 	"github.com/gatehouse-dev/gatehouse/store/storetest"
 	"github.com/gatehouse-dev/gatehouse/store/storetest/audittest"
+	"github.com/gatehouse-dev/gatehouse/store/storetest/conntest"
 )
 
 func openTemp(t *testing.T, opts *store.Options) *sqlite.Store {
@@ -40,4 +41,21 @@ func TestConformanceNoGroupCommit(t *testing.T) {
 
 func TestAuditConformance(t *testing.T) {
 	audittest.Run(t, func(t *testing.T) store.AuditStore { return openTemp(t, nil) })
+}
+
+// TestConnectionConformance: the vault's rows on a real SQLite file, raced
+// through two handles (two pools) on it.
+func TestConnectionConformance(t *testing.T) {
+	conntest.Run(t, func(t *testing.T) (store.Store, store.Store) {
+		path := filepath.Join(t.TempDir(), "gatehouse.db")
+		open := func() store.Store {
+			s, err := sqlite.Open(t.Context(), path, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			return s
+		}
+		return open(), open()
+	})
 }

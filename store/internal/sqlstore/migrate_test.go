@@ -10,8 +10,8 @@ func TestMigrationsAreSequential(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ms) != 6 || ms[0].Name != "0001_servers" || ms[2].Name != "0003_approvals_once" || ms[3].Name != "0004_executors" ||
-		ms[4].Name != "0005_baseline_kinds_drift" || ms[5].Name != "0006_audit" || LatestVersion() != 6 {
+	if len(ms) != 7 || ms[0].Name != "0001_servers" || ms[2].Name != "0003_approvals_once" || ms[3].Name != "0004_executors" ||
+		ms[4].Name != "0005_baseline_kinds_drift" || ms[5].Name != "0006_audit" || ms[6].Name != "0007_connections" || LatestVersion() != 7 {
 		t.Fatalf("migrations = %+v", ms)
 	}
 }

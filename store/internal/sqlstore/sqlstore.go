@@ -410,7 +410,11 @@ func (s *Store) Purge(ctx context.Context, owner string) (int64, error) {
 		if err != nil {
 			return err
 		}
-		total = n1 + n2
+		n3, err := purgeConnections(ctx, tx, owner)
+		if err != nil {
+			return err
+		}
+		total = n1 + n2 + n3
 		return nil
 	})
 	if err != nil {
