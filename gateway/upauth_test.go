@@ -26,7 +26,9 @@ import (
 	"github.com/gatehouse-dev/gatehouse/egress"
 	"github.com/gatehouse-dev/gatehouse/identity/oauth"
 	"github.com/gatehouse-dev/gatehouse/identity/upstream"
+	"github.com/gatehouse-dev/gatehouse/identity/vault"
 	"github.com/gatehouse-dev/gatehouse/internal/fixture/authserver"
+	"github.com/gatehouse-dev/gatehouse/internal/fixture/pgtest"
 )
 
 // protectedUpstream is a real go-sdk MCP server over streamable HTTP on
@@ -86,7 +88,15 @@ func startProtected(t *testing.T, issuer string) *protectedUpstream {
 	}))
 	ts.Config.Handler = mux
 	ts.Start()
-	t.Cleanup(ts.Close)
+	t.Cleanup(func() {
+		ts.Close()
+		// A session whose client did not end it (a revoked connection's
+		// session may not get its DELETE through) would wait for its idle
+		// timeout: ended here.
+		for ss := range srv.Sessions() {
+			_ = ss.Close()
+		}
+	})
 	return p
 }
 
@@ -338,5 +348,107 @@ func TestUserModeConnect(t *testing.T) {
 	connectURL(t, e.call(aliceToken))
 	if e.up.effects.Load() != 2 {
 		t.Fatalf("effects after revoke: %d", e.up.effects.Load())
+	}
+}
+
+// TestUserModeReplicas: two gateways (replicas) share one store, on
+// SQLite and on PostgreSQL, the vault in it (GATEHOUSE_SECRET_KEY). A
+// call through replica B is refused auth_required; its connect URL is
+// opened on B and the authorization server sends the browser back to A
+// (the public URL): A finishes the flow B began, from the store. Then
+// alice's calls through both replicas run with her token, refreshed as it
+// expires by whichever replica uses it; the store holds no token in
+// clear; revoking in the store (what `gatehouse connections revoke` does)
+// makes the next call through either replica auth_required.
+func TestUserModeReplicas(t *testing.T) {
+	dbs := []struct {
+		name string
+		dsn  func(t *testing.T) string
+	}{
+		{"sqlite", func(t *testing.T) string { return "sqlite:" + filepath.Join(t.TempDir(), "shared.db") }},
+		{"postgres", func(t *testing.T) string {
+			return pgtest.Schema(t, "uprep", "the two-replica user connections on PostgreSQL")
+		}},
+	}
+	for _, db := range dbs {
+		t.Run(db.name, func(t *testing.T) {
+			t.Setenv("GW_UP_SECRET", "gw-secret")
+			t.Setenv(vault.EnvKey, "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef")
+			d := db.dsn(t)
+			ga, gb := httptest.NewUnstartedServer(nil), httptest.NewUnstartedServer(nil)
+			public := "http://" + ga.Listener.Addr().String()
+			urlB := "http://" + gb.Listener.Addr().String()
+			as := authserver.Start(t, authserver.Options{TokenLifetime: 5 * time.Second, Clients: []authserver.Client{
+				{ID: "gw", Secret: "gw-secret", RedirectURIs: []string{public + "/connect/callback", serviceCallback}},
+			}})
+			up := startProtected(t, as.Issuer())
+			st := openTestStore(t, d)
+			keys, err := vault.LoadKeys(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			connectService(t, vault.New(st, keys, nil), "up", up.url)
+			for i, gs := range []*httptest.Server{ga, gb} {
+				dir := t.TempDir()
+				cfg, err := ParseConfig([]byte(userConfig(dir, d, public, up.url)), filepath.Join(dir, "gatehouse.yaml"), dir)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+				g, err := New(ctx, cfg, &Options{Store: openTestStore(t, d), Instance: fmt.Sprintf("replica-%d", i)})
+				cancel()
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = g.Close() })
+				h, err := g.Handler()
+				if err != nil {
+					t.Fatal(err)
+				}
+				gs.Config.Handler = h
+				gs.Start()
+				t.Cleanup(gs.Close)
+			}
+			a := &userGateway{t: t, url: public, as: as, up: up}
+			b := &userGateway{t: t, url: urlB, as: as, up: up}
+
+			u := connectURL(t, b.call(aliceToken))
+			if !strings.HasPrefix(u, public+"/connect/up?flow=") {
+				t.Fatalf("connect URL %s", u)
+			}
+			if code := browse(t, strings.Replace(u, public, urlB, 1), ""); code != http.StatusOK {
+				t.Fatalf("begun on B, finished on A: %d", code)
+			}
+			for i, e := range []*userGateway{b, a, b, a} {
+				if res := e.call(aliceToken); res.IsError || up.effects.Load() != int64(i+1) {
+					t.Fatalf("call %d: %+v (%d effects)", i, res, up.effects.Load())
+				}
+			}
+			if up.sawToken(aliceToken) {
+				t.Fatal("the caller's token reached the upstream")
+			}
+			rows, err := st.Connections(context.Background(), "")
+			if err != nil || len(rows) != 2 {
+				t.Fatalf("connections %v %v", rows, err)
+			}
+			up.mu.Lock()
+			seen := slices.Clone(up.seen)
+			up.mu.Unlock()
+			for _, r := range rows {
+				for _, tok := range seen {
+					if bytes.Contains(r.Sealed, []byte(tok)) || bytes.Contains(r.Sealed, []byte(tok[len(tok)-16:])) {
+						t.Fatal("a token is in the store in clear")
+					}
+				}
+			}
+			if n, err := st.DeleteConnections(context.Background(), "up", "alice"); err != nil || n != 1 {
+				t.Fatalf("revoke: %d %v", n, err)
+			}
+			connectURL(t, a.call(aliceToken))
+			connectURL(t, b.call(aliceToken))
+			if up.effects.Load() != 4 {
+				t.Fatalf("effects after revoke: %d", up.effects.Load())
+			}
+		})
 	}
 }

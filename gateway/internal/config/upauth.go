@@ -282,4 +282,3 @@ func (c *Config) ServerAuths() map[string]ServerAuth {
 	}
 	return out
 }
-

@@ -71,7 +71,9 @@ func newManager(t *testing.T, h *hostile, tokens upstream.TokenStore) *Manager {
 	m, err := New(&Options{Servers: []Server{{Name: "up", URL: h.mcpURL, Mode: User, ClientID: "gw"}},
 		Tokens: tokens, Flows: NewMemoryFlows(), PublicURL: "http://127.0.0.1:9",
 		// token.evil.test resolves to a private address.
-		LookupIP: func(context.Context, string) ([]netip.Addr, error) { return []netip.Addr{netip.MustParseAddr("10.1.2.3")}, nil }})
+		LookupIP: func(context.Context, string) ([]netip.Addr, error) {
+			return []netip.Addr{netip.MustParseAddr("10.1.2.3")}, nil
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -16,16 +17,24 @@ import (
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/config"
 	"github.com/gatehouse-dev/gatehouse/gateway/relay"
 	"github.com/gatehouse-dev/gatehouse/identity/upstream"
+	"github.com/gatehouse-dev/gatehouse/identity/vault"
 	"github.com/gatehouse-dev/gatehouse/refusal"
+	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/toolset"
 )
 
 // Wiring is what [FromConfig] needs of the gateway beside its config.
 type Wiring struct {
-	// Tokens and Flows are Options.Tokens and Options.Flows (nil Flows:
-	// in this process's memory, one replica).
+	// Tokens, when set, keeps the token sets (and Flows the connect
+	// flows, in memory when nil) instead of the vault in Store.
 	Tokens upstream.TokenStore
 	Flows  Flows
+	// Store is the gateway's store: the vault's connections and the
+	// connect flows, sealed with the key of connect.keyFile or
+	// GATEHOUSE_SECRET_KEY (required then).
+	Store store.ConnectionStore
+	// Holder names this replica as a holder of refresh leases.
+	Holder string
 	// Verify verifies a bearer token as the MCP endpoint does (the
 	// subject of a /connect request that carries one).
 	Verify auth.TokenVerifier
@@ -43,7 +52,11 @@ func FromConfig(cfg *config.Config, servers []toolset.Server, w Wiring) (*Manage
 		return nil, nil
 	}
 	if w.Tokens == nil {
-		w.Tokens = &upstream.MemoryTokens{} // TODO(vault17): the store's vault
+		v, err := OpenVault(cfg, w.Store, w.Holder)
+		if err != nil {
+			return nil, err
+		}
+		w.Tokens, w.Flows = v, StoreFlows{St: w.Store, Vault: v}
 	}
 	if w.Flows == nil {
 		w.Flows = NewMemoryFlows()
@@ -130,4 +143,23 @@ func (m *Manager) Send(ctx context.Context, tg toolset.Target, c relay.Call, sub
 		return nil, &toolset.Error{Code: toolset.CodeCallFailed, Server: name, Tool: tg.Tool, Err: err}
 	}
 	return nil, err
+}
+
+// OpenVault returns the vault of cfg's connections over st: the key from
+// connect.keyFile (relative to the config's directory), else from
+// GATEHOUSE_SECRET_KEY. A missing or malformed key is an error that says
+// which.
+func OpenVault(cfg *config.Config, st store.ConnectionStore, holder string) (*vault.Vault, error) {
+	ko := &vault.KeyOptions{}
+	if f := cfg.Connect.KeyFile; f != "" {
+		if !filepath.IsAbs(f) {
+			f = filepath.Join(cfg.Dir, f)
+		}
+		ko.File = f
+	}
+	keys, err := vault.LoadKeys(ko)
+	if err != nil {
+		return nil, fmt.Errorf("upauth: servers with auth: keep their tokens in the vault, whose key is needed: %w", err)
+	}
+	return vault.New(st, keys, &vault.Options{Holder: holder}), nil
 }
