@@ -35,6 +35,13 @@ const (
 	// KindConnection is an upstream server found lost ("lost") or back
 	// ("up").
 	KindConnection = "connection"
+	// KindConnectionsList, KindConnectionsRevoke and KindConnectionsRekey
+	// are an operator's `gatehouse connections list`, `revoke` and `rekey`
+	// on the token vault; Detail holds the subject, server and how many
+	// connections (never a token).
+	KindConnectionsList   = "connections.list"
+	KindConnectionsRevoke = "connections.revoke"
+	KindConnectionsRekey  = "connections.rekey"
 	// KindConfigReload is the configuration read again. Gatehouse has no
 	// reload today; the kind is reserved.
 	KindConfigReload = "config.reload"

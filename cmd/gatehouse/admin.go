@@ -93,7 +93,7 @@ func newRunsPurgeCmd() *cobra.Command {
 	var subject string
 	cmd := &cobra.Command{
 		Use:   "purge --subject S",
-		Short: "Delete every journal row and approval of one subject and say how many",
+		Short: "Delete every journal row, approval and upstream connection (token vault) of one subject and say how many",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if !cmd.Flags().Changed("subject") {

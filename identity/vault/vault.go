@@ -153,6 +153,14 @@ func ConnectionAAD(server, subject string) string {
 	return fmt.Sprintf("connection\x00%d:%s\x00%d:%s", len(server), server, len(subject), subject)
 }
 
+// connectionName names a connection in errors.
+func connectionName(server, subject string) string {
+	if subject == "" {
+		return fmt.Sprintf("the service connection to %q", server)
+	}
+	return fmt.Sprintf("the connection of %q to %q", subject, server)
+}
+
 // sealedSet is the sealed form of an upstream.TokenSet.
 type sealedSet struct {
 	AccessToken  string    `json:"access_token"`
@@ -181,11 +189,15 @@ func (v *Vault) Token(ctx context.Context, server, subject string) (*upstream.To
 func (v *Vault) OpenConnection(c store.Connection) (*upstream.TokenSet, error) {
 	pt, err := v.Open(ConnectionAAD(c.Server, c.Subject), c.KeyID, c.Sealed)
 	if err != nil {
+		var oe *OpenError
+		if errors.As(err, &oe) {
+			oe.AAD = connectionName(c.Server, c.Subject)
+		}
 		return nil, err
 	}
 	var s sealedSet
 	if err := json.Unmarshal(pt, &s); err != nil {
-		return nil, &OpenError{AAD: printable(ConnectionAAD(c.Server, c.Subject)), KeyID: c.KeyID, Reason: "the opened token set is not valid"}
+		return nil, &OpenError{AAD: connectionName(c.Server, c.Subject), KeyID: c.KeyID, Reason: "the opened token set is not valid"}
 	}
 	return &upstream.TokenSet{AccessToken: s.AccessToken, TokenType: s.TokenType, RefreshToken: s.RefreshToken,
 		Expiry: s.Expiry, Scopes: s.Scopes, TokenURL: s.TokenURL, ClientID: s.ClientID, ClientSecret: s.ClientSecret,
