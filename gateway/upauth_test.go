@@ -452,3 +452,62 @@ func TestUserModeReplicas(t *testing.T) {
 		})
 	}
 }
+
+// TestExchangeMode: a server with auth: exchange behind a gateway whose
+// callers bring OAuth tokens of the real authorization server. The
+// gateway lists the server with its own client_credentials token; a
+// caller's call reaches the upstream with a token exchanged (RFC 8693) for
+// it: aud the upstream (its verifier requires it), sub the caller's, not
+// the caller's own token. The exchanged token is cached for the next
+// call. A caller with a static token (nothing to exchange) is refused
+// denied, and nothing reaches the upstream.
+func TestExchangeMode(t *testing.T) {
+	t.Setenv("GW_EX_SECRET", "gw-secret")
+	gs := httptest.NewUnstartedServer(nil)
+	resource := "http://" + gs.Listener.Addr().String() + "/mcp"
+	as := authserver.Start(t, authserver.Options{Clients: []authserver.Client{
+		{ID: "agent", Secret: "s3cret", Subject: "agent-7"},
+		{ID: "gw", Secret: "gw-secret", Exchange: true},
+	}})
+	up := startProtected(t, as.Issuer())
+	dir := t.TempDir()
+	serveAt(t, gs, dir, fmt.Sprintf(`listen: 127.0.0.1:0
+store: sqlite:%s
+drift: {recheck: 0}
+auth:
+  resource: %s
+  oauth: {issuer: %q, requiredScopes: [mcp]}
+  tokens: [{sha256: %s, subject: bob}]
+servers:
+  up:
+    type: streamable-http
+    url: %q
+    auth: exchange
+    exchange: {tokenURL: %q, clientID: gw, clientSecretEnv: GW_EX_SECRET, scopes: [mcp]}
+`, filepath.Join(dir, "g.db"), resource, as.Issuer(), sum(bobToken), up.url, as.TokenURL()), nil)
+	e := &userGateway{t: t, url: strings.TrimSuffix(resource, "/mcp"), as: as, up: up}
+	ctx := context.Background()
+	caller, err := as.Token(ctx, "agent", "s3cret", resource, "mcp", "tool:*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 2; i++ {
+		if res := e.call(caller); res.IsError || up.effects.Load() != int64(i) {
+			t.Fatalf("call %d: %+v (%d effects)", i, res, up.effects.Load())
+		}
+	}
+	up.mu.Lock()
+	seen, claims := slices.Clone(up.seen), slices.Clone(up.claims)
+	up.mu.Unlock()
+	if len(seen) != 2 || seen[0] == caller || seen[0] != seen[1] || !strings.Contains(fmt.Sprint(claims[0]["sub"]), "agent-7") {
+		t.Fatalf("the upstream saw %d tokens, the caller's %v, subjects %v", len(seen), slices.Contains(seen, caller), claims)
+	}
+	if as.Exchanges() != 1 {
+		t.Fatalf("exchanges: %d, want 1 (the second call from the cache)", as.Exchanges())
+	}
+	res := e.call(bobToken)
+	b, _ := json.Marshal(res.StructuredContent)
+	if !res.IsError || !strings.Contains(string(b), `"code":"denied"`) || up.effects.Load() != 2 {
+		t.Fatalf("a static token's call: %s (%d effects)", b, up.effects.Load())
+	}
+}

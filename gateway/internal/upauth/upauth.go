@@ -275,12 +275,17 @@ func (m *Manager) redirectURL() string {
 // server without a service connection is skipped by the toolset with an
 // error that names `gatehouse connect NAME`. For a user server, the
 // shared session (its tool catalog, drift, resources) goes through the
-// service connection too. nil for a server without a mode or in exchange
+// service connection too. For an exchange server it is the gateway's own
+// token, by the client_credentials grant of the exchange's client at its
+// token endpoint (nobody's token exchanged). nil for a server without a
 // mode.
 func (m *Manager) ServiceOAuth(server string) func(hc *http.Client) (auth.OAuthHandler, error) {
 	s := m.servers[server]
-	if s == nil || s.Mode == Exchange {
+	if s == nil {
 		return nil
+	}
+	if s.Mode == Exchange {
+		return m.exchangeListing(s)
 	}
 	how := fmt.Sprintf("run `gatehouse connect %s` to connect the gateway's account", server)
 	return upstream.Factory(m.handlerOptions(s, "", how))

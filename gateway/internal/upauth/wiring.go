@@ -51,6 +51,13 @@ func FromConfig(cfg *config.Config, servers []toolset.Server, w Wiring) (*Manage
 	if len(auths) == 0 {
 		return nil, nil
 	}
+	stored := false // a server keeps tokens in the vault (service, user)
+	for _, a := range auths {
+		stored = stored || a.Mode != Exchange
+	}
+	if w.Tokens == nil && !stored {
+		w.Tokens = &upstream.MemoryTokens{} // never used: exchanged tokens stay in memory
+	}
 	if w.Tokens == nil {
 		v, err := OpenVault(cfg, w.Store, w.Holder)
 		if err != nil {
