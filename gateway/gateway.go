@@ -331,6 +331,7 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 		if g.audit != nil {
 			auditlog.Sweep(ctx, g.st, cfg.Audit.Retain, g.now(), log)
 		}
+		_, _ = g.st.SweepConnectFlows(ctx, g.now()) // connect URLs never used (upauth)
 	})
 	g.pipe = &pipeline{
 		served: g.served, relay: g.relay, ts: g.ts, journal: journal, guard: guard, st: g.st,

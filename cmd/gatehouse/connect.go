@@ -168,7 +168,16 @@ func loopbackFetch(ln net.Listener, redirect string, out io.Writer) upstream.Fet
 		})}
 		done := make(chan struct{})
 		go func() { defer close(done); _ = srv.Serve(ln) }()
-		defer func() { _ = srv.Close(); <-done }()
+		defer func() {
+			// Gracefully: the browser's answer is written before the
+			// listener goes.
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			if srv.Shutdown(sctx) != nil {
+				_ = srv.Close()
+			}
+			<-done
+		}()
 		fmt.Fprintf(out, "Open this URL in a browser to connect (waiting for %s):\n\n  %s\n\n", redirect, args.URL)
 		select {
 		case res := <-got:
