@@ -152,7 +152,13 @@ type subjectSession struct {
 	// bearer is the exchanged token the session's requests carry
 	// (exchange mode), set before each call.
 	bearer atomic.Pointer[string]
+	used   atomic.Int64 // Unix ns of its last use, for the bound
 }
+
+// MaxSubjectSessions bounds the per-subject upstream sessions a Manager
+// keeps open: past it, the least recently used is closed (made again on
+// its subject's next call).
+const MaxSubjectSessions = 1024
 
 // DefaultFlowTTL is Options.FlowTTL's default.
 const DefaultFlowTTL = 10 * time.Minute
@@ -380,11 +386,28 @@ func (m *Manager) session(ctx context.Context, s *Server, k key, bearer string) 
 		return nil, errors.New("upauth: closed")
 	}
 	ss := m.sessions[k]
+	var evict *subjectSession
 	if ss == nil {
+		if len(m.sessions) >= MaxSubjectSessions {
+			var oldest key
+			for ok, o := range m.sessions {
+				if evict == nil || o.used.Load() < evict.used.Load() {
+					oldest, evict = ok, o
+				}
+			}
+			delete(m.sessions, oldest)
+		}
 		ss = &subjectSession{}
 		m.sessions[k] = ss
 	}
+	ss.used.Store(m.now().UnixNano())
 	m.mu.Unlock()
+	if evict != nil {
+		evict.once.Do(func() {})
+		if evict.sess != nil {
+			_ = evict.sess.Close()
+		}
+	}
 	if bearer != "" {
 		ss.bearer.Store(&bearer)
 	}
