@@ -138,6 +138,15 @@
 //     decision's row. UseApproval is one conditional UPDATE (approved and
 //     not expired -> used): an approval is spent once. SweepApprovals
 //     deletes approvals whose expiry has passed, with their decisions.
+//   - Connections (the token vault's rows) hold a sealed blob the store
+//     never opens. LeaseRefresh is one conditional upsert (taken when free,
+//     run out, or already the holder's), so two replicas racing get one
+//     lease. TakeConnectFlow is one DELETE ... RETURNING: of concurrent
+//     takes of a flow exactly one gets it; a flow's ID is stored only as
+//     its SHA-256. SwapConnection is one conditional UPDATE on the old
+//     blob (rekey never overwrites a refresh). Purge also deletes the
+//     owner's connections, leases and flows (never the service ones,
+//     subject "").
 //
 // # What is stored, and what never is
 //
@@ -147,10 +156,13 @@
 // listing JSON), trust fingerprints and the contracts trusted, observed
 // listings (their contracts, the changes against the baseline, the
 // observing instance's name), journal records (fingerprints of calls, their
-// outcomes, the owning subject), counters and approvals.
+// outcomes, the owning subject), counters and approvals, and upstream
+// connections: server, subject, times, the sealing key's ID and the token
+// set sealed by package identity/vault (AES-256-GCM under a key the store
+// never sees).
 //
-// Never stored: tokens, configured headers, auth resolver output, a
-// command's environment, or any other secret. The store cannot see what a
+// Never stored in the clear: tokens, configured headers, auth resolver
+// output, a command's environment, or any other secret. The store cannot see what a
 // caller puts in opaque fields (catalogue, contract, changes, outcome); it
 // refuses what it can recognise: PutServer rejects a URL whose userinfo
 // carries a password.

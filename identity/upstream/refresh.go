@@ -38,7 +38,7 @@ type sharedSource struct {
 	h      *Handler
 	cfg    *oauth2.Config
 	locker RefreshLocker
-	save   func(*oauth2.Token) // set by persisting; writes the new token back
+	save   func(*oauth2.Config, *oauth2.Token) // set by persisting; writes the new token back
 
 	mu  chan struct{} // a one-slot lock that a waiting caller can leave
 	tok *oauth2.Token
@@ -97,6 +97,13 @@ func (s *sharedSource) reread(ctx context.Context) (bool, error) {
 		return false, fmt.Errorf("%w (%q)", ErrTokenGone, s.h.opts.Server)
 	}
 	s.tok = &oauth2.Token{AccessToken: set.AccessToken, TokenType: set.TokenType, RefreshToken: set.RefreshToken, Expiry: set.Expiry}
+	if set.TokenURL != "" {
+		// The stored set may come from another authorization (another
+		// replica's, another client): refresh it at its own endpoint as
+		// its own client.
+		s.cfg = &oauth2.Config{ClientID: set.ClientID, ClientSecret: set.ClientSecret, Scopes: set.Scopes,
+			Endpoint: oauth2.Endpoint{TokenURL: set.TokenURL, AuthStyle: set.AuthStyle}}
+	}
 	return s.tok.Valid(), nil
 }
 
@@ -115,7 +122,7 @@ func (s *sharedSource) refreshLocked(ctx context.Context, unlock func()) (*oauth
 	}
 	s.tok = tok
 	if s.save != nil {
-		s.save(tok)
+		s.save(s.cfg, tok)
 	}
 	return tok, nil
 }

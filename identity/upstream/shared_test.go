@@ -6,18 +6,21 @@ import (
 	"crypto/rand"
 	"errors"
 	"log/slog"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
 	"github.com/gatehouse-dev/gatehouse/identity/upstream"
 	"github.com/gatehouse-dev/gatehouse/identity/vault"
 	"github.com/gatehouse-dev/gatehouse/internal/fixture/authserver"
 	"github.com/gatehouse-dev/gatehouse/internal/fixture/pgtest"
 	"github.com/gatehouse-dev/gatehouse/store/postgres"
+	"github.com/gatehouse-dev/gatehouse/store/sqlite"
 )
 
 // TestOneRefresherAcrossReplicas: two Handlers ("replicas", each on its own
@@ -196,4 +199,76 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// TestSharedRefreshUsesStoredClient: a replica holding an expired set of
+// client "agent" re-reads, under the lease, a set another authorization
+// stored for client "agent2", and refreshes it as agent2 (its refresh token
+// is bound to that client): the connection survives, stored as agent2's.
+func TestSharedRefreshUsesStoredClient(t *testing.T) {
+	ctx := context.Background()
+	as := startAS(t, authserver.Options{TokenLifetime: time.Hour,
+		Clients: []authserver.Client{{ID: "agent2", RedirectURIs: []string{callback}}}})
+	srv := startMCP(t, as.Issuer(), nil)
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "gh.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	k := make([]byte, vault.KeySize)
+	rand.Read(k)
+	ks, _ := vault.NewKeys(k, nil)
+	v := vault.New(st, ks, nil)
+	hc := guarded(t, srv.URL, nil)
+	expire := func() {
+		t.Helper()
+		set, err := v.Token(ctx, "protected", "alice")
+		if err != nil || set == nil {
+			t.Fatalf("stored set: %v, %v", set, err)
+		}
+		set.Expiry = time.Now().Add(-time.Minute)
+		if err := v.PutToken(ctx, "protected", "alice", set); err != nil {
+			t.Fatal(err)
+		}
+	}
+	authorize := func(o *upstream.Options) {
+		t.Helper()
+		h, err := upstream.New(hc, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := connect(ctx, srv.URL, hc, h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		call(ctx, t, s, "echo")
+		s.Close()
+	}
+	authorize(agentOptions(v))
+	expire()
+	h1, err := upstream.New(hc, agentOptions(v))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts, err := h1.TokenSource(ctx) // holds agent's expired set
+	if err != nil || ts == nil {
+		t.Fatalf("TokenSource = %v, %v", ts, err)
+	}
+	// Meanwhile the subject connects again, as client agent2.
+	if err := v.DeleteToken(ctx, "protected", "alice"); err != nil {
+		t.Fatal(err)
+	}
+	o2 := agentOptions(v)
+	o2.Client = &oauthex.ClientCredentials{ClientID: "agent2"}
+	authorize(o2)
+	expire()
+	before := as.Refreshes()
+	tok, err := ts.Token()
+	if err != nil || tok == nil || !tok.Valid() {
+		t.Fatalf("Token = %v, %v; want agent2's set refreshed", tok, err)
+	}
+	set, err := v.Token(ctx, "protected", "alice")
+	if err != nil || set == nil || set.ClientID != "agent2" || set.AccessToken != tok.AccessToken || as.Refreshes() != before+1 {
+		t.Fatalf("stored after the refresh: %+v, %v (refreshes %d, before %d); want agent2's, refreshed once", set, err, as.Refreshes(), before)
+	}
 }

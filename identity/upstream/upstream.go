@@ -274,7 +274,7 @@ func (h *Handler) persisting(cfg *oauth2.Config, src oauth2.TokenSource, last st
 	p := &persisting{h: h, src: src, last: last, meta: TokenSet{Scopes: slices.Clone(cfg.Scopes),
 		TokenURL: cfg.Endpoint.TokenURL, ClientID: cfg.ClientID, ClientSecret: cfg.ClientSecret, AuthStyle: cfg.Endpoint.AuthStyle}}
 	if s, ok := src.(*sharedSource); ok {
-		s.save = p.save // written back before the lock is released
+		s.save = p.saveAs // written back before the lock is released
 	}
 	return p
 }
@@ -310,7 +310,11 @@ func (p *persisting) Token() (*oauth2.Token, error) {
 	return tok, nil
 }
 
-func (p *persisting) save(tok *oauth2.Token) {
+func (p *persisting) save(tok *oauth2.Token) { p.saveAs(nil, tok) }
+
+// saveAs stores tok with the client and endpoint of cfg (nil: those the
+// source started with).
+func (p *persisting) saveAs(cfg *oauth2.Config, tok *oauth2.Token) {
 	if p.h.opts.Tokens == nil {
 		return
 	}
@@ -320,7 +324,11 @@ func (p *persisting) save(tok *oauth2.Token) {
 		return
 	}
 	set := p.meta
-	set.Scopes = slices.Clone(p.meta.Scopes)
+	if cfg != nil {
+		set = TokenSet{Scopes: cfg.Scopes, TokenURL: cfg.Endpoint.TokenURL, ClientID: cfg.ClientID,
+			ClientSecret: cfg.ClientSecret, AuthStyle: cfg.Endpoint.AuthStyle}
+	}
+	set.Scopes = slices.Clone(set.Scopes)
 	set.AccessToken, set.TokenType, set.RefreshToken, set.Expiry = tok.AccessToken, tok.TokenType, tok.RefreshToken, tok.Expiry
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -218,3 +218,47 @@ func FuzzParseKey(f *testing.F) {
 		t.Fatalf("ParseKey(%q) = %x, which is no decoding of the input", s, k)
 	})
 }
+
+// FuzzParseKeyFile: a key file parses to the keys of its first and second
+// non-comment lines, or to a KeyError that quotes no line of it.
+func FuzzParseKeyFile(f *testing.F) {
+	a, b := hex.EncodeToString(key32), base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, vault.KeySize))
+	for _, s := range []string{"", a, a + "\n" + b + "\n", "# c\n\n" + a + "\n", a + "\n" + a, a + "\n" + b + "\n" + a, "x\n" + a} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ks, err := vault.ParseKeyFile("k", data)
+		var lines []string
+		for l := range strings.SplitSeq(string(data), "\n") {
+			if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+				lines = append(lines, l)
+			}
+		}
+		if err != nil {
+			if ks != nil || !errors.Is(err, vault.ErrBadKey) {
+				t.Fatalf("ParseKeyFile = %v, %v: not a KeyError", ks, err)
+			}
+			for _, l := range lines {
+				if len(l) >= 8 && strings.Contains(err.Error(), l) {
+					t.Fatalf("the error quotes a line: %v", err)
+				}
+			}
+			return
+		}
+		if len(lines) == 0 || len(lines) > 2 {
+			t.Fatalf("ParseKeyFile accepted %d keys", len(lines))
+		}
+		cur, err := vault.ParseKey(lines[0])
+		if err != nil || ks.CurrentID() != vault.KeyID(cur) {
+			t.Fatalf("current key %s is not line 1's (%v)", ks.CurrentID(), err)
+		}
+		if len(lines) == 2 {
+			prev, err := vault.ParseKey(lines[1])
+			if err != nil || ks.PreviousID() != vault.KeyID(prev) {
+				t.Fatalf("previous key %s is not line 2's (%v)", ks.PreviousID(), err)
+			}
+		} else if ks.PreviousID() != "" {
+			t.Fatal("a previous key from a one-key file")
+		}
+	})
+}
