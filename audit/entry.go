@@ -42,6 +42,9 @@ const (
 	KindConnectionsList   = "connections.list"
 	KindConnectionsRevoke = "connections.revoke"
 	KindConnectionsRekey  = "connections.rekey"
+	// KindConnectionsConnect is an operator's `gatehouse connect SERVER`:
+	// the service connection stored; Detail holds the tools listed.
+	KindConnectionsConnect = "connections.connect"
 	// KindConfigReload is the configuration read again. Gatehouse has no
 	// reload today; the kind is reserved.
 	KindConfigReload = "config.reload"

@@ -22,7 +22,9 @@ import (
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/health"
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/skillserve"
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/telemetry"
+	"github.com/gatehouse-dev/gatehouse/gateway/internal/upauth"
 	"github.com/gatehouse-dev/gatehouse/gateway/relay"
+	"github.com/gatehouse-dev/gatehouse/identity/upstream"
 	"github.com/gatehouse-dev/gatehouse/plugin"
 	"github.com/gatehouse-dev/gatehouse/server"
 	"github.com/gatehouse-dev/gatehouse/skills"
@@ -75,6 +77,9 @@ type Options struct {
 	// host and the store (a free slot among lock files), or random when
 	// Store is given.
 	Instance string
+	// UpstreamTokens, when set, keeps the token sets of the servers with
+	// auth: service or user instead of the vault in the store.
+	UpstreamTokens upstream.TokenStore
 }
 
 // Gateway serves the tools of the configured plugins and servers through
@@ -105,6 +110,7 @@ type Gateway struct {
 	trust  *trustWatcher
 	skills *skillserve.Server // the plugins' skills as resources and prompts
 	audit  *auditlog.Recorder // nil: audit.enabled false
+	upauth *upauth.Manager    // servers with auth: (nil: none)
 	tel    *telemetry.Instruments
 	life   lifecycle
 
@@ -210,6 +216,12 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 		if err != nil {
 			return fail(err)
 		}
+	}
+
+	// Whose token goes to the servers with auth: (upauth.go).
+	if g.upauth, err = upauth.FromConfig(cfg, servers, upauth.Wiring{Tokens: o.UpstreamTokens,
+		Store: g.st, Holder: g.exec.Instance(), Verify: au.verify, Logger: log, Now: o.Clock}); err != nil {
+		return fail(err)
 	}
 
 	// The upstreams: the relay and its toolset. Every server connects now,
@@ -319,11 +331,12 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 		if g.audit != nil {
 			auditlog.Sweep(ctx, g.st, cfg.Audit.Retain, g.now(), log)
 		}
+		_, _ = g.st.SweepConnectFlows(ctx, g.now()) // connect URLs never used (upauth)
 	})
 	g.pipe = &pipeline{
 		served: g.served, relay: g.relay, ts: g.ts, journal: journal, guard: guard, st: g.st,
 		health: health.NewBackoff(o.Clock), calls: &g.life.calls, stopCtx: g.life.ctx, tel: g.tel, log: log,
-		runs: cfg.Firewall.MaxCallsPerRun > 0, bytes: cfg.HTTP.BytePath(), audit: g.audit,
+		runs: cfg.Firewall.MaxCallsPerRun > 0, bytes: cfg.HTTP.BytePath(), audit: g.audit, upauth: g.upauth,
 	}
 
 	// The hardened server. Dedup is the pipeline's (the journal, after
@@ -487,6 +500,7 @@ func (g *Gateway) Close() error {
 	if g.relay != nil {
 		errs = append(errs, g.relay.Close())
 	}
+	errs = append(errs, g.upauth.Close())
 	errs = append(errs, g.audit.Close()) // after the calls: their entries are queued
 	if g.exec != nil {
 		g.exec.Stop() // after the calls: the store says this incarnation is gone

@@ -128,8 +128,9 @@ func (o *oauthAuth) verify(ctx context.Context, token string, r *http.Request) (
 			break
 		}
 	}
+	// The token itself: auth: exchange exchanges it (upauth.go).
 	return &auth.TokenInfo{UserID: id.Subject, Scopes: id.Scopes, Expiration: id.Expiry,
-		Extra: map[string]any{scopesKey: scopes.Parse(id.Scopes, true)}}, nil
+		Extra: map[string]any{scopesKey: scopes.Parse(id.Scopes, true), rawTokenKey: token}}, nil
 }
 
 func reasonOf(e *oauth.Error) string {

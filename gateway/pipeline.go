@@ -19,6 +19,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/auditlog"
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/health"
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/telemetry"
+	"github.com/gatehouse-dev/gatehouse/gateway/internal/upauth"
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/wire"
 	"github.com/gatehouse-dev/gatehouse/gateway/relay"
 	"github.com/gatehouse-dev/gatehouse/policy"
@@ -119,6 +120,8 @@ type pipeline struct {
 	bytes bool
 	// audit records every call in the audit trail (nil: off).
 	audit *auditlog.Recorder
+	// upauth: servers with auth: (gateway/internal/upauth; nil: none).
+	upauth *upauth.Manager
 }
 
 // call is the one function that decides whether a tools/call is sent, and
@@ -193,6 +196,11 @@ func (p *pipeline) call(ctx context.Context, req *callRequest) (out callOutcome)
 		return refused(&refusal.Error{Code: refusal.Unavailable, Retryable: true, RetryAfter: wait,
 			Message: fmt.Sprintf("server %s is unavailable (restarting); retry in %v", info.Server, wait.Round(time.Millisecond))})
 	}
+	if r, err := p.upauth.Check(ctx, info.Server, string(subject)); r != nil {
+		return refused(r) // auth_required, before the journal: the retry once connected runs
+	} else if err != nil {
+		return callOutcome{err: err, label: outcomeError}
+	}
 
 	// The call ends when the caller goes, or when shutdown stops waiting.
 	ctx, cancel := context.WithCancel(ctx)
@@ -223,7 +231,11 @@ func (p *pipeline) call(ctx context.Context, req *callRequest) (out callOutcome)
 		if runID != "" {
 			c.Key = runID + ":" + callID
 		}
-		rep, err := p.senderFor(tg, &c).send(ctx, tg, c)
+		snd := p.senderFor(tg, &c)
+		if p.upauth.PerSubject(info.Server) {
+			snd = subjectSender{m: p.upauth, subject: string(subject), token: callerToken(req.info.TokenInfo)}
+		}
+		rep, err := snd.send(ctx, tg, c)
 		sentBy = rep.via
 		p.observeUpstream(info.Server, err, ctx.Err() != nil)
 		if err != nil {
@@ -288,7 +300,7 @@ func refused(r *refusal.Error) callOutcome {
 func refusalOf(err error) (*refusal.Error, bool) {
 	var te *toolset.Error
 	if !errors.As(err, &te) {
-		return nil, false
+		return refusal.As(err) // subjectSender's (nothing was sent)
 	}
 	return te.Refusal()
 }

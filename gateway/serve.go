@@ -58,6 +58,10 @@ func (g *Gateway) Handler() (http.Handler, error) {
 		}
 		mcpH.ServeHTTP(w, r)
 	}))
+	if g.upauth != nil {
+		// The connect flow of auth: user servers (gateway/internal/upauth).
+		mux.Handle("/connect/", g.upauth)
+	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"ok":true}` + "\n"))

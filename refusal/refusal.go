@@ -96,6 +96,10 @@ type Error struct {
 	// RetryAfter is a hint for when to retry (rate_limited, run_busy,
 	// unavailable); zero means none.
 	RetryAfter time.Duration
+	// ConnectURL is where the caller connects its own account to the
+	// upstream (auth_required): a URL on the gateway, bound to the caller
+	// and good for one use.
+	ConnectURL string
 	// Err is an underlying cause, if any. It never reaches Result.
 	Err error
 }
@@ -134,7 +138,7 @@ func (e *Error) Text() string {
 
 // Result returns the refusal as a tool result (CONTRACTS.md §4): IsError
 // true, one text content Text(), and structured content {"code",
-// "retryable"} plus "approvalId" and "retryAfterMs" when set. The
+// "retryable"} plus "approvalId", "retryAfterMs" and "connectURL" when set. The
 // underlying Err is left out: it may hold details the caller must not see.
 func (e *Error) Result() *mcp.CallToolResult {
 	sc := map[string]any{"code": string(e.Code), "retryable": e.Retryable}
@@ -143,6 +147,9 @@ func (e *Error) Result() *mcp.CallToolResult {
 	}
 	if e.RetryAfter > 0 {
 		sc["retryAfterMs"] = max(e.RetryAfter.Milliseconds(), 1)
+	}
+	if e.ConnectURL != "" {
+		sc["connectURL"] = e.ConnectURL
 	}
 	return &mcp.CallToolResult{
 		IsError:           true,

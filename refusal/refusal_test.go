@@ -27,6 +27,9 @@ func TestErrorResultShape(t *testing.T) {
 			e.ApprovalID = "apr_0123456789abcdef"
 			e.Retryable = true
 		}
+		if code == AuthRequired {
+			e.ConnectURL = "https://gw.example.com/connect/github?flow=abc"
+		}
 		b, err := json.Marshal(e.Result())
 		if err != nil {
 			t.Fatal(err)
@@ -60,6 +63,12 @@ func TestErrorResultShape(t *testing.T) {
 		if code == ApprovalRequired {
 			n++
 			if sc["approvalId"] != "apr_0123456789abcdef" {
+				t.Fatalf("%s: %s", code, b)
+			}
+		}
+		if code == AuthRequired {
+			n++
+			if sc["connectURL"] != "https://gw.example.com/connect/github?flow=abc" {
 				t.Fatalf("%s: %s", code, b)
 			}
 		}

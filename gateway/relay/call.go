@@ -59,6 +59,21 @@ func (c *Call) meta() (map[string]any, error) {
 	return m, nil
 }
 
+// Params returns the tools/call params CallTool sends for c to the remote
+// tool: the arguments, and the _meta without reserved keys, with the key.
+// For a sender of the gateway's own (per-subject upstream sessions).
+func (c *Call) Params(remote string) (*mcp.CallToolParams, error) {
+	meta, err := c.meta()
+	if err != nil {
+		return nil, err
+	}
+	p := &mcp.CallToolParams{Name: remote, Meta: meta}
+	if len(c.Args) > 0 {
+		p.Arguments = c.Args
+	}
+	return p, nil
+}
+
 // CallTool sends a tools/call to tg through the go-sdk's client: on the
 // caller's own upstream session when it has one, else on the shared one.
 // A lost session is re-established once (the shared one through the drift

@@ -100,6 +100,9 @@ type Config struct {
 	// 2025-11-25, the stateful revision over which sampling, elicitation,
 	// roots and log levels are forwarded.
 	UpstreamProtocol string `yaml:"upstreamProtocol" json:"upstreamProtocol"`
+	// Connect configures the /connect flow of servers with auth: user
+	// (connect.publicURL, connect.flowTTL) and the vault's key file.
+	Connect Connect `yaml:"connect" json:"connect"`
 
 	// Dir is the directory relative paths resolve against (the config
 	// file's directory, or the working directory without a file). It is
@@ -146,9 +149,11 @@ type Approvals struct {
 type ServerEntry struct {
 	// Prefix overrides the projection prefix; nil means the server name.
 	Prefix *string
-	// Raw is the entry without prefix, as JSON, validated by
-	// plugin.ParseServer when the gateway starts.
+	// Raw is the entry without prefix, auth, oauth and exchange, as JSON,
+	// validated by plugin.ParseServer when the gateway starts.
 	Raw json.RawMessage
+	// Auth is the entry's auth, oauth and exchange keys (upauth.go).
+	Auth ServerAuth
 }
 
 // UnmarshalYAML splits prefix off and keeps the rest as JSON.
@@ -164,6 +169,9 @@ func (e *ServerEntry) UnmarshalYAML(n *yaml.Node) error {
 		}
 		e.Prefix = &s
 		delete(m, "prefix")
+	}
+	if err := e.splitAuth(m); err != nil {
+		return fmt.Errorf("line %d: %w", n.Line, err)
 	}
 	raw, err := json.Marshal(m)
 	if err != nil {

@@ -245,6 +245,9 @@ func (c *Config) validate() error {
 	if err := c.checkMetrics(); err != nil {
 		return err
 	}
+	if err := c.checkConnect(); err != nil {
+		return err
+	}
 	names := make([]string, 0, len(c.Servers))
 	for n := range c.Servers {
 		names = append(names, n)
@@ -268,6 +271,9 @@ func (c *Config) validate() error {
 			}
 			return c.errf("servers."+n, "write the entry as an mcp.json server (type stdio with command/args/env/cwd, or streamable-http/sse with url/headers) plus an optional prefix; see docs/gateway.md",
 				"%s", strings.Join(msgs, "; "))
+		}
+		if err := c.checkServerAuth(n, string(sc.Type), sc.URL, e.Auth); err != nil {
+			return err
 		}
 		c.inline = append(c.inline, inlineServer{cfg: sc, prefix: e.Prefix, warn: ds})
 	}

@@ -1,0 +1,367 @@
+package upauth
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+	"golang.org/x/oauth2"
+
+	"github.com/gatehouse-dev/gatehouse/egress"
+	"github.com/gatehouse-dev/gatehouse/identity/upstream"
+)
+
+// The paths the manager serves (Manager.ServeHTTP): ConnectPath+NAME
+// starts a flow, CallbackPath is the redirect URI.
+const (
+	ConnectPath  = "/connect/"
+	CallbackPath = "/connect/callback"
+)
+
+// cookieName binds an authorization in progress to the browser that
+// started it: the callback must carry the nonce set when the flow began.
+const cookieName = "gatehouse_connect"
+
+// pending is the sealed state of an authorization in progress (a Flow's
+// State, keyed by the OAuth state).
+type pending struct {
+	Verifier string   `json:"v"`
+	Issuer   string   `json:"iss"`
+	IssParam bool     `json:"issp"` // the server advertises RFC 9207 iss
+	TokenURL string   `json:"tok"`
+	Resource string   `json:"res"`
+	Scopes   []string `json:"sc"`
+	Cookie   []byte   `json:"ck"` // SHA-256 of the browser's nonce
+}
+
+// ServeHTTP serves GET ConnectPath+NAME?flow=ID (the connect URL of an
+// auth_required: it takes the flow, discovers the upstream's
+// authorization server through the egress guard and sends the browser
+// there) and GET CallbackPath (the redirect back: state, PKCE, iss and the
+// browser checked, the code exchanged, the token set stored for the
+// flow's (server, subject)).
+func (m *Manager) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Referrer-Policy", "no-referrer")
+	if r.Method != http.MethodGet {
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	if r.URL.Path == CallbackPath {
+		m.callback(w, r)
+		return
+	}
+	name, ok := strings.CutPrefix(r.URL.Path, ConnectPath)
+	if !ok || name == "" || strings.Contains(name, "/") {
+		http.NotFound(w, r)
+		return
+	}
+	m.begin(w, r, name)
+}
+
+// page answers a person with a short text page.
+func page(w http.ResponseWriter, code int, msg string) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(code)
+	fmt.Fprintf(w, "<!doctype html><title>Gatehouse</title><p>%s</p>\n", html.EscapeString(msg))
+}
+
+// checkCaller refuses a request whose credentials name another subject
+// than the flow's (or do not verify). A request without credentials (a
+// browser) passes: the single-use URL is its proof.
+func (m *Manager) checkCaller(r *http.Request, subject string) error {
+	if m.o.Subject == nil {
+		return nil
+	}
+	got, ok, err := m.o.Subject(r)
+	switch {
+	case err != nil:
+		return fmt.Errorf("the credentials of this request do not verify")
+	case ok && got != subject:
+		return errors.New("this connect URL belongs to another caller")
+	}
+	return nil
+}
+
+func (m *Manager) begin(w http.ResponseWriter, r *http.Request, name string) {
+	ctx := r.Context()
+	id := r.URL.Query().Get("flow")
+	if id == "" {
+		page(w, http.StatusBadRequest, "This connect URL has no flow. Call the tool again for a new one.")
+		return
+	}
+	f, ok, err := m.o.Flows.TakeFlow(ctx, id, m.now())
+	switch {
+	case err != nil:
+		m.log.Warn("upauth: taking a connect flow", "err", err)
+		page(w, http.StatusServiceUnavailable, "The gateway could not read this connect flow; try again later.")
+		return
+	case !ok || f.State != nil:
+		page(w, http.StatusGone, "This connect URL was used or has expired. Call the tool again for a new one.")
+		return
+	case f.Server != name:
+		page(w, http.StatusBadRequest, "This connect URL is for another server.")
+		return
+	}
+	// The flow is spent from here on, whatever happens.
+	if err := m.checkCaller(r, f.Subject); err != nil {
+		m.log.Warn("upauth: a connect URL used by another caller", "server", name)
+		page(w, http.StatusForbidden, err.Error()+"; nothing was connected.")
+		return
+	}
+	s := m.servers[name]
+	if s == nil || s.Mode != User {
+		page(w, http.StatusNotFound, "No server by that name connects accounts.")
+		return
+	}
+	authURL, p, err := m.authorization(ctx, s)
+	if err != nil {
+		m.log.Warn("upauth: discovering the authorization server", "server", name, "err", err)
+		page(w, http.StatusBadGateway, fmt.Sprintf("The authorization server of %s could not be used: %v", name, err))
+		return
+	}
+	nonce, err := randomID()
+	if err != nil {
+		page(w, http.StatusInternalServerError, "no randomness")
+		return
+	}
+	sum := sha256.Sum256([]byte(nonce))
+	p.Cookie = sum[:]
+	state, err := randomID()
+	if err != nil {
+		page(w, http.StatusInternalServerError, "no randomness")
+		return
+	}
+	raw, _ := json.Marshal(p)
+	if err := m.o.Flows.PutFlow(ctx, Flow{ID: state, Server: name, Subject: f.Subject, State: raw, ExpiresAt: m.now().Add(m.o.FlowTTL)}); err != nil {
+		m.log.Warn("upauth: storing an authorization in progress", "server", name, "err", err)
+		page(w, http.StatusServiceUnavailable, "The gateway could not store this flow; try again later.")
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: nonce, Path: CallbackPath, HttpOnly: true,
+		Secure: strings.HasPrefix(m.o.PublicURL, "https:"), SameSite: http.SameSiteLaxMode, MaxAge: int(m.o.FlowTTL.Seconds())})
+	q := authURL.Query()
+	q.Set("state", state)
+	authURL.RawQuery = q.Encode()
+	http.Redirect(w, r, authURL.String(), http.StatusFound)
+}
+
+// authorization discovers s's authorization server (RFC 9728 from the
+// server's 401, then RFC 8414 / OpenID), through the egress guard, and
+// returns the authorization URL without its state, and the pending state.
+func (m *Manager) authorization(ctx context.Context, s *Server) (*url.URL, *pending, error) {
+	hc, err := m.guard.Client(s.URL, s.Headers, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	// The go-sdk's transports stop at the server's origin: the metadata may
+	// be elsewhere; this client goes anywhere egress allows.
+	open, err := m.guard.Client("https://any.invalid/", nil, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	prm, err := m.resourceMetadata(ctx, s, hc, open)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(prm.AuthorizationServers) == 0 {
+		return nil, nil, errors.New("its resource metadata names no authorization server")
+	}
+	issuer := prm.AuthorizationServers[0]
+	asm, err := auth.GetAuthServerMetadata(ctx, issuer, open)
+	if err != nil {
+		return nil, nil, fmt.Errorf("authorization server metadata: %w", err)
+	}
+	if asm == nil {
+		return nil, nil, fmt.Errorf("authorization server %s publishes no metadata", issuer)
+	}
+	if !slices.Contains(asm.CodeChallengeMethodsSupported, "S256") {
+		return nil, nil, fmt.Errorf("authorization server %s does not support PKCE S256", issuer)
+	}
+	for _, e := range []struct{ what, u string }{{"authorization endpoint", asm.AuthorizationEndpoint}, {"token endpoint", asm.TokenEndpoint}} {
+		if err := checkEndpoint(m.guard, e.u); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", e.what, err)
+		}
+	}
+	scopes := s.Scopes
+	if len(scopes) == 0 {
+		scopes = prm.ScopesSupported
+	}
+	if slices.Contains(asm.ScopesSupported, "offline_access") && !slices.Contains(scopes, "offline_access") {
+		scopes = append(slices.Clone(scopes), "offline_access")
+	}
+	verifier := oauth2.GenerateVerifier()
+	cfg := m.oauthConfig(s, asm.AuthorizationEndpoint, asm.TokenEndpoint, scopes)
+	u, err := url.Parse(cfg.AuthCodeURL("", oauth2.S256ChallengeOption(verifier), oauth2.SetAuthURLParam("resource", s.URL)))
+	if err != nil {
+		return nil, nil, err
+	}
+	return u, &pending{Verifier: verifier, Issuer: asm.Issuer, IssParam: asm.AuthorizationResponseIssParameterSupported,
+		TokenURL: asm.TokenEndpoint, Resource: s.URL, Scopes: scopes}, nil
+}
+
+func (m *Manager) oauthConfig(s *Server, authURL, tokenURL string, scopes []string) *oauth2.Config {
+	return &oauth2.Config{ClientID: s.ClientID, ClientSecret: s.ClientSecret, RedirectURL: m.redirectURL(), Scopes: scopes,
+		Endpoint: oauth2.Endpoint{AuthURL: authURL, TokenURL: tokenURL}}
+}
+
+// resourceMetadata finds s's protected resource metadata: the 401's
+// resource_metadata, else the well-known URLs (path-inserted, then root).
+// Its resource must be s's URL.
+func (m *Manager) resourceMetadata(ctx context.Context, s *Server, hc, open *http.Client) (*oauthex.ProtectedResourceMetadata, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.URL, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	var urls []string
+	if resp, err := hc.Do(req); err == nil {
+		resp.Body.Close()
+		if cs, err := oauthex.ParseWWWAuthenticate(resp.Header.Values("WWW-Authenticate")); err == nil {
+			for _, c := range cs {
+				if c.Scheme == "bearer" && c.Params["resource_metadata"] != "" {
+					urls = append(urls, c.Params["resource_metadata"])
+				}
+			}
+		}
+	} else {
+		return nil, fmt.Errorf("reaching the server: %w", err)
+	}
+	u, err := url.Parse(s.URL)
+	if err != nil {
+		return nil, err
+	}
+	base := u.Scheme + "://" + u.Host
+	if p := strings.Trim(u.Path, "/"); p != "" {
+		urls = append(urls, base+"/.well-known/oauth-protected-resource/"+p)
+	}
+	urls = slices.Compact(append(urls, base+"/.well-known/oauth-protected-resource"))
+	var errs []error
+	for _, mu := range urls {
+		prm, err := oauthex.GetProtectedResourceMetadata(ctx, mu, s.URL, open)
+		if err == nil {
+			return prm, nil
+		}
+		errs = append(errs, err)
+	}
+	return nil, fmt.Errorf("no usable protected resource metadata: %w", errors.Join(errs...))
+}
+
+// checkEndpoint refuses an endpoint egress would refuse by its URL, or
+// whose host is an address literal that is neither public nor loopback
+// (a name is checked when dialed).
+func checkEndpoint(g *egress.Guard, raw string) error {
+	if err := g.CheckURL(raw); err != nil {
+		return err
+	}
+	u, _ := url.Parse(raw)
+	if a, err := netip.ParseAddr(strings.Trim(u.Hostname(), "[]")); err == nil {
+		if c := egress.Classify(a.Unmap()); c != egress.Public && c != egress.Loopback {
+			return fmt.Errorf("%s is a %s address", u.Host, c)
+		}
+	}
+	return nil
+}
+
+func (m *Manager) callback(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	q := r.URL.Query()
+	state := q.Get("state")
+	if state == "" {
+		page(w, http.StatusBadRequest, "The authorization response has no state.")
+		return
+	}
+	f, ok, err := m.o.Flows.TakeFlow(ctx, state, m.now())
+	switch {
+	case err != nil:
+		m.log.Warn("upauth: taking an authorization in progress", "err", err)
+		page(w, http.StatusServiceUnavailable, "The gateway could not read this flow; try again later.")
+		return
+	case !ok || f.State == nil:
+		page(w, http.StatusBadRequest, "Unknown, used or expired state: nothing was connected. Call the tool again for a new connect URL.")
+		return
+	}
+	var p pending
+	if err := json.Unmarshal(f.State, &p); err != nil {
+		page(w, http.StatusBadRequest, "The flow's state does not read.")
+		return
+	}
+	if err := m.checkCaller(r, f.Subject); err != nil {
+		page(w, http.StatusForbidden, err.Error()+"; nothing was connected.")
+		return
+	}
+	c, err := r.Cookie(cookieName)
+	if err != nil {
+		page(w, http.StatusForbidden, "This browser did not start this flow; nothing was connected.")
+		return
+	}
+	sum := sha256.Sum256([]byte(c.Value))
+	if subtle.ConstantTimeCompare(sum[:], p.Cookie) != 1 {
+		page(w, http.StatusForbidden, "This browser did not start this flow; nothing was connected.")
+		return
+	}
+	if e := q.Get("error"); e != "" {
+		page(w, http.StatusBadRequest, (&upstream.AuthorizationError{Code: e, Description: q.Get("error_description")}).Error())
+		return
+	}
+	// RFC 9207: the iss must be the issuer's (required when advertised).
+	if iss := q.Get("iss"); iss != "" || p.IssParam {
+		if iss != p.Issuer {
+			page(w, http.StatusBadRequest, "The authorization response comes from another issuer; nothing was connected.")
+			return
+		}
+	}
+	code := q.Get("code")
+	if code == "" {
+		page(w, http.StatusBadRequest, "The authorization response has no code.")
+		return
+	}
+	s := m.servers[f.Server]
+	if s == nil {
+		page(w, http.StatusNotFound, "No such server.")
+		return
+	}
+	if err := checkEndpoint(m.guard, p.TokenURL); err != nil {
+		page(w, http.StatusBadGateway, "token endpoint: "+err.Error())
+		return
+	}
+	hc, err := m.guard.Client(p.TokenURL, nil, nil)
+	if err != nil {
+		page(w, http.StatusBadGateway, err.Error())
+		return
+	}
+	cfg := m.oauthConfig(s, "", p.TokenURL, p.Scopes)
+	tok, err := cfg.Exchange(context.WithValue(ctx, oauth2.HTTPClient, hc), code,
+		oauth2.VerifierOption(p.Verifier), oauth2.SetAuthURLParam("resource", p.Resource))
+	if err != nil {
+		m.log.Warn("upauth: exchanging the code", "server", s.Name, "err", err)
+		why := ""
+		if ee := (*egress.Error)(nil); errors.As(err, &ee) {
+			why = " (" + ee.Error() + ")" // refused by the egress guard
+		}
+		page(w, http.StatusBadGateway, "The authorization server did not give a token"+why+"; nothing was connected.")
+		return
+	}
+	set := &upstream.TokenSet{AccessToken: tok.AccessToken, TokenType: tok.TokenType, RefreshToken: tok.RefreshToken, Expiry: tok.Expiry,
+		Scopes: p.Scopes, TokenURL: p.TokenURL, ClientID: s.ClientID, ClientSecret: s.ClientSecret}
+	if err := m.o.Tokens.PutToken(ctx, s.Name, f.Subject, set); err != nil {
+		m.log.Warn("upauth: storing a connection", "server", s.Name, "err", err)
+		page(w, http.StatusServiceUnavailable, "The gateway could not store the connection; try again.")
+		return
+	}
+	m.drop(key{s.Name, f.Subject})
+	m.log.Info("upauth: connected", "server", s.Name)
+	page(w, http.StatusOK, fmt.Sprintf("Connected to %s. You can close this window and retry the call.", s.Name))
+}
