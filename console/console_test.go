@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"crypto/sha256"
+	"database/sql"
 	"encoding/hex"
 	"encoding/json"
 	"io"
@@ -390,5 +391,42 @@ func TestUntrustedTextEscaped(t *testing.T) {
 	_, _, body = c.do("GET", "/approvals", nil, nil)
 	if strings.Contains(body, "<img") || !strings.Contains(body, "&lt;img src=x onerror=alert(1)&gt;") {
 		t.Errorf("approvals page: %s", body)
+	}
+}
+
+// httpServer serves h on 127.0.0.1 through Serve, ended at cleanup.
+func httpServer(t *testing.T, h http.Handler) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Serve(ctx, ln, h) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	return "http://" + ln.Addr().String()
+}
+
+// tamper edits the outcome of the operators' chain's second entry in the
+// SQLite file, behind the store's back.
+func tamper(t *testing.T, path string) {
+	t.Helper()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	res, err := db.Exec(`UPDATE audit_log SET outcome = 'denied' WHERE chain = 'operator' AND seq = 2`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		t.Fatalf("tampered with %d rows", n)
 	}
 }
