@@ -28,6 +28,12 @@ func parsePages() (map[string]*template.Template, error) {
 		"visible": pin.Visible,
 		"when":    when,
 		"args":    argsText,
+		"detail": func(b []byte) string {
+			if len(b) == 0 {
+				return "-"
+			}
+			return pin.Visible(string(b))
+		},
 		"dash": func(s string) string {
 			if s == "" {
 				return "-"
