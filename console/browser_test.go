@@ -386,3 +386,53 @@ func TestBrowserApproveAndTrust(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestBrowserCrossSiteFormRefused: a page on another origin of the same
+// site (127.0.0.1, another port: the SameSite=Strict cookie is sent)
+// submits the console's approve form in the operator's logged-in
+// Chromium, once without the synchronizer token and once with the right
+// one (as if it had leaked). Both are refused (403) and the approval is
+// still pending when read back.
+func TestBrowserCrossSiteFormRefused(t *testing.T) {
+	ctx := chromium(t)
+	st := openStore(t, "sqlite:"+filepath.Join(t.TempDir(), "c.db"))
+	id := askApproval(t, st, "acme-ltd", `{"to":"acct-9","amount":100000}`)
+	srv := startConsole(t, st, nil)
+	run(t, ctx, "log in", chromedp.Navigate(srv.URL+"/login"), chromedp.SendKeys(chromedp.CSS("#token"), aliceToken),
+		chromedp.Click(chromedp.CSS("#login")), chromedp.WaitVisible(chromedp.CSS("tr.approval")))
+	tok, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('input[name=csrf]').value`))
+	if err != nil || tok == "" {
+		t.Fatalf("csrf token: %q %v", tok, err)
+	}
+	var form atomic.Value
+	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		_, _ = w.Write([]byte(form.Load().(string)))
+	}))
+	defer evil.Close()
+	for _, tc := range []struct{ name, csrf string }{{"without the token", ""}, {"with the leaked token", `<input type="hidden" name="csrf" value="` + tok + `">`}} {
+		form.Store(`<!doctype html><form method="post" action="` + srv.URL + `/approvals/decide">` +
+			`<input type="hidden" name="id" value="` + id + `"><input type="hidden" name="verdict" value="approve">` + tc.csrf +
+			`<button id="go" type="submit">win a prize</button></form>`)
+		run(t, ctx, tc.name, chromedp.Navigate(evil.URL), chromedp.Click(chromedp.CSS("#go")))
+		body := ""
+		waitFor(t, "the form's answer", func() bool {
+			loc, err := chromedp.Run(ctx, chromedp.Location())
+			if err != nil || !strings.HasPrefix(loc, srv.URL) {
+				return false
+			}
+			body, _ = chromedp.Run(ctx, chromedp.Evaluate[string](`document.body ? document.body.innerText : ""`))
+			return body != ""
+		})
+		if !strings.Contains(body, "forbidden") {
+			t.Fatalf("%s: the console answered %q", tc.name, body)
+		}
+		a, err := st.GetApproval(context.Background(), id)
+		if err != nil || a.State != store.ApprovalPending || a.DecidedBy != "" {
+			t.Fatalf("%s: the approval is %+v %v", tc.name, a, err)
+		}
+	}
+	if es := operatorEntries(t, st); len(es) != 0 {
+		t.Fatalf("operator entries: %+v", es)
+	}
+}

@@ -138,6 +138,7 @@ type AuditFilterError struct {
 	Msg   string
 }
 
+// Error says which parameter is wrong and how.
 func (e *AuditFilterError) Error() string { return fmt.Sprintf("audit filter %s: %s", e.Param, e.Msg) }
 
 // maxFilterLen bounds a chain, subject or kind filter.
