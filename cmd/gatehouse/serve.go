@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gatehouse-dev/gatehouse/console"
 	"github.com/gatehouse-dev/gatehouse/gateway"
 )
 
@@ -68,6 +69,13 @@ func newServeCmd() *cobra.Command {
 				defer func() { stop(); <-done }()
 				log.Info("gatehouse: serving metrics", "url", "http://"+mln.Addr().String()+"/metrics", "addr", mln.Addr().String())
 			}
+			if cfg.Console != nil {
+				stopConsole, err := serveConsole(ctx, g, cfg, log)
+				if err != nil {
+					return err
+				}
+				defer stopConsole()
+			}
 			if stdio {
 				log.Info("gatehouse: serving over stdio", "tools", len(g.Tools()))
 				return g.ServeStdio(ctx)
@@ -88,6 +96,41 @@ func newServeCmd() *cobra.Command {
 	cmd.Flags().StringVar(&logFormat, "log-format", "text", "log format on stderr: text or json")
 	cmd.Flags().StringVar(&listen, "listen", "", "listen address (overrides the config's listen)")
 	return cmd
+}
+
+// serveConsole serves the operator console (console.listen) over the
+// gateway's store until ctx ends or the returned stop is called.
+func serveConsole(ctx context.Context, g *gateway.Gateway, cfg *gateway.Config, log *slog.Logger) (stop func(), err error) {
+	admins := make([]console.Admin, 0, len(cfg.Console.Admins))
+	for _, a := range cfg.Console.Admins {
+		admins = append(admins, console.Admin{Name: a.Name, SHA256: a.SHA256})
+	}
+	h, err := console.New(&console.Options{Store: g.Store(), Admins: admins, SessionTTL: cfg.Console.SessionTTL,
+		SecureCookies: cfg.Console.SecureCookies, Logger: log, AuditKey: g.AuditPublicKey(),
+		Servers: func(ctx context.Context) []console.ServerStatus {
+			var out []console.ServerStatus
+			for _, s := range g.Ready(ctx).Servers {
+				out = append(out, console.ServerStatus{Name: s.Name, State: s.State, Rule: s.Rule})
+			}
+			return out
+		}})
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", cfg.Console.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("listening on %s (console.listen): %w", cfg.Console.Listen, err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := console.Serve(cctx, ln, h); err != nil {
+			log.Error("gatehouse: console failed", "err", err)
+		}
+	}()
+	log.Info("gatehouse: serving the console", "url", "http://"+ln.Addr().String()+"/", "addr", ln.Addr().String())
+	return func() { cancel(); <-done }, nil
 }
 
 // serveConfig loads --config, or the built-in default: the example plugin.

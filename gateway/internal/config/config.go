@@ -80,6 +80,9 @@ type Config struct {
 	// Metrics, when set, serves Prometheus metrics on a listener of its
 	// own. Absent means no metrics endpoint.
 	Metrics *Metrics `yaml:"metrics" json:"metrics"`
+	// Console, when set, serves the operator web console on a listener of
+	// its own (console.listen, console.admins). Absent means no console.
+	Console *Console `yaml:"console" json:"console"`
 	// HTTP tunes the MCP endpoint toward callers.
 	HTTP HTTP `yaml:"http" json:"http"`
 	// Sessions bounds the MCP sessions of each subject and what they hold

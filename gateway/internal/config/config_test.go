@@ -244,6 +244,8 @@ func FuzzParseConfig(f *testing.F) {
 	f.Add([]byte("metrics: {listen: '0.0.0.0:9090', allowRemote: true}"))
 	f.Add([]byte("inheritEnv: [AWS_PROFILE, 'SSL_*', '*']"))
 	f.Add([]byte("inheritEnv: ['GATEHOUSE_*', '', 'A=B']"))
+	f.Add([]byte("console: {listen: '127.0.0.1:8081', sessionTTL: 8h, admins: [{name: alice, sha256: 5e884898da28047151d0e56f8dc6292773603d0d6aabbdd62a11ef721d1542d8}]}"))
+	f.Add([]byte("console: {listen: ':0', sessionTTL: 1s, secureCookies: true, admins: [{name: \"a\\u200b\", sha256: 00}, {name: a}]}"))
 	f.Add([]byte("drift: {recheck: 2m}"))
 	f.Add([]byte("drift: {recheck: 0}"))
 	f.Add([]byte("drift: {recheck: 500ms, x: 1}"))

@@ -248,6 +248,9 @@ func (c *Config) validate() error {
 	if err := c.checkConnect(); err != nil {
 		return err
 	}
+	if err := c.checkConsole(); err != nil {
+		return err
+	}
 	names := make([]string, 0, len(c.Servers))
 	for n := range c.Servers {
 		names = append(names, n)
