@@ -13,7 +13,8 @@
 // and to whom: tools.allow/block and the scopes of bearer tokens, static
 // ones checked against their SHA-256 in constant time, OAuth access tokens
 // by identity/oauth with their own scopes carried per request; see
-// oauth.go for the challenges and the Protected Resource Metadata), the
+// package gateway/internal/bearer for the checks and the challenges, and
+// oauth.go for the Protected Resource Metadata), the
 // call pipeline, tool search (search.go: gatehouse__search_tools, answered
 // by the pipeline with the tools the caller may see, and the stable
 // tools/list of package gateway/internal/stablelist), the trust watcher,

@@ -17,6 +17,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/diag"
 	"github.com/gatehouse-dev/gatehouse/durable"
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/auditlog"
+	"github.com/gatehouse-dev/gatehouse/gateway/internal/bearer"
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/config"
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/executor"
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/health"
@@ -104,7 +105,7 @@ type Gateway struct {
 	relay  *relay.Relay
 	ts     *toolset.Toolset
 	srv    *server.Server
-	auth   *authenticator
+	auth   *bearer.Authenticator
 	served *servedMap
 	pipe   *pipeline
 	trust  *trustWatcher
@@ -159,7 +160,7 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 	if o.Clock == nil {
 		o.Clock = time.Now
 	}
-	au, err := newAuthenticator(cfg.Auth, log, o.Clock)
+	au, err := bearer.NewAuthenticator(cfg.Auth, log, o.Clock)
 	if err != nil {
 		return nil, fmt.Errorf("gateway: auth.oauth: %w", err)
 	}
@@ -220,7 +221,7 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 
 	// Whose token goes to the servers with auth: (upauth.go).
 	if g.upauth, err = upauth.FromConfig(cfg, servers, upauth.Wiring{Tokens: o.UpstreamTokens,
-		Store: g.st, Holder: g.exec.Instance(), Verify: au.verify, Logger: log, Now: o.Clock}); err != nil {
+		Store: g.st, Holder: g.exec.Instance(), Verify: au.Verify, Logger: log, Now: o.Clock}); err != nil {
 		return fail(err)
 	}
 

@@ -10,8 +10,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/gatehouse-dev/gatehouse/server"
 )
 
 func hashOf(tok string) string {
@@ -27,18 +25,18 @@ func TestVerifierAttacks(t *testing.T) {
 		{SHA256: hashOf("s3cret-bob"), Subject: "bob", Scopes: []string{"tool:a__x"}},
 	}})
 	for _, bad := range []string{"", hashOf("s3cret-alice"), "s3cret-alic", "S3CRET-ALICE", "s3cret-alice ", "s3cret-alice\x00"} {
-		if _, err := au.verify(context.Background(), bad, nil); !errors.Is(err, auth.ErrInvalidToken) {
+		if _, err := au.Verify(context.Background(), bad, nil); !errors.Is(err, auth.ErrInvalidToken) {
 			t.Errorf("token %q: %v, want ErrInvalidToken", bad, err)
 		}
 	}
-	ti, err := au.verify(context.Background(), "s3cret-bob", nil)
+	ti, err := au.Verify(context.Background(), "s3cret-bob", nil)
 	if err != nil || ti.UserID != "bob" || ti.Expiration.IsZero() {
 		t.Fatalf("bob: %+v %v", ti, err)
 	}
-	if !au.allows("bob", server.RequestInfo{}, "a__x") || au.allows("bob", server.RequestInfo{}, "a__y") || !au.allows("alice", server.RequestInfo{}, "a__y") || au.allows("mallory", server.RequestInfo{}, "a__x") {
+	if !au.Allows("bob", nil, "a__x") || au.Allows("bob", nil, "a__y") || !au.Allows("alice", nil, "a__y") || au.Allows("mallory", nil, "a__x") {
 		t.Error("scopes decide wrongly")
 	}
-	if open := staticAuthenticator(nil); !open.allows("local", server.RequestInfo{}, "anything") {
+	if open := staticAuthenticator(nil); !open.Allows("local", nil, "anything") {
 		t.Error("without auth every tool is in scope")
 	}
 }

@@ -5,14 +5,16 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/gatehouse-dev/gatehouse/gateway/internal/bearer"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// staticAuthenticator is newAuthenticator for a config without auth.oauth
+// staticAuthenticator is bearer.NewAuthenticator for a config without auth.oauth
 // (which cannot fail).
-func staticAuthenticator(a *Auth) *authenticator {
-	au, err := newAuthenticator(a, nil, time.Now)
+func staticAuthenticator(a *Auth) *bearer.Authenticator {
+	au, err := bearer.NewAuthenticator(a, nil, time.Now)
 	if err != nil {
 		panic(err)
 	}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 
+	"github.com/gatehouse-dev/gatehouse/gateway/internal/bearer"
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/scopes"
 	"github.com/gatehouse-dev/gatehouse/server"
 )
@@ -23,7 +24,7 @@ func TestScopeKinds(t *testing.T) {
 	static := server.RequestInfo{}
 	oauth := func(sc ...string) server.RequestInfo {
 		return server.RequestInfo{TokenInfo: &auth.TokenInfo{UserID: "iss#sub", Scopes: sc,
-			Extra: map[string]any{scopesKey: scopes.Parse(sc, true)}}}
+			Extra: map[string]any{bearer.ScopesKey: scopes.Parse(sc, true)}}}
 	}
 	for _, c := range []struct {
 		name        string
@@ -44,15 +45,15 @@ func TestScopeKinds(t *testing.T) {
 		{"oauth tool: beside a tool", "iss#sub", oauth("tool:", "tool:q"), false, true},
 		{"oauth skills stars", "iss#sub", oauth("skill:*", "tool:z"), false, true},
 	} {
-		if got := au.allows(c.subject, c.info, "x__y"); got != c.tool {
+		if got := au.Allows(c.subject, c.info.TokenInfo, "x__y"); got != c.tool {
 			t.Errorf("%s: tool visible = %v, want %v", c.name, got, c.tool)
 		}
-		if got := au.allowsSkill(c.subject, c.info, "acme__triage"); got != c.skill {
+		if got := au.AllowsSkill(c.subject, c.info.TokenInfo, "acme__triage"); got != c.skill {
 			t.Errorf("%s: skill visible = %v, want %v", c.name, got, c.skill)
 		}
 	}
 	off := staticAuthenticator(nil)
-	if !off.allows("local", static, "x") || !off.allowsSkill("local", static, "x") {
+	if !off.Allows("local", static.TokenInfo, "x") || !off.AllowsSkill("local", static.TokenInfo, "x") {
 		t.Error("without auth everything is visible")
 	}
 }

@@ -24,15 +24,15 @@ import (
 func (g *Gateway) Handler() (http.Handler, error) {
 	ho := &server.HTTPOptions{JSONResponse: g.cfg.HTTP.JSONResponse, Stateless: g.cfg.HTTP.Stateless, IdleTimeout: g.idle}
 	if a := g.cfg.Auth; a != nil {
-		ho.Verifier = g.auth.verify
+		ho.Verifier = g.auth.Verify
 		if a.Resource != "" {
 			// A 401 names the Protected Resource Metadata (RFC 9728 §5.1).
 			ho.Bearer = &auth.RequireBearerTokenOptions{ResourceMetadataURL: bearer.MetadataURL(a.Resource)}
 		}
-		if o := g.auth.oauth; o != nil {
+		if g.auth.OAuth() {
 			// Every token must hold these (a static one holds them by
 			// construction); exp is checked by identity/oauth with its skew.
-			ho.Bearer.Scopes = o.required
+			ho.Bearer.Scopes = g.auth.RequiredScopes()
 			ho.Bearer.ClockSkew = oauth.DefaultSkew
 		}
 	}
@@ -44,8 +44,8 @@ func (g *Gateway) Handler() (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	if o := g.auth.oauth; o != nil {
-		mcpH = bearer.Challenges(mcpH, o.insufficient)
+	if g.auth.OAuth() {
+		mcpH = bearer.Challenges(mcpH, g.auth.Insufficient())
 	}
 	mux := http.NewServeMux()
 	g.serveResourceMetadata(mux)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/gatehouse-dev/gatehouse/gateway/internal/bearer"
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/stablelist"
 	"github.com/gatehouse-dev/gatehouse/server"
 	"github.com/gatehouse-dev/gatehouse/toolset"
@@ -23,7 +24,7 @@ type servedMap struct {
 	ts          *toolset.Toolset
 	log         *slog.Logger
 	allow, deny map[string]bool
-	auth        *authenticator
+	auth        *bearer.Authenticator
 	search      *stablelist.Policy // gatehouse__search_tools and the stable list
 
 	mu    sync.RWMutex
@@ -43,7 +44,7 @@ type registered struct {
 	handler mcp.ToolHandler
 }
 
-func newServedMap(ts *toolset.Toolset, log *slog.Logger, cfg *Config, auth *authenticator) *servedMap {
+func newServedMap(ts *toolset.Toolset, log *slog.Logger, cfg *Config, auth *bearer.Authenticator) *servedMap {
 	return &servedMap{ts: ts, log: log, allow: set(cfg.Tools.Allow), deny: set(cfg.Tools.Block), auth: auth, search: stablelist.New(&cfg.Search, &cfg.Disclosure)}
 }
 
@@ -76,7 +77,7 @@ func (m *servedMap) visible(name string, subject server.Subject, info server.Req
 			return false
 		}
 	}
-	return m.auth.allows(string(subject), info, name)
+	return m.auth.Allows(string(subject), info.TokenInfo, name)
 }
 
 // serverVisible reports whether subject may see the resources and prompts

@@ -314,7 +314,7 @@ func FuzzVerified(f *testing.F) {
 		r := httptest.NewRequest(http.MethodGet, "/readyz", nil)
 		r.Header["Authorization"] = []string{header}
 		want := len(header) == len("Bearer alice-token") && strings.EqualFold(header[:7], "Bearer ") && header[7:] == "alice-token"
-		if got := verified(r, au.verify, nil); got != want {
+		if got := verified(r, au.Verify, nil); got != want {
 			t.Fatalf("verified(%q) = %v, want %v", header, got, want)
 		}
 	})

@@ -46,7 +46,7 @@ func (g *Gateway) skillVisibility(ctx context.Context, req mcp.Request, local bo
 		return func(string) bool { return false }
 	}
 	info := server.InfoOf(req, local)
-	return func(prompt string) bool { return g.auth.allowsSkill(subject, info, prompt) }
+	return func(prompt string) bool { return g.auth.AllowsSkill(subject, info.TokenInfo, prompt) }
 }
 
 // skillLimit spends the caller's rate limit on a skill's read or prompt, as

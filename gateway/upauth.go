@@ -5,14 +5,11 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 
+	"github.com/gatehouse-dev/gatehouse/gateway/internal/bearer"
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/upauth"
 	"github.com/gatehouse-dev/gatehouse/gateway/relay"
 	"github.com/gatehouse-dev/gatehouse/toolset"
 )
-
-// rawTokenKey keys, in an OAuth token's TokenInfo.Extra, the token itself:
-// what auth: exchange exchanges (never forwarded, never logged).
-const rawTokenKey = "gatehouse.token"
 
 // subjectSender sends a call to a server with auth: user or exchange on
 // the subject's own upstream session (gateway/internal/upauth).
@@ -31,6 +28,6 @@ func callerToken(ti *auth.TokenInfo) string {
 	if ti == nil {
 		return ""
 	}
-	t, _ := ti.Extra[rawTokenKey].(string)
+	t, _ := ti.Extra[bearer.RawTokenKey].(string)
 	return t
 }

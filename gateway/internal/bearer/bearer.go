@@ -1,13 +1,18 @@
-// Package bearer is the HTTP side of the gateway as an OAuth 2.1 resource
-// server, below the token checks themselves: the challenges a verifier
-// cannot give through the go-sdk's bearer middleware (403 with
-// error="insufficient_scope", 503 when the issuer is down), the URL and
-// the mux paths of the Protected Resource Metadata (RFC 9728), and the
-// shape test that sends a token to the JWT verifier or to introspection.
+// Package bearer is the gateway's bearer-token checks and the HTTP side of
+// the gateway as an OAuth 2.1 resource server. An [Authenticator] checks a
+// token: static ones against their configured SHA-256 in constant time,
+// OAuth access tokens through identity/oauth (JWTs by their signature,
+// opaque tokens by introspection); it knows what each caller's scopes let
+// it see. Below it: the challenges a verifier cannot give through the
+// go-sdk's bearer middleware (403 with error="insufficient_scope", 503 when
+// the issuer is down), the URL and the mux paths of the Protected Resource
+// Metadata (RFC 9728), and the shape test that sends a token to the JWT
+// verifier or to introspection.
 //
-//	h = bearer.Challenges(h, insufficient) // around the MCP endpoint
-//	// in the verifier, for this request:
-//	bearer.Mark(r, func(s *bearer.State) { s.Insufficient = true })
+//	au, err := bearer.NewAuthenticator(cfg.Auth, log, time.Now)
+//	ho.Verifier = au.Verify                       // the go-sdk's bearer middleware
+//	h = bearer.Challenges(h, au.Insufficient())   // around the MCP endpoint
+//	visible := au.Allows(subject, info.TokenInfo, "github__create_issue")
 package bearer
 
 import (
