@@ -45,7 +45,18 @@ func run(m *testing.M) int {
 	defer os.RemoveAll(dir)
 	// The gateways keep their instance locks under the user's cache
 	// directory when their store is PostgreSQL: keep the tests' out of the
-	// real one.
+	// real one. The go command's build cache lives there too by default:
+	// name it first, or every build below starts from an empty cache
+	// (minutes instead of seconds).
+	if os.Getenv("GOCACHE") == "" {
+		out, err := exec.Command("go", "env", "GOCACHE").Output()
+		if c := strings.TrimSpace(string(out)); err == nil && c != "" {
+			if err := os.Setenv("GOCACHE", c); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 1
+			}
+		}
+	}
 	if err := os.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "cache")); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
