@@ -1,6 +1,7 @@
 package sqlite_test
 
 import (
+	"fmt"
 	"path/filepath"
 	"testing"
 
@@ -40,4 +41,14 @@ func TestConformanceNoGroupCommit(t *testing.T) {
 
 func TestAuditConformance(t *testing.T) {
 	audittest.Run(t, func(t *testing.T) store.AuditStore { return openTemp(t, nil) })
+}
+
+// TestAuditJournalConformance: entries linked in the store's transactions,
+// with group commit of the journal on (the default) and off.
+func TestAuditJournalConformance(t *testing.T) {
+	for _, gc := range []store.GroupCommit{store.GroupCommitOn, store.GroupCommitOff} {
+		t.Run(fmt.Sprintf("groupCommit=%v", gc), func(t *testing.T) {
+			audittest.RunJournal(t, func(t *testing.T) store.AuditStore { return openTemp(t, &store.Options{GroupCommit: gc}) })
+		})
+	}
 }

@@ -15,7 +15,12 @@ import (
 type Store struct {
 	db  DB
 	now func() time.Time
-	gc  *committer // nil: group commit off
+	// gc is the commit queue: of Claims and Completes when batch is set
+	// (Options.GroupCommit), and always of the linked audit appends and the
+	// Completes that carry an entry (auditjournal.go), so that this
+	// process never races itself for a chain's head.
+	gc    *committer
+	batch bool
 }
 
 var _ store.Store = (*Store)(nil)
@@ -37,22 +42,19 @@ func New(db DB, o Options) *Store {
 	if s.now == nil {
 		s.now = time.Now
 	}
-	if o.GroupCommit {
-		s.gc = newCommitter(s)
-	}
+	s.gc, s.batch = newCommitter(s), o.GroupCommit
 	return s
 }
 
 // DB returns the underlying adapter.
 func (s *Store) DB() DB { return s.db }
 
-// Close closes the pool. With group commit on it first refuses new Claims
-// and Completes (store.ErrClosed) and waits until every one already queued
-// has been committed and answered.
+// Close closes the pool. It first refuses new ops of the commit queue
+// (Claims and Completes with group commit on, the linked audit appends and
+// audited Completes always: store.ErrClosed) and waits until every one
+// already queued has been committed and answered.
 func (s *Store) Close() error {
-	if s.gc != nil {
-		s.gc.close()
-	}
+	s.gc.close()
 	return s.db.Close()
 }
 
@@ -184,7 +186,7 @@ func (s *Store) Claim(ctx context.Context, rec store.Record) (bool, store.Record
 	if err != nil {
 		return false, store.Record{}, err
 	}
-	if s.gc != nil {
+	if s.batch {
 		o := &op{ctx: ctx, kind: opClaim, rec: rec}
 		return s.gc.do(o)
 	}
@@ -262,7 +264,7 @@ func (s *Store) Complete(ctx context.Context, key store.RecordKey, executor stri
 	if err := norm.Completion(state); err != nil {
 		return err
 	}
-	if s.gc != nil {
+	if s.batch {
 		o := &op{ctx: ctx, kind: opComplete, rec: store.Record{RecordKey: key, Executor: executor, State: state, Outcome: outcome}}
 		_, _, err := s.gc.do(o)
 		return err
