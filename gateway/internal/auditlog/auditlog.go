@@ -3,7 +3,9 @@
 // (package audit) signing checkpoints with the configured key, and the
 // entries the gateway appends: calls and refusals (the call pipeline's
 // finish), upstreams lost and back, new drift. Retention (audit.retain)
-// runs from the gateway's sweeping loop.
+// runs from the gateway's sweeping loop. A keyed call's entry is not
+// queued: Entry prepares it for the journal to commit with the call's
+// completion (durable.Audit), and Committed notes it once written.
 //
 //	r, err := auditlog.Open(ctx, cfg, st, instance, &auditlog.Options{Stop: life, Logger: log})
 //	r.Call(auditlog.Call{Kind: audit.KindCall, Subject: "alice", Tool: "pay", Args: args, Outcome: "ok", Duration: d})
