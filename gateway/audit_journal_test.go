@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gatehouse-dev/gatehouse/audit"
 	"github.com/gatehouse-dev/gatehouse/internal/fixture/pgtest"
@@ -142,7 +143,8 @@ func TestAuditKeyedCommitsWithJournal(t *testing.T) {
 			done := make(chan string, 8)
 			for i := range 8 {
 				go func() {
-					done <- e.call(alice, "alice", "count", map[string]any{"p": i}, fmt.Sprintf("p-%d", i))
+					done <- answer(alice.CallTool(ctx, &mcp.CallToolParams{Name: "count", Arguments: map[string]any{"p": i},
+						Meta: mcp.Meta{"idempotencyKey": fmt.Sprintf("p-%d", i)}}))
 				}()
 			}
 			for range 8 {
@@ -169,8 +171,10 @@ func TestAuditKeyedCommitsWithJournal(t *testing.T) {
 			if rec := record("k-bad"); rec.State != store.StateStarted {
 				t.Fatalf("the entry was refused but the record of k-bad is %s: a completion committed without its audit entry", rec.State)
 			}
-			if got := entriesOf(bad); len(got) != 0 {
-				t.Fatalf("entries of the refused call: %+v", got)
+			for _, en := range entriesOf(bad) {
+				if string(en.Detail) != `{"notRecorded":true}` {
+					t.Fatalf("an entry of the refused call was written: %+v", en)
+				}
 			}
 			if code := refusalCode(e.call(alice, "alice", "count", bad, "k-bad")); code != "run_busy" {
 				t.Fatalf("retry of k-bad answers %q, want run_busy (its outcome is not recorded)", code)
