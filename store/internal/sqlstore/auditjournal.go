@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/store/internal/norm"
@@ -84,14 +85,18 @@ func checkUnlinked(es []store.AuditEntry, link store.AuditLink) error {
 
 // runAuditAlone runs o (a Complete with its entries, or a linked append)
 // in a transaction of its own, again on a fresh head while another writer
-// of the chain moves it.
-func (s *Store) runAuditAlone(o *op) error {
+// of the chain moves it. leader says whether it runs as a batch of the
+// commit queue (then the heads it knows are the chains' own); run alone
+// after a poisoned batch, it reads the heads and forgets them after.
+func (s *Store) runAuditAlone(o *op, leader bool) error {
 	links := make([]store.AuditLink, len(o.audit))
 	for i := range links {
 		links[i] = o.link
 	}
+	cache := &s.gc.heads
 	for attempt := 1; ; attempt++ {
 		var linked []store.AuditEntry
+		var heads []store.AuditHead
 		err := s.db.InTx(o.ctx, func(tx Querier) error {
 			if o.kind == opComplete {
 				if err := s.completeOn(o.ctx, tx, o.rec.RecordKey, o.rec.Executor, o.rec.State, o.rec.Outcome); err != nil {
@@ -99,9 +104,18 @@ func (s *Store) runAuditAlone(o *op) error {
 				}
 			}
 			var err error
-			linked, err = linkAndInsert(o.ctx, tx, o.audit, links)
+			var known *headCache
+			if leader {
+				known = cache
+			}
+			linked, heads, err = linkAndInsert(o.ctx, tx, o.audit, links, known)
 			return err
 		})
+		if err == nil && leader {
+			cache.set(heads)
+		} else {
+			cache.drop(o.audit)
+		}
 		if err == nil {
 			o.linked = linked
 			return nil
@@ -118,11 +132,50 @@ func (s *Store) runAuditAlone(o *op) error {
 	}
 }
 
-// linkAndInsert links es (links[i] links es[i]) to their chains' heads as
-// tx sees them, inserts them (a few multi-row INSERTs per chain), and
-// returns them as written, in es's order. An entry whose (chain, seq) is
-// taken meanwhile is ErrConflict; a failed statement a *stmtError.
-func linkAndInsert(ctx context.Context, tx Querier, es []store.AuditEntry, links []store.AuditLink) ([]store.AuditEntry, error) {
+// headCache holds the heads of the chains this process's commit queue
+// last committed, so that a batch links its entries without reading the
+// head first. A head another writer moved since is found out by the
+// insert ((chain, seq) taken: ErrConflict), and forgotten.
+type headCache struct {
+	mu sync.Mutex
+	m  map[string]store.AuditHead
+}
+
+func (h *headCache) get(chain string) (store.AuditHead, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	v, ok := h.m[chain]
+	return v, ok
+}
+
+// set records heads as committed.
+func (h *headCache) set(heads []store.AuditHead) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.m == nil {
+		h.m = map[string]store.AuditHead{}
+	}
+	for _, hd := range heads {
+		h.m[hd.Chain] = hd
+	}
+}
+
+// drop forgets the heads of the chains of es.
+func (h *headCache) drop(es []store.AuditEntry) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, e := range es {
+		delete(h.m, e.Chain)
+	}
+}
+
+// linkAndInsert links es (links[i] links es[i]) to their chains' heads,
+// known ones from known (nil: none) and the others as tx sees them,
+// inserts them (a few multi-row INSERTs per chain), and returns them as
+// written, in es's order, and the chains' heads after them. An entry whose
+// (chain, seq) is taken meanwhile is ErrConflict; a failed statement a
+// *stmtError.
+func linkAndInsert(ctx context.Context, tx Querier, es []store.AuditEntry, links []store.AuditLink, known *headCache) ([]store.AuditEntry, []store.AuditHead, error) {
 	out := make([]store.AuditEntry, len(es))
 	type chainRun struct {
 		first store.AuditHead // the head before the run
@@ -141,16 +194,22 @@ func linkAndInsert(ctx context.Context, tx Querier, es []store.AuditEntry, links
 	for i, e := range es {
 		r := find(e.Chain)
 		if r == nil {
-			h, err := auditLast(ctx, tx, e.Chain)
-			if err != nil {
-				return nil, &stmtError{fmt.Errorf("store: audit head of %q: %w", e.Chain, err)}
+			h, ok := store.AuditHead{}, false
+			if known != nil {
+				h, ok = known.get(e.Chain)
+			}
+			if !ok {
+				var err error
+				if h, err = auditLast(ctx, tx, e.Chain); err != nil {
+					return nil, nil, &stmtError{fmt.Errorf("store: audit head of %q: %w", e.Chain, err)}
+				}
 			}
 			r = &chainRun{first: h, head: h}
 			runs = append(runs, r)
 		}
 		l := links[i](e, r.head)
 		if l.Chain != e.Chain || !norm.AuditFollows(l, r.head) || l.Hash == "" {
-			return nil, norm.Invalid("audit entry %d (chain %q): the link function did not link it to the head (seq %d)", i, e.Chain, r.head.Last)
+			return nil, nil, norm.Invalid("audit entry %d (chain %q): the link function did not link it to the head (seq %d)", i, e.Chain, r.head.Last)
 		}
 		out[i] = l
 		r.head.Last, r.head.Hash = l.Seq, l.Hash
@@ -163,16 +222,16 @@ func linkAndInsert(ctx context.Context, tx Querier, es []store.AuditEntry, links
 		}
 		run, err := norm.AuditEntries(run)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		ids := make([]int64, len(run))
 		for rest := run; len(rest) > 0; {
 			n := auditChunk(len(rest))
 			if err := insertAudit(ctx, tx, rest[:n], ids[len(run)-len(rest):], r.first); err != nil {
 				if errors.Is(err, store.ErrConflict) {
-					return nil, err
+					return nil, nil, err
 				}
-				return nil, &stmtError{fmt.Errorf("store: append to audit chain %q: %w", r.first.Chain, err)}
+				return nil, nil, &stmtError{fmt.Errorf("store: append to audit chain %q: %w", r.first.Chain, err)}
 			}
 			rest = rest[n:]
 		}
@@ -181,5 +240,9 @@ func linkAndInsert(ctx context.Context, tx Querier, es []store.AuditEntry, links
 			out[i].ID = ids[j]
 		}
 	}
-	return out, nil
+	heads := make([]store.AuditHead, len(runs))
+	for i, r := range runs {
+		heads[i] = store.AuditHead{Chain: r.head.Chain, Last: r.head.Last, Hash: r.head.Hash}
+	}
+	return out, heads, nil
 }

@@ -111,6 +111,9 @@ type committer struct {
 	inflight int  // ops in the batch being run
 	closed   bool
 
+	// heads are the audit chains' heads as the queue last committed them.
+	heads headCache
+
 	// Counted for tests: transactions that held more than one op, and the
 	// ops in them.
 	batches, batched atomic.Int64
@@ -243,7 +246,7 @@ func (c *committer) close() {
 // entries), as without group commit.
 func (s *Store) runAlone(o *op) (bool, store.Record, error) {
 	if len(o.audit) > 0 {
-		return false, store.Record{}, s.runAuditAlone(o)
+		return false, store.Record{}, s.runAuditAlone(o, false)
 	}
 	if o.kind == opClaim {
 		claimed, stored, err := s.claimOn(o.ctx, s.db, o.rec)
@@ -270,6 +273,10 @@ func (s *Store) runBatch(batch []*op) {
 		return
 	case 1:
 		o := live[0]
+		if len(o.audit) > 0 {
+			o.err = s.runAuditAlone(o, true)
+			return
+		}
 		o.claimed, o.stored, o.err = s.runAlone(o)
 		return
 	}
@@ -277,6 +284,7 @@ func (s *Store) runBatch(batch []*op) {
 	defer stop()
 	var entries []store.AuditEntry // the audit entries of the batch's ops that stand
 	var links []store.AuditLink
+	var heads []store.AuditHead
 	err := s.db.InTx(ctx, func(tx Querier) error {
 		entries, links = entries[:0], links[:0]
 		for _, o := range live {
@@ -299,7 +307,8 @@ func (s *Store) runBatch(batch []*op) {
 		if len(entries) == 0 {
 			return nil
 		}
-		linked, err := linkAndInsert(ctx, tx, entries, links)
+		linked, hs, err := linkAndInsert(ctx, tx, entries, links, &s.gc.heads)
+		heads = hs
 		if err != nil {
 			// A head moved by another writer, or a failed insert: the
 			// completions must not commit without their entries.
@@ -312,6 +321,11 @@ func (s *Store) runBatch(batch []*op) {
 		}
 		return nil
 	})
+	if err == nil {
+		s.gc.heads.set(heads)
+	} else {
+		s.gc.heads.drop(entries)
+	}
 	switch {
 	case err == nil:
 		s.gc.batches.Add(1)
