@@ -43,6 +43,15 @@ func New(db DB, o Options) *Store {
 		s.now = time.Now
 	}
 	s.gc, s.batch = newCommitter(s), o.GroupCommit
+	if p, ok := db.(Preparer); ok {
+		// The commit queue's audit statements run only in transactions.
+		ctx := context.Background()
+		for _, n := range []int{1, 8, 64} {
+			p.Prepare(ctx, auditInsert(n))
+		}
+		p.Prepare(ctx, auditLastQuery)
+		p.Prepare(ctx, completeQuery)
+	}
 	return s
 }
 
@@ -274,8 +283,7 @@ func (s *Store) Complete(ctx context.Context, key store.RecordKey, executor stri
 
 // completeOn runs a Complete on q (the pool, or a batch's transaction).
 func (s *Store) completeOn(ctx context.Context, q Querier, key store.RecordKey, executor string, state store.State, outcome []byte) error {
-	n, err := q.Exec(ctx, `UPDATE journal SET state = $4, outcome = $5, updated_at = $6
-WHERE scope = $1 AND run_id = $2 AND tool_call_id = $3 AND state = 'started' AND executor = $7`,
+	n, err := q.Exec(ctx, completeQuery,
 		key.Scope, key.RunID, key.ToolCallID, string(state), norm.Bytes(outcome), s.nowMS(), executor)
 	if err != nil {
 		return &stmtError{fmt.Errorf("store: complete %s: %w", keyString(key), err)}
@@ -285,6 +293,10 @@ WHERE scope = $1 AND run_id = $2 AND tool_call_id = $3 AND state = 'started' AND
 	}
 	return nil
 }
+
+// completeQuery is Complete's UPDATE.
+const completeQuery = `UPDATE journal SET state = $4, outcome = $5, updated_at = $6
+WHERE scope = $1 AND run_id = $2 AND tool_call_id = $3 AND state = 'started' AND executor = $7`
 
 // extendExpiry keeps a non-zero expires_at at or after the new lease ($5).
 const extendExpiry = `expires_at = CASE WHEN expires_at <> 0 AND expires_at < $5 THEN $5 ELSE expires_at END`
