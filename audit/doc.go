@@ -48,4 +48,12 @@
 // the store still refuses writes when Close gives up (CloseTimeout). An
 // Append whose context ends while it waits for room writes nothing and
 // says so.
+//
+// An entry that belongs with another write, such as a keyed call's with its
+// journal completion, is not queued: Writer.Entry prepares it, the store
+// links it (Link) inside that write's transaction
+// (store.AuditJournalStore.CompleteAudited), and Writer.Note tells the
+// writer, whose checkpoints then cover it. When the store is a
+// store.AuditJournalStore the Writer's own batches are linked the same way,
+// in the store's commit queue, so the two never race for the chain's head.
 package audit

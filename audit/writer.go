@@ -70,9 +70,18 @@ type Writer struct {
 	done    chan struct{}
 	err     error // the loop's last failure, read after done
 
+	// linked is st as a store.AuditJournalStore, when it is one: the
+	// batches are then linked inside the store's transactions (the
+	// journal's group commit), where entries committed with journal
+	// completions (Noted) are linked too.
+	linked store.AuditJournalStore
+
+	// The chain's head as this process last committed it, and the entries
+	// since the last checkpoint: the loop's, and Note's callers'.
+	hmu     sync.Mutex
+	head    store.AuditHead
+	sinceCP int
 	// The loop's own state.
-	head        store.AuditHead
-	sinceCP     int
 	lastCP      time.Time
 	checkpointN int
 }
@@ -112,6 +121,7 @@ func NewWriter(ctx context.Context, st store.AuditStore, o *WriterOptions) (*Wri
 		return nil, fmt.Errorf("audit: reading the head of chain %q: %w", w.o.Chain, err)
 	}
 	w.head, w.lastCP = head, w.o.Now()
+	w.linked, _ = st.(store.AuditJournalStore)
 	w.ch = make(chan item, w.o.Queue)
 	w.done = make(chan struct{})
 	go w.loop()
@@ -120,6 +130,39 @@ func NewWriter(ctx context.Context, st store.AuditStore, o *WriterOptions) (*Wri
 
 // Chain returns the chain the writer appends to.
 func (w *Writer) Chain() string { return w.o.Chain }
+
+// Entry returns e ready to be linked to the writer's chain by another
+// write (store.AuditJournalStore.CompleteAudited): its chain, its instance
+// when empty, its time when zero. Pass Link to link it, and the entry as
+// written to Note.
+func (w *Writer) Entry(e store.AuditEntry) store.AuditEntry {
+	if e.At.IsZero() {
+		e.At = w.o.Now()
+	}
+	if e.Instance == "" {
+		e.Instance = w.o.Instance
+	}
+	e.Chain = w.o.Chain
+	return e
+}
+
+// Note tells the writer that e was committed to its chain by another
+// write (a journal completion), so that its checkpoints cover it.
+func (w *Writer) Note(e store.AuditEntry) {
+	if e.Chain != w.o.Chain {
+		return
+	}
+	w.hmu.Lock()
+	if e.Seq > w.head.Last {
+		w.head.Last, w.head.Hash = e.Seq, e.Hash
+		if w.head.First == 0 {
+			w.head.First = e.Seq
+		}
+	}
+	w.head.Entries++
+	w.sinceCP++
+	w.hmu.Unlock()
+}
 
 // Append queues e (its chain, seq and hashes are the writer's to fill in;
 // a zero At is now). It blocks while the queue is full, until ctx ends
@@ -243,7 +286,10 @@ func (w *Writer) loop() {
 		for _, f := range flushes {
 			f <- err
 		}
-		if w.sinceCP >= w.o.CheckpointEvery {
+		w.hmu.Lock()
+		due := w.sinceCP >= w.o.CheckpointEvery
+		w.hmu.Unlock()
+		if due {
 			w.checkpoint(false)
 		}
 		if !ok {
@@ -271,8 +317,32 @@ func (w *Writer) commit(batch []store.AuditEntry) error {
 	var deadline time.Time
 	wait := 10 * time.Millisecond
 	for {
+		if w.linked != nil {
+			err := w.commitLinked(batch)
+			if err == nil {
+				return nil
+			}
+			if errors.Is(err, store.ErrClosed) {
+				w.o.Logger.Error("audit: the store is closed; entries lost", "chain", w.o.Chain, "entries", len(batch))
+				return w.err
+			}
+			w.o.Logger.Error("audit: writing the audit trail failed; retrying (calls wait when the queue is full)", "chain", w.o.Chain, "err", err)
+			if w.isClosed() {
+				if deadline.IsZero() {
+					deadline = time.Now().Add(w.o.CloseTimeout)
+				} else if time.Now().After(deadline) {
+					return w.err
+				}
+			}
+			time.Sleep(wait)
+			wait = min(2*wait, time.Second)
+			continue
+		}
+		w.hmu.Lock()
+		wasHead := w.head
+		w.hmu.Unlock()
 		linked := make([]store.AuditEntry, len(batch))
-		head := w.head
+		head := wasHead
 		for i, e := range batch {
 			linked[i] = Link(e, head)
 			head.Last, head.Hash = linked[i].Seq, linked[i].Hash
@@ -281,12 +351,14 @@ func (w *Writer) commit(batch []store.AuditEntry) error {
 		err := w.st.AppendAudit(ctx, linked)
 		if err == nil {
 			cancel()
-			if w.head.First == 0 {
+			if head.First == 0 {
 				head.First = 1
 			}
 			head.Entries += int64(len(batch))
+			w.hmu.Lock()
 			w.head = head
 			w.sinceCP += len(batch)
+			w.hmu.Unlock()
 			w.err = nil
 			return nil
 		}
@@ -294,7 +366,9 @@ func (w *Writer) commit(batch []store.AuditEntry) error {
 			h, herr := w.st.AuditHead(ctx, w.o.Chain)
 			cancel()
 			if herr == nil {
+				w.hmu.Lock()
 				w.head = h
+				w.hmu.Unlock()
 				continue
 			}
 			err = herr
@@ -320,6 +394,26 @@ func (w *Writer) commit(batch []store.AuditEntry) error {
 	}
 }
 
+// commitLinked appends batch through the store's linked append (the
+// chain's head decided in the store's transaction).
+func (w *Writer) commitLinked(batch []store.AuditEntry) error {
+	for i := range batch {
+		batch[i].Chain = w.o.Chain
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := w.linked.AppendAuditLinked(ctx, batch, Link)
+	if err != nil {
+		w.err = fmt.Errorf("audit: appending %d entries to chain %q: %w", len(batch), w.o.Chain, err)
+		return err
+	}
+	w.err = nil
+	for _, e := range out {
+		w.Note(e)
+	}
+	return nil
+}
+
 // isClosed reports whether Close was called. It takes no lock: Close may
 // be waiting for mu behind senders that wait for this loop.
 func (w *Writer) isClosed() bool { return w.closing.Load() }
@@ -327,13 +421,16 @@ func (w *Writer) isClosed() bool { return w.closing.Load() }
 // checkpoint records (and signs) the head when entries were written since
 // the last one, and final or the count or interval says so.
 func (w *Writer) checkpoint(final bool) {
-	if w.sinceCP == 0 || w.head.Last == 0 {
+	w.hmu.Lock()
+	head, since := w.head, w.sinceCP
+	w.hmu.Unlock()
+	if since == 0 || head.Last == 0 {
 		return
 	}
-	if !final && w.sinceCP < w.o.CheckpointEvery && w.o.Now().Sub(w.lastCP) < w.o.CheckpointInterval {
+	if !final && since < w.o.CheckpointEvery && w.o.Now().Sub(w.lastCP) < w.o.CheckpointInterval {
 		return
 	}
-	c := store.AuditCheckpoint{Chain: w.o.Chain, Seq: w.head.Last, Hash: w.head.Hash, At: w.o.Now()}
+	c := store.AuditCheckpoint{Chain: w.o.Chain, Seq: head.Last, Hash: head.Hash, At: w.o.Now()}
 	if w.o.Key != nil {
 		c = Sign(w.o.Key, c)
 	}
@@ -343,7 +440,10 @@ func (w *Writer) checkpoint(final bool) {
 		w.o.Logger.Error("audit: checkpoint failed", "chain", w.o.Chain, "seq", c.Seq, "err", err)
 		return
 	}
-	w.sinceCP, w.lastCP = 0, w.o.Now()
+	w.hmu.Lock()
+	w.sinceCP -= since
+	w.hmu.Unlock()
+	w.lastCP = w.o.Now()
 	w.checkpointN++
 }
 

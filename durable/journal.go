@@ -148,6 +148,33 @@ type Call struct {
 	// RunID:ToolCallID (a gateway derives those from it). It is shown to
 	// operators with an approval and is not part of the journal key.
 	Key string
+	// Audit, when set, is the call's audit entry, written in the same
+	// transaction as the call's completion when the journal's store is a
+	// store.AuditJournalStore. Nil: no entry.
+	Audit *Audit
+}
+
+// Audit carries a call's audit entry into the transaction that records
+// its outcome (Call.Audit): the completion and the entry are committed
+// together, or neither is. Only a completion (succeeded or failed) carries
+// it; a call answered otherwise (a replay, run_busy, in_doubt, a refusal
+// before the claim) writes no journal record and leaves Written nil.
+type Audit struct {
+	// Entry returns the entry that records the call, given the effect's
+	// answer; its Chain must be set (Seq and the hashes are Link's to
+	// fill in).
+	Entry func(res *mcp.CallToolResult, err error) store.AuditEntry
+	// Link links the entry to its chain inside the store's transaction
+	// (package audit's Link).
+	Link store.AuditLink
+	// Written is set by the journal to the entry as committed with the
+	// completion; it stays nil when the entry was not written (no
+	// completion, a store that cannot, or a completion that failed).
+	Written *store.AuditEntry
+	// Err is set by the journal when the completion and the entry could
+	// not be written (the journal's answer wraps ErrNotRecorded): neither
+	// is, and the record stays started.
+	Err error
 }
 
 // IdempotencyKey returns RunID + ":" + ToolCallID, the _meta.idempotencyKey
@@ -346,7 +373,7 @@ func (j *Journal) run(ctx context.Context, c Call, key store.RecordKey, effect E
 	if !known {
 		return nil, false, j.unknown(wctx, c, key, err)
 	}
-	if cerr := j.s.Complete(wctx, key, j.o.Executor, state, outcome); cerr != nil {
+	if cerr := j.complete(wctx, c, key, state, outcome, res, err); cerr != nil {
 		j.log.Error("durable: outcome not recorded", "key", ikey, "err", cerr)
 		nerr := fmt.Errorf("%w (%s): %w", ErrNotRecorded, ikey, cerr)
 		if err != nil {
@@ -362,6 +389,27 @@ func (j *Journal) run(ctx context.Context, c Call, key store.RecordKey, effect E
 }
 
 var errNoResult = errors.New("durable: effect returned neither a result nor an error")
+
+// complete records the outcome of a call this journal holds, with the
+// call's audit entry in the same transaction when it has one and the store
+// can.
+func (j *Journal) complete(ctx context.Context, c Call, key store.RecordKey, state store.State, outcome []byte, res *mcp.CallToolResult, err error) error {
+	a := c.Audit
+	if a == nil || a.Entry == nil || a.Link == nil {
+		return j.s.Complete(ctx, key, j.o.Executor, state, outcome)
+	}
+	as, ok := j.s.(store.AuditJournalStore)
+	if !ok {
+		return j.s.Complete(ctx, key, j.o.Executor, state, outcome)
+	}
+	e, cerr := as.CompleteAudited(ctx, key, j.o.Executor, state, outcome, a.Entry(res, err), a.Link)
+	if cerr != nil {
+		a.Err = cerr
+		return cerr
+	}
+	a.Written = &e
+	return nil
+}
 
 // unknown handles an effect whose outcome is unknown.
 func (j *Journal) unknown(ctx context.Context, c Call, key store.RecordKey, cause error) error {

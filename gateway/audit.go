@@ -1,23 +1,36 @@
 package gateway
 
 import (
+	"errors"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/gatehouse-dev/gatehouse/audit"
+	"github.com/gatehouse-dev/gatehouse/durable"
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/auditlog"
 	"github.com/gatehouse-dev/gatehouse/refusal"
 	"github.com/gatehouse-dev/gatehouse/server"
+	"github.com/gatehouse-dev/gatehouse/store"
+	"github.com/gatehouse-dev/gatehouse/toolset"
 )
 
 // auditCall records one tools/call in the audit trail (gateway/internal/
 // auditlog), its kind from the outcome: call, refusal, or
-// approval.requested with the approval's ID.
-func (p *pipeline) auditCall(subject server.Subject, req *callRequest, out *callOutcome, d time.Duration) {
+// approval.requested with the approval's ID. A keyed call whose entry was
+// committed with its journal completion (keyed.Written) is not recorded
+// again.
+func (p *pipeline) auditCall(subject server.Subject, req *callRequest, out *callOutcome, d time.Duration, keyed *durable.Audit) {
 	if p.audit == nil {
 		return
 	}
+	if keyed != nil && keyed.Written != nil {
+		p.audit.Committed(*keyed.Written)
+		return
+	}
 	c := auditlog.Call{Kind: audit.KindCall, Subject: string(subject), Tool: req.tool, Args: req.args, Outcome: out.label,
-		Duration: d, Replayed: out.replayed}
+		Duration: d, Replayed: out.replayed, NotRecorded: keyed != nil && keyed.Err != nil}
 	switch out.label {
 	case outcomeOK, outcomeToolError, outcomeRPCError, outcomeError, outcomeNoAnswer:
 	case string(refusal.ApprovalRequired):
@@ -34,4 +47,39 @@ func (p *pipeline) auditCall(subject server.Subject, req *callRequest, out *call
 		}
 	}
 	p.audit.Call(c)
+}
+
+// keyedAudit is the entry of a keyed call, for the journal to commit with
+// the call's completion (durable.Audit): its outcome read from the
+// effect's answer as answer reads it, its duration up to the completion.
+// Nil when the audit trail is off.
+func (p *pipeline) keyedAudit(subject server.Subject, req *callRequest, srv string, start time.Time) *durable.Audit {
+	if p.audit == nil {
+		return nil
+	}
+	return &durable.Audit{Link: audit.Link, Entry: func(res *mcp.CallToolResult, err error) store.AuditEntry {
+		kind, outcome := completionOutcome(res, err)
+		return p.audit.Entry(auditlog.Call{Kind: kind, Subject: string(subject), Server: srv, Tool: req.tool, Args: req.args,
+			Outcome: outcome, Duration: time.Since(start)})
+	}}
+}
+
+// completionOutcome is the kind and outcome of the entry of a call whose
+// effect answered res, err and whose outcome the journal records: the
+// label answer gives the same answer.
+func completionOutcome(res *mcp.CallToolResult, err error) (kind, outcome string) {
+	switch {
+	case err == nil && res != nil && res.IsError:
+		return audit.KindCall, outcomeToolError
+	case err == nil:
+		return audit.KindCall, outcomeOK
+	}
+	if r, ok := refusal.As(err); ok {
+		return audit.KindRefusal, string(r.Code)
+	}
+	var rpc *jsonrpc.Error
+	if ae := (*toolset.AnswerError)(nil); errors.As(err, &ae) || errors.As(err, &rpc) {
+		return audit.KindCall, outcomeRPCError
+	}
+	return audit.KindCall, outcomeError
 }

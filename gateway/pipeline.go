@@ -154,11 +154,12 @@ type pipeline struct {
 func (p *pipeline) call(ctx context.Context, req *callRequest) (out callOutcome) {
 	start := time.Now()
 	subject := server.Subject("")
-	callerCtx := ctx // ctx becomes the call's own below, cancelled when call returns
+	callerCtx := ctx         // ctx becomes the call's own below, cancelled when call returns
+	var keyed *durable.Audit // a keyed call's entry, written with its completion
 	defer func() {
 		d := time.Since(start)
 		p.finish(subject, req.tool, req.front, &out, callerCtx.Err() != nil, d)
-		p.auditCall(subject, req, &out, d)
+		p.auditCall(subject, req, &out, d, keyed)
 	}()
 
 	subject, res, err := p.srv.AdmitCall(ctx, req.info, req.tool)
@@ -255,6 +256,8 @@ func (p *pipeline) call(ctx context.Context, req *callRequest) (out callOutcome)
 		runID, callID = unitOfWork(subject, req.tool, req.key)
 		c := durable.Call{RunID: runID, ToolCallID: callID, Server: info.Server, Tool: req.tool,
 			RemoteName: info.RemoteName, Args: req.args, Owner: string(subject), Key: req.key}
+		c.Audit = p.keyedAudit(subject, req, info.Server, start)
+		keyed = c.Audit
 		res, out.replayed, err = p.journal.Guarded(ctx, c, p.guard, effect)
 	} else {
 		res, err = p.unkeyed(ctx, subject, req.tool, info, req.args, effect)

@@ -132,3 +132,27 @@ type AuditStore interface {
 	// ErrInvalid otherwise.
 	TruncateAudit(ctx context.Context, chain string, before int64) (int64, error)
 }
+
+// AuditLink numbers and hashes e as the entry after head in its chain:
+// package audit's Link, handed to a store so that it can link an entry
+// inside its own transaction, where the chain's head is known.
+type AuditLink func(e AuditEntry, head AuditHead) AuditEntry
+
+// AuditJournalStore is implemented by stores that link audit entries to
+// their chain inside their own transactions: with a journal completion
+// (the entry and the completion are committed together, or neither is),
+// or on their own. A process that writes its chain only through these
+// never races itself for the chain's head: the SQL stores decide it in the
+// journal's group commit, one batch at a time.
+type AuditJournalStore interface {
+	// AppendAuditLinked appends entries in one transaction, each (its
+	// Chain set) linked by link to its chain's head as the transaction
+	// sees it, and returns them as written (Seq, PrevHash, Hash and ID
+	// set). ErrInvalid for an entry without a chain or kind, or one that
+	// link leaves unlinked.
+	AppendAuditLinked(ctx context.Context, entries []AuditEntry, link AuditLink) ([]AuditEntry, error)
+	// CompleteAudited is Complete and the append of e, linked by link, in
+	// one transaction: both are committed or neither is (an error of
+	// Complete's, and e is not written). It returns e as written.
+	CompleteAudited(ctx context.Context, key RecordKey, executor string, state State, outcome []byte, e AuditEntry, link AuditLink) (AuditEntry, error)
+}

@@ -213,3 +213,81 @@ func (m *Store) TruncateAudit(ctx context.Context, chain string, before int64) (
 	m.audit.checkpoints = slices.DeleteFunc(m.audit.checkpoints, func(x store.AuditCheckpoint) bool { return x.Chain == chain && x.Seq < before-1 })
 	return int64(n - len(m.audit.entries)), nil
 }
+
+var _ store.AuditJournalStore = (*Store)(nil)
+
+// AppendAuditLinked implements store.AuditJournalStore.
+func (m *Store) AppendAuditLinked(ctx context.Context, entries []store.AuditEntry, link store.AuditLink) ([]store.AuditEntry, error) {
+	if err := m.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer m.mu.Unlock()
+	return m.appendLinked(entries, link)
+}
+
+// CompleteAudited implements store.AuditJournalStore.
+func (m *Store) CompleteAudited(ctx context.Context, key store.RecordKey, executor string, state store.State, outcome []byte, e store.AuditEntry, link store.AuditLink) (store.AuditEntry, error) {
+	if err := norm.Completion(state); err != nil {
+		return store.AuditEntry{}, err
+	}
+	if err := m.lock(ctx); err != nil {
+		return store.AuditEntry{}, err
+	}
+	defer m.mu.Unlock()
+	r, err := m.heldBy(key, executor)
+	if err != nil {
+		return store.AuditEntry{}, err
+	}
+	linked, err := m.appendLinked([]store.AuditEntry{e}, link)
+	if err != nil {
+		return store.AuditEntry{}, err
+	}
+	r.State = state
+	r.Outcome = norm.Bytes(outcome)
+	r.UpdatedAt = norm.Round(m.now())
+	m.journal[key] = r
+	return linked[0], nil
+}
+
+// appendLinked links entries to their chains' heads and appends them, or
+// nothing. The caller holds m.mu.
+func (m *Store) appendLinked(entries []store.AuditEntry, link store.AuditLink) ([]store.AuditEntry, error) {
+	if link == nil || len(entries) == 0 {
+		return nil, norm.Invalid("audit: an append needs entries and a link function")
+	}
+	heads := map[string]store.AuditHead{}
+	out := make([]store.AuditEntry, len(entries))
+	for i, e := range entries {
+		if e.Chain == "" || e.Kind == "" {
+			return nil, norm.Invalid("audit entry %d has no chain or no kind", i)
+		}
+		h, ok := heads[e.Chain]
+		if !ok {
+			h = m.audit.last[e.Chain]
+			h.Chain = e.Chain
+		}
+		l := link(e, h)
+		if l.Chain != e.Chain || !norm.AuditFollows(l, h) || l.Hash == "" {
+			return nil, norm.Invalid("audit entry %d (chain %q): the link function did not link it to the head (seq %d)", i, e.Chain, h.Last)
+		}
+		one, err := norm.AuditEntries([]store.AuditEntry{l})
+		if err != nil {
+			return nil, err
+		}
+		out[i] = one[0]
+		h.Last, h.Hash = l.Seq, l.Hash
+		heads[e.Chain] = h
+	}
+	if m.audit.last == nil {
+		m.audit.last = map[string]store.AuditHead{}
+	}
+	for ch, h := range heads {
+		m.audit.last[ch] = store.AuditHead{Last: h.Last, Hash: h.Hash}
+	}
+	for i := range out {
+		m.audit.lastID++
+		out[i].ID = m.audit.lastID
+	}
+	m.audit.entries = append(m.audit.entries, out...)
+	return slices.Clone(out), nil
+}

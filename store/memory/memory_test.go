@@ -32,6 +32,17 @@ func TestClosed(t *testing.T) {
 	}
 }
 
+func TestAuditJournalConformance(t *testing.T) {
+	audittest.RunJournal(t, func(t *testing.T) store.AuditStore {
+		s, err := memory.New(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	})
+}
+
 func TestAuditConformance(t *testing.T) {
 	audittest.Run(t, func(t *testing.T) store.AuditStore {
 		s, err := memory.New(nil)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -122,4 +123,14 @@ func TestConnectionConformance(t *testing.T) {
 		_, cfg := freshSchema(t)
 		return openCfg(t, cfg(), nil), openCfg(t, cfg(), nil)
 	})
+}
+
+// TestAuditJournalConformance: entries linked in the store's transactions,
+// with group commit of the journal off (the default) and on.
+func TestAuditJournalConformance(t *testing.T) {
+	for _, gc := range []store.GroupCommit{store.GroupCommitOff, store.GroupCommitOn} {
+		t.Run(fmt.Sprintf("groupCommit=%v", gc), func(t *testing.T) {
+			audittest.RunJournal(t, func(t *testing.T) store.AuditStore { return openFresh(t, &store.Options{GroupCommit: gc}) })
+		})
+	}
 }

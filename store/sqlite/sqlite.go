@@ -278,6 +278,10 @@ func (q querier) Query(ctx context.Context, query string, args ...any) (sqlstore
 	return rows{rs}, nil
 }
 
+// Prepare implements sqlstore.Preparer: query is prepared on the pool, so
+// that transactions find it in the cache.
+func (d *sqlDB) Prepare(ctx context.Context, query string) { d.stmts.get(ctx, query) }
+
 func (d *sqlDB) Exec(ctx context.Context, query string, args ...any) (int64, error) {
 	return querier{cachedQuerier{c: d.stmts}}.Exec(ctx, query, args...)
 }

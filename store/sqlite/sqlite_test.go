@@ -1,6 +1,7 @@
 package sqlite_test
 
 import (
+	"fmt"
 	"path/filepath"
 	"testing"
 
@@ -58,4 +59,14 @@ func TestConnectionConformance(t *testing.T) {
 		}
 		return open(), open()
 	})
+}
+
+// TestAuditJournalConformance: entries linked in the store's transactions,
+// with group commit of the journal on (the default) and off.
+func TestAuditJournalConformance(t *testing.T) {
+	for _, gc := range []store.GroupCommit{store.GroupCommitOn, store.GroupCommitOff} {
+		t.Run(fmt.Sprintf("groupCommit=%v", gc), func(t *testing.T) {
+			audittest.RunJournal(t, func(t *testing.T) store.AuditStore { return openTemp(t, &store.Options{GroupCommit: gc}) })
+		})
+	}
 }

@@ -3,7 +3,9 @@
 // (package audit) signing checkpoints with the configured key, and the
 // entries the gateway appends: calls and refusals (the call pipeline's
 // finish), upstreams lost and back, new drift. Retention (audit.retain)
-// runs from the gateway's sweeping loop.
+// runs from the gateway's sweeping loop. A keyed call's entry is not
+// queued: Entry prepares it for the journal to commit with the call's
+// completion (durable.Audit), and Committed notes it once written.
 //
 //	r, err := auditlog.Open(ctx, cfg, st, instance, &auditlog.Options{Stop: life, Logger: log})
 //	r.Call(auditlog.Call{Kind: audit.KindCall, Subject: "alice", Tool: "pay", Args: args, Outcome: "ok", Duration: d})
@@ -139,16 +141,44 @@ type Call struct {
 	// approval a refusal asked for.
 	Replayed   bool
 	ApprovalID string
+	// NotRecorded marks a keyed call that ran but whose journal
+	// completion (and the entry committed with it) could not be written:
+	// the entry is then recorded through the queue, marked.
+	NotRecorded bool
 }
 
-// Call records c.
+// Call records c through the queue.
 func (r *Recorder) Call(c Call) {
 	if r == nil {
 		return
 	}
+	r.append(callEntry(c))
+}
+
+// Entry returns the entry of c ready to be written by another write of
+// this chain (its chain, instance and time set): a keyed call's, committed
+// with its journal completion (store.AuditJournalStore.CompleteAudited,
+// linked by audit.Link). Tell Committed the entry as written.
+func (r *Recorder) Entry(c Call) store.AuditEntry {
+	return r.w.Entry(callEntry(c))
+}
+
+// Committed notes an entry of this chain committed by another write, so
+// that the chain's checkpoints cover it.
+func (r *Recorder) Committed(e store.AuditEntry) {
+	if r == nil {
+		return
+	}
+	r.w.Note(e)
+}
+
+// callEntry is the entry of c.
+func callEntry(c Call) store.AuditEntry {
 	e := store.AuditEntry{Kind: c.Kind, Subject: c.Subject, Server: c.Server, Tool: c.Tool, ArgsDigest: audit.ArgsDigest(c.Args),
 		Outcome: c.Outcome, Duration: c.Duration}
 	switch {
+	case c.NotRecorded:
+		e.Detail = []byte(`{"notRecorded":true}`)
 	case c.Replayed && c.ApprovalID != "":
 		e.Detail = audit.Detail(map[string]any{"replayed": true, "approvalId": c.ApprovalID})
 	case c.Replayed:
@@ -156,7 +186,7 @@ func (r *Recorder) Call(c Call) {
 	case c.ApprovalID != "":
 		e.Detail = audit.Detail(map[string]any{"approvalId": c.ApprovalID})
 	}
-	r.append(e)
+	return e
 }
 
 // Upstream records a server lost, or back after being lost.

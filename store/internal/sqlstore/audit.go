@@ -48,12 +48,15 @@ func auditHead(ctx context.Context, q Querier, chain string) (store.AuditHead, e
 // chain's length.
 func auditLast(ctx context.Context, q Querier, chain string) (store.AuditHead, error) {
 	h := store.AuditHead{Chain: chain}
-	err := q.QueryRow(ctx, `SELECT seq, hash FROM audit_log WHERE chain = $1 ORDER BY seq DESC LIMIT 1`, chain).Scan(&h.Last, &h.Hash)
+	err := q.QueryRow(ctx, auditLastQuery, chain).Scan(&h.Last, &h.Hash)
 	if errors.Is(err, ErrNoRows) {
 		return h, nil
 	}
 	return h, err
 }
+
+// auditLastQuery reads a chain's last entry.
+const auditLastQuery = `SELECT seq, hash FROM audit_log WHERE chain = $1 ORDER BY seq DESC LIMIT 1`
 
 // AppendAudit implements store.AuditStore in one transaction: the last
 // entry read, then each entry inserted unless its (chain, seq) is taken (a
@@ -64,6 +67,7 @@ func (s *Store) AppendAudit(ctx context.Context, entries []store.AuditEntry) err
 		return err
 	}
 	ids := make([]int64, len(es))
+	defer s.gc.heads.drop(es) // the commit queue reads this chain's head afresh
 	err = s.db.InTx(ctx, func(tx Querier) error {
 		head, err := auditLast(ctx, tx, es[0].Chain)
 		if err != nil {

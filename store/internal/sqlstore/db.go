@@ -57,6 +57,15 @@ type DB interface {
 	Close() error
 }
 
+// Preparer is implemented by a DB that keeps prepared statements but
+// prepares them only outside transactions (SQLite's adapter): Prepare
+// prepares query on the pool, so that a transaction finds it ready. New
+// prepares the statements that run only inside transactions (the audit
+// trail's inserts of the commit queue).
+type Preparer interface {
+	Prepare(ctx context.Context, query string)
+}
+
 // Dialect holds what differs between SQL engines.
 type Dialect struct {
 	// Name is "sqlite" or "postgres".

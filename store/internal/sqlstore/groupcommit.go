@@ -47,21 +47,32 @@ type opKind uint8
 const (
 	opClaim opKind = iota
 	opComplete
+	opAudit // a linked append of audit entries alone (auditjournal.go)
 )
 
 func (k opKind) String() string {
-	if k == opClaim {
+	switch k {
+	case opClaim:
 		return "claim"
+	case opComplete:
+		return "complete"
 	}
-	return "complete"
+	return "audit append"
 }
 
-// op is one queued Claim or Complete. rec holds the normalised record of
-// a Claim, or the key, executor, state and outcome of a Complete.
+// op is one queued Claim, Complete or linked audit append. rec holds the
+// normalised record of a Claim, or the key, executor, state and outcome
+// of a Complete.
 type op struct {
 	ctx  context.Context
 	kind opKind
 	rec  store.Record
+	// audit are the entries appended with the op (a Complete's, committed
+	// with it, or an opAudit's), each linked by link inside the batch's
+	// transaction; linked is them as written.
+	audit  []store.AuditEntry
+	link   store.AuditLink
+	linked []store.AuditEntry
 
 	// Written by the leader before the op's wake is sent; read by its
 	// caller after receiving it.
@@ -78,6 +89,17 @@ type op struct {
 	lead  bool // told to lead the next batch
 }
 
+// name says what o is, for errors.
+func (o *op) name() string {
+	if o.kind == opAudit {
+		if len(o.audit) > 0 {
+			return fmt.Sprintf("audit append to %q", o.audit[0].Chain)
+		}
+		return "audit append"
+	}
+	return o.kind.String() + " " + keyString(o.rec.RecordKey)
+}
+
 // committer is the commit queue of one Store.
 type committer struct {
 	s    *Store
@@ -88,6 +110,9 @@ type committer struct {
 	running  bool // a leader exists
 	inflight int  // ops in the batch being run
 	closed   bool
+
+	// heads are the audit chains' heads as the queue last committed them.
+	heads headCache
 
 	// Counted for tests: transactions that held more than one op, and the
 	// ops in them.
@@ -105,7 +130,7 @@ func (c *committer) do(o *op) (bool, store.Record, error) {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
-		return false, store.Record{}, fmt.Errorf("store: %s %s: %w", o.kind, keyString(o.rec.RecordKey), store.ErrClosed)
+		return false, store.Record{}, fmt.Errorf("store: %s: %w", o.name(), store.ErrClosed)
 	}
 	if !c.running {
 		c.running = true
@@ -135,12 +160,12 @@ func (c *committer) do(o *op) (bool, store.Record, error) {
 				return c.result(o)
 			default:
 			}
-			return false, store.Record{}, fmt.Errorf("store: %s %s: stopped waiting for its group commit (its outcome is what the batch committed): %w",
-				o.kind, keyString(o.rec.RecordKey), context.Cause(o.ctx))
+			return false, store.Record{}, fmt.Errorf("store: %s: stopped waiting for its group commit (its outcome is what the batch committed): %w",
+				o.name(), context.Cause(o.ctx))
 		default:
 			c.queue = slices.DeleteFunc(c.queue, func(q *op) bool { return q == o })
 			c.mu.Unlock()
-			return false, store.Record{}, fmt.Errorf("store: %s %s: %w", o.kind, keyString(o.rec.RecordKey), context.Cause(o.ctx))
+			return false, store.Record{}, fmt.Errorf("store: %s: %w", o.name(), context.Cause(o.ctx))
 		}
 	}
 	if o.lead {
@@ -174,8 +199,8 @@ func (c *committer) lead(self *op) {
 	defer func() {
 		if !finished { // runBatch panicked: answer the batch, hand on the lead, panic on
 			for _, o := range batch {
-				o.claimed, o.stored, o.alone = false, store.Record{}, false
-				o.err = fmt.Errorf("store: %s %s: its group commit panicked", o.kind, keyString(o.rec.RecordKey))
+				o.claimed, o.stored, o.alone, o.linked = false, store.Record{}, false, nil
+				o.err = fmt.Errorf("store: %s: its group commit panicked", o.name())
 			}
 			c.answer(batch, self)
 		}
@@ -217,8 +242,12 @@ func (c *committer) close() {
 	c.mu.Unlock()
 }
 
-// runAlone runs o as its own statement, as without group commit.
+// runAlone runs o as its own statement (or transaction, with audit
+// entries), as without group commit.
 func (s *Store) runAlone(o *op) (bool, store.Record, error) {
+	if len(o.audit) > 0 {
+		return false, store.Record{}, s.runAuditAlone(o, false)
+	}
 	if o.kind == opClaim {
 		claimed, stored, err := s.claimOn(o.ctx, s.db, o.rec)
 		return claimed, stored, unwrapStmt(err)
@@ -234,7 +263,7 @@ func (s *Store) runBatch(batch []*op) {
 	live := make([]*op, 0, len(batch))
 	for _, o := range batch {
 		if err := o.ctx.Err(); err != nil {
-			o.err = fmt.Errorf("store: %s %s: %w", o.kind, keyString(o.rec.RecordKey), context.Cause(o.ctx))
+			o.err = fmt.Errorf("store: %s: %w", o.name(), context.Cause(o.ctx))
 			continue
 		}
 		live = append(live, o)
@@ -244,24 +273,59 @@ func (s *Store) runBatch(batch []*op) {
 		return
 	case 1:
 		o := live[0]
+		if len(o.audit) > 0 {
+			o.err = s.runAuditAlone(o, true)
+			return
+		}
 		o.claimed, o.stored, o.err = s.runAlone(o)
 		return
 	}
 	ctx, stop := batchContext(live)
 	defer stop()
+	var entries []store.AuditEntry // the audit entries of the batch's ops that stand
+	var links []store.AuditLink
+	var heads []store.AuditHead
 	err := s.db.InTx(ctx, func(tx Querier) error {
+		entries, links = entries[:0], links[:0]
 		for _, o := range live {
-			if o.kind == opClaim {
+			switch o.kind {
+			case opClaim:
 				o.claimed, o.stored, o.err = s.claimOn(ctx, tx, o.rec)
-			} else {
+			case opComplete:
 				o.err = s.completeOn(ctx, tx, o.rec.RecordKey, o.rec.Executor, o.rec.State, o.rec.Outcome)
 			}
 			if _, ok := o.err.(*stmtError); ok {
 				return errPoisoned
 			}
+			if o.err == nil {
+				// A refused Complete writes nothing, its entry included.
+				for _, e := range o.audit {
+					entries, links = append(entries, e), append(links, o.link)
+				}
+			}
+		}
+		if len(entries) == 0 {
+			return nil
+		}
+		linked, hs, err := linkAndInsert(ctx, tx, entries, links, &s.gc.heads)
+		heads = hs
+		if err != nil {
+			// A head moved by another writer, or a failed insert: the
+			// completions must not commit without their entries.
+			return errPoisoned
+		}
+		for _, o := range live {
+			if o.err == nil && len(o.audit) > 0 {
+				o.linked, linked = linked[:len(o.audit):len(o.audit)], linked[len(o.audit):]
+			}
 		}
 		return nil
 	})
+	if err == nil {
+		s.gc.heads.set(heads)
+	} else {
+		s.gc.heads.drop(entries)
+	}
 	switch {
 	case err == nil:
 		s.gc.batches.Add(1)
@@ -270,12 +334,12 @@ func (s *Store) runBatch(batch []*op) {
 		// Rolled back: nothing of the batch was written. Each op runs
 		// again alone, in its own caller's goroutine.
 		for _, o := range live {
-			o.claimed, o.stored, o.err, o.alone = false, store.Record{}, nil, true
+			o.claimed, o.stored, o.err, o.alone, o.linked = false, store.Record{}, nil, true, nil
 		}
 	default:
 		for _, o := range live {
-			o.claimed, o.stored = false, store.Record{}
-			o.err = fmt.Errorf("store: %s %s: group commit of %d calls failed: %w", o.kind, keyString(o.rec.RecordKey), len(live), err)
+			o.claimed, o.stored, o.linked = false, store.Record{}, nil
+			o.err = fmt.Errorf("store: %s: group commit of %d calls failed: %w", o.name(), len(live), err)
 		}
 	}
 }

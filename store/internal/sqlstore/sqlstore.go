@@ -15,7 +15,12 @@ import (
 type Store struct {
 	db  DB
 	now func() time.Time
-	gc  *committer // nil: group commit off
+	// gc is the commit queue: of Claims and Completes when batch is set
+	// (Options.GroupCommit), and always of the linked audit appends and the
+	// Completes that carry an entry (auditjournal.go), so that this
+	// process never races itself for a chain's head.
+	gc    *committer
+	batch bool
 }
 
 var _ store.Store = (*Store)(nil)
@@ -37,8 +42,15 @@ func New(db DB, o Options) *Store {
 	if s.now == nil {
 		s.now = time.Now
 	}
-	if o.GroupCommit {
-		s.gc = newCommitter(s)
+	s.gc, s.batch = newCommitter(s), o.GroupCommit
+	if p, ok := db.(Preparer); ok {
+		// The commit queue's audit statements run only in transactions.
+		ctx := context.Background()
+		for _, n := range []int{1, 8, 64} {
+			p.Prepare(ctx, auditInsert(n))
+		}
+		p.Prepare(ctx, auditLastQuery)
+		p.Prepare(ctx, completeQuery)
 	}
 	return s
 }
@@ -46,13 +58,12 @@ func New(db DB, o Options) *Store {
 // DB returns the underlying adapter.
 func (s *Store) DB() DB { return s.db }
 
-// Close closes the pool. With group commit on it first refuses new Claims
-// and Completes (store.ErrClosed) and waits until every one already queued
-// has been committed and answered.
+// Close closes the pool. It first refuses new ops of the commit queue
+// (Claims and Completes with group commit on, the linked audit appends and
+// audited Completes always: store.ErrClosed) and waits until every one
+// already queued has been committed and answered.
 func (s *Store) Close() error {
-	if s.gc != nil {
-		s.gc.close()
-	}
+	s.gc.close()
 	return s.db.Close()
 }
 
@@ -184,7 +195,7 @@ func (s *Store) Claim(ctx context.Context, rec store.Record) (bool, store.Record
 	if err != nil {
 		return false, store.Record{}, err
 	}
-	if s.gc != nil {
+	if s.batch {
 		o := &op{ctx: ctx, kind: opClaim, rec: rec}
 		return s.gc.do(o)
 	}
@@ -262,7 +273,7 @@ func (s *Store) Complete(ctx context.Context, key store.RecordKey, executor stri
 	if err := norm.Completion(state); err != nil {
 		return err
 	}
-	if s.gc != nil {
+	if s.batch {
 		o := &op{ctx: ctx, kind: opComplete, rec: store.Record{RecordKey: key, Executor: executor, State: state, Outcome: outcome}}
 		_, _, err := s.gc.do(o)
 		return err
@@ -272,8 +283,7 @@ func (s *Store) Complete(ctx context.Context, key store.RecordKey, executor stri
 
 // completeOn runs a Complete on q (the pool, or a batch's transaction).
 func (s *Store) completeOn(ctx context.Context, q Querier, key store.RecordKey, executor string, state store.State, outcome []byte) error {
-	n, err := q.Exec(ctx, `UPDATE journal SET state = $4, outcome = $5, updated_at = $6
-WHERE scope = $1 AND run_id = $2 AND tool_call_id = $3 AND state = 'started' AND executor = $7`,
+	n, err := q.Exec(ctx, completeQuery,
 		key.Scope, key.RunID, key.ToolCallID, string(state), norm.Bytes(outcome), s.nowMS(), executor)
 	if err != nil {
 		return &stmtError{fmt.Errorf("store: complete %s: %w", keyString(key), err)}
@@ -283,6 +293,10 @@ WHERE scope = $1 AND run_id = $2 AND tool_call_id = $3 AND state = 'started' AND
 	}
 	return nil
 }
+
+// completeQuery is Complete's UPDATE.
+const completeQuery = `UPDATE journal SET state = $4, outcome = $5, updated_at = $6
+WHERE scope = $1 AND run_id = $2 AND tool_call_id = $3 AND state = 'started' AND executor = $7`
 
 // extendExpiry keeps a non-zero expires_at at or after the new lease ($5).
 const extendExpiry = `expires_at = CASE WHEN expires_at <> 0 AND expires_at < $5 THEN $5 ELSE expires_at END`

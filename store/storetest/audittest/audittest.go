@@ -362,3 +362,213 @@ func testTruncate(t *testing.T, s store.AuditStore) {
 		t.Fatalf("before 1: %d, %v", n, err)
 	}
 }
+
+// RunJournal runs the suite of store.AuditJournalStore (entries linked in
+// the store's transactions, alone or with a journal completion) against
+// stores made by open, which must implement it and store.JournalStore.
+func RunJournal(t *testing.T, open Opener) {
+	t.Helper()
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, s store.AuditStore, j store.JournalStore, a store.AuditJournalStore)
+	}{
+		{"LinkedAppend", testLinkedAppend},
+		{"CompleteAudited", testCompleteAudited},
+		{"CompleteAuditedConcurrent", testCompleteAuditedConcurrent},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := open(t)
+			j, ok1 := s.(store.JournalStore)
+			a, ok2 := s.(store.AuditJournalStore)
+			if !ok1 || !ok2 {
+				t.Fatalf("%T is not a store.JournalStore and a store.AuditJournalStore", s)
+			}
+			tc.fn(t, s, j, a)
+		})
+	}
+}
+
+// link is the suite's AuditLink: the made-up hashes of run.
+func link(e store.AuditEntry, head store.AuditHead) store.AuditEntry {
+	e.Seq, e.PrevHash = head.Last+1, head.Hash
+	e.Hash = hashOf(e.Chain, e.Seq)
+	return e
+}
+
+// unlinked is an entry of chain for a linked append.
+func unlinked(chain, tool string) store.AuditEntry {
+	return store.AuditEntry{Chain: chain, At: base, Kind: "call", Subject: "alice", Server: "srv", Tool: tool, ArgsDigest: "d",
+		Outcome: "ok", Duration: time.Millisecond, Instance: "i1"}
+}
+
+// wantLine checks that chain holds seqs 1..n, each linked to the one before.
+func wantLine(t *testing.T, s store.AuditStore, chain string, n int) []store.AuditEntry {
+	t.Helper()
+	all, err := s.ReadAuditChain(ctxT(t), chain, 0, 0)
+	must(t, err)
+	if len(all) != n {
+		t.Fatalf("chain %q holds %d entries, want %d", chain, len(all), n)
+	}
+	for i, e := range all {
+		if e.Seq != int64(i+1) || e.Hash != hashOf(chain, e.Seq) || (i > 0 && e.PrevHash != all[i-1].Hash) || (i == 0 && e.PrevHash != "") {
+			t.Fatalf("chain %q entry %d: seq %d prev %q hash %q: not one line", chain, i, e.Seq, e.PrevHash, e.Hash)
+		}
+	}
+	return all
+}
+
+func testLinkedAppend(t *testing.T, s store.AuditStore, _ store.JournalStore, a store.AuditJournalStore) {
+	ctx := ctxT(t)
+	out, err := a.AppendAuditLinked(ctx, []store.AuditEntry{unlinked("c", "a"), unlinked("c", "b"), unlinked("d", "x")}, link)
+	must(t, err)
+	if len(out) != 3 || out[0].Seq != 1 || out[1].Seq != 2 || out[1].PrevHash != out[0].Hash || out[2].Chain != "d" || out[2].Seq != 1 ||
+		out[0].ID == 0 || out[1].ID <= out[0].ID || out[2].ID == 0 {
+		t.Fatalf("linked append returned %+v", out)
+	}
+	// Another writer appends after it; a linked append follows that head.
+	must(t, s.AppendAudit(ctx, run("c", 3, 1)))
+	out, err = a.AppendAuditLinked(ctx, []store.AuditEntry{unlinked("c", "e")}, link)
+	must(t, err)
+	if out[0].Seq != 4 || out[0].PrevHash != hashOf("c", 3) {
+		t.Fatalf("linked append after another writer's: %+v", out[0])
+	}
+	got := wantLine(t, s, "c", 4)
+	if got[3].Tool != "e" || got[3].ID != out[0].ID || !got[3].At.Equal(base) || got[3].Duration != time.Millisecond {
+		t.Fatalf("stored %+v, returned %+v", got[3], out[0])
+	}
+	wantLine(t, s, "d", 1)
+
+	// What cannot be linked is refused, and nothing is written.
+	for name, tc := range map[string]struct {
+		es   []store.AuditEntry
+		link store.AuditLink
+	}{
+		"no link":  {[]store.AuditEntry{unlinked("c", "f")}, nil},
+		"no chain": {[]store.AuditEntry{unlinked("", "f")}, link},
+		"no kind":  {[]store.AuditEntry{{Chain: "c"}}, link},
+		"none":     {nil, link},
+		"unlinked": {[]store.AuditEntry{unlinked("c", "f")}, func(e store.AuditEntry, _ store.AuditHead) store.AuditEntry { return e }},
+		"wrong seq": {[]store.AuditEntry{unlinked("c", "f")}, func(e store.AuditEntry, h store.AuditHead) store.AuditEntry {
+			h.Last++
+			return link(e, h)
+		}},
+	} {
+		if _, err := a.AppendAuditLinked(ctx, tc.es, tc.link); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("%s: %v, want ErrInvalid", name, err)
+		}
+	}
+	wantLine(t, s, "c", 4)
+}
+
+// claimed claims a fresh started record held by executor.
+func claimed(t *testing.T, j store.JournalStore, id, executor string) store.RecordKey {
+	t.Helper()
+	key := store.RecordKey{Scope: "s", RunID: "r", ToolCallID: id}
+	ok, _, err := j.Claim(ctxT(t), store.Record{RecordKey: key, Fingerprint: "fp", State: store.StateStarted, Owner: "alice",
+		Executor: executor, LeaseUntil: time.Now().Add(time.Hour)})
+	must(t, err)
+	if !ok {
+		t.Fatalf("claim %s: not claimed", id)
+	}
+	return key
+}
+
+func testCompleteAudited(t *testing.T, s store.AuditStore, j store.JournalStore, a store.AuditJournalStore) {
+	ctx := ctxT(t)
+	key := claimed(t, j, "c1", "ex1")
+	e, err := a.CompleteAudited(ctx, key, "ex1", store.StateSucceeded, []byte(`{"r":1}`), unlinked("gw/1", "one"), link)
+	must(t, err)
+	if e.Seq != 1 || e.ID == 0 || e.Hash != hashOf("gw/1", 1) {
+		t.Fatalf("entry as written: %+v", e)
+	}
+	rec, err := j.GetRecord(ctx, key)
+	must(t, err)
+	if rec.State != store.StateSucceeded || string(rec.Outcome) != `{"r":1}` {
+		t.Fatalf("record %+v", rec)
+	}
+	wantLine(t, s, "gw/1", 1)
+
+	// A completion refused writes no entry; an entry refused, no completion.
+	if _, err := a.CompleteAudited(ctx, key, "ex1", store.StateSucceeded, nil, unlinked("gw/1", "two"), link); !errors.Is(err, store.ErrNotStarted) {
+		t.Fatalf("completing a completed record: %v, want ErrNotStarted", err)
+	}
+	other := claimed(t, j, "c2", "ex2")
+	if _, err := a.CompleteAudited(ctx, other, "ex1", store.StateSucceeded, nil, unlinked("gw/1", "two"), link); !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("completing another executor's record: %v, want ErrLeaseLost", err)
+	}
+	if _, err := a.CompleteAudited(ctx, store.RecordKey{Scope: "s", RunID: "r", ToolCallID: "none"}, "ex1", store.StateSucceeded, nil, unlinked("gw/1", "two"), link); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("completing no record: %v, want ErrNotFound", err)
+	}
+	bad := func(e store.AuditEntry, _ store.AuditHead) store.AuditEntry { return e }
+	if _, err := a.CompleteAudited(ctx, other, "ex2", store.StateSucceeded, nil, unlinked("gw/1", "two"), bad); !errors.Is(err, store.ErrInvalid) {
+		t.Fatalf("an entry left unlinked: %v, want ErrInvalid", err)
+	}
+	if _, err := a.CompleteAudited(ctx, other, "ex2", store.StateStarted, nil, unlinked("gw/1", "two"), link); !errors.Is(err, store.ErrInvalid) {
+		t.Fatalf("completing as started: %v, want ErrInvalid", err)
+	}
+	if rec, err := j.GetRecord(ctx, other); err != nil || rec.State != store.StateStarted {
+		t.Fatalf("record of refused completions: %+v %v, want still started", rec, err)
+	}
+	wantLine(t, s, "gw/1", 1)
+	if _, err := a.CompleteAudited(ctx, other, "ex2", store.StateFailed, []byte(`{"e":1}`), unlinked("gw/1", "two"), link); err != nil {
+		t.Fatal(err)
+	}
+	wantLine(t, s, "gw/1", 2)
+}
+
+// testCompleteAuditedConcurrent: calls completing at once with their
+// entries, and linked appends beside them, on one chain: every completion
+// has its one entry, and the chain is one line.
+func testCompleteAuditedConcurrent(t *testing.T, s store.AuditStore, j store.JournalStore, a store.AuditJournalStore) {
+	ctx := ctxT(t)
+	const callers, each, appenders = 8, 6, 2
+	var wg sync.WaitGroup
+	errs := make(chan error, callers+appenders)
+	for c := range callers {
+		wg.Go(func() {
+			for i := range each {
+				id := fmt.Sprintf("k%d-%d", c, i)
+				key := store.RecordKey{Scope: "s", RunID: "r", ToolCallID: id}
+				if _, _, err := j.Claim(ctx, store.Record{RecordKey: key, Fingerprint: "fp", State: store.StateStarted, Owner: "alice",
+					Executor: "ex", LeaseUntil: time.Now().Add(time.Hour)}); err != nil {
+					errs <- err
+					return
+				}
+				if _, err := a.CompleteAudited(ctx, key, "ex", store.StateSucceeded, nil, unlinked("gw/c", id), link); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	for w := range appenders {
+		wg.Go(func() {
+			for i := range each {
+				if _, err := a.AppendAuditLinked(ctx, []store.AuditEntry{unlinked("gw/c", fmt.Sprintf("q%d-%d", w, i)), unlinked("gw/c", "q")}, link); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	all := wantLine(t, s, "gw/c", callers*each+appenders*each*2)
+	tools := map[string]int{}
+	for _, e := range all {
+		tools[e.Tool]++
+	}
+	for c := range callers {
+		for i := range each {
+			id := fmt.Sprintf("k%d-%d", c, i)
+			rec, err := j.GetRecord(ctx, store.RecordKey{Scope: "s", RunID: "r", ToolCallID: id})
+			if err != nil || rec.State != store.StateSucceeded || tools[id] != 1 {
+				t.Fatalf("%s: record %+v %v, %d entries", id, rec, err, tools[id])
+			}
+		}
+	}
+}
