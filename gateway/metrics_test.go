@@ -9,10 +9,13 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	colmetricpb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/telemetry"
 	"github.com/gatehouse-dev/gatehouse/internal/fixture/promtext"
@@ -187,5 +190,84 @@ func TestMetricsGolden(t *testing.T) {
 	}
 	if !slices.Equal(buckets, append(le, "+Inf")) {
 		t.Errorf("buckets %v", buckets)
+	}
+}
+
+// TestMetricsOTLP: with OTEL_EXPORTER_OTLP_METRICS_ENDPOINT set, the
+// gateway also exports its metrics over OTLP/HTTP: a local receiver gets
+// the call through a go-sdk upstream counted under the same name and
+// attributes as /metrics, sent when the gateway closes (the interval is
+// 60 s). Without the variable nothing is exported (TestOTLPFromEnv in
+// package telemetry).
+func TestMetricsOTLP(t *testing.T) {
+	var mu sync.Mutex
+	var got []*colmetricpb.ExportMetricsServiceRequest
+	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		in := new(colmetricpb.ExportMetricsServiceRequest)
+		if r.URL.Path != "/v1/metrics" || proto.Unmarshal(body, in) != nil {
+			http.Error(w, "bad export", http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		got = append(got, in)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/x-protobuf")
+	}))
+	defer rcv.Close()
+	for _, k := range []string{"OTEL_METRICS_EXPORTER", "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_PROTOCOL",
+		"OTEL_EXPORTER_OTLP_METRICS_PROTOCOL", "OTEL_SERVICE_NAME", "OTEL_RESOURCE_ATTRIBUTES"} {
+		t.Setenv(k, "")
+	}
+	t.Setenv("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", rcv.URL+"/v1/metrics")
+
+	s := mcp.NewServer(&mcp.Implementation{Name: "up", Version: "1"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Echo."}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "echo"}}}, nil, nil
+	})
+	up := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
+	defer up.Close()
+	dir := t.TempDir()
+	g, url := serveGateway(t, fmt.Sprintf("listen: 127.0.0.1:0\nstore: sqlite:%s\nservers:\n  up: {type: streamable-http, url: %q}\n",
+		filepath.Join(dir, "g.db"), up.URL), dir)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := mcp.NewClient(&mcp.Implementation{Name: "caller", Version: "1"}, nil)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "up__echo", Arguments: map[string]any{}}); err != nil || res.IsError {
+		t.Fatalf("echo: %v %+v", err, res)
+	}
+	_ = cs.Close()
+	if err := g.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 1 {
+		t.Fatalf("%d exports, want 1", len(got))
+	}
+	var calls []string
+	for _, rm := range got[0].GetResourceMetrics() {
+		for _, sm := range rm.GetScopeMetrics() {
+			for _, m := range sm.GetMetrics() {
+				if m.GetName() != "gatehouse_calls_total" {
+					continue
+				}
+				for _, dp := range m.GetSum().GetDataPoints() {
+					var kv []string
+					for _, a := range dp.GetAttributes() {
+						kv = append(kv, a.GetKey()+"="+a.GetValue().GetStringValue())
+					}
+					calls = append(calls, fmt.Sprintf("%s %d", strings.Join(kv, ","), dp.GetAsInt()))
+				}
+			}
+		}
+	}
+	if want := []string{"outcome=ok,tool=up__echo 1"}; !slices.Equal(calls, want) {
+		t.Fatalf("gatehouse_calls_total exported %q, want %q", calls, want)
 	}
 }

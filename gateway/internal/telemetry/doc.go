@@ -59,6 +59,16 @@
 // otel_metric_overflow="true". Invalid UTF-8 in a label value becomes
 // U+FFFD, byte by byte.
 //
+// # OTLP
+//
+// [OTLPFromEnv] reads the standard OTEL_* environment variables and, when
+// they ask for it (OTEL_METRICS_EXPORTER=otlp, or an
+// OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_METRICS_ENDPOINT),
+// returns the meter provider options that also export the same
+// instruments over OTLP/HTTP, periodically; [Instruments.Close] sends the
+// last export and stops. It is off by default: no exporter and no
+// goroutine.
+//
 // # Hot path
 //
 // [Metrics.ObserveCall] allocates nothing once its tool and outcome have

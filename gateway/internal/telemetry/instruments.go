@@ -93,7 +93,7 @@ type Instruments struct {
 // sources read from st (bounded by life; none when st is nil) and the
 // open sessions counted by sessions (when not nil). It panics if the exporter cannot register in its own new
 // registry, which no input can cause.
-func NewInstruments(st Source, life context.Context, sessions func() int) *Instruments {
+func NewInstruments(st Source, life context.Context, sessions func() int, opts ...sdkmetric.Option) *Instruments {
 	reg := prometheus.NewRegistry()
 	exp, err := otelprom.New(
 		otelprom.WithRegisterer(reg),
@@ -106,13 +106,13 @@ func NewInstruments(st Source, life context.Context, sessions func() int) *Instr
 	if err != nil {
 		panic(fmt.Sprintf("telemetry: the Prometheus exporter: %v", err))
 	}
-	mp := sdkmetric.NewMeterProvider(
+	mp := sdkmetric.NewMeterProvider(append([]sdkmetric.Option{
 		sdkmetric.WithReader(exp),
 		sdkmetric.WithCardinalityLimit(maxSeries),
 		// Exemplars are not in the text format; recording them would cost
 		// every call a reservoir update.
 		sdkmetric.WithExemplarFilter(exemplar.AlwaysOffFilter),
-	)
+	}, opts...)...)
 	m, err := New(mp.Meter(ScopeName))
 	if err != nil {
 		panic(err) // constant names and options
@@ -127,6 +127,16 @@ func NewInstruments(st Source, life context.Context, sessions func() int) *Instr
 		m.SetJournalSource(t.journalOldestStarted)
 	}
 	return t
+}
+
+// Close shuts the meter provider down: a reader that exports (OTLP)
+// exports one last time, bounded by ctx, and stops. The /metrics handler
+// serves nothing after it.
+func (t *Instruments) Close(ctx context.Context) error {
+	if err := t.Provider.Shutdown(ctx); err != nil {
+		return fmt.Errorf("telemetry: %w", err)
+	}
+	return nil
 }
 
 // Upstreams sets every configured server's health at start: up unless it
