@@ -84,7 +84,9 @@ func TestForwardedDriftRefusedAndCounted(t *testing.T) {
 		t.Fatalf("read before drift: %v", err)
 	}
 
-	quarantined := func() float64 { return g.tel.Metrics.DriftEvents.With("up", telemetry.DriftQuarantined).Value() }
+	quarantined := func() float64 {
+		return g.tel.Value("gatehouse_drift_events_total", "server", "up", "kind", telemetry.DriftQuarantined)
+	}
 	waitUntil := func(what string, cond func() bool) {
 		t.Helper()
 		for !cond() {

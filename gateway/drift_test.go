@@ -94,7 +94,7 @@ func TestDriftFollowsToolsetAndIsCounted(t *testing.T) {
 		t.Fatalf("firewall on a drifted tool: %+v %v", d, err)
 	}
 	for kind, want := range map[string]float64{telemetry.DriftQuarantined: 1, telemetry.DriftWithheld: 1, telemetry.DriftRemoved: 1} {
-		if got := g.tel.Metrics.DriftEvents.With("up", kind).Value(); got != want {
+		if got := g.tel.Value("gatehouse_drift_events_total", "server", "up", "kind", kind); got != want {
 			t.Errorf("drift %s = %v, want %v", kind, got, want)
 		}
 	}
@@ -102,7 +102,7 @@ func TestDriftFollowsToolsetAndIsCounted(t *testing.T) {
 	if err := g.Toolset().Reconcile(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := g.tel.Metrics.DriftEvents.With("up", telemetry.DriftQuarantined).Value(); got != 1 {
+	if got := g.tel.Value("gatehouse_drift_events_total", "server", "up", "kind", telemetry.DriftQuarantined); got != 1 {
 		t.Errorf("a persisting drift was counted again: %v", got)
 	}
 }

@@ -277,7 +277,11 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 	g.ts = g.relay.Toolset()
 	g.served = newServedMap(g.ts, log, cfg, g.auth)
 	g.skills = g.newSkills()
-	g.tel = telemetry.NewInstruments(g.st, g.life.ctx, g.sessionCount)
+	otlp, err := telemetry.OTLPFromEnv(ctx) // off unless OTEL_* ask for it
+	if err != nil {
+		return fail(fmt.Errorf("gateway: %w", err))
+	}
+	g.tel = telemetry.NewInstruments(g.st, g.life.ctx, g.sessionCount, otlp...)
 	g.trust.ts, g.trust.served, g.trust.metrics = g.ts, g.served, g.tel.Metrics
 	// The skills served are judged against their baselines in the store
 	// (skilltrust: a drifted one is withheld) now, on every drift.recheck
@@ -503,6 +507,12 @@ func (g *Gateway) Close() error {
 	}
 	errs = append(errs, g.upauth.Close())
 	errs = append(errs, g.audit.Close()) // after the calls: their entries are queued
+	// After the calls: an OTLP reader exports them one last time.
+	if g.tel != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = g.tel.Close(ctx) // a collector that is down loses the last interval, and fails no Close
+		cancel()
+	}
 	if g.exec != nil {
 		g.exec.Stop() // after the calls: the store says this incarnation is gone
 	}

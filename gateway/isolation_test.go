@@ -225,7 +225,7 @@ func testProgressIsolation(t *testing.T, bytePath bool) {
 		t.Fatalf("x__inject: %v %v", res, err)
 	}
 	dropped := func() float64 {
-		return g.tel.Metrics.NotificationsDropped.With("x", telemetry.DroppedProgress).Value()
+		return g.tel.Value("gatehouse_notifications_dropped_total", "server", "x", "kind", telemetry.DroppedProgress)
 	}
 	isoWait(t, "x's forged progress to be dropped", func() bool { return dropped() == 65 })
 	free()
@@ -310,7 +310,7 @@ func TestResourceUpdatesStayWithTheirServer(t *testing.T) {
 		}
 	}
 	dropped := func(server string) float64 {
-		return g.tel.Metrics.NotificationsDropped.With(server, telemetry.DroppedResourceUpdated).Value()
+		return g.tel.Value("gatehouse_notifications_dropped_total", "server", server, "kind", telemetry.DroppedResourceUpdated)
 	}
 	callOK(b, "x__inject") // x's shared session: an update for y's URI
 	callOK(a, "y__poke")   // y, on A's own session

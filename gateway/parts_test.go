@@ -164,7 +164,7 @@ func TestTrustWatcherAlone(t *testing.T) {
 		w.changed()
 	}
 	for kind, want := range map[string]float64{telemetry.DriftQuarantined: 1, telemetry.DriftWithheld: 1, telemetry.DriftRemoved: 1} {
-		if got := tel.Metrics.DriftEvents.With("up", kind).Value(); got != want {
+		if got := tel.Value("gatehouse_drift_events_total", "server", "up", "kind", kind); got != want {
 			t.Errorf("drift %s counted %v times, want %v", kind, got, want)
 		}
 	}

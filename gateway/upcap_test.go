@@ -123,7 +123,9 @@ servers:
 		t.Fatalf("bob's level over the server's cap: %v, want code %d", err, relay.CodeUpstreamCap)
 	}
 	wantStarted(4, "the server's 3 are taken")
-	capped := func(why string) float64 { return g.tel.Metrics.UpstreamSessionsCapped.With("s", why).Value() }
+	capped := func(why string) float64 {
+		return g.tel.Value("gatehouse_upstream_sessions_capped_total", "server", "s", "cap", why)
+	}
 	if s, v := capped(telemetry.CappedSubject), capped(telemetry.CappedServer); s != 6 || v != 1 {
 		t.Fatalf("capped: %v by subject, %v by server; want 6 and 1", s, v)
 	}

@@ -1,17 +1,17 @@
 package telemetry
 
 import (
+	"context"
 	"io"
+	"net/http/httptest"
 	"testing"
 	"time"
-
-	"github.com/gatehouse-dev/gatehouse/internal/metrics"
 )
 
 // go test -run '^$' -bench . -benchmem ./gateway/internal/telemetry/
 
 func BenchmarkObserveCall(b *testing.B) {
-	g := New(metrics.NewRegistry(nil))
+	g := NewInstruments(nil, context.Background(), nil).Metrics
 	g.ObserveCall("bank__transfer", OutcomeOK, time.Millisecond)
 	b.ReportAllocs()
 	for b.Loop() {
@@ -20,7 +20,7 @@ func BenchmarkObserveCall(b *testing.B) {
 }
 
 func BenchmarkObserveCallPreResolved(b *testing.B) {
-	g := New(metrics.NewRegistry(nil))
+	g := NewInstruments(nil, context.Background(), nil).Metrics
 	tm := g.Tool("bank__transfer")
 	b.ReportAllocs()
 	for b.Loop() {
@@ -29,7 +29,7 @@ func BenchmarkObserveCallPreResolved(b *testing.B) {
 }
 
 func BenchmarkObserveCallParallel(b *testing.B) {
-	g := New(metrics.NewRegistry(nil))
+	g := NewInstruments(nil, context.Background(), nil).Metrics
 	g.ObserveCall("bank__transfer", OutcomeOK, time.Millisecond)
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
@@ -39,11 +39,11 @@ func BenchmarkObserveCallParallel(b *testing.B) {
 	})
 }
 
-// BenchmarkScrape writes the catalogue with 100 tools x 3 outcomes and
-// both scrape-time gauges set.
+// BenchmarkScrape serves /metrics for the catalogue with 100 tools x 3
+// outcomes and both scrape-time gauges set.
 func BenchmarkScrape(b *testing.B) {
-	r := metrics.NewRegistry(nil)
-	g := New(r)
+	ins := NewInstruments(nil, context.Background(), nil)
+	g := ins.Metrics
 	for i := range 100 {
 		tool := "server__tool" + string(rune('a'+i%26)) + string(rune('a'+i/26))
 		for _, o := range []string{OutcomeOK, OutcomeToolError, "denied"} {
@@ -52,12 +52,17 @@ func BenchmarkScrape(b *testing.B) {
 	}
 	g.SetApprovalsPendingSource(func() (int, error) { return 3, nil })
 	g.SetJournalSource(func() (time.Time, error) { return time.Now().Add(-time.Second), nil })
-	b.ReportAllocs()
-	n, _ := r.WriteTo(io.Discard)
-	for b.Loop() {
-		if _, err := r.WriteTo(io.Discard); err != nil {
-			b.Fatal(err)
-		}
+	h := ins.Handler()
+	scrape := func() int {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest("GET", "/metrics", nil))
+		n, _ := io.Copy(io.Discard, w.Body)
+		return int(n)
 	}
-	b.SetBytes(n)
+	b.ReportAllocs()
+	n := scrape()
+	for b.Loop() {
+		scrape()
+	}
+	b.SetBytes(int64(n))
 }

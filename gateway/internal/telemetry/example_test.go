@@ -2,18 +2,19 @@ package telemetry_test
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
+	"net/http/httptest"
 	"strings"
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/telemetry"
-	"github.com/gatehouse-dev/gatehouse/internal/metrics"
 )
 
-func ExampleNew() {
-	reg := metrics.NewRegistry(nil)
-	m := telemetry.New(reg)
+func ExampleNewInstruments() {
+	ins := telemetry.NewInstruments(nil, context.Background(), func() int { return 1 })
+	m := ins.Metrics
 	m.SetApprovalsPendingSource(func() (int, error) { return 2, nil })
 	m.SetJournalSource(func() (time.Time, error) { return time.Time{}, errors.New("store down") })
 
@@ -27,13 +28,12 @@ func ExampleNew() {
 	// or by name, for a name that is not a served tool.
 	m.ObserveCall(telemetry.UnknownTool, "denied", 40*time.Microsecond)
 
-	// reg.Handler() serves the exposition; print it without the histogram
-	// buckets. The journal source fails: its family has no sample.
-	var b strings.Builder
-	if _, err := reg.WriteTo(&b); err != nil {
-		fmt.Println(err)
-	}
-	sc := bufio.NewScanner(strings.NewReader(b.String()))
+	// ins.Handler() serves the exposition; print it without the help
+	// lines and the histogram buckets. The journal source fails: its
+	// family has no sample, and so is not written.
+	w := httptest.NewRecorder()
+	ins.Handler().ServeHTTP(w, httptest.NewRequest("GET", "/metrics", nil))
+	sc := bufio.NewScanner(w.Body)
 	for sc.Scan() {
 		if line := sc.Text(); !strings.HasPrefix(line, "# HELP") && !strings.Contains(line, "_bucket{") {
 			fmt.Println(line)
@@ -51,12 +51,8 @@ func ExampleNew() {
 	// gatehouse_calls_total{tool="_unknown",outcome="denied"} 1
 	// gatehouse_calls_total{tool="bank__transfer",outcome="ok"} 1
 	// gatehouse_calls_total{tool="bank__transfer",outcome="rate_limited"} 1
-	// # TYPE gatehouse_drift_events_total counter
-	// # TYPE gatehouse_journal_lag_seconds gauge
-	// # TYPE gatehouse_notifications_dropped_total counter
 	// # TYPE gatehouse_sessions gauge
-	// gatehouse_sessions 0
-	// # TYPE gatehouse_upstream_sessions_capped_total counter
+	// gatehouse_sessions 1
 	// # TYPE gatehouse_upstream_up gauge
 	// gatehouse_upstream_up{server="bank"} 1
 }

@@ -1,10 +1,14 @@
 package telemetry
 
 import (
+	"context"
+	"fmt"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
-	"github.com/gatehouse-dev/gatehouse/internal/metrics"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 )
 
 // Outcome label values of gatehouse_calls_total. A call the gateway refuses
@@ -62,72 +66,157 @@ const (
 	DriftRemoved = "removed"
 )
 
-// Metrics are the gateway's metrics. The exported fields are the
-// registered families, for callers that want pre-resolved handles; the
-// methods cover the common cases. All methods are safe for concurrent use.
-type Metrics struct {
-	// Calls is gatehouse_calls_total{tool,outcome}: tool calls by projected
-	// tool name (or UnknownTool) and outcome.
-	Calls *metrics.CounterVec
-	// CallDuration is gatehouse_call_duration_seconds{tool}: time from the
-	// call's arrival at the gateway to its answer,
-	// metrics.DefaultLatencyBuckets.
-	CallDuration *metrics.HistogramVec
-	// UpstreamUp is gatehouse_upstream_up{server}: 1 when the gateway holds
-	// a working session to the upstream server, 0 when not.
-	UpstreamUp *metrics.GaugeVec
-	// DriftEvents is gatehouse_drift_events_total{server,kind}: drift
-	// decisions by server and kind (DriftQuarantined, DriftWithheld,
-	// DriftRemoved).
-	DriftEvents *metrics.CounterVec
-	// Sessions is gatehouse_sessions: caller sessions open now.
-	Sessions *metrics.Gauge
-	// NotificationsDropped is
-	// gatehouse_notifications_dropped_total{server,kind}: upstream
-	// notifications dropped because they belong to no call or
-	// subscription of the server that sent them, by server and kind
-	// (DroppedProgress, DroppedResourceUpdated).
-	NotificationsDropped *metrics.CounterVec
-	// UpstreamSessionsCapped is
-	// gatehouse_upstream_sessions_capped_total{server,cap}: callers that
-	// a cap kept from an upstream session of their own to a server (they
-	// share its session), once per caller and server, by server and cap
-	// (CappedServer, CappedSubject).
-	UpstreamSessionsCapped *metrics.CounterVec
-
-	approvals atomic.Pointer[func() (int, error)]
-	journal   atomic.Pointer[func() (time.Time, error)]
-	now       func() time.Time
+// LatencyBuckets returns the bucket upper bounds of
+// gatehouse_call_duration_seconds, in seconds, from 100 µs to 10 s. Each
+// call returns a new slice.
+func LatencyBuckets() []float64 {
+	return []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}
 }
 
-// New registers the gateway's metrics in reg and returns them. It panics
-// if any of the names is already registered in reg.
+// family is one metric family of the catalogue: its name, help text and
+// label names, in the order the exposition writes them.
+type family struct {
+	name, help string
+	labels     []string
+}
+
+// catalogue is every family the gateway exports. It is never modified.
+var catalogue = []family{
+	{"gatehouse_calls_total", "Tool calls through the gateway, by projected tool name and outcome.", []string{"tool", "outcome"}},
+	{"gatehouse_call_duration_seconds", "Time from a tool call's arrival at the gateway to its answer, in seconds.", []string{"tool"}},
+	{"gatehouse_upstream_up", "Whether the gateway holds a working session to the upstream server (1) or not (0).", []string{"server"}},
+	{"gatehouse_drift_events_total", "Tool drift events by upstream server and kind (quarantined, withheld, removed).", []string{"server", "kind"}},
+	{"gatehouse_sessions", "Caller sessions open now.", nil},
+	{"gatehouse_notifications_dropped_total", "Upstream notifications dropped because they belong to no call or subscription of the server that sent them, by server and kind (progress, resource_updated).", []string{"server", "kind"}},
+	{"gatehouse_upstream_sessions_capped_total", "Callers a cap kept from an upstream session of their own to a server (they share its session), once per caller and server, by server and cap (server, subject).", []string{"server", "cap"}},
+	{"gatehouse_approvals_pending", "Tool calls waiting for an operator's approval.", nil},
+	{"gatehouse_journal_lag_seconds", "Age in seconds of the oldest journal record still in the started state (0 when there is none).", nil},
+}
+
+// Indexes into catalogue.
+const (
+	famCalls = iota
+	famDuration
+	famUp
+	famDrift
+	famSessions
+	famDropped
+	famCapped
+	famApprovals
+	famJournal
+)
+
+// Metrics are the gateway's metrics, recorded through OpenTelemetry
+// instruments of one meter. All methods are safe for concurrent use.
+type Metrics struct {
+	calls    metric.Int64Counter     // gatehouse_calls_total{tool,outcome}
+	duration metric.Float64Histogram // gatehouse_call_duration_seconds{tool}
+	drift    metric.Int64Counter     // gatehouse_drift_events_total{server,kind}
+	dropped  metric.Int64Counter     // gatehouse_notifications_dropped_total{server,kind}
+	capped   metric.Int64Counter     // gatehouse_upstream_sessions_capped_total{server,cap}
+
+	// Each series' attribute set, computed once (see series).
+	callSeries  series[[2]string, []metric.AddOption] // tool, outcome
+	durSeries   series[string, []metric.RecordOption] // tool
+	driftSeries series[[2]string, []metric.AddOption] // server, kind
+	dropSeries  series[[2]string, []metric.AddOption] // server, kind
+	capSeries   series[[2]string, []metric.AddOption] // server, cap
+	up          series[string, *upstreamHealth]       // server; observed at collection
+
+	sessions    atomic.Int64 // SessionOpened minus SessionClosed
+	sessionsSrc atomic.Pointer[func() int]
+	approvals   atomic.Pointer[func() (int, error)]
+	journal     atomic.Pointer[func() (time.Time, error)]
+	now         func() time.Time
+}
+
+// upstreamHealth is one server's gatehouse_upstream_up series.
+type upstreamHealth struct {
+	opt metric.ObserveOption
+	up  atomic.Bool
+}
+
+// New creates the gateway's instruments in meter and returns them.
 //
-// gatehouse_approvals_pending and gatehouse_journal_lag_seconds are
-// computed at scrape time from the sources given to
-// SetApprovalsPendingSource and SetJournalSource; until a source is set (or
-// while it fails) the family is exported without a sample.
-func New(reg *metrics.Registry) *Metrics {
+// gatehouse_upstream_up, gatehouse_sessions, gatehouse_approvals_pending
+// and gatehouse_journal_lag_seconds are observed when the meter's readers
+// collect (a scrape of /metrics, an OTLP export): the last two from the
+// sources given to SetApprovalsPendingSource and SetJournalSource, and
+// without a data point until a source is set (or while it fails).
+func New(meter metric.Meter) (*Metrics, error) {
 	m := &Metrics{now: time.Now}
-	m.Calls = reg.NewCounterVec("gatehouse_calls_total",
-		"Tool calls through the gateway, by projected tool name and outcome.", "tool", "outcome")
-	m.CallDuration = reg.NewHistogramVec("gatehouse_call_duration_seconds",
-		"Time from a tool call's arrival at the gateway to its answer, in seconds.", nil, "tool")
-	m.UpstreamUp = reg.NewGaugeVec("gatehouse_upstream_up",
-		"Whether the gateway holds a working session to the upstream server (1) or not (0).", "server")
-	m.DriftEvents = reg.NewCounterVec("gatehouse_drift_events_total",
-		"Tool drift events by upstream server and kind (quarantined, withheld, removed).", "server", "kind")
-	m.Sessions = reg.NewGauge("gatehouse_sessions", "Caller sessions open now.")
-	m.NotificationsDropped = reg.NewCounterVec("gatehouse_notifications_dropped_total",
-		"Upstream notifications dropped because they belong to no call or subscription of the server that sent them, by server and kind (progress, resource_updated).",
-		"server", "kind")
-	m.UpstreamSessionsCapped = reg.NewCounterVec("gatehouse_upstream_sessions_capped_total",
-		"Callers a cap kept from an upstream session of their own to a server (they share its session), once per caller and server, by server and cap (server, subject).",
-		"server", "cap")
-	reg.NewGaugeFuncOptional("gatehouse_approvals_pending", "Tool calls waiting for an operator's approval.", m.approvalsPending)
-	reg.NewGaugeFuncOptional("gatehouse_journal_lag_seconds",
-		"Age in seconds of the oldest journal record still in the started state (0 when there is none).", m.journalLag)
-	return m
+	m.callSeries.init(func(k [2]string) []metric.AddOption {
+		return addOpts(label("tool", k[0]), label("outcome", k[1]))
+	})
+	m.durSeries.init(func(tool string) []metric.RecordOption {
+		return []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(label("tool", tool)))}
+	})
+	pair := func(second string) func([2]string) []metric.AddOption {
+		return func(k [2]string) []metric.AddOption {
+			return addOpts(label("server", k[0]), label(second, k[1]))
+		}
+	}
+	m.driftSeries.init(pair("kind"))
+	m.dropSeries.init(pair("kind"))
+	m.capSeries.init(pair("cap"))
+	m.up.init(func(server string) *upstreamHealth {
+		return &upstreamHealth{opt: metric.WithAttributeSet(attribute.NewSet(label("server", server)))}
+	})
+
+	var err error
+	c := catalogue
+	if m.calls, err = meter.Int64Counter(c[famCalls].name, metric.WithDescription(c[famCalls].help)); err != nil {
+		return nil, fmt.Errorf("telemetry: %s: %w", c[famCalls].name, err)
+	}
+	if m.duration, err = meter.Float64Histogram(c[famDuration].name, metric.WithDescription(c[famDuration].help),
+		metric.WithExplicitBucketBoundaries(LatencyBuckets()...)); err != nil {
+		return nil, fmt.Errorf("telemetry: %s: %w", c[famDuration].name, err)
+	}
+	for _, x := range []struct {
+		inst *metric.Int64Counter
+		fam  int
+	}{{&m.drift, famDrift}, {&m.dropped, famDropped}, {&m.capped, famCapped}} {
+		if *x.inst, err = meter.Int64Counter(c[x.fam].name, metric.WithDescription(c[x.fam].help)); err != nil {
+			return nil, fmt.Errorf("telemetry: %s: %w", c[x.fam].name, err)
+		}
+	}
+	gauges := []struct {
+		fam int
+		f   metric.Float64Callback
+	}{
+		{famUp, m.observeUpstreams},
+		{famSessions, m.observeSessions},
+		{famApprovals, m.observeApprovals},
+		{famJournal, m.observeJournal},
+	}
+	for _, x := range gauges {
+		if _, err = meter.Float64ObservableGauge(c[x.fam].name, metric.WithDescription(c[x.fam].help),
+			metric.WithFloat64Callback(x.f)); err != nil {
+			return nil, fmt.Errorf("telemetry: %s: %w", c[x.fam].name, err)
+		}
+	}
+	return m, nil
+}
+
+// label returns the attribute of a label value. Invalid UTF-8 bytes become
+// U+FFFD, one for one: the Prometheus client refuses a series whose label
+// value is not UTF-8, and would leave it out of every scrape.
+func label(name, value string) attribute.KeyValue {
+	if !utf8.ValidString(value) {
+		b := make([]byte, 0, len(value)+8)
+		for i := 0; i < len(value); {
+			r, n := utf8.DecodeRuneInString(value[i:])
+			b = utf8.AppendRune(b, r) // RuneError for an invalid byte
+			i += n
+		}
+		value = string(b)
+	}
+	return attribute.String(name, value)
+}
+
+// addOpts returns the options of an Add to the series of kvs.
+func addOpts(kvs ...attribute.KeyValue) []metric.AddOption {
+	return []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(kvs...))}
 }
 
 // ObserveCall records one tool call: its projected tool name (UnknownTool
@@ -135,83 +224,124 @@ func New(reg *metrics.Registry) *Metrics {
 // refusal code) and its duration. It allocates nothing once the tool and
 // outcome have been seen.
 func (m *Metrics) ObserveCall(tool, outcome string, d time.Duration) {
-	m.Calls.With(tool, outcome).Inc()
-	m.CallDuration.With(tool).ObserveDuration(d)
+	ctx := context.Background()
+	m.calls.Add(ctx, 1, m.callSeries.get([2]string{tool, outcome})...)
+	m.duration.Record(ctx, d.Seconds(), m.durSeries.get(tool)...)
 }
 
-// Tool returns a handle for one projected tool, with the lookups for its
-// duration and its OutcomeOK count done once. Keep it next to the tool's
-// route.
+// Tool returns a handle for one projected tool, with the attribute sets of
+// its duration and its OutcomeOK count computed once. Keep it next to the
+// tool's route.
 func (m *Metrics) Tool(tool string) *ToolMetrics {
-	return &ToolMetrics{m: m, tool: tool, ok: m.Calls.With(tool, OutcomeOK), dur: m.CallDuration.With(tool)}
+	return &ToolMetrics{m: m, tool: tool, ok: m.callSeries.get([2]string{tool, OutcomeOK}), dur: m.durSeries.get(tool)}
 }
 
 // ToolMetrics is a pre-resolved handle from Metrics.Tool.
 type ToolMetrics struct {
 	m    *Metrics
 	tool string
-	ok   *metrics.Counter
-	dur  *metrics.Histogram
+	ok   []metric.AddOption
+	dur  []metric.RecordOption
 }
 
 // ObserveCall records one call of the tool, as Metrics.ObserveCall. For
 // OutcomeOK it does no lookup at all.
 func (t *ToolMetrics) ObserveCall(outcome string, d time.Duration) {
-	if outcome == OutcomeOK {
-		t.ok.Inc()
-	} else {
-		t.m.Calls.With(t.tool, outcome).Inc()
+	ctx := context.Background()
+	ok := t.ok
+	if outcome != OutcomeOK {
+		ok = t.m.callSeries.get([2]string{t.tool, outcome})
 	}
-	t.dur.ObserveDuration(d)
+	t.m.calls.Add(ctx, 1, ok...)
+	t.m.duration.Record(ctx, d.Seconds(), t.dur...)
 }
 
 // SetUpstreamUp records whether the gateway holds a working session to the
 // named upstream server.
-func (m *Metrics) SetUpstreamUp(server string, up bool) {
-	v := 0.0
-	if up {
-		v = 1
-	}
-	m.UpstreamUp.With(server).Set(v)
-}
+func (m *Metrics) SetUpstreamUp(server string, up bool) { m.up.get(server).up.Store(up) }
 
 // RemoveUpstream stops exporting the named server's health, for a server
 // that left the configuration.
-func (m *Metrics) RemoveUpstream(server string) { m.UpstreamUp.Delete(server) }
+func (m *Metrics) RemoveUpstream(server string) { m.up.remove(server) }
 
 // DriftEvent counts one drift event of the given kind (a Drift constant) on
 // the named server.
-func (m *Metrics) DriftEvent(server, kind string) { m.DriftEvents.With(server, kind).Inc() }
+func (m *Metrics) DriftEvent(server, kind string) {
+	m.drift.Add(context.Background(), 1, m.driftSeries.get([2]string{server, kind})...)
+}
 
 // NotificationDropped counts one upstream notification of the given kind
 // (a Dropped constant) that the named server sent for nothing of its own.
 func (m *Metrics) NotificationDropped(server, kind string) {
-	m.NotificationsDropped.With(server, kind).Inc()
+	m.dropped.Add(context.Background(), 1, m.dropSeries.get([2]string{server, kind})...)
 }
 
 // UpstreamSessionCapped counts one caller that a cap (a Capped constant)
 // kept from an upstream session of its own to the named server.
 func (m *Metrics) UpstreamSessionCapped(server, cap string) {
-	m.UpstreamSessionsCapped.With(server, cap).Inc()
+	m.capped.Add(context.Background(), 1, m.capSeries.get([2]string{server, cap})...)
 }
 
-// SessionOpened counts a caller session as open.
-func (m *Metrics) SessionOpened() { m.Sessions.Inc() }
+// SessionOpened counts a caller session as open. A source set with
+// SetSessionsSource takes precedence over this count.
+func (m *Metrics) SessionOpened() { m.sessions.Add(1) }
 
 // SessionClosed counts a caller session as closed.
-func (m *Metrics) SessionClosed() { m.Sessions.Dec() }
+func (m *Metrics) SessionClosed() { m.sessions.Add(-1) }
+
+// SetSessionsSource sets the function that counts the open caller
+// sessions, called at every collection instead of the count kept by
+// SessionOpened and SessionClosed (it must be quick and safe for
+// concurrent use). A nil f goes back to that count.
+func (m *Metrics) SetSessionsSource(f func() int) { m.sessionsSrc.Store(&f) }
 
 // SetApprovalsPendingSource sets the function that counts pending
-// approvals, called on every scrape (it must be quick and safe for
-// concurrent use). When it returns an error the scrape omits the sample.
+// approvals, called at every collection (it must be quick and safe for
+// concurrent use). When it returns an error the collection omits the
+// data point.
 func (m *Metrics) SetApprovalsPendingSource(f func() (int, error)) { m.approvals.Store(&f) }
 
 // SetJournalSource sets the function that returns the start time of the
 // oldest journal record still in the started state (the zero time when
-// there is none), called on every scrape (it must be quick and safe for
-// concurrent use). When it returns an error the scrape omits the sample.
+// there is none), called at every collection (it must be quick and safe
+// for concurrent use). When it returns an error the collection omits the
+// data point.
 func (m *Metrics) SetJournalSource(f func() (oldestStarted time.Time, err error)) {
 	m.journal.Store(&f)
+}
+
+func (m *Metrics) observeUpstreams(_ context.Context, o metric.Float64Observer) error {
+	for _, h := range m.up.all() {
+		v := 0.0
+		if h.up.Load() {
+			v = 1
+		}
+		o.Observe(v, h.opt)
+	}
+	return nil
+}
+
+func (m *Metrics) observeSessions(_ context.Context, o metric.Float64Observer) error {
+	n := m.sessions.Load()
+	if f := m.sessionsSrc.Load(); f != nil && *f != nil {
+		n = int64((*f)())
+	}
+	o.Observe(float64(n))
+	return nil
+}
+
+func (m *Metrics) observeApprovals(_ context.Context, o metric.Float64Observer) error {
+	if v, ok := m.approvalsPending(); ok {
+		o.Observe(v)
+	}
+	return nil
+}
+
+func (m *Metrics) observeJournal(_ context.Context, o metric.Float64Observer) error {
+	if v, ok := m.journalLag(); ok {
+		o.Observe(v)
+	}
+	return nil
 }
 
 func (m *Metrics) approvalsPending() (float64, bool) {
