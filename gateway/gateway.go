@@ -22,6 +22,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/health"
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/skillserve"
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/telemetry"
+	"github.com/gatehouse-dev/gatehouse/gateway/internal/tracing"
 	"github.com/gatehouse-dev/gatehouse/gateway/relay"
 	"github.com/gatehouse-dev/gatehouse/plugin"
 	"github.com/gatehouse-dev/gatehouse/server"
@@ -105,6 +106,7 @@ type Gateway struct {
 	trust  *trustWatcher
 	skills *skillserve.Server // the plugins' skills as resources and prompts
 	audit  *auditlog.Recorder // nil: audit.enabled false
+	trace  *tracing.Tracer    // nil: OTEL_* asks for no traces (gateway/tracing.go)
 	tel    *telemetry.Instruments
 	life   lifecycle
 
@@ -158,6 +160,9 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 		return nil, fmt.Errorf("gateway: auth.oauth: %w", err)
 	}
 	g := &Gateway{cfg: cfg, log: log, now: o.Clock, idle: server.DefaultIdleTimeout, auth: au}
+	if g.trace, err = tracing.New(ctx, &tracing.Options{Version: o.Version}); err != nil {
+		return nil, fmt.Errorf("gateway: %w", err)
+	}
 	g.life.ctx, g.life.stop = context.WithCancel(context.Background())
 
 	servers, err := g.loadPlugins()
@@ -323,7 +328,7 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 	g.pipe = &pipeline{
 		served: g.served, relay: g.relay, ts: g.ts, journal: journal, guard: guard, st: g.st,
 		health: health.NewBackoff(o.Clock), calls: &g.life.calls, stopCtx: g.life.ctx, tel: g.tel, log: log,
-		runs: cfg.Firewall.MaxCallsPerRun > 0, bytes: cfg.HTTP.BytePath(), audit: g.audit,
+		runs: cfg.Firewall.MaxCallsPerRun > 0, bytes: cfg.HTTP.BytePath(), audit: g.audit, trace: g.trace,
 	}
 
 	// The hardened server. Dedup is the pipeline's (the journal, after
@@ -487,7 +492,8 @@ func (g *Gateway) Close() error {
 	if g.relay != nil {
 		errs = append(errs, g.relay.Close())
 	}
-	errs = append(errs, g.audit.Close()) // after the calls: their entries are queued
+	errs = append(errs, g.audit.Close())                        // after the calls: their entries are queued
+	errs = append(errs, g.trace.Shutdown(context.Background())) // their spans too, within tracing.ShutdownWait
 	if g.exec != nil {
 		g.exec.Stop() // after the calls: the store says this incarnation is gone
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -103,5 +104,15 @@ func TestShutdownIsBounded(t *testing.T) {
 	defer cancel()
 	if err := tr.Shutdown(ctx); err == nil {
 		t.Error("Shutdown reported no error with a collector that never answered")
+	}
+}
+
+// A resource attribute list the SDK cannot read stops New, naming it.
+func TestNewBadResource(t *testing.T) {
+	t.Setenv(EnvTracesExporter, "otlp")
+	t.Setenv("OTEL_RESOURCE_ATTRIBUTES", "deployment.environment")
+	tr, err := New(t.Context(), nil)
+	if err == nil || tr != nil || !strings.Contains(err.Error(), "OTEL_RESOURCE_ATTRIBUTES") {
+		t.Errorf("New = %v, %v; want an error naming OTEL_RESOURCE_ATTRIBUTES", tr, err)
 	}
 }
