@@ -239,10 +239,18 @@ func testTrace(t *testing.T, bytePath bool) {
 	if bytePath {
 		front, sender = "bytes", "bytes"
 	}
+	n := 0
 	for i, l := range g.callLogs() {
-		if l["tool"] == "up__get_weather" && (l["front"] != front || l["outcome"] == "ok" && l["sender"] != sender) {
+		if l["tool"] != "up__get_weather" {
+			continue
+		}
+		n++
+		if l["front"] != front || l["outcome"] == "ok" && l["sender"] != sender {
 			t.Errorf("call %d: front %v, sender %v; want %s, %s: %v", i, l["front"], l["sender"], front, sender, l)
 		}
+	}
+	if n != 5 {
+		t.Errorf("%d call log lines of up__get_weather, want 5", n)
 	}
 	_ = cs.Close()
 	if err := g.stop(syscall.SIGTERM); err != nil { // the spans are flushed at shutdown
