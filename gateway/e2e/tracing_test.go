@@ -400,3 +400,42 @@ func TestTraceOffByDefault(t *testing.T) {
 		t.Errorf("the receiver got %d requests with tracing off", n)
 	}
 }
+
+// TestTraceStdioUpstream: a stdio upstream gets the trace context in _meta
+// (its only carrier): the client span's, in the caller's trace.
+func TestTraceStdioUpstream(t *testing.T) {
+	t.Parallel()
+	rcv := newReceiver(t)
+	dir := t.TempDir()
+	writeConfig(t, dir, "servers:\n"+fixtureServer("fx", "-tools", "meta"))
+	g := startGatewayEnv(t, dir, otelFree("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT="+rcv.url))
+	hdr := &traceHeader{}
+	const trace = "5bf92f3577b34da6a3ce929d0e0e4736"
+	hdr.set("00-" + trace + "-00f067aa0ba902b7-01")
+	c := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil)
+	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: g.url, HTTPClient: &http.Client{Transport: hdr}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := mustCall(t, cs, "fx__meta", nil, map[string]any{"traceparent": "00-ffffffffffffffffffffffffffffffff-00f067aa0ba902b7-zz"})
+	_ = cs.Close()
+	if err := g.stop(syscall.SIGTERM); err != nil {
+		t.Fatalf("gatehouse serve: %v", err)
+	}
+	var cli *tracepb.Span
+	for _, s := range rcv.trace(trace) {
+		if s.Kind == tracepb.Span_SPAN_KIND_CLIENT {
+			cli = s
+		}
+	}
+	if cli == nil {
+		t.Fatalf("no client span in trace %s: %v", trace, rcv.trace(trace))
+	}
+	if tr, _ := attr(cli, "network.transport"); tr != "pipe" {
+		t.Errorf("client span network.transport = %q, want pipe", tr)
+	}
+	want := `"traceparent":"00-` + trace + "-" + hex.EncodeToString(cli.SpanId) + `-01"`
+	if got := text(res); !strings.Contains(got, want) {
+		t.Errorf("the stdio upstream's _meta = %s, want %s (the caller's malformed one replaced)", got, want)
+	}
+}
