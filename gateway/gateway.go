@@ -160,9 +160,6 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 		return nil, fmt.Errorf("gateway: auth.oauth: %w", err)
 	}
 	g := &Gateway{cfg: cfg, log: log, now: o.Clock, idle: server.DefaultIdleTimeout, auth: au}
-	if g.trace, err = tracing.New(ctx, &tracing.Options{Version: o.Version}); err != nil {
-		return nil, fmt.Errorf("gateway: %w", err)
-	}
 	g.life.ctx, g.life.stop = context.WithCancel(context.Background())
 
 	servers, err := g.loadPlugins()
@@ -190,6 +187,9 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 	fail := func(err error) (*Gateway, error) {
 		_ = g.Close()
 		return nil, err
+	}
+	if g.trace, err = tracing.New(ctx, &tracing.Options{Version: o.Version}); err != nil {
+		return fail(fmt.Errorf("gateway: %w", err))
 	}
 
 	// This process as the journal's executor; its instance also names
