@@ -79,6 +79,21 @@ func (g *Guard) Client(endpoint string, headers map[string]string, dynamic func(
 	return &http.Client{Transport: rt, CheckRedirect: g.checkRedirect}, nil
 }
 
+// WithHeaders returns a copy of ctx whose requests, made with a client of
+// Client to that client's configured origin, carry h: per-request headers
+// such as the W3C trace context (traceparent, tracestate) of the call a
+// request belongs to. Like the configured headers they never reach another
+// origin (a redirect elsewhere does not carry them); they replace a
+// configured header of the same name, and a dynamic header (an
+// Authorization from an auth resolver) replaces them. h is read, never
+// modified.
+func WithHeaders(ctx context.Context, h http.Header) context.Context {
+	return context.WithValue(ctx, headersKey{}, h)
+}
+
+// headersKey carries WithHeaders's headers.
+type headersKey struct{}
+
 // roundTripper injects the configured and dynamic headers into requests to
 // the configured origin, and strips configured header names from all others.
 type roundTripper struct {
@@ -98,7 +113,8 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		if rt.dynamic != nil {
 			dyn = rt.dynamic(req)
 		}
-		if len(rt.headers) == 0 && len(dyn) == 0 {
+		ctxh, _ := req.Context().Value(headersKey{}).(http.Header)
+		if len(rt.headers) == 0 && len(dyn) == 0 && len(ctxh) == 0 {
 			return rt.t.RoundTrip(req) // nothing to add: no copy
 		}
 		out := req.Clone(req.Context())
@@ -109,6 +125,9 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 			if _, set := out.Header[k]; !set {
 				out.Header[k] = slices.Clone(v)
 			}
+		}
+		for k, v := range ctxh {
+			out.Header[http.CanonicalHeaderKey(k)] = slices.Clone(v)
 		}
 		for k, v := range dyn {
 			out.Header[http.CanonicalHeaderKey(k)] = slices.Clone(v)

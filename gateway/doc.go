@@ -18,8 +18,9 @@
 // call pipeline, tool search (search.go: gatehouse__search_tools, answered
 // by the pipeline with the tools the caller may see, and the stable
 // tools/list of package gateway/internal/stablelist), the trust watcher,
-// the instruments (metrics) and the lifecycle (calls in flight, shutdown,
-// sweeping).
+// the instruments (metrics), the calls' traces (gateway/internal/tracing,
+// off unless the OTEL_* environment asks; docs/observability.md) and the
+// lifecycle (calls in flight, shutdown, sweeping).
 //
 // Every tools/call is decided by one function, (*pipeline).call in
 // pipeline.go, in one order (docs/ARCHITECTURE.md lists it). Admission

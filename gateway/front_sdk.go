@@ -69,6 +69,9 @@ func (g *Gateway) sdkCall(ctx context.Context, req *mcp.CallToolRequest, local b
 	if req.Session != nil {
 		r.session = req.Session.ID()
 	}
+	if req.Extra != nil {
+		r.hdr = req.Extra.Header
+	}
 	caller, done := g.relay.Begin(ctx, req)
 	defer done()
 	r.caller = caller

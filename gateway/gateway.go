@@ -23,6 +23,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/health"
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/skillserve"
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/telemetry"
+	"github.com/gatehouse-dev/gatehouse/gateway/internal/tracing"
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/upauth"
 	"github.com/gatehouse-dev/gatehouse/gateway/relay"
 	"github.com/gatehouse-dev/gatehouse/identity/upstream"
@@ -112,6 +113,7 @@ type Gateway struct {
 	skills *skillserve.Server // the plugins' skills as resources and prompts
 	audit  *auditlog.Recorder // nil: audit.enabled false
 	upauth *upauth.Manager    // servers with auth: (nil: none)
+	trace  *tracing.Tracer    // nil: OTEL_* asks for no traces (gateway/tracing.go)
 	tel    *telemetry.Instruments
 	life   lifecycle
 
@@ -192,6 +194,9 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 	fail := func(err error) (*Gateway, error) {
 		_ = g.Close()
 		return nil, err
+	}
+	if g.trace, err = tracing.New(ctx, &tracing.Options{Version: o.Version}); err != nil {
+		return fail(fmt.Errorf("gateway: %w", err))
 	}
 
 	// This process as the journal's executor; its instance also names
@@ -341,7 +346,7 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 	g.pipe = &pipeline{
 		served: g.served, relay: g.relay, ts: g.ts, journal: journal, guard: guard, st: g.st,
 		health: health.NewBackoff(o.Clock), calls: &g.life.calls, stopCtx: g.life.ctx, tel: g.tel, log: log,
-		runs: cfg.Firewall.MaxCallsPerRun > 0, bytes: cfg.HTTP.BytePath(), audit: g.audit, upauth: g.upauth,
+		runs: cfg.Firewall.MaxCallsPerRun > 0, bytes: cfg.HTTP.BytePath(), audit: g.audit, upauth: g.upauth, trace: g.trace,
 	}
 
 	// The hardened server. Dedup is the pipeline's (the journal, after
@@ -506,7 +511,8 @@ func (g *Gateway) Close() error {
 		errs = append(errs, g.relay.Close())
 	}
 	errs = append(errs, g.upauth.Close())
-	errs = append(errs, g.audit.Close()) // after the calls: their entries are queued
+	errs = append(errs, g.audit.Close())                        // after the calls: their entries are queued
+	errs = append(errs, g.trace.Shutdown(context.Background())) // their spans too, within tracing.ShutdownWait
 	// After the calls: an OTLP reader exports them one last time.
 	if g.tel != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

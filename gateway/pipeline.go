@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/url"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/auditlog"
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/health"
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/telemetry"
+	"github.com/gatehouse-dev/gatehouse/gateway/internal/tracing"
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/upauth"
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/wire"
 	"github.com/gatehouse-dev/gatehouse/gateway/relay"
@@ -66,6 +68,8 @@ type callRequest struct {
 	// front names the front that read the call, for the log line: "sdk"
 	// or "bytes".
 	front string
+	// hdr is the HTTP request's header (nil over stdio): its traceparent.
+	hdr http.Header
 }
 
 // callOutcome is what the caller of a tools/call gets: the upstream's
@@ -122,6 +126,8 @@ type pipeline struct {
 	audit *auditlog.Recorder
 	// upauth: servers with auth: (gateway/internal/upauth; nil: none).
 	upauth *upauth.Manager
+	// trace makes the calls' spans (nil: off; see gateway/tracing.go).
+	trace *tracing.Tracer
 }
 
 // call is the one function that decides whether a tools/call is sent, and
@@ -156,16 +162,19 @@ func (p *pipeline) call(ctx context.Context, req *callRequest) (out callOutcome)
 	subject := server.Subject("")
 	callerCtx := ctx         // ctx becomes the call's own below, cancelled when call returns
 	var keyed *durable.Audit // a keyed call's entry, written with its completion
+	ctx, span := p.trace.Start(ctx, req.session, req.hdr, req.meta, req.metaJSON)
 	defer func() {
 		d := time.Since(start)
 		p.finish(subject, req.tool, req.front, &out, callerCtx.Err() != nil, d)
 		p.auditCall(subject, req, &out, d, keyed)
+		p.endSpan(span, req, &out)
 	}()
 
 	subject, res, err := p.srv.AdmitCall(ctx, req.info, req.tool)
 	if res != nil || err != nil {
 		return admissionOutcome(res, err)
 	}
+	span.Event("admission")
 	if !p.calls.Enter() {
 		return refused(&refusal.Error{Code: refusal.Unavailable, Retryable: true, RetryAfter: time.Second,
 			Message: "the gateway is shutting down; retry the same call"})
@@ -218,6 +227,7 @@ func (p *pipeline) call(ctx context.Context, req *callRequest) (out callOutcome)
 	defer func() { out.sender = sentBy }()
 	var runID, callID string
 	effect := func(ctx context.Context, _ string) (*mcp.CallToolResult, error) {
+		span.Cleared(runID != "")
 		tg, err := p.ts.Target(ctx, req.tool)
 		if err != nil {
 			if r, ok := refusalOf(err); ok {
@@ -232,11 +242,13 @@ func (p *pipeline) call(ctx context.Context, req *callRequest) (out callOutcome)
 		if runID != "" {
 			c.Key = runID + ":" + callID
 		}
+		ctx, up := p.trace.Upstream(ctx, tg, &c)
 		snd := p.senderFor(tg, &c)
 		if p.upauth.PerSubject(info.Server) {
 			snd = subjectSender{m: p.upauth, subject: string(subject), token: callerToken(req.info.TokenInfo)}
 		}
 		rep, err := snd.send(ctx, tg, c)
+		up.End(err, rep.result, rep.raw)
 		sentBy = rep.via
 		p.observeUpstream(info.Server, err, ctx.Err() != nil)
 		if err != nil {

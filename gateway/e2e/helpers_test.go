@@ -124,11 +124,17 @@ func writeConfig(t *testing.T, dir, yaml string) string {
 // free loopback port and waits until it serves.
 func startGateway(t *testing.T, dir string, args ...string) *gw {
 	t.Helper()
+	return startGatewayEnv(t, dir, env(), args...)
+}
+
+// startGatewayEnv is startGateway with the environment environ.
+func startGatewayEnv(t *testing.T, dir string, environ []string, args ...string) *gw {
+	t.Helper()
 	g := &gw{t: t, dir: dir, done: make(chan struct{})}
 	argv := append([]string{"serve", "--config", filepath.Join(dir, "gatehouse.yaml"), "--log-format", "json", "--listen", "127.0.0.1:0"}, args...)
 	g.cmd = exec.Command(bins.gatehouse, argv...)
 	g.cmd.Dir = dir
-	g.cmd.Env = env()
+	g.cmd.Env = environ
 	stderr, err := g.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
