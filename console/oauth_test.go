@@ -3,6 +3,7 @@ package console
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -174,4 +175,17 @@ console: {adminScope: 'gatehouse:admin'}
 			}
 		}
 	})
+}
+
+// TestNewNeedsALogin: a console with neither admins nor VerifyAdmin is an
+// error (nobody could log in); VerifyAdmin alone is enough.
+func TestNewNeedsALogin(t *testing.T) {
+	st := openStore(t, "sqlite:"+filepath.Join(t.TempDir(), "c.db"))
+	if _, err := New(&Options{Store: st}); err == nil || !strings.Contains(err.Error(), "VerifyAdmin") {
+		t.Fatalf("no admins and no VerifyAdmin: %v", err)
+	}
+	verify := func(context.Context, string) (string, time.Time, error) { return "", time.Time{}, errors.New("no") }
+	if _, err := New(&Options{Store: st, VerifyAdmin: verify}); err != nil {
+		t.Fatalf("VerifyAdmin alone: %v", err)
+	}
 }
