@@ -62,8 +62,15 @@ type ServerStatus struct {
 type Options struct {
 	// Store is the gateway's store. Required.
 	Store store.Store
-	// Admins are the operators who may log in. At least one is required.
+	// Admins are the operators who may log in with a token of their own.
+	// At least one is required unless VerifyAdmin is set.
 	Admins []Admin
+	// VerifyAdmin, when set, checks a login token that is no admin's: an
+	// OAuth access token holding the admin scope. It returns the
+	// operator's name (the token's subject) and when the token expires (a
+	// session never outlives it; zero means no expiry of its own), or an
+	// error for any refusal. Nil: admin tokens only.
+	VerifyAdmin func(ctx context.Context, token string) (name string, expires time.Time, err error)
 	// Servers reports the configured servers and their health (what only
 	// the running gateway knows); nil shows the store's rows alone.
 	Servers func(ctx context.Context) []ServerStatus
@@ -100,6 +107,7 @@ type console struct {
 	st       store.Store
 	admins   []admin
 	servers  func(context.Context) []ServerStatus
+	verify   func(context.Context, string) (string, time.Time, error)
 	auditKey ed25519.PublicKey
 	ttl      time.Duration
 	secure   bool
@@ -130,10 +138,10 @@ func New(o *Options) (http.Handler, error) {
 	if o == nil || o.Store == nil {
 		return nil, errors.New("console: Options.Store is required")
 	}
-	if len(o.Admins) == 0 {
-		return nil, errors.New("console: at least one admin is required (Options.Admins): nobody could log in")
+	if len(o.Admins) == 0 && o.VerifyAdmin == nil {
+		return nil, errors.New("console: at least one admin (Options.Admins) or Options.VerifyAdmin is required: nobody could log in")
 	}
-	c := &console{st: o.Store, servers: o.Servers, auditKey: o.AuditKey, ttl: o.SessionTTL, secure: o.SecureCookies,
+	c := &console{st: o.Store, servers: o.Servers, verify: o.VerifyAdmin, auditKey: o.AuditKey, ttl: o.SessionTTL, secure: o.SecureCookies,
 		poll: o.Poll, log: o.Logger, now: o.Now, maxStr: int64(o.MaxStreams), sessions: map[[32]byte]*session{}}
 	seen := map[string]bool{}
 	for i, a := range o.Admins {

@@ -15,7 +15,10 @@
 //	err = console.Serve(ctx, ln, h) // until ctx ends
 //
 // Security: operators log in with a token whose SHA-256 the config holds
-// (compared in constant time); a login is a random session ID in an
+// (compared in constant time), or, with Options.VerifyAdmin, with an OAuth
+// access token the gateway verifies and finds holding its admin scope (the
+// operator then being the token's subject, the session ending at the
+// token's expiry at the latest); a login is a random session ID in an
 // HttpOnly, SameSite=Strict cookie (Secure over TLS or with
 // Options.SecureCookies) naming a server-side session that expires. Every
 // state-changing request is a POST carrying the session's synchronizer

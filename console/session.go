@@ -88,6 +88,10 @@ func (c *console) session(r *http.Request) *session {
 	return s
 }
 
+// maxTokenLen bounds a login token handed to VerifyAdmin (the form itself
+// is bounded at 8 KiB).
+const maxTokenLen = 8 << 10
+
 // authenticate returns the admin whose token's SHA-256 is that of token,
 // comparing with every admin in constant time.
 func (c *console) authenticate(token string) (string, bool) {
@@ -123,15 +127,33 @@ func (c *console) login(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "bad request: the form cannot be read", http.StatusBadRequest)
 		return
 	}
-	name, ok := c.authenticate(r.PostForm.Get("token"))
+	token := r.PostForm.Get("token")
+	name, ok := c.authenticate(token)
+	now := c.now()
+	expires := now.Add(c.ttl)
+	if !ok && c.verify != nil && token != "" && len(token) <= maxTokenLen {
+		n, exp, err := c.verify(r.Context(), token)
+		switch {
+		case err != nil:
+			c.log.Debug("console: access token refused", "err", err)
+		case n == "":
+			c.log.Debug("console: access token refused: no subject")
+		case !exp.IsZero() && !now.Before(exp):
+			c.log.Debug("console: access token refused: expired", "operator", n)
+		default:
+			name, ok = n, true
+			if !exp.IsZero() && exp.Before(expires) {
+				expires = exp
+			}
+		}
+	}
 	if !ok {
 		c.log.Warn("console: failed login", "remote", r.RemoteAddr)
 		c.render(w, r, http.StatusUnauthorized, "login", nil, map[string]any{"Failed": true})
 		return
 	}
 	id := randomToken()
-	now := c.now()
-	s := &session{name: name, csrf: randomToken(), expires: now.Add(c.ttl)}
+	s := &session{name: name, csrf: randomToken(), expires: expires}
 	c.mu.Lock()
 	if len(c.sessions) >= maxSessions {
 		for k, old := range c.sessions {
@@ -150,7 +172,7 @@ func (c *console) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.SetCookie(w, &http.Cookie{Name: c.cookieName(r), Value: id, Path: "/", HttpOnly: true, Secure: c.isSecure(r),
-		SameSite: http.SameSiteStrictMode, Expires: s.expires, MaxAge: int(c.ttl / time.Second)})
+		SameSite: http.SameSiteStrictMode, Expires: s.expires, MaxAge: max(1, int(s.expires.Sub(now)/time.Second))})
 	c.log.Info("console: login", "operator", name, "remote", r.RemoteAddr)
 	http.Redirect(w, r, "/approvals", http.StatusSeeOther)
 }

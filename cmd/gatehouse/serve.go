@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -105,7 +106,13 @@ func serveConsole(ctx context.Context, g *gateway.Gateway, cfg *gateway.Config, 
 	for _, a := range cfg.Console.Admins {
 		admins = append(admins, console.Admin{Name: a.Name, SHA256: a.SHA256})
 	}
-	h, err := console.New(&console.Options{Store: g.Store(), Admins: admins, SessionTTL: cfg.Console.SessionTTL,
+	var verify func(context.Context, string) (string, time.Time, error)
+	if scope := cfg.Console.AdminScope; scope != nil {
+		verify = func(ctx context.Context, token string) (string, time.Time, error) {
+			return g.VerifyAdmin(ctx, token, *scope)
+		}
+	}
+	h, err := console.New(&console.Options{Store: g.Store(), Admins: admins, VerifyAdmin: verify, SessionTTL: cfg.Console.SessionTTL,
 		SecureCookies: cfg.Console.SecureCookies, Logger: log, AuditKey: g.AuditPublicKey(),
 		Servers: func(ctx context.Context) []console.ServerStatus {
 			var out []console.ServerStatus

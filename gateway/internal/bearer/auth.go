@@ -269,3 +269,20 @@ func (au *Authenticator) Insufficient() string {
 	}
 	return au.oauth.insufficient
 }
+
+// ErrNotOAuth refuses VerifyOAuth's token when auth.oauth is not
+// configured.
+var ErrNotOAuth = errors.New("auth.oauth is not configured: no access token can be verified")
+
+// VerifyOAuth checks token as an access token of auth.oauth only, exactly
+// as the MCP endpoint does (issuer, audience auth.resource, signature or
+// introspection, expiry): a static token of auth.tokens is not one, and is
+// refused like any other unverifiable string. It does not apply
+// requiredScopes; the caller checks the scopes it needs. A refusal is
+// auth.ErrInvalidToken, ErrIssuerUnavailable, or ErrNotOAuth.
+func (au *Authenticator) VerifyOAuth(ctx context.Context, token string) (*auth.TokenInfo, error) {
+	if au.oauth == nil {
+		return nil, ErrNotOAuth
+	}
+	return au.oauth.verify(ctx, token, nil)
+}

@@ -35,6 +35,13 @@ type Console struct {
 	// its SHA-256 hex. The name is the identity recorded with every
 	// decision, trust and purge the operator makes.
 	Admins []Admin `yaml:"admins" json:"admins"`
+	// AdminScope, when set, lets an OAuth access token log in too: one
+	// that the gateway verifies as it verifies the MCP endpoint's (issuer,
+	// audience auth.resource, signature, expiry) and that holds this scope,
+	// e.g. gatehouse:admin. The operator is the token's subject
+	// (issuer#sub). It requires auth.oauth; with it, admins may be empty.
+	// Nil when absent (an empty string present is an error).
+	AdminScope *string `yaml:"adminScope" json:"adminScope"`
 	// SessionTTL is how long a login lasts (between 1m and 7d, default 8h).
 	SessionTTL time.Duration `yaml:"sessionTTL" json:"sessionTTL"`
 	// SecureCookies marks the session cookie Secure even when the console
@@ -55,7 +62,7 @@ type Admin struct {
 const consoleFix = "write console: {listen: 127.0.0.1:8081, admins: [{name: alice, sha256: HEX}]}, the hash being `printf %s \"$TOKEN\" | sha256sum`"
 
 // checkConsole checks console and applies its defaults: a host:port of its
-// own, at least one admin, each with a printable name and a token hash,
+// own, at least one admin or an adminScope (with auth.oauth), each with a printable name and a token hash,
 // none repeated, and a session TTL within bounds.
 func (c *Config) checkConsole() error {
 	k := c.Console
@@ -78,7 +85,12 @@ func (c *Config) checkConsole() error {
 	if port != "0" && c.Metrics != nil && k.Listen == c.Metrics.Listen {
 		return c.errf("console.listen", "give the console its own port", "%q is also the metrics listen address", k.Listen)
 	}
-	if len(k.Admins) == 0 {
+	if k.AdminScope != nil {
+		if err := c.checkAdminScope(*k.AdminScope); err != nil {
+			return err
+		}
+	}
+	if len(k.Admins) == 0 && k.AdminScope == nil {
 		return c.errf("console.admins", consoleFix, "the console has no admins: nobody could log in")
 	}
 	names := map[string]bool{}
@@ -107,6 +119,25 @@ func (c *Config) checkConsole() error {
 	}
 	if k.SessionTTL < MinConsoleSessionTTL || k.SessionTTL > MaxConsoleSessionTTL {
 		return c.errf("console.sessionTTL", "use a duration between 1m and 168h, such as 8h (the default)", "%v is out of bounds", k.SessionTTL)
+	}
+	return nil
+}
+
+// checkAdminScope checks console.adminScope: a scope token of RFC 6749
+// §3.3 (printable ASCII but space, '"' and '\\'), and auth.oauth to verify
+// the tokens holding it.
+func (c *Config) checkAdminScope(scope string) error {
+	const f = "console.adminScope"
+	if scope == "" {
+		return c.errf(f, "name the scope an admin's access token holds, e.g. adminScope: gatehouse:admin, or remove the key", "the scope is empty")
+	}
+	for _, r := range scope {
+		if r <= ' ' || r > '~' || r == '"' || r == '\\' {
+			return c.errf(f, "use one scope of printable ASCII without spaces, quotes or backslashes, e.g. gatehouse:admin", "%q is not a single OAuth scope", scope)
+		}
+	}
+	if c.Auth == nil || c.Auth.OAuth == nil {
+		return c.errf(f, "configure auth.oauth (the issuer whose tokens carry the scope), or log in with console.admins alone", "console.adminScope needs auth.oauth, which is not configured")
 	}
 	return nil
 }

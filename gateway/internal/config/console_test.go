@@ -31,6 +31,26 @@ func TestConsoleConfig(t *testing.T) {
 	}
 }
 
+// oauthCfg configures auth.oauth, which console.adminScope needs.
+const oauthCfg = "auth: {resource: 'https://gw.example.com/mcp', oauth: {issuer: 'https://idp.example.com'}}\n"
+
+// TestConsoleAdminScope: with auth.oauth, adminScope is kept and admins
+// may be empty; both together are fine too.
+func TestConsoleAdminScope(t *testing.T) {
+	c, err := Parse([]byte(oauthCfg+"console: {adminScope: 'gatehouse:admin'}\n"), "x", "/srv")
+	if err != nil || c.Console.AdminScope == nil || *c.Console.AdminScope != "gatehouse:admin" || len(c.Console.Admins) != 0 {
+		t.Fatalf("%+v %v", c.Console, err)
+	}
+	c, err = Parse([]byte(oauthCfg+"console: {adminScope: 'gatehouse:admin', admins: [{name: alice, sha256: "+adminHash+"}]}\n"), "x", "/srv")
+	if err != nil || c.Console.AdminScope == nil || len(c.Console.Admins) != 1 {
+		t.Fatalf("%+v %v", c.Console, err)
+	}
+	c, err = Parse([]byte("console: {admins: [{name: alice, sha256: "+adminHash+"}]}\n"), "x", "/srv")
+	if err != nil || c.Console.AdminScope != nil {
+		t.Fatalf("absent adminScope: %+v %v", c.Console, err)
+	}
+}
+
 // TestConsoleConfigErrors: every way console can be wrong is a *Error
 // naming the field, with a fix.
 func TestConsoleConfigErrors(t *testing.T) {
@@ -60,6 +80,14 @@ func TestConsoleConfigErrors(t *testing.T) {
 		{"session negative", "console: {sessionTTL: -1h, " + admin + "}\n", "console.sessionTTL", "out of bounds"},
 		{"session too long", "console: {sessionTTL: 200h, " + admin + "}\n", "console.sessionTTL", "out of bounds"},
 		{"session not a duration", "console: {sessionTTL: soon, " + admin + "}\n", "", "soon"},
+		{"adminScope empty", oauthCfg + "console: {adminScope: ''}\n", "console.adminScope", "empty"},
+		{"adminScope with a space", oauthCfg + "console: {adminScope: 'gatehouse:admin mcp'}\n", "console.adminScope", "not a single OAuth scope"},
+		{"adminScope with a control", oauthCfg + "console: {adminScope: \"gatehouse:admin\\t\"}\n", "console.adminScope", "not a single OAuth scope"},
+		{"adminScope with a quote", oauthCfg + "console: {adminScope: 'a\"b'}\n", "console.adminScope", "not a single OAuth scope"},
+		{"adminScope non-ASCII", oauthCfg + "console: {adminScope: \"admin\\u00e9\"}\n", "console.adminScope", "not a single OAuth scope"},
+		{"adminScope without auth.oauth", "console: {adminScope: gatehouse:admin}\n", "console.adminScope", "needs auth.oauth"},
+		{"adminScope with static auth only", "auth: {tokens: [{subject: a, sha256: " + strings.Repeat("c", 64) + "}]}\nconsole: {adminScope: gatehouse:admin, " + admin + "}\n", "console.adminScope", "needs auth.oauth"},
+		{"adminScope not a string", oauthCfg + "console: {adminScope: [a]}\n", "", "cannot unmarshal"},
 		{"secureCookies not a bool", "console: {secureCookies: maybe, " + admin + "}\n", "", "maybe"},
 	}
 	for _, tc := range cases {
