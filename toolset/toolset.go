@@ -556,15 +556,18 @@ func (c *conn) reconnect(ctx context.Context, old *mcp.ClientSession) (*mcp.Clie
 }
 
 func (c *conn) reconnectLocked(ctx context.Context, old *mcp.ClientSession) (_ *mcp.ClientSession, relisted bool, _ error) {
+	var stale *mcp.ClientSession
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	defer func() { // stale is closed outside c.mu, as in close
+		c.mu.Unlock()
+		if stale != nil {
+			_ = stale.Close()
+		}
+	}()
 	if c.session != old && c.session != nil {
 		return c.session, false, nil
 	}
-	if c.session != nil {
-		_ = c.session.Close()
-		c.session = nil
-	}
+	stale, c.session = c.session, nil
 	c.ts.log.Info("toolset: reconnecting", "server", c.name)
 	ctx, cancel := c.connectContext(ctx)
 	defer cancel()
@@ -589,15 +592,14 @@ func (c *conn) reconnectLocked(ctx context.Context, old *mcp.ClientSession) (_ *
 
 func (c *conn) close() error {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.closed = true
-	if c.session != nil {
-		// Best effort: a server that is already gone (a failed DELETE, a
-		// dead child) is not a failure of Close.
-		if err := c.session.Close(); err != nil {
+	sess := c.session
+	c.session, c.closed = nil, true
+	c.mu.Unlock()
+	// Outside c.mu: Close waits for handlers, which take c.mu (connOf).
+	if sess != nil {
+		if err := sess.Close(); err != nil {
 			c.ts.log.Debug("toolset: closing session", "server", c.name, "err", err)
 		}
-		c.session = nil
 	}
 	if c.httpClient != nil {
 		c.httpClient.CloseIdleConnections()
