@@ -278,7 +278,7 @@ func (c *console) drift(ctx context.Context) ([]driftView, error) {
 				}
 				_ = pin.RenderChange(&b, ch)
 			}
-			v.Summary, v.Diff = summarize(cs), b.String()
+			v.Summary, v.Diff = pin.Summarize(cs), b.String()
 		}
 		out = append(out, v)
 	}
@@ -300,32 +300,6 @@ func unreviewed(open []store.Observation) []store.Observation {
 	}
 	slices.SortFunc(out, func(a, b store.Observation) int { return strings.Compare(a.ServerID, b.ServerID) })
 	return out
-}
-
-// summarize counts changes: "1 changed, 2 added".
-func summarize(cs []pin.Change) string {
-	counts := map[string]int{}
-	for _, c := range cs {
-		counts[c.Change]++
-	}
-	var parts []string
-	for _, k := range []string{pin.ChangeChanged, pin.ChangeAdded, pin.ChangeRemoved} {
-		if counts[k] > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", counts[k], k))
-			delete(counts, k)
-		}
-	}
-	other := 0
-	for _, n := range counts {
-		other += n
-	}
-	if other > 0 {
-		parts = append(parts, fmt.Sprintf("%d other", other))
-	}
-	if len(parts) == 0 {
-		return "none"
-	}
-	return strings.Join(parts, ", ")
 }
 
 // trust makes exactly the listing the page showed (its fingerprint, from

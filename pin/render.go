@@ -612,3 +612,30 @@ func segment(k string) string {
 	}
 	return quoteIfNeeded(k)
 }
+
+// Summarize counts changes by kind of change: "1 changed, 2 added"
+// ("none" for none; a change of another kind counts as "other").
+func Summarize(cs []Change) string {
+	counts := map[string]int{}
+	for _, c := range cs {
+		counts[c.Change]++
+	}
+	var parts []string
+	for _, k := range []string{ChangeChanged, ChangeAdded, ChangeRemoved} {
+		if counts[k] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", counts[k], k))
+			delete(counts, k)
+		}
+	}
+	other := 0
+	for _, n := range counts {
+		other += n
+	}
+	if other > 0 {
+		parts = append(parts, fmt.Sprintf("%d other", other))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}

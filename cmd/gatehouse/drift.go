@@ -118,7 +118,7 @@ func writeDriftTable(w io.Writer, servers []driftServerJSON) error {
 	for _, s := range servers {
 		summary := "(unreadable)"
 		if cs, err := parseChanges(s.Changes); err == nil {
-			summary = summarize(cs)
+			summary = pin.Summarize(cs)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", dash(oneLine(s.Server)), oneLine(s.ID), oneLine(s.Listing),
 			s.SeenAt.Format(time.RFC3339), oneLine(s.SeenBy), summary)
@@ -154,32 +154,6 @@ func parseChanges(raw []byte) ([]pin.Change, error) {
 		return nil, fmt.Errorf("the changes are not a JSON array of changes: %w", err)
 	}
 	return cs, nil
-}
-
-// summarize counts changes: "1 changed, 2 added".
-func summarize(cs []pin.Change) string {
-	counts := map[string]int{}
-	for _, c := range cs {
-		counts[c.Change]++
-	}
-	var parts []string
-	for _, k := range []string{pin.ChangeChanged, pin.ChangeAdded, pin.ChangeRemoved} {
-		if counts[k] > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", counts[k], k))
-			delete(counts, k)
-		}
-	}
-	other := 0
-	for _, n := range counts {
-		other += n
-	}
-	if other > 0 {
-		parts = append(parts, fmt.Sprintf("%d other", other))
-	}
-	if len(parts) == 0 {
-		return "none"
-	}
-	return strings.Join(parts, ", ")
 }
 
 // renderChanges writes each change as pin.RenderChange does, a blank line
@@ -240,7 +214,7 @@ func newDriftShowCmd() *cobra.Command {
 			if o.LastSeenAt.After(o.SeenAt) {
 				fmt.Fprintf(out, " (again at %s)", o.LastSeenAt.UTC().Format(time.RFC3339))
 			}
-			fmt.Fprintf(out, "\n  baseline: version %d\n  changes:  %s\n", o.BaselineVersion, summarize(cs))
+			fmt.Fprintf(out, "\n  baseline: version %d\n  changes:  %s\n", o.BaselineVersion, pin.Summarize(cs))
 			if err := renderChanges(out, cs); err != nil {
 				return err
 			}

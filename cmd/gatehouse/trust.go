@@ -14,6 +14,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/audit"
 	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/pin"
 	"github.com/gatehouse-dev/gatehouse/plugin"
 	"github.com/gatehouse-dev/gatehouse/skills"
 	"github.com/gatehouse-dev/gatehouse/skills/skilltrust"
@@ -173,7 +174,7 @@ func trustListing(cmd *cobra.Command, sf *storeFlags, arg, fp string, asJSON boo
 		fmt.Fprintf(out, "trusted listing %s of %s, seen by %s at %s: it is the server's baseline now (%d baseline entries)\n",
 			oneLine(o.Listing), who, oneLine(o.SeenBy), o.SeenAt.UTC().Format(time.RFC3339), len(o.Entries))
 		if perr == nil {
-			fmt.Fprintf(out, "accepted changes: %s\n", summarize(cs))
+			fmt.Fprintf(out, "accepted changes: %s\n", pin.Summarize(cs))
 			if err := renderChanges(out, cs); err != nil {
 				return err
 			}
@@ -210,7 +211,7 @@ func writeTrustRecord(out io.Writer, rec toolset.TrustRecord) error {
 		fmt.Fprintf(out, "listing %s\n", oneLine(rec.Listing))
 	}
 	if len(rec.Changes) > 0 {
-		fmt.Fprintf(out, "accepted changes: %s\n", summarize(rec.Changes))
+		fmt.Fprintf(out, "accepted changes: %s\n", pin.Summarize(rec.Changes))
 		if err := renderChanges(out, rec.Changes); err != nil {
 			return err
 		}
@@ -273,7 +274,7 @@ func trustSkills(cmd *cobra.Command, sf *storeFlags, cfg *gateway.Config, extra 
 		oneLine(rec.Plugin), oneLine(rec.ID), len(rec.Skills), rec.Cleared)
 	fmt.Fprintf(out, "listing %s\n", oneLine(rec.Listing))
 	if len(rec.Changes) > 0 {
-		fmt.Fprintf(out, "accepted changes: %s\n", summarize(rec.Changes))
+		fmt.Fprintf(out, "accepted changes: %s\n", pin.Summarize(rec.Changes))
 		if err := renderChanges(out, rec.Changes); err != nil {
 			return err
 		}
