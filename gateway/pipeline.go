@@ -206,8 +206,8 @@ func (p *pipeline) call(ctx context.Context, req *callRequest) (out callOutcome)
 		return refused(&refusal.Error{Code: refusal.Unavailable, Retryable: true, RetryAfter: wait,
 			Message: fmt.Sprintf("server %s is unavailable (restarting); retry in %v", info.Server, wait.Round(time.Millisecond))})
 	}
-	if r, err := p.upauth.Check(ctx, info.Server, string(subject)); r != nil {
-		return refused(r) // auth_required, before the journal: the retry once connected runs
+	if r, err := p.upauth.Check(ctx, info.Server, string(subject)); r != nil && !p.recorded(ctx, subject, req.tool, req.key) {
+		return refused(r) // auth_required, before the journal: the retry once connected runs (a recorded unit is answered below)
 	} else if err != nil {
 		return callOutcome{err: err, label: outcomeError}
 	}

@@ -187,7 +187,10 @@ servers:
 }
 
 // call calls up__echo as the holder of token and returns the result.
-func (e *userGateway) call(token string) *mcp.CallToolResult {
+func (e *userGateway) call(token string) *mcp.CallToolResult { return e.callKeyed(token, "") }
+
+// callKeyed is call with _meta.idempotencyKey key ("": none).
+func (e *userGateway) callKeyed(token, key string) *mcp.CallToolResult {
 	e.t.Helper()
 	cs, err := connectAs(e.url+"/mcp", token)
 	if err != nil {
@@ -196,7 +199,11 @@ func (e *userGateway) call(token string) *mcp.CallToolResult {
 	defer cs.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "up__echo", Arguments: map[string]any{}})
+	params := &mcp.CallToolParams{Name: "up__echo", Arguments: map[string]any{}}
+	if key != "" {
+		params.Meta = mcp.Meta{"idempotencyKey": key}
+	}
+	res, err := cs.CallTool(ctx, params)
 	if err != nil {
 		e.t.Fatalf("call: %v", err)
 	}
@@ -334,6 +341,9 @@ func TestUserModeConnect(t *testing.T) {
 	if res := e.call(aliceToken); res.IsError || e.up.effects.Load() != 2 {
 		t.Fatalf("the second call: %+v", res)
 	}
+	if res := e.callKeyed(aliceToken, "k1"); res.IsError || e.up.effects.Load() != 3 {
+		t.Fatalf("a keyed call: %+v (%d effects)", res, e.up.effects.Load())
+	}
 	if e.up.sawToken(aliceToken) || e.up.sawToken(bobToken) {
 		t.Fatal("a caller's own token reached the upstream")
 	}
@@ -346,7 +356,12 @@ func TestUserModeConnect(t *testing.T) {
 		t.Fatal(err)
 	}
 	connectURL(t, e.call(aliceToken))
-	if e.up.effects.Load() != 2 {
+	// A repeat of a finished unit of work returns its first outcome (the
+	// upstream is not asked): no connection is needed for that.
+	if res := e.callKeyed(aliceToken, "k1"); res.IsError {
+		t.Fatalf("the replay of k1 after revoke: %+v", res)
+	}
+	if e.up.effects.Load() != 3 {
 		t.Fatalf("effects after revoke: %d", e.up.effects.Load())
 	}
 }

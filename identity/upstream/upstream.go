@@ -305,9 +305,30 @@ func (p *persisting) Token() (*oauth2.Token, error) {
 		return nil, err
 	}
 	if _, shared := p.src.(*sharedSource); !shared {
-		p.save(tok) // a shared source wrote it back under the lock, or read it from the store
+		// A shared source wrote it back under the lock, or read it from
+		// the store. Here: a new token over one that was stored, whose row
+		// is gone since, was revoked; it is not brought back (nor used).
+		if p.revoked(tok) {
+			return nil, fmt.Errorf("%w (%q)", ErrTokenGone, p.h.opts.Server)
+		}
+		p.save(tok)
 	}
 	return tok, nil
+}
+
+// revoked reports whether tok replaces a stored token set that has been
+// deleted since (a revoke): only then is the store read.
+func (p *persisting) revoked(tok *oauth2.Token) bool {
+	p.mu.Lock()
+	last := p.last
+	p.mu.Unlock()
+	if p.h.opts.Tokens == nil || last == "" || tok.AccessToken == last {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	set, err := p.h.opts.Tokens.Token(ctx, p.h.opts.Server, p.h.opts.Subject)
+	return err == nil && set == nil
 }
 
 func (p *persisting) save(tok *oauth2.Token) { p.saveAs(nil, tok) }

@@ -161,3 +161,48 @@ func TestStepUpBounded(t *testing.T) {
 }
 
 var _ = egress.Public
+
+// TestRevokedNotBroughtBack: a token store without a refresh lock (here
+// MemoryTokens); a handler started from a stored set; the set is deleted
+// (revoked); the handler's next request refreshes (5s tokens, within
+// oauth2's margin) and must neither use the new token nor store it: a
+// revoked connection stays revoked (it came back on the session's closing
+// request, and the gateway's next call ran as if connected).
+func TestRevokedNotBroughtBack(t *testing.T) {
+	ctx := context.Background()
+	as := startAS(t, authserver.Options{TokenLifetime: 5 * time.Second})
+	srv := startMCP(t, as.Issuer(), nil)
+	tokens := &upstream.MemoryTokens{}
+	hc := guarded(t, srv.URL, nil)
+	h, err := upstream.New(hc, agentOptions(tokens))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := connect(ctx, srv.URL, hc, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	call(ctx, t, s, "echo")
+	s.Close()
+	if set, _ := tokens.Token(ctx, "protected", "alice"); set == nil {
+		t.Fatal("nothing stored by the authorization")
+	}
+
+	h2, err := upstream.New(hc, agentOptions(tokens))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts, err := h2.TokenSource(ctx)
+	if err != nil || ts == nil {
+		t.Fatalf("TokenSource = %v, %v", ts, err)
+	}
+	if err := tokens.DeleteToken(ctx, "protected", "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if tok, err := ts.Token(); tok != nil || !errors.Is(err, upstream.ErrTokenGone) {
+		t.Fatalf("Token after revoke: a token %v, err %v; want ErrTokenGone", tok != nil, err)
+	}
+	if set, _ := tokens.Token(ctx, "protected", "alice"); set != nil {
+		t.Fatal("the revoked connection was stored again")
+	}
+}
