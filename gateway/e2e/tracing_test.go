@@ -371,7 +371,8 @@ func TestTraceOffByDefault(t *testing.T) {
 	t.Parallel()
 	rcv := newReceiver(t)
 	for i, extra := range [][]string{nil,
-		{"OTEL_EXPORTER_OTLP_ENDPOINT=" + strings.TrimSuffix(rcv.url, "/v1/traces"), "OTEL_TRACES_EXPORTER=none"},
+		// (metrics have their own switch: off here, or they would go to the same endpoint)
+		{"OTEL_EXPORTER_OTLP_ENDPOINT=" + strings.TrimSuffix(rcv.url, "/v1/traces"), "OTEL_TRACES_EXPORTER=none", "OTEL_METRICS_EXPORTER=none"},
 		{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=" + rcv.url, "OTEL_SDK_DISABLED=true"}} {
 		up := newTraceUpstream(t)
 		dir := t.TempDir()

@@ -33,11 +33,17 @@ var ErrOTLPConfig = errors.New("telemetry: OTLP metrics configuration")
 // OTEL_RESOURCE_ATTRIBUTES describe the resource (service.name defaults
 // to "gatehouse").
 //
+// OTEL_SDK_DISABLED=true turns it off whatever else is set (as it does
+// the traces).
+//
 // It fails, with an error wrapping ErrOTLPConfig, on an exporter name
 // other than otlp, prometheus and none (or none beside another), a
 // protocol other than http/protobuf, an endpoint that is not an http or
 // https URL with a host, and malformed resource attributes.
 func OTLPFromEnv(ctx context.Context) ([]sdkmetric.Option, error) {
+	if strings.EqualFold(strings.TrimSpace(os.Getenv("OTEL_SDK_DISABLED")), "true") {
+		return nil, nil // the SDK off for every signal (the tracer reads the same variable)
+	}
 	on := false
 	if names, set := os.LookupEnv("OTEL_METRICS_EXPORTER"); set && strings.TrimSpace(names) != "" {
 		list := strings.Split(names, ",")

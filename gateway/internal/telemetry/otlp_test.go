@@ -56,7 +56,7 @@ func (r *otlpReceiver) requests() []*colmetricpb.ExportMetricsServiceRequest {
 // clearOTLPEnv unsets every variable OTLPFromEnv reads, for the test.
 func clearOTLPEnv(t *testing.T) {
 	for _, k := range []string{"OTEL_METRICS_EXPORTER", "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
-		"OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL", "OTEL_SERVICE_NAME", "OTEL_RESOURCE_ATTRIBUTES"} {
+		"OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL", "OTEL_SERVICE_NAME", "OTEL_RESOURCE_ATTRIBUTES", "OTEL_SDK_DISABLED"} {
 		t.Setenv(k, "")
 	}
 }
@@ -161,6 +161,8 @@ func TestOTLPFromEnv(t *testing.T) {
 		{"unset", nil, false, ""},
 		{"prometheus only", map[string]string{"OTEL_METRICS_EXPORTER": "prometheus"}, false, ""},
 		{"none beats an endpoint", map[string]string{"OTEL_METRICS_EXPORTER": "none", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"}, false, ""},
+		{"the SDK disabled", map[string]string{"OTEL_SDK_DISABLED": "true", "OTEL_METRICS_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"}, false, ""},
+		{"the SDK disabled, any case", map[string]string{"OTEL_SDK_DISABLED": " TRUE", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"}, false, ""},
 		{"otlp", map[string]string{"OTEL_METRICS_EXPORTER": "otlp"}, true, ""},
 		{"otlp and prometheus", map[string]string{"OTEL_METRICS_EXPORTER": "prometheus, otlp"}, true, ""},
 		{"metrics endpoint", map[string]string{"OTEL_EXPORTER_OTLP_METRICS_ENDPOINT": "https://127.0.0.1:4318/v1/metrics"}, true, ""},
