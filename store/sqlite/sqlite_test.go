@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/store/sqlite"
@@ -66,7 +67,14 @@ func TestConnectionConformance(t *testing.T) {
 func TestAuditJournalConformance(t *testing.T) {
 	for _, gc := range []store.GroupCommit{store.GroupCommitOn, store.GroupCommitOff} {
 		t.Run(fmt.Sprintf("groupCommit=%v", gc), func(t *testing.T) {
-			audittest.RunJournal(t, func(t *testing.T) store.AuditStore { return openTemp(t, &store.Options{GroupCommit: gc}) })
+			// Without group commit the concurrent claims race the commit
+			// queue for SQLite's write lock, whose busy handler is not fair:
+			// under -race on a loaded machine one claim waited past the 10 s
+			// default (SQLITE_BUSY in CI). The test is about linking, not
+			// lock fairness: a longer wait.
+			audittest.RunJournal(t, func(t *testing.T) store.AuditStore {
+				return openTemp(t, &store.Options{GroupCommit: gc, BusyTimeout: time.Minute})
+			})
 		})
 	}
 }
