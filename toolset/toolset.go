@@ -556,18 +556,15 @@ func (c *conn) reconnect(ctx context.Context, old *mcp.ClientSession) (*mcp.Clie
 }
 
 func (c *conn) reconnectLocked(ctx context.Context, old *mcp.ClientSession) (_ *mcp.ClientSession, relisted bool, _ error) {
-	var stale *mcp.ClientSession
 	c.mu.Lock()
-	defer func() { // stale is closed outside c.mu, as in close
-		c.mu.Unlock()
-		if stale != nil {
-			_ = stale.Close()
-		}
-	}()
+	defer c.mu.Unlock()
 	if c.session != old && c.session != nil {
 		return c.session, false, nil
 	}
-	stale, c.session = c.session, nil
+	if c.session != nil {
+		_ = c.session.Close()
+		c.session = nil
+	}
 	c.ts.log.Info("toolset: reconnecting", "server", c.name)
 	ctx, cancel := c.connectContext(ctx)
 	defer cancel()
