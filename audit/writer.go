@@ -327,15 +327,9 @@ func (w *Writer) commit(batch []store.AuditEntry) error {
 				return w.err
 			}
 			w.o.Logger.Error("audit: writing the audit trail failed; retrying (calls wait when the queue is full)", "chain", w.o.Chain, "err", err)
-			if w.isClosed() {
-				if deadline.IsZero() {
-					deadline = time.Now().Add(w.o.CloseTimeout)
-				} else if time.Now().After(deadline) {
-					return w.err
-				}
+			if w.giveUp(&deadline, &wait) {
+				return w.err
 			}
-			time.Sleep(wait)
-			wait = min(2*wait, time.Second)
 			continue
 		}
 		w.hmu.Lock()
@@ -382,16 +376,26 @@ func (w *Writer) commit(batch []store.AuditEntry) error {
 			return w.err
 		}
 		w.o.Logger.Error("audit: writing the audit trail failed; retrying (calls wait when the queue is full)", "chain", w.o.Chain, "err", err)
-		if w.isClosed() {
-			if deadline.IsZero() {
-				deadline = time.Now().Add(w.o.CloseTimeout)
-			} else if time.Now().After(deadline) {
-				return w.err
-			}
+		if w.giveUp(&deadline, &wait) {
+			return w.err
 		}
-		time.Sleep(wait)
-		wait = min(2*wait, time.Second)
 	}
+}
+
+// giveUp is the pause between two attempts to write a batch: once the
+// writer is closing, it gives up after CloseTimeout (true); otherwise it
+// sleeps wait and doubles it, up to a second.
+func (w *Writer) giveUp(deadline *time.Time, wait *time.Duration) bool {
+	if w.isClosed() {
+		if deadline.IsZero() {
+			*deadline = time.Now().Add(w.o.CloseTimeout)
+		} else if time.Now().After(*deadline) {
+			return true
+		}
+	}
+	time.Sleep(*wait)
+	*wait = min(2**wait, time.Second)
+	return false
 }
 
 // commitLinked appends batch through the store's linked append (the
