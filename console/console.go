@@ -124,6 +124,8 @@ type console struct {
 
 	mu       sync.Mutex
 	sessions map[[32]byte]*session // by the SHA-256 of the session ID
+
+	throttle throttle // failed logins per client address
 }
 
 // admin is an Admin with its hash decoded.

@@ -20,7 +20,8 @@
 // operator then being the token's subject, the session ending at the
 // token's expiry at the latest); a login is a random session ID in an
 // HttpOnly, SameSite=Strict cookie (Secure over TLS or with
-// Options.SecureCookies) naming a server-side session that expires. Every
+// Options.SecureCookies) naming a server-side session that expires; failed
+// logins are throttled per client address (MaxFailedLogins). Every
 // state-changing request is a POST carrying the session's synchronizer
 // token and passing net/http's cross-origin protection (Sec-Fetch-Site,
 // Origin); GETs change nothing. Every response carries a strict Content

@@ -6,7 +6,9 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/hex"
+	"fmt"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -122,6 +124,11 @@ func (c *console) login(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "forbidden: cross-origin request", http.StatusForbidden)
 		return
 	}
+	key, keyed := clientKey(r)
+	if wait := c.throttle.wait(key, c.now()); keyed && wait > 0 {
+		c.refuseThrottled(w, r, wait)
+		return
+	}
 	r.Body = http.MaxBytesReader(w, r.Body, 8<<10)
 	if err := r.ParseForm(); err != nil {
 		http.Error(w, "bad request: the form cannot be read", http.StatusBadRequest)
@@ -149,6 +156,10 @@ func (c *console) login(w http.ResponseWriter, r *http.Request) {
 	}
 	if !ok {
 		c.log.Warn("console: failed login", "remote", r.RemoteAddr)
+		if keyed && !c.throttle.fail(key, now) {
+			c.refuseThrottled(w, r, FailedLoginWindow)
+			return
+		}
 		c.render(w, r, http.StatusUnauthorized, "login", nil, map[string]any{"Failed": true})
 		return
 	}
@@ -175,6 +186,15 @@ func (c *console) login(w http.ResponseWriter, r *http.Request) {
 		SameSite: http.SameSiteStrictMode, Expires: s.expires, MaxAge: max(1, int(s.expires.Sub(now)/time.Second))})
 	c.log.Info("console: login", "operator", name, "remote", r.RemoteAddr)
 	http.Redirect(w, r, "/approvals", http.StatusSeeOther)
+}
+
+// refuseThrottled answers a login from an address with too many failed
+// logins: 429, with when to try again.
+func (c *console) refuseThrottled(w http.ResponseWriter, r *http.Request, wait time.Duration) {
+	secs := int((wait + time.Second - 1) / time.Second)
+	c.log.Warn("console: login refused: too many failed logins", "remote", r.RemoteAddr, "retry_after_s", secs)
+	w.Header().Set("Retry-After", strconv.Itoa(secs))
+	http.Error(w, fmt.Sprintf("too many failed logins from your address: try again in %d s", secs), http.StatusTooManyRequests)
 }
 
 // logout ends the session and clears the cookie.
