@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +12,9 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/gatehouse-dev/gatehouse/identity/upstream"
+	"github.com/gatehouse-dev/gatehouse/internal/fixture/authserver"
 )
 
 // lateUpstream is a real go-sdk MCP server over streamable HTTP on
@@ -165,5 +169,53 @@ func TestLateUpstreamJoins(t *testing.T) {
 	pr, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "late__greet"})
 	if err != nil || len(pr.Messages) != 1 {
 		t.Fatalf("the late server's prompt: %+v %v", pr, err)
+	}
+}
+
+// TestServiceConnectedAfterStart: a server in auth: service mode has no
+// service connection when the gateway starts, so it is skipped; the
+// operator connects it (`gatehouse connect NAME`, here the same grant
+// walked without a browser) while the gateway runs, and the next retry
+// picks it up: its tool is listed and a call reaches the upstream with
+// the service's token. No restart.
+func TestServiceConnectedAfterStart(t *testing.T) {
+	t.Setenv("GW_UP_SECRET", "gw-secret")
+	as := authserver.Start(t, authserver.Options{Clients: []authserver.Client{
+		{ID: "gw", Secret: "gw-secret", RedirectURIs: []string{serviceCallback}},
+	}})
+	up := startProtected(t, as.Issuer())
+	tokens := &upstream.MemoryTokens{}
+	dir := t.TempDir()
+	gs := httptest.NewUnstartedServer(nil)
+	serveAt(t, gs, dir, fmt.Sprintf(`listen: 127.0.0.1:0
+store: sqlite:%s
+servers:
+  up:
+    type: streamable-http
+    url: %q
+    auth: service
+    oauth: {clientID: gw, clientSecretEnv: GW_UP_SECRET}
+`, filepath.Join(dir, "g.db"), up.url), &Options{UpstreamTokens: tokens})
+	var changed atomic.Int64
+	cs := sessionWith(t, "http://"+gs.Listener.Addr().String()+"/mcp", "", &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed.Add(1) }})
+	if _, ok := listedTools(t, cs)["up__echo"]; ok {
+		t.Fatal("a server without its service connection is listed")
+	}
+
+	connectService(t, tokens, "up", up.url)
+	isoWait(t, "the server to be picked up", func() bool { return changed.Load() > 0 })
+	if _, ok := listedTools(t, cs)["up__echo"]; !ok {
+		t.Fatalf("tools after the connection: %v", listedTools(t, cs))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "up__echo", Arguments: map[string]any{}})
+	if err != nil || res.IsError || up.effects.Load() != 1 {
+		t.Fatalf("call: %+v %v, %d effects", res, err, up.effects.Load())
+	}
+	service, _ := tokens.Token(ctx, "up", "")
+	if service == nil || !up.sawToken(service.AccessToken) {
+		t.Fatal("the call did not carry the service connection's token")
 	}
 }
