@@ -5,7 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"net"
-	"net/http"
 	"net/http/httptest"
 	"net/netip"
 	"path/filepath"
@@ -33,9 +32,9 @@ func freeAddr(t *testing.T) string {
 	return addr
 }
 
-// serveAt serves h over HTTP on addr (retrying while the port is still
-// held), until the end of the test.
-func serveAt(t *testing.T, addr string, h http.Handler) {
+// serveAt serves fx over streamable HTTP on addr (retrying while the
+// port is still held), until the end of the test.
+func serveAt(t *testing.T, addr string, fx *testserver.Fixture) {
 	t.Helper()
 	var ln net.Listener
 	var err error
@@ -48,7 +47,7 @@ func serveAt(t *testing.T, addr string, h http.Handler) {
 	if err != nil {
 		t.Fatalf("listening on %s again: %v", addr, err)
 	}
-	srv := httptest.NewUnstartedServer(h)
+	srv := httptest.NewUnstartedServer(fx.Handler(false, nil))
 	_ = srv.Listener.Close()
 	srv.Listener = ln
 	srv.Start()
@@ -56,6 +55,9 @@ func serveAt(t *testing.T, addr string, h http.Handler) {
 		// The toolset may still hold a stream open (it closes later).
 		srv.CloseClientConnections()
 		srv.Close()
+		for ss := range fx.Server().Sessions() { // their DELETE may not have come through
+			_ = ss.Close()
+		}
 	})
 }
 
@@ -76,7 +78,7 @@ func TestSkippedServerRetried(t *testing.T) {
 	}
 
 	fx := testserver.New(testserver.Config{Tools: []string{"echo"}})
-	serveAt(t, addr, fx.Handler(false, nil))
+	serveAt(t, addr, fx)
 	waitFor(t, "the late server's tools", func() bool { _, ok := tools(t, ts)["late__echo"]; return ok })
 	waitFor(t, "OnChange", func() bool { return changes.Load() > 0 })
 	if got := call(t, ts, "late__echo", map[string]any{"text": "hi"}); got != "hi" || fx.Calls() != 1 {
@@ -107,7 +109,8 @@ func TestRetriedServerJudged(t *testing.T) {
 
 	// First sight, while it is up: the baseline.
 	writeTools(t, file, bankV1()...)
-	first := httptest.NewUnstartedServer(testserver.New(testserver.Config{ToolsFile: file}).Handler(false, nil))
+	fx1 := testserver.New(testserver.Config{ToolsFile: file})
+	first := httptest.NewUnstartedServer(fx1.Handler(false, nil))
 	_ = first.Listener.Close()
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -121,6 +124,9 @@ func TestRetriedServerJudged(t *testing.T) {
 	}
 	_ = ts.Close()
 	first.Close()
+	for ss := range fx1.Server().Sessions() {
+		_ = ss.Close()
+	}
 
 	// Down at the next load; it comes back with other tools.
 	ts = open(t, srv, &Options{Store: st, ConnectTimeout: 5 * time.Second})
@@ -129,7 +135,7 @@ func TestRetriedServerJudged(t *testing.T) {
 	}
 	writeTools(t, file, bankV2()...)
 	fx := testserver.New(testserver.Config{ToolsFile: file})
-	serveAt(t, addr, fx.Handler(false, nil))
+	serveAt(t, addr, fx)
 	waitFor(t, "the server to be listed again", func() bool { _, ok := tools(t, ts)["bank__balance"]; return ok })
 	m := tools(t, ts)
 	if q := m["bank__transfer"]; q.State != Quarantined || q.Description != pin.QuarantineDescription("bank", "transfer") {
