@@ -74,7 +74,9 @@ func (c *conn) rejoinLocked(ctx context.Context) (done, joined bool) {
 			return false, false
 		}
 		c.mu.Lock()
-		c.oauth = h
+		if c.session == nil { // none made it served meanwhile (HTTP reads oauth unlocked)
+			c.oauth = h
+		}
 		c.mu.Unlock()
 	}
 	l := c.connectAndList(ctx)
