@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -120,6 +121,9 @@ type Gateway struct {
 	plugins []PluginStatus
 	loaded  []*plugin.Plugin // the plugins that loaded
 	servers []string         // configured server names, in order
+
+	upMu sync.Mutex
+	down map[string]string // skipped at start, not listed since (joined)
 }
 
 // lifecycle is what the gateway's life is made of: the calls and POSTs in
@@ -251,7 +255,7 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 		// environment (GATEHOUSE_STORE may hold a password).
 		Env:      toolset.MinimalEnv(os.Environ(), cfg.InheritEnv),
 		Store:    g.st,
-		OnChange: g.trust.changed,
+		OnChange: g.changed,
 		// Every connected server re-listed in the background and judged
 		// (drift.recheck; 0 turns it off).
 		Recheck:  cfg.Drift.Recheck,
@@ -313,7 +317,10 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 		return fail(fmt.Errorf("gateway: listing tools: %w", err))
 	}
 	g.trust.countDrift()
-	g.tel.Upstreams(g.servers, g.skipped())
+	g.upMu.Lock()
+	g.down = g.skipped() // a server skipped for connection-failure is retried (joined)
+	g.tel.Upstreams(g.servers, g.down)
+	g.upMu.Unlock()
 
 	// The call pipeline: the journal and the guards.
 	journal, err := durable.NewJournal(g.st, &durable.JournalOptions{

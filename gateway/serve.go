@@ -121,8 +121,10 @@ type Readiness struct {
 	// Store is "ok" or "unreachable".
 	Store string `json:"store"`
 	// Servers are the configured servers and their state: "connected",
-	// "skipped" (a diagnostic says why; see the logs), or "unavailable"
-	// (lost, waiting for its restart backoff).
+	// "skipped" (a diagnostic says why; see the logs; one skipped with
+	// rule connection-failure is retried in the background and turns
+	// "connected" once listed), or "unavailable" (lost, waiting for its
+	// restart backoff).
 	Servers []ServerState `json:"servers"`
 	// Plugins are the configured plugins; a rejected one has loaded false.
 	Plugins []PluginState `json:"plugins"`
@@ -161,6 +163,29 @@ func (g *Gateway) skipped() map[string]string {
 		}
 	}
 	return skipped
+}
+
+// changed is the toolset's OnChange: the served map follows (callers get
+// notifications/tools/list_changed), then joined.
+func (g *Gateway) changed() {
+	g.trust.changed()
+	g.joined()
+}
+
+// joined marks up (gatehouse_upstream_up) each server skipped at start
+// that the toolset's retry has listed since; /readyz reads the toolset's
+// diagnostics, so it shows it connected already.
+func (g *Gateway) joined() {
+	skipped := g.skipped()
+	g.upMu.Lock()
+	defer g.upMu.Unlock()
+	for name := range g.down {
+		if _, still := skipped[name]; !still {
+			delete(g.down, name)
+			g.tel.Metrics.SetUpstreamUp(name, true)
+			g.log.Info("gateway: server skipped at start is connected", "server", name)
+		}
+	}
 }
 
 // Ready reports the gateway's readiness.

@@ -6,9 +6,8 @@ import (
 	"strings"
 
 	"github.com/gatehouse-dev/gatehouse/diag"
-	"github.com/gatehouse-dev/gatehouse/internal/metatool"
 	"github.com/gatehouse-dev/gatehouse/internal/projection"
-	"github.com/gatehouse-dev/gatehouse/pin"
+	"github.com/gatehouse-dev/gatehouse/toolset/internal/projected"
 	"github.com/gatehouse-dev/gatehouse/toolset/internal/stored"
 )
 
@@ -51,9 +50,6 @@ func (e *entry) summary() Summary {
 	}
 }
 
-// quarantineSchema is the input schema of a quarantined tool.
-func quarantineSchema() map[string]any { return map[string]any{"type": "object"} }
-
 // build projects every listed tool by its drift decision (trusted and new
 // tools as published, quarantined ones with our text, withheld ones not at
 // all), then filters, sanitizes, plans disclosure and registers names. prev
@@ -81,105 +77,46 @@ func (t *Toolset) build(results []listing, prev *catalog) *catalog {
 		for _, remote := range r.v.Removed {
 			cat.withdrawn[projection.Name(c.prefix, remote)] = withdrawal{server: c.name, remote: remote}
 		}
-		var entries []*entry
-		var ptools []projection.Tool
-		seen := map[string]bool{}
-		for _, tool := range r.tools {
-			if tool == nil || seen[tool.Name] {
-				continue // a server listing a name twice: the first one counts
-			}
-			seen[tool.Name] = true
-			d, judged := r.v.Decisions[tool.Name]
-			if !judged || !(d.Callable() || d.Action == pin.Quarantined) {
-				continue // withheld (or not fingerprintable)
-			}
-			name := projection.Name(c.prefix, tool.Name)
-			if !c.srv.Filter.Keep(tool.Name, name) {
-				continue
-			}
-			if hd, hidden := projection.HiddenDiagnostic(c.name, tool.Name, tool.InputSchema, tool.OutputSchema, pin.SanitizeName); hidden && d.Callable() {
-				cat.diags = append(cat.diags, hd)
-				continue // a binding string hides characters: shown neither sanitized nor as sent
-			}
-			e := &entry{
-				conn: c, full: projection.InputSchema(tool.InputSchema), output: projection.SanitizeSchema(projection.SchemaMap(tool.OutputSchema)),
-				info: ToolInfo{
-					Name:         name,
-					Server:       c.name,
-					Plugin:       c.srv.Config.PluginName,
-					RemoteName:   tool.Name,
-					Title:        projection.Sanitize(tool.Title),
-					Description:  projection.Sanitize(tool.Description),
-					State:        Active,
-					Annotations:  sanitizeAnnotations(tool.Annotations),
-					ContractHash: ContractHash(tool),
-					ServerID:     c.id,
-				},
-			}
-			if d.Action == pin.Quarantined {
-				// Nothing the server wrote about this tool reaches the
-				// model: our description, an empty schema, no title, no
-				// annotations.
-				e.full, e.output = quarantineSchema(), nil
-				e.info.Title, e.info.Annotations = "", nil
-				e.info.Description = pin.QuarantineDescription(c.name, tool.Name)
-				e.info.State = Quarantined
-			}
-			entries = append(entries, e)
-			ptools = append(ptools, projection.Tool{Name: name, Server: c.name, RemoteName: tool.Name,
-				Description: e.info.Description, InputSchema: e.full})
-		}
-		tier := projection.Inline
-		if !c.srv.AlwaysLoad {
-			var pd []diag.Diagnostic
-			tier, pd = projection.Plan(c.name, ptools, t.opts.Budget)
-			cat.diags = append(cat.diags, pd...)
-		}
-		if tier != projection.Inline && len(entries) > 0 {
+		ps, tier, ptools, ds := projected.Listing(projected.Server{Name: c.name, Prefix: c.prefix, Filter: c.srv.Filter, AlwaysLoad: c.srv.AlwaysLoad},
+			r.tools, r.v.Decisions, t.opts.Budget)
+		cat.diags = append(cat.diags, ds...)
+		if tier != projection.Inline && len(ps) > 0 {
 			deferred = true
 		}
-		for _, e := range entries {
-			e.info.Disclosure = tier
-			e.info.InputSchema = projection.ReduceSchema(e.full, tier)
+		for _, p := range ps {
+			state := Active
+			if p.Quarantined {
+				state = Quarantined
+			}
+			all = append(all, &entry{conn: c, full: p.Full, output: p.Output, info: ToolInfo{
+				Name: p.Name, Server: c.name, Plugin: c.srv.Config.PluginName, RemoteName: p.Remote, Title: p.Title,
+				Description: p.Description, InputSchema: projection.ReduceSchema(p.Full, tier), Disclosure: tier,
+				State: state, Annotations: p.Annotations, ContractHash: p.ContractHash, ServerID: c.id,
+			}})
 		}
 		if len(ptools) > 0 {
 			cat.prompt = append(cat.prompt, projection.ServerTools{Server: c.name, Tier: tier, Tools: ptools})
 		}
-		all = append(all, entries...)
 	}
 
-	// Register names. Two tools with one projected name (possible only with
-	// explicit prefixes) are both withheld: nobody shadows anybody. The
-	// names of the toolset's own tools are reserved.
-	count := map[string]int{}
-	for _, e := range all {
-		count[e.info.Name]++
+	// Register names (the toolset's own are reserved).
+	names := make([]projected.Named, len(all))
+	for i, e := range all {
+		names[i] = projected.Named{Name: e.info.Name, Remote: e.info.RemoteName, Server: e.conn.name}
 	}
-	for _, e := range all {
-		switch {
-		case count[e.info.Name] > 1:
-			cat.diags = append(cat.diags, diag.New(diag.ServerNameCollision, "", e.conn.name,
-				"tool %q of server %q projects to %q like another server's tool; both are withheld: give the servers distinct prefixes",
-				e.info.RemoteName, e.conn.name, e.info.Name))
-			continue
-		case e.info.Name == projection.DescribeToolName || e.info.Name == SearchToolName:
-			cat.diags = append(cat.diags, diag.New(diag.ServerNameCollision, "", e.conn.name,
-				"tool %q of server %q projects to the reserved name %q; it is withheld: give the server another prefix",
-				e.info.RemoteName, e.conn.name, e.info.Name))
-			continue
+	keep, ds := projected.Register(names, projection.DescribeToolName, SearchToolName)
+	cat.diags = append(cat.diags, ds...)
+	for i, e := range all {
+		if keep[i] {
+			cat.byName[e.info.Name] = e
+			cat.tools = append(cat.tools, e.info)
 		}
-		cat.byName[e.info.Name] = e
-		cat.tools = append(cat.tools, e.info)
 	}
-	var own []projection.Tool
-	if deferred {
-		own = append(own, projection.DescribeTool())
-	}
+	search := ""
 	if t.opts.SearchTool {
-		d := metatool.SearchDefinition(SearchToolName, metatool.DefaultLimit)
-		own = append(own, projection.Tool{Name: d.Name, RemoteName: d.Name, Description: d.Description, InputSchema: d.InputSchema.(map[string]any)})
+		search = SearchToolName
 	}
-	for _, d := range own {
+	for _, d := range projected.Own(deferred, search) {
 		e := &entry{meta: d.Name, full: d.InputSchema, info: ToolInfo{
 			Name: d.Name, RemoteName: d.RemoteName, Description: d.Description,
 			InputSchema: projection.ReduceSchema(d.InputSchema, projection.Inline),
@@ -203,17 +140,6 @@ func (t *Toolset) build(results []listing, prev *catalog) *catalog {
 		delete(cat.withdrawn, name)
 	}
 	return cat
-}
-
-// sanitizeAnnotations returns a copy of a with its title sanitized
-// (annotations are information only; the title may reach a person).
-func sanitizeAnnotations(a *mcp.ToolAnnotations) *mcp.ToolAnnotations {
-	if a == nil {
-		return nil
-	}
-	c := *a
-	c.Title = projection.Sanitize(c.Title)
-	return &c
 }
 
 // ContractHash returns the SHA-256 (hex) of a canonical JSON encoding of the

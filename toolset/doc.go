@@ -18,7 +18,8 @@
 // A Toolset is lazy: Open checks the wiring and computes names, but performs
 // no I/O; the first Tools, Call, SystemPrompt or Connect connects every server
 // in parallel, each with its own timeout. A server that cannot be launched,
-// reached or initialized is skipped with a diagnostic and its siblings go on.
+// reached or initialized is skipped with a diagnostic and its siblings go on;
+// one that could not be reached is tried again while it is open (Recheck).
 //
 // What the model sees is built from server-controlled text, so the toolset
 // treats it as hostile: names are projected to provider-legal names (package

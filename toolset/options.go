@@ -130,7 +130,8 @@ type Options struct {
 	DeferReconcile bool
 	// OnChange, when set, is called after the tool map changed after it
 	// was first built (a reconcile, a reconnect's re-listing, a re-trust
-	// noticed by WatchTrust or made by Retrust). It is called from the
+	// noticed by WatchTrust or made by Retrust, a server skipped at the
+	// first load listed by a retry). It is called from the
 	// goroutine that made the change, holding no lock of the Toolset: it
 	// may call Tools.
 	OnChange func()
@@ -141,7 +142,9 @@ type Options struct {
 	// changes a tool without announcing it is caught within one interval.
 	// A listing identical to the last one costs no store write and no
 	// OnChange. Zero turns it off (the library's default; the gateway's
-	// drift.recheck defaults to 60s).
+	// drift.recheck defaults to 60s). A server the first load could not
+	// reach (connection-failure) is tried again from a second on, doubling
+	// up to Recheck or a minute, until listed, while the Toolset is open.
 	Recheck time.Duration
 	// Instance names this process in the drift observations it records
 	// in Store (store.Observation.SeenBy): a gateway's executor instance,

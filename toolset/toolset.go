@@ -46,6 +46,7 @@ type Toolset struct {
 	reconciled    chan struct{}  // closed when the wake's first reconcile round ended
 	reconcileOnce sync.Once
 	recheckOnce   sync.Once
+	retrySem      chan struct{} // tries of unreachable servers (rejoin.go)
 
 	loadMu   sync.Mutex // serializes loading
 	mu       sync.Mutex // guards cat, listings and closed
@@ -100,6 +101,7 @@ func Open(ctx context.Context, servers []Server, opts *Options) (*Toolset, error
 	t.client = t.newSharedClient()
 	t.life, t.stopLife = context.WithCancel(context.Background())
 	t.reconciled = make(chan struct{})
+	t.retrySem = make(chan struct{}, recheckConcurrency)
 	t.store = o.Store
 	if t.store == nil {
 		// Kept in this process for the toolset's life: the in-memory
@@ -338,6 +340,7 @@ func (t *Toolset) ensure(ctx context.Context) (*catalog, error) {
 		t.startReconcile()
 	}
 	t.startRecheck()
+	t.startRetries(results)
 	return cat, nil
 }
 
@@ -364,10 +367,11 @@ type conn struct {
 	name   string
 	prefix string
 	skip   bool
-	idx    int       // index in ts.conns and ts.listings
-	id     string    // store row ID
-	up     *Upstream // this server, as Upstreams and Target hand it out
-	asleep bool      // a wake found no usable row: never connected
+	idx    int         // index in ts.conns and ts.listings
+	id     string      // store row ID
+	up     *Upstream   // this server, as Upstreams and Target hand it out
+	asleep bool        // a wake found no usable row: never connected
+	quiet  atomic.Bool // retried after a Warn: its skips log at Debug
 
 	relistMu sync.Mutex   // serializes reconciles and re-trusts of this server
 	relist   relist.Pacer // relistSoon's single flight (pinforward.go)
@@ -431,14 +435,8 @@ func (c *conn) refreshToken(ctx context.Context) error {
 }
 
 func (c *conn) connectAndList(ctx context.Context) listing {
-	fail := func(format string, args ...any) listing {
-		d := diag.New(diag.ConnectionFailure, "7.2.2", c.name, "server %q is skipped: "+format, append([]any{c.name}, args...)...)
-		c.ts.log.Warn("toolset: server skipped", "server", c.name, "reason", d.Message)
-		return listing{diag: &d}
-	}
 	ctx, cancel := c.connectContext(ctx)
 	defer cancel()
-
 	sess, err := c.connect(ctx)
 	if err != nil {
 		var pe *plugin.Error
@@ -446,22 +444,20 @@ func (c *conn) connectAndList(ctx context.Context) listing {
 			d := pe.Diagnostic()
 			d.Origin = c.name
 			d.Message = fmt.Sprintf("server %q is skipped: %s", c.name, d.Message)
-			c.ts.log.Warn("toolset: server skipped", "server", c.name, "reason", d.Message)
-			return listing{diag: &d}
+			return c.skipped(d)
 		}
+		rule := diag.ConnectionFailure
 		var ee *egress.Error
 		if errors.As(err, &ee) {
 			// The egress guard refused (a dial to an unsafe address, a
 			// redirect): its rule, not connection-failure.
-			d := diag.New(ee.Rule, "7.2.2", c.name, "server %q is skipped: %v", c.name, err)
-			c.ts.log.Warn("toolset: server skipped", "server", c.name, "reason", d.Message)
-			return listing{diag: &d}
+			rule = ee.Rule
 		}
-		return fail("%v", err)
+		return c.skipped(diag.New(rule, "7.2.2", c.name, "server %q is skipped: %v", c.name, err))
 	}
 	p, err := published.List(ctx, sess)
 	if err != nil {
-		return fail("%v", err)
+		return c.skipped(diag.New(diag.ConnectionFailure, "7.2.2", c.name, "server %q is skipped: %v", c.name, err))
 	}
 	l := c.record(ctx, p, judge.Fingerprint(c.name, p))
 	c.logDrift(&l)
@@ -589,15 +585,9 @@ func (c *conn) reconnectLocked(ctx context.Context, old *mcp.ClientSession) (_ *
 
 func (c *conn) close() error {
 	c.mu.Lock()
-	sess := c.session
-	c.session, c.closed = nil, true
+	c.closed = true // no session from now on
 	c.mu.Unlock()
-	// Outside c.mu: Close waits for handlers, which take c.mu (connOf).
-	if sess != nil {
-		if err := sess.Close(); err != nil {
-			c.ts.log.Debug("toolset: closing session", "server", c.name, "err", err)
-		}
-	}
+	c.dropSession()
 	if c.httpClient != nil {
 		c.httpClient.CloseIdleConnections()
 	}

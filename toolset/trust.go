@@ -76,10 +76,8 @@ func (c *conn) logDrift(l *listing) {
 func (c *conn) record(ctx context.Context, p published.Listing, fp judge.Prints) listing {
 	st := c.ts.store
 	failStore := func(err error) listing {
-		d := diag.New(diag.ConnectionFailure, "7.2.2", c.name,
-			"server %q is skipped: its tools cannot be checked against their trusted baseline: %v", c.name, err)
-		c.ts.log.Warn("toolset: server skipped", "server", c.name, "reason", d.Message)
-		return listing{diag: &d}
+		return c.skipped(diag.New(diag.ConnectionFailure, "7.2.2", c.name,
+			"server %q is skipped: its tools cannot be checked against their trusted baseline: %v", c.name, err))
 	}
 	for _, err := range p.Errs {
 		c.ts.log.Warn("toolset: listing failed; the kind is not judged by this listing", "server", c.name, "err", err)
@@ -101,24 +99,13 @@ func (c *conn) record(ctx context.Context, p published.Listing, fp judge.Prints)
 	}
 	var seed store.Baseline
 	if len(baseline) == 0 {
-		// No baseline. A row with a catalogue predates baselines: its
-		// tools' baseline is what it stored, not what the server says
-		// now. Otherwise this is first sight.
-		seed = judge.Entries(fp)
-		if found && old.Catalogue != nil {
-			if prev, cached, err := stored.DecodeCatalogueCached(old.Catalogue); err == nil {
-				for k := range seed {
-					if k.Kind == store.KindTool {
-						delete(seed, k)
-					}
-				}
-				for k, e := range judge.Entries(judge.FromCatalogue(c.name, prev, cached)) {
-					if k.Kind == store.KindTool {
-						seed[k] = e
-					}
-				}
-			}
+		// No baseline: first sight (a row with a catalogue predates
+		// baselines: judge.FirstSight).
+		var catalogue []byte
+		if found {
+			catalogue = old.Catalogue
 		}
+		seed = judge.FirstSight(c.name, fp, catalogue)
 		if !found { // the baseline's row must exist first
 			if err := st.PutServer(ctx, row); err != nil {
 				return failStore(err)

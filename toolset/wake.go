@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/diag"
-	"github.com/gatehouse-dev/gatehouse/pin"
 	"github.com/gatehouse-dev/gatehouse/plugin"
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/toolset/internal/judge"
@@ -20,9 +19,7 @@ import (
 func (c *conn) wake(ctx context.Context) listing {
 	refuse := func(format string, args ...any) listing {
 		c.asleep = true
-		d := diag.New(diag.ConnectionFailure, "7.2.2", c.name, "server %q is skipped: "+format, append([]any{c.name}, args...)...)
-		c.ts.log.Warn("toolset: server skipped", "server", c.name, "reason", d.Message)
-		return listing{diag: &d}
+		return c.skipped(diag.New(diag.ConnectionFailure, "7.2.2", c.name, "server %q is skipped: "+format, append([]any{c.name}, args...)...))
 	}
 	row, err := c.ts.store.GetServer(ctx, c.id)
 	if errors.Is(err, store.ErrNotFound) {
@@ -44,7 +41,8 @@ func (c *conn) wake(ctx context.Context) listing {
 		return refuse("its trust baseline is damaged: %v", err)
 	}
 	l := listing{ok: true, pending: true, version: version}
-	tools, cached, err := stored.DecodeCatalogueCached(row.Catalogue)
+	tools, fp, v, err := judge.Woken(c.name, row.Catalogue, tb, len(baseline) > 0)
+	l.v = v
 	if err != nil {
 		// The catalogue is a cache: drop it. The reconcile lists the
 		// server and judges the listing against the baseline.
@@ -52,19 +50,9 @@ func (c *conn) wake(ctx context.Context) listing {
 			"the stored tool catalogue of server %q is dropped (%v); its tools appear once the server is reconciled", c.name, err)
 		c.ts.log.Warn("toolset: stored catalogue dropped", "server", c.name, "reason", d.Message)
 		l.diag = &d
-		l.v = judge.Verdict{Decisions: map[string]pin.Decision{}, Base: tb.Tools, Instructions: tb.Instructions}
-		for k := range l.v.Items {
-			l.v.Items[k] = judge.ItemVerdict{Items: tb.Items[k]}
-		}
 		return l
 	}
-	fp := judge.FromCatalogue(c.name, tools, cached)
-	if len(baseline) == 0 {
-		// A row from before baselines: its baseline is its catalogue.
-		tb.Tools = pin.BaselineOf(fp.Tools)
-	}
 	l.tools, l.fp, l.print = tools, fp, judge.ListingFingerprint(fp)
-	l.v = judge.Judge(c.name, fp, tb, true)
 	// The fleet's record of drift holds from the first moment: a wake
 	// writes nothing, but what other instances saw is enforced.
 	obs, err := c.ts.store.OpenObservations(ctx, c.id, false)

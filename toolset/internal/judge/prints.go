@@ -199,6 +199,53 @@ func Seed(fp Prints, have store.Baseline) store.Baseline {
 	return b
 }
 
+// FirstSight is the baseline a listing records on a server's first sight:
+// the listing itself, except the tools of a row that predates baselines
+// (catalogue is its stored catalogue, nil when there is none): their
+// baseline is what it stored, not what the server says now.
+func FirstSight(server string, fp Prints, catalogue []byte) store.Baseline {
+	seed := Entries(fp)
+	if catalogue == nil {
+		return seed
+	}
+	prev, cached, err := stored.DecodeCatalogueCached(catalogue)
+	if err != nil {
+		return seed
+	}
+	for k := range seed {
+		if k.Kind == store.KindTool {
+			delete(seed, k)
+		}
+	}
+	for k, e := range Entries(FromCatalogue(server, prev, cached)) {
+		if k.Kind == store.KindTool {
+			seed[k] = e
+		}
+	}
+	return seed
+}
+
+// Woken judges a server woken from its stored catalogue against its
+// baseline tb (pinned: the stored baseline is not empty; a row from before
+// baselines has its catalogue as its baseline). A catalogue that does not
+// decode is an error, with the verdict of a listing of nothing against tb
+// (the catalogue is a cache: the server's next listing is judged).
+func Woken(server string, catalogue []byte, tb stored.Baseline, pinned bool) ([]*mcp.Tool, Prints, Verdict, error) {
+	tools, cached, err := stored.DecodeCatalogueCached(catalogue)
+	if err != nil {
+		v := Verdict{Decisions: map[string]pin.Decision{}, Base: tb.Tools, Instructions: tb.Instructions}
+		for k := range v.Items {
+			v.Items[k] = ItemVerdict{Items: tb.Items[k]}
+		}
+		return nil, Prints{}, v, err
+	}
+	fp := FromCatalogue(server, tools, cached)
+	if !pinned {
+		tb.Tools = pin.BaselineOf(fp.Tools)
+	}
+	return tools, fp, Judge(server, fp, tb, true), nil
+}
+
 // ListingFingerprint names a listing: the SHA-256 (hex) of its entries'
 // kinds, names and values (not the contract views: the values are their
 // fingerprints), sorted. Two listings with one fingerprint would be
