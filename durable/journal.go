@@ -245,6 +245,14 @@ func (j *Journal) Do(ctx context.Context, c Call, effect Effect) (res *mcp.CallT
 	if err != nil {
 		return nil, false, err
 	}
+	return j.do(ctx, c, fp, effect)
+}
+
+// do is Do for a valid call whose fingerprint is fp.
+func (j *Journal) do(ctx context.Context, c Call, fp string, effect Effect) (res *mcp.CallToolResult, replayed bool, err error) {
+	if effect == nil {
+		return nil, false, fmt.Errorf("%w: nil effect", ErrInvalidCall)
+	}
 	key := j.key(c)
 	ikey := c.IdempotencyKey()
 	for range 4 {

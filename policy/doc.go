@@ -43,8 +43,10 @@
 // # Counting calls across a resume
 //
 // The cap is on distinct calls, named by (RunID, ToolCallID). The journal
-// (durable.Journal.Guarded) does not put a call whose record exists to the
-// guard again, but a call without a record is re-checked on every resume —
+// (durable.Journal.Guarded) does not put a call whose record exists to a
+// counting guard again (a firewall with MaxCallsPerRun is not Pure; a
+// guard that changes nothing when asked, a Pure one, may be asked first),
+// but a call without a record is re-checked on every resume —
 // a call paused for approval is checked again each time the run resumes,
 // and a denied call too — and a re-check must neither count the call twice
 // nor change its answer. So the firewall keeps two counters in Counters, which survive
