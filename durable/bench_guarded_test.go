@@ -52,6 +52,17 @@ func BenchmarkGuarded(b *testing.B) {
 			}
 		}
 	})
+	b.Run("replay-pure", func(b *testing.B) {
+		if _, _, err := j.Guarded(ctx, call(-1), policy.AllowAll(), ok); err != nil {
+			b.Fatal(err)
+		}
+		defer reportCPU(b)()
+		for b.Loop() {
+			if _, _, err := j.Guarded(ctx, call(-1), policy.AllowAll(), ok); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	b.Run("replay", func(b *testing.B) {
 		if _, _, err := j.Guarded(ctx, call(-1), allow, ok); err != nil {
 			b.Fatal(err)
