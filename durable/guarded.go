@@ -57,7 +57,9 @@ func (j *Journal) maxPending() int {
 //     counts or records (one that is not policy.Pure) is not asked about
 //     it, so a resumed run does not count its calls twice; a Pure guard is
 //     asked first, and when it allows, the claim finds the record (one
-//     store statement instead of a read and a claim);
+//     store statement instead of a read and a claim), unless many recent
+//     calls found a record (replays): then the read goes first, as for
+//     any guard, and answers them without a write;
 //   - the guard's deny (or an error: fail closed) is an *refusal.Error with
 //     the decision's code (denied, call_limit, quarantined, ...) and the
 //     effect never runs;
@@ -91,7 +93,8 @@ func (j *Journal) Guarded(ctx context.Context, c Call, g policy.Guard, effect Ef
 	key := j.key(c)
 	pc := policy.Call{RunID: c.RunID, ToolCallID: c.ToolCallID, Server: c.Server,
 		Tool: c.Tool, RemoteName: c.RemoteName, Args: c.Args, Subject: c.Owner}
-	if policy.IsPure(g) {
+	pure := policy.IsPure(g)
+	if pure && !j.recent.readFirst() {
 		// Asking the guard changes nothing: ask it first. When it allows,
 		// the claim finds a record the read would have found, and Do
 		// answers it exactly as recorded does (a replay, in_doubt,
@@ -100,16 +103,25 @@ func (j *Journal) Guarded(ctx context.Context, c Call, g policy.Guard, effect Ef
 		// recorded call, which is read and answered from its record.
 		d, err := policy.Evaluate(ctx, g, pc)
 		if err == nil && d.Verdict == policy.Allow {
-			return j.do(ctx, c, fp, effect)
+			var found bool
+			res, replayed, err := j.do(ctx, c, fp, effect, &found)
+			j.recent.add(found)
+			return res, replayed, err
 		}
 		if rec, rerr := j.s.GetRecord(ctx, key); rerr == nil {
+			j.recent.add(true)
 			return j.recorded(ctx, c, rec, fp, effect)
 		} else if !errors.Is(rerr, store.ErrNotFound) {
 			return nil, false, fmt.Errorf("durable: read record %s: %w", c.IdempotencyKey(), rerr)
 		}
+		j.recent.add(false)
 		return j.decided(ctx, c, key, fp, d, err, effect)
 	}
-	if rec, err := j.s.GetRecord(ctx, key); err == nil {
+	rec, err := j.s.GetRecord(ctx, key)
+	if pure {
+		j.recent.add(err == nil)
+	}
+	if err == nil {
 		return j.recorded(ctx, c, rec, fp, effect)
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return nil, false, fmt.Errorf("durable: read record %s: %w", c.IdempotencyKey(), err)
@@ -126,7 +138,7 @@ func (j *Journal) decided(ctx context.Context, c Call, key store.RecordKey, fp s
 	}
 	switch d.Verdict {
 	case policy.Allow:
-		return j.do(ctx, c, fp, effect)
+		return j.do(ctx, c, fp, effect, nil)
 	case policy.RequireApproval:
 		return j.approval(ctx, c, key, fp, d.Reason, effect)
 	default:
@@ -164,7 +176,7 @@ func (j *Journal) recorded(ctx context.Context, c Call, rec store.Record, fp str
 		}
 		return res.result, true, res.err
 	}
-	return j.do(ctx, c, fp, effect)
+	return j.do(ctx, c, fp, effect, nil)
 }
 
 func (j *Journal) approval(ctx context.Context, c Call, key store.RecordKey, fp, reason string, effect Effect) (*mcp.CallToolResult, bool, error) {
@@ -203,7 +215,7 @@ func (j *Journal) approval(ctx context.Context, c Call, key store.RecordKey, fp,
 			_, err := j.o.Approvals.UseApproval(ctx, a.ID, now)
 			switch {
 			case err == nil:
-				return j.do(ctx, c, fp, effect)
+				return j.do(ctx, c, fp, effect, nil)
 			case errors.Is(err, store.ErrExpired):
 				continue // expired since it was read: ask again
 			case errors.Is(err, store.ErrNotApproved):

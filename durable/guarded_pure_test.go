@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
@@ -130,6 +131,58 @@ func TestGuardedPureGuard(t *testing.T) {
 		}
 		if checks.Load() != 0 || rs.reads.Load() != reads+1 {
 			t.Errorf("counting guard asked %d times, %d reads, about a recorded call; want 0 and 1", checks.Load(), rs.reads.Load()-reads)
+		}
+	})
+}
+
+// TestGuardedPureGuardReplays: behind a Pure guard, replays that keep
+// coming are read first (answered without a claim, hence without a write),
+// and once fresh calls dominate again the claim goes first; either way
+// every call runs once and every repeat replays.
+func TestGuardedPureGuardReplays(t *testing.T) {
+	forEachStore(t, func(t *testing.T, s store.Store) {
+		ctx := ctxT(t)
+		file := filepath.Join(t.TempDir(), "effects")
+		cs := inMemServer(t, file)
+		rs := &readCounter{Store: s}
+		j := newJournal(t, rs, nil)
+		args := json.RawMessage(`{"amount":1}`)
+		call := func(id string) Call {
+			return Call{RunID: "run", ToolCallID: id, Server: "bank", Tool: "charge", Args: args, Owner: "alice"}
+		}
+		first, _, err := j.Guarded(ctx, call("x"), policy.AllowAll(), effectOf(cs, "charge", args))
+		if err != nil || rs.reads.Load() != 0 {
+			t.Fatalf("fresh call: %v, %d reads", err, rs.reads.Load())
+		}
+		for i := range 10 {
+			res, replayed, err := j.Guarded(ctx, call("x"), policy.AllowAll(), nil2(t))
+			if err != nil || !replayed || string(mustJSONT(t, res)) != string(mustJSONT(t, first)) {
+				t.Fatalf("replay %d: %v %v", i, replayed, err)
+			}
+		}
+		if n := rs.reads.Load(); n < 8 {
+			t.Errorf("%d reads for 10 replays in a row, want the read first for (nearly) all of them", n)
+		}
+		for i := range 40 {
+			if _, replayed, err := j.Guarded(ctx, call(fmt.Sprint("y", i)), policy.AllowAll(), effectOf(cs, "charge", args)); err != nil || replayed {
+				t.Fatalf("fresh call y%d: %v %v", i, replayed, err)
+			}
+		}
+		before := rs.reads.Load()
+		if _, _, err := j.Guarded(ctx, call("z"), policy.AllowAll(), effectOf(cs, "charge", args)); err != nil {
+			t.Fatal(err)
+		}
+		if rs.reads.Load() != before {
+			t.Error("a fresh call after 40 fresh calls was read before its claim")
+		}
+		effs, _ := effectsIn(t, file)
+		for _, id := range append([]string{"x", "z"}, "y0", "y39") {
+			if len(effs["run:"+id]) != 1 {
+				t.Errorf("%s: %d effects, want 1", id, len(effs["run:"+id]))
+			}
+		}
+		if len(effs) != 42 {
+			t.Errorf("%d keys with effects, want 42", len(effs))
 		}
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -83,6 +84,37 @@ type Journal struct {
 	log *slog.Logger
 	// crash, when set (tests only), is called at named points of Do.
 	crash func(point string)
+	// recent decides whether Guarded reads before a Pure guard's claim.
+	recent recent
+}
+
+// recent counts, over the last calls Guarded made behind a policy.Pure
+// guard, those whose key already had a record. When they are few (fresh
+// calls), the claim goes first: a fresh call then costs no read. When
+// they are many (replays), the read goes first: a replay answered by the
+// claim costs a write transaction (the store's write lock, on SQLite)
+// and a read where the read alone answers it. Both orders give the same
+// answers; only the cost differs.
+type recent struct{ calls, hits atomic.Int64 }
+
+// recentWindow is about how many calls recent remembers.
+const recentWindow = 64
+
+// readFirst reports whether more than a third of the recent calls found
+// a record.
+func (r *recent) readFirst() bool { return r.hits.Load()*3 > r.calls.Load() }
+
+// add counts a call that found a record (hit) or not. Past twice the
+// window both counts are halved, so older calls weigh less (the counts
+// are a heuristic: a race between two halvings only blurs them).
+func (r *recent) add(hit bool) {
+	if hit {
+		r.hits.Add(1)
+	}
+	if r.calls.Add(1) >= 2*recentWindow {
+		r.calls.Store(recentWindow)
+		r.hits.Store(r.hits.Load() / 2)
+	}
 }
 
 // NewJournal returns a journal over s. opts may be nil.
@@ -245,11 +277,12 @@ func (j *Journal) Do(ctx context.Context, c Call, effect Effect) (res *mcp.CallT
 	if err != nil {
 		return nil, false, err
 	}
-	return j.do(ctx, c, fp, effect)
+	return j.do(ctx, c, fp, effect, nil)
 }
 
-// do is Do for a valid call whose fingerprint is fp.
-func (j *Journal) do(ctx context.Context, c Call, fp string, effect Effect) (res *mcp.CallToolResult, replayed bool, err error) {
+// do is Do for a valid call whose fingerprint is fp. found, when not nil,
+// is set to whether the claim found a record.
+func (j *Journal) do(ctx context.Context, c Call, fp string, effect Effect, found *bool) (res *mcp.CallToolResult, replayed bool, err error) {
 	if effect == nil {
 		return nil, false, fmt.Errorf("%w: nil effect", ErrInvalidCall)
 	}
@@ -269,6 +302,9 @@ func (j *Journal) do(ctx context.Context, c Call, fp string, effect Effect) (res
 		})
 		if err != nil {
 			return nil, false, fmt.Errorf("durable: claim %s: %w", ikey, err)
+		}
+		if found != nil {
+			*found = !claimed
 		}
 		if claimed {
 			j.point("claimed")
