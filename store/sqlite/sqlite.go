@@ -267,6 +267,9 @@ type querier struct {
 // a transaction whose context ends is rolled back at its next statement or
 // before its commit (InTx).
 func detach(ctx context.Context) (context.Context, error) {
+	if ctx.Done() == nil {
+		return ctx, nil // never cancelled: nothing to detach
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
