@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -251,4 +252,33 @@ func (j *Journal) SweepApprovals(ctx context.Context) (int64, error) {
 		return 0, fmt.Errorf("durable: sweep approvals: %w", err)
 	}
 	return n, nil
+}
+
+// recent counts, over the last calls Guarded made behind a policy.Pure
+// guard, those whose key already had a record. When they are few (fresh
+// calls), the claim goes first: a fresh call then costs no read. When
+// they are many (replays), the read goes first: a replay answered by the
+// claim costs a write transaction (the store's write lock, on SQLite)
+// and a read where the read alone answers it. Both orders give the same
+// answers; only the cost differs.
+type recent struct{ calls, hits atomic.Int64 }
+
+// recentWindow is about how many calls recent remembers.
+const recentWindow = 64
+
+// readFirst reports whether more than a third of the recent calls found
+// a record.
+func (r *recent) readFirst() bool { return r.hits.Load()*3 > r.calls.Load() }
+
+// add counts a call that found a record (hit) or not. Past twice the
+// window both counts are halved, so older calls weigh less (the counts
+// are a heuristic: a race between two halvings only blurs them).
+func (r *recent) add(hit bool) {
+	if hit {
+		r.hits.Add(1)
+	}
+	if r.calls.Add(1) >= 2*recentWindow {
+		r.calls.Store(recentWindow)
+		r.hits.Store(r.hits.Load() / 2)
+	}
 }

@@ -8,8 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -86,35 +84,6 @@ type Journal struct {
 	crash func(point string)
 	// recent decides whether Guarded reads before a Pure guard's claim.
 	recent recent
-}
-
-// recent counts, over the last calls Guarded made behind a policy.Pure
-// guard, those whose key already had a record. When they are few (fresh
-// calls), the claim goes first: a fresh call then costs no read. When
-// they are many (replays), the read goes first: a replay answered by the
-// claim costs a write transaction (the store's write lock, on SQLite)
-// and a read where the read alone answers it. Both orders give the same
-// answers; only the cost differs.
-type recent struct{ calls, hits atomic.Int64 }
-
-// recentWindow is about how many calls recent remembers.
-const recentWindow = 64
-
-// readFirst reports whether more than a third of the recent calls found
-// a record.
-func (r *recent) readFirst() bool { return r.hits.Load()*3 > r.calls.Load() }
-
-// add counts a call that found a record (hit) or not. Past twice the
-// window both counts are halved, so older calls weigh less (the counts
-// are a heuristic: a race between two halvings only blurs them).
-func (r *recent) add(hit bool) {
-	if hit {
-		r.hits.Add(1)
-	}
-	if r.calls.Add(1) >= 2*recentWindow {
-		r.calls.Store(recentWindow)
-		r.hits.Store(r.hits.Load() / 2)
-	}
 }
 
 // NewJournal returns a journal over s. opts may be nil.
@@ -486,72 +455,6 @@ func inDoubtErr(ikey string, cause error, retryable bool) *refusal.Error {
 		e.Message = fmt.Sprintf("call %s may have been sent and its outcome is unknown; the tool is repeatable: retry the same call with the same key to send it again", ikey)
 	}
 	return e
-}
-
-// renew renews the lease every Lease/3 until the returned stop is called;
-// stop waits for a renewal under way to end. No goroutine waits meanwhile:
-// one timer is armed, and only its firing (after Lease/3, so only for a
-// long effect) runs a renewal, which arms it again.
-func (j *Journal) renew(ctx context.Context, key store.RecordKey, ikey string) (stop func()) {
-	r := &renewal{j: j, ctx: ctx, key: key, ikey: ikey, every: max(j.o.Lease/3, time.Millisecond)}
-	r.mu.Lock()
-	r.t = time.AfterFunc(r.every, r.fire)
-	r.mu.Unlock()
-	return r.stop
-}
-
-// renewal renews one held lease (see renew).
-type renewal struct {
-	j     *Journal
-	ctx   context.Context
-	key   store.RecordKey
-	ikey  string
-	every time.Duration
-
-	mu      sync.Mutex
-	t       *time.Timer
-	stopped bool
-	running sync.WaitGroup // a renewal under way
-}
-
-// fire renews the lease once and arms the timer again, unless the renewal
-// was stopped, the call's context ended, or the lease is gone.
-func (r *renewal) fire() {
-	r.mu.Lock()
-	if r.stopped {
-		r.mu.Unlock()
-		return
-	}
-	r.running.Add(1)
-	r.mu.Unlock()
-	defer r.running.Done()
-	if r.ctx.Err() != nil {
-		return
-	}
-	rctx, cancel := context.WithTimeout(r.ctx, r.every)
-	err := r.j.s.RenewLease(rctx, r.key, r.j.o.Executor, r.j.o.Clock().Add(r.j.o.Lease))
-	cancel()
-	if err != nil {
-		r.j.log.Warn("durable: lease renewal failed", "key", r.ikey, "err", err)
-		if errors.Is(err, store.ErrLeaseLost) || errors.Is(err, store.ErrNotStarted) || errors.Is(err, store.ErrNotFound) {
-			return
-		}
-	}
-	r.mu.Lock()
-	if !r.stopped {
-		r.t.Reset(r.every)
-	}
-	r.mu.Unlock()
-}
-
-// stop ends the renewals: the timer is stopped and a renewal under way is
-// waited for. It may be called more than once.
-func (r *renewal) stop() {
-	r.mu.Lock()
-	r.stopped = true
-	r.t.Stop()
-	r.mu.Unlock()
-	r.running.Wait()
 }
 
 // outcome is the JSON the journal stores for a completed call.
