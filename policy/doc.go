@@ -21,6 +21,12 @@
 // call: use Evaluate to apply a Guard with those rules. Compose asks guards
 // in order and stops at the first deny or require_approval.
 //
+// A Guard that changes nothing when asked (it counts and records nothing)
+// may say so by implementing Pure (PureFunc adapts a function); AllowAll,
+// ReadOnly, a firewall without MaxCallsPerRun and Compose of such guards
+// do. A journal may ask a Pure guard before it looks a call up, which saves
+// it a read per call.
+//
 // This package never imports durable or store. What it needs from storage
 // it declares itself: Counters (atomic counters; store.CounterStore
 // satisfies it) and Contracts (pinned vs current tool fingerprints).
