@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -51,10 +52,15 @@ func (j *Journal) maxPending() int {
 
 // Guarded is Do behind a guard, with durable approvals:
 //
-//   - a call whose record exists is not put to the guard again: it is
-//     answered from the record (a replay, in_doubt or key_reused) or, when
-//     the record is started, by Do (run_busy, a take-over), so a resumed
-//     run does not count its calls twice;
+//   - a call whose record exists is answered from the record (a replay,
+//     in_doubt or key_reused) or, when the record is started, by Do
+//     (run_busy, a take-over), whatever the guard would say. A guard that
+//     counts or records (one that is not policy.Pure) is not asked about
+//     it, so a resumed run does not count its calls twice; a Pure guard is
+//     asked first, and when it allows, the claim finds the record (one
+//     store statement instead of a read and a claim), unless many recent
+//     calls found a record (replays): then the read goes first, as for
+//     any guard, and answers them without a write;
 //   - the guard's deny (or an error: fail closed) is an *refusal.Error with
 //     the decision's code (denied, call_limit, quarantined, ...) and the
 //     effect never runs;
@@ -86,19 +92,54 @@ func (j *Journal) Guarded(ctx context.Context, c Call, g policy.Guard, effect Ef
 		return nil, false, err
 	}
 	key := j.key(c)
-	if rec, err := j.s.GetRecord(ctx, key); err == nil {
+	pc := policy.Call{RunID: c.RunID, ToolCallID: c.ToolCallID, Server: c.Server,
+		Tool: c.Tool, RemoteName: c.RemoteName, Args: c.Args, Subject: c.Owner}
+	pure := policy.IsPure(g)
+	if pure && !j.recent.readFirst() {
+		// Asking the guard changes nothing: ask it first. When it allows,
+		// the claim finds a record the read would have found, and Do
+		// answers it exactly as recorded does (a replay, in_doubt,
+		// key_reused; run_busy or a take-over for a started one): one
+		// statement instead of two. Any other answer is not given to a
+		// recorded call, which is read and answered from its record.
+		d, err := policy.Evaluate(ctx, g, pc)
+		if err == nil && d.Verdict == policy.Allow {
+			var found bool
+			res, replayed, err := j.do(ctx, c, fp, effect, &found)
+			j.recent.add(found)
+			return res, replayed, err
+		}
+		if rec, rerr := j.s.GetRecord(ctx, key); rerr == nil {
+			j.recent.add(true)
+			return j.recorded(ctx, c, rec, fp, effect)
+		} else if !errors.Is(rerr, store.ErrNotFound) {
+			return nil, false, fmt.Errorf("durable: read record %s: %w", c.IdempotencyKey(), rerr)
+		}
+		j.recent.add(false)
+		return j.decided(ctx, c, key, fp, d, err, effect)
+	}
+	rec, err := j.s.GetRecord(ctx, key)
+	if pure {
+		j.recent.add(err == nil)
+	}
+	if err == nil {
 		return j.recorded(ctx, c, rec, fp, effect)
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return nil, false, fmt.Errorf("durable: read record %s: %w", c.IdempotencyKey(), err)
 	}
-	d, err := policy.Evaluate(ctx, g, policy.Call{RunID: c.RunID, ToolCallID: c.ToolCallID, Server: c.Server,
-		Tool: c.Tool, RemoteName: c.RemoteName, Args: c.Args, Subject: c.Owner})
+	d, err := policy.Evaluate(ctx, g, pc)
+	return j.decided(ctx, c, key, fp, d, err, effect)
+}
+
+// decided carries out the guard's decision d (or its error) about a call
+// that has no record.
+func (j *Journal) decided(ctx context.Context, c Call, key store.RecordKey, fp string, d policy.Decision, err error, effect Effect) (*mcp.CallToolResult, bool, error) {
 	if err != nil {
 		return nil, false, &refusal.Error{Code: refusal.Denied, Message: d.Reason, Err: err}
 	}
 	switch d.Verdict {
 	case policy.Allow:
-		return j.Do(ctx, c, effect)
+		return j.do(ctx, c, fp, effect, nil)
 	case policy.RequireApproval:
 		return j.approval(ctx, c, key, fp, d.Reason, effect)
 	default:
@@ -136,7 +177,7 @@ func (j *Journal) recorded(ctx context.Context, c Call, rec store.Record, fp str
 		}
 		return res.result, true, res.err
 	}
-	return j.Do(ctx, c, effect)
+	return j.do(ctx, c, fp, effect, nil)
 }
 
 func (j *Journal) approval(ctx context.Context, c Call, key store.RecordKey, fp, reason string, effect Effect) (*mcp.CallToolResult, bool, error) {
@@ -175,7 +216,7 @@ func (j *Journal) approval(ctx context.Context, c Call, key store.RecordKey, fp,
 			_, err := j.o.Approvals.UseApproval(ctx, a.ID, now)
 			switch {
 			case err == nil:
-				return j.Do(ctx, c, effect)
+				return j.do(ctx, c, fp, effect, nil)
 			case errors.Is(err, store.ErrExpired):
 				continue // expired since it was read: ask again
 			case errors.Is(err, store.ErrNotApproved):
@@ -211,4 +252,33 @@ func (j *Journal) SweepApprovals(ctx context.Context) (int64, error) {
 		return 0, fmt.Errorf("durable: sweep approvals: %w", err)
 	}
 	return n, nil
+}
+
+// recent counts, over the last calls Guarded made behind a policy.Pure
+// guard, those whose key already had a record. When they are few (fresh
+// calls), the claim goes first: a fresh call then costs no read. When
+// they are many (replays), the read goes first: a replay answered by the
+// claim costs a write transaction (the store's write lock, on SQLite)
+// and a read where the read alone answers it. Both orders give the same
+// answers; only the cost differs.
+type recent struct{ calls, hits atomic.Int64 }
+
+// recentWindow is about how many calls recent remembers.
+const recentWindow = 64
+
+// readFirst reports whether more than a third of the recent calls found
+// a record.
+func (r *recent) readFirst() bool { return r.hits.Load()*3 > r.calls.Load() }
+
+// add counts a call that found a record (hit) or not. Past twice the
+// window both counts are halved, so older calls weigh less (the counts
+// are a heuristic: a race between two halvings only blurs them).
+func (r *recent) add(hit bool) {
+	if hit {
+		r.hits.Add(1)
+	}
+	if r.calls.Add(1) >= 2*recentWindow {
+		r.calls.Store(recentWindow)
+		r.hits.Store(r.hits.Load() / 2)
+	}
 }

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -83,6 +82,8 @@ type Journal struct {
 	log *slog.Logger
 	// crash, when set (tests only), is called at named points of Do.
 	crash func(point string)
+	// recent decides whether Guarded reads before a Pure guard's claim.
+	recent recent
 }
 
 // NewJournal returns a journal over s. opts may be nil.
@@ -245,6 +246,15 @@ func (j *Journal) Do(ctx context.Context, c Call, effect Effect) (res *mcp.CallT
 	if err != nil {
 		return nil, false, err
 	}
+	return j.do(ctx, c, fp, effect, nil)
+}
+
+// do is Do for a valid call whose fingerprint is fp. found, when not nil,
+// is set to whether the claim found a record.
+func (j *Journal) do(ctx context.Context, c Call, fp string, effect Effect, found *bool) (res *mcp.CallToolResult, replayed bool, err error) {
+	if effect == nil {
+		return nil, false, fmt.Errorf("%w: nil effect", ErrInvalidCall)
+	}
 	key := j.key(c)
 	ikey := c.IdempotencyKey()
 	for range 4 {
@@ -261,6 +271,9 @@ func (j *Journal) Do(ctx context.Context, c Call, effect Effect) (res *mcp.CallT
 		})
 		if err != nil {
 			return nil, false, fmt.Errorf("durable: claim %s: %w", ikey, err)
+		}
+		if found != nil {
+			*found = !claimed
 		}
 		if claimed {
 			j.point("claimed")
@@ -444,42 +457,6 @@ func inDoubtErr(ikey string, cause error, retryable bool) *refusal.Error {
 	return e
 }
 
-// renew renews the lease every Lease/3 until the returned stop is called;
-// stop waits for the goroutine to end.
-func (j *Journal) renew(ctx context.Context, key store.RecordKey, ikey string) (stop func()) {
-	every := max(j.o.Lease/3, time.Millisecond)
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			rctx, cancel := context.WithTimeout(ctx, every)
-			err := j.s.RenewLease(rctx, key, j.o.Executor, j.o.Clock().Add(j.o.Lease))
-			cancel()
-			if err != nil {
-				j.log.Warn("durable: lease renewal failed", "key", ikey, "err", err)
-				if errors.Is(err, store.ErrLeaseLost) || errors.Is(err, store.ErrNotStarted) || errors.Is(err, store.ErrNotFound) {
-					return
-				}
-			}
-		}
-	}()
-	var once sync.Once
-	return func() {
-		once.Do(func() { close(done); wg.Wait() })
-	}
-}
-
 // outcome is the JSON the journal stores for a completed call.
 type outcome struct {
 	Result json.RawMessage `json:"result,omitempty"`
@@ -522,7 +499,7 @@ func classify(res *mcp.CallToolResult, err error) (store.State, []byte, bool) {
 		if res.IsError {
 			st = store.StateFailed
 		}
-		return st, mustJSON(outcome{Result: b}), true
+		return st, resultOutcome(b), true
 	}
 	if knownFailure(err) {
 		se := &storedError{Message: err.Error()}
@@ -559,6 +536,15 @@ func knownFailure(err error) bool {
 		return true
 	}
 	return false
+}
+
+// resultOutcome is mustJSON(outcome{Result: b}) for b as json.Marshal
+// wrote it (compact, HTML escaped), without scanning b again.
+func resultOutcome(b []byte) []byte {
+	out := make([]byte, 0, len(b)+len(`{"result":}`))
+	out = append(out, `{"result":`...)
+	out = append(out, b...)
+	return append(out, '}')
 }
 
 func mustJSON(v any) []byte {

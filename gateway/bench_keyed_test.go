@@ -21,13 +21,24 @@ func BenchmarkGatewayKeyedCall(b *testing.B) {
 	for _, audited := range []bool{false, true} {
 		for _, sessions := range []int{1, 8} {
 			b.Run(fmt.Sprintf("audit=%v/sessions=%d", audited, sessions), func(b *testing.B) {
-				benchKeyedCall(b, audited, sessions)
+				benchKeyedCall(b, audited, sessions, true)
 			})
 		}
 	}
 }
 
-func benchKeyedCall(b *testing.B, audited bool, sessions int) {
+// BenchmarkGatewayUnkeyedCall is BenchmarkGatewayKeyedCall's setup (audit
+// on) with calls that carry no idempotency key: what the keyed call is
+// compared with, in the same run.
+func BenchmarkGatewayUnkeyedCall(b *testing.B) {
+	for _, sessions := range []int{1, 8} {
+		b.Run(fmt.Sprintf("audit=true/sessions=%d", sessions), func(b *testing.B) {
+			benchKeyedCall(b, true, sessions, false)
+		})
+	}
+}
+
+func benchKeyedCall(b *testing.B, audited bool, sessions int, keyed bool) {
 	up := benchEcho(b)
 	dir := b.TempDir()
 	yml := fmt.Sprintf("listen: 127.0.0.1:0\nstore: sqlite:%s\naudit: {enabled: %v}\nservers:\n  echo:\n    type: streamable-http\n    url: %s/mcp\n    prefix: \"\"\n",
@@ -53,8 +64,10 @@ func benchKeyedCall(b *testing.B, audited bool, sessions int) {
 		cs := <-css
 		defer func() { css <- cs }()
 		for pb.Next() {
-			p := &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": text},
-				Meta: mcp.Meta{"idempotencyKey": fmt.Sprintf("k-%d", n.Add(1))}}
+			p := &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": text}}
+			if keyed {
+				p.Meta = mcp.Meta{"idempotencyKey": fmt.Sprintf("k-%d", n.Add(1))}
+			}
 			res, err := cs.CallTool(ctx, p)
 			if err != nil {
 				b.Fatal(err)

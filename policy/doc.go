@@ -21,6 +21,12 @@
 // call: use Evaluate to apply a Guard with those rules. Compose asks guards
 // in order and stops at the first deny or require_approval.
 //
+// A Guard that changes nothing when asked (it counts and records nothing)
+// may say so by implementing Pure (PureFunc adapts a function); AllowAll,
+// ReadOnly, a firewall without MaxCallsPerRun and Compose of such guards
+// do. A journal may ask a Pure guard before it looks a call up, which saves
+// it a read per call.
+//
 // This package never imports durable or store. What it needs from storage
 // it declares itself: Counters (atomic counters; store.CounterStore
 // satisfies it) and Contracts (pinned vs current tool fingerprints).
@@ -43,8 +49,10 @@
 // # Counting calls across a resume
 //
 // The cap is on distinct calls, named by (RunID, ToolCallID). The journal
-// (durable.Journal.Guarded) does not put a call whose record exists to the
-// guard again, but a call without a record is re-checked on every resume —
+// (durable.Journal.Guarded) does not put a call whose record exists to a
+// counting guard again (a firewall with MaxCallsPerRun is not Pure; a
+// guard that changes nothing when asked, a Pure one, may be asked first),
+// but a call without a record is re-checked on every resume —
 // a call paused for approval is checked again each time the run resumes,
 // and a denied call too — and a re-check must neither count the call twice
 // nor change its answer. So the firewall keeps two counters in Counters, which survive

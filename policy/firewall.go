@@ -89,7 +89,7 @@ type Firewall struct {
 	now       func() time.Time
 }
 
-var _ Guard = (*Firewall)(nil)
+var _ Pure = (*Firewall)(nil)
 
 // NewFirewall returns the MCP firewall as a Guard (a *Firewall). See the
 // package documentation for the order of its checks and how it counts.
@@ -177,6 +177,11 @@ func (f *Firewall) Check(ctx context.Context, c Call) (Decision, error) {
 	}
 	return Allowed(), nil
 }
+
+// Pure reports whether Check changes nothing: true unless the firewall
+// counts calls (MaxCallsPerRun > 0). Contracts, when set, must only look
+// contracts up.
+func (f *Firewall) Pure() bool { return f.max == 0 }
 
 // count returns the call's ordinal among the distinct calls of its tool in
 // its run, counting it if it was not counted before.

@@ -107,6 +107,40 @@ type GuardFunc func(ctx context.Context, c Call) (Decision, error)
 // Check calls f(ctx, c).
 func (f GuardFunc) Check(ctx context.Context, c Call) (Decision, error) { return f(ctx, c) }
 
+// Pure is implemented by a Guard whose Check changes nothing: it counts
+// no call and records nothing, only looks (at the call, at its own
+// configuration, at state it reads). Asking it about a call that is then
+// answered otherwise, for example replayed from a journal, has no effect,
+// so a journal may ask it before looking the call up
+// (durable.Journal.Guarded does, and saves a read per call). Pure must
+// answer the same for the guard's whole life. A Guard that does not
+// implement Pure is treated as one that counts or records.
+type Pure interface {
+	Guard
+	// Pure reports whether Check changes nothing.
+	Pure() bool
+}
+
+// IsPure reports whether g changes nothing when asked: a nil guard (which
+// allows everything), or one implementing Pure that says so.
+func IsPure(g Guard) bool {
+	if g == nil {
+		return true
+	}
+	p, ok := g.(Pure)
+	return ok && p.Pure()
+}
+
+// PureFunc adapts a function that changes nothing (see Pure) to a Pure
+// Guard.
+type PureFunc func(ctx context.Context, c Call) (Decision, error)
+
+// Check calls f(ctx, c).
+func (f PureFunc) Check(ctx context.Context, c Call) (Decision, error) { return f(ctx, c) }
+
+// Pure reports true.
+func (PureFunc) Pure() bool { return true }
+
 // Policy is the agent-facing name of a Guard.
 type Policy = Guard
 
@@ -156,27 +190,37 @@ func Evaluate(ctx context.Context, g Guard, c Call) (Decision, error) {
 // guard allows, the call is allowed. An error (or an invalid verdict) from
 // any guard stops the chain and is returned with a deny Decision: it fails
 // closed. Nil guards are skipped; Compose() with no guards allows
-// everything.
+// everything. The composed guard is Pure when every guard in it is.
 func Compose(guards ...Guard) Guard {
 	gs := slices.DeleteFunc(slices.Clone(guards), func(g Guard) bool { return g == nil })
-	return GuardFunc(func(ctx context.Context, c Call) (Decision, error) {
-		for _, g := range gs {
-			d, err := Evaluate(ctx, g, c)
-			if err != nil {
-				return d, err
-			}
-			if d.Verdict != Allow {
-				return d, nil
-			}
-		}
-		return Allowed(), nil
-	})
+	return composed{gs: gs, pure: !slices.ContainsFunc(gs, func(g Guard) bool { return !IsPure(g) })}
 }
+
+// composed is Compose's guard.
+type composed struct {
+	gs   []Guard
+	pure bool
+}
+
+func (c composed) Check(ctx context.Context, call Call) (Decision, error) {
+	for _, g := range c.gs {
+		d, err := Evaluate(ctx, g, call)
+		if err != nil {
+			return d, err
+		}
+		if d.Verdict != Allow {
+			return d, nil
+		}
+	}
+	return Allowed(), nil
+}
+
+func (c composed) Pure() bool { return c.pure }
 
 // AllowAll returns a Guard that allows every call. (It is not named Allow
 // because Allow is the verdict constant.)
 func AllowAll() Guard {
-	return GuardFunc(func(context.Context, Call) (Decision, error) { return Allowed(), nil })
+	return PureFunc(func(context.Context, Call) (Decision, error) { return Allowed(), nil })
 }
 
 // ReadOnly returns a Guard that allows only the named tools and denies
@@ -190,7 +234,7 @@ func ReadOnly(names ...string) Guard {
 	for _, n := range names {
 		set[n] = struct{}{}
 	}
-	return GuardFunc(func(_ context.Context, c Call) (Decision, error) {
+	return PureFunc(func(_ context.Context, c Call) (Decision, error) {
 		if _, ok := set[c.Tool]; ok {
 			return Allowed(), nil
 		}

@@ -26,6 +26,13 @@
 // write lock up front and never fails half-way on a lock upgrade. Several
 // processes may share one file on a local filesystem (not over NFS).
 //
+// A statement is not interrupted by its context once it runs: the context
+// is checked before each statement (one whose context is done is not run)
+// and before a transaction's commit (a transaction whose context ended is
+// rolled back), not watched during it. SQLite statements are local and
+// short, and a wait for another process's write lock is bounded by the
+// busy timeout; watching the context cost a goroutine per statement.
+//
 // SQLite has one writer at a time, so journal Claims and Completes made
 // concurrently would queue for the write lock and pay a commit (an fsync
 // with durability "power") each. Group commit, on by default
@@ -242,9 +249,38 @@ type sqlQuerier interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }
 
-type querier struct{ q sqlQuerier }
+// querier runs sqlstore's statements. Every statement is detached from
+// its context's cancellation (see detach), except a multi-row query on the
+// pool (whole, false): a long read there stays interruptible.
+type querier struct {
+	q     sqlQuerier
+	whole bool // in a transaction: Query is detached too
+}
+
+// detach returns the context a statement runs in: ctx's values without its
+// cancellation, or ctx's error when it is already done (the statement is
+// then not run). modernc.org/sqlite watches a cancellable context with a
+// goroutine per statement (and database/sql one per row set), which on the
+// journal's path cost more CPU than the statement itself. A SQLite
+// statement is local and short, and its wait for another process's write
+// lock is bounded by the busy timeout, so once started it runs to its end;
+// a transaction whose context ends is rolled back at its next statement or
+// before its commit (InTx).
+func detach(ctx context.Context) (context.Context, error) {
+	if ctx.Done() == nil {
+		return ctx, nil // never cancelled: nothing to detach
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return context.WithoutCancel(ctx), nil
+}
 
 func (q querier) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	ctx, err := detach(ctx)
+	if err != nil {
+		return 0, err
+	}
 	res, err := q.q.ExecContext(ctx, query, args...)
 	if err != nil {
 		return 0, err
@@ -262,7 +298,16 @@ func (r row) Scan(dest ...any) error {
 	return err
 }
 
+// errRow is the row of a statement that was not run.
+type errRow struct{ err error }
+
+func (r errRow) Scan(...any) error { return r.err }
+
 func (q querier) QueryRow(ctx context.Context, query string, args ...any) sqlstore.Row {
+	ctx, err := detach(ctx)
+	if err != nil {
+		return errRow{err}
+	}
 	return row{q.q.QueryRowContext(ctx, query, args...)}
 }
 
@@ -271,6 +316,12 @@ type rows struct{ *sql.Rows }
 func (r rows) Close() { _ = r.Rows.Close() }
 
 func (q querier) Query(ctx context.Context, query string, args ...any) (sqlstore.Rows, error) {
+	if q.whole {
+		var err error
+		if ctx, err = detach(ctx); err != nil {
+			return nil, err
+		}
+	}
 	rs, err := q.q.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
@@ -283,23 +334,34 @@ func (q querier) Query(ctx context.Context, query string, args ...any) (sqlstore
 func (d *sqlDB) Prepare(ctx context.Context, query string) { d.stmts.get(ctx, query) }
 
 func (d *sqlDB) Exec(ctx context.Context, query string, args ...any) (int64, error) {
-	return querier{cachedQuerier{c: d.stmts}}.Exec(ctx, query, args...)
+	return querier{q: cachedQuerier{c: d.stmts}}.Exec(ctx, query, args...)
 }
 
 func (d *sqlDB) QueryRow(ctx context.Context, query string, args ...any) sqlstore.Row {
-	return querier{cachedQuerier{c: d.stmts}}.QueryRow(ctx, query, args...)
+	return querier{q: cachedQuerier{c: d.stmts}}.QueryRow(ctx, query, args...)
 }
 
 func (d *sqlDB) Query(ctx context.Context, query string, args ...any) (sqlstore.Rows, error) {
-	return querier{cachedQuerier{c: d.stmts}}.Query(ctx, query, args...)
+	return querier{q: cachedQuerier{c: d.stmts}}.Query(ctx, query, args...)
 }
 
+// InTx runs fn in a transaction (BEGIN IMMEDIATE). Its statements are
+// detached from their contexts (see detach); a transaction whose context
+// ends before its commit is rolled back and fails with the context's error.
 func (d *sqlDB) InTx(ctx context.Context, fn func(tx sqlstore.Querier) error) error {
-	tx, err := d.db.BeginTx(ctx, nil) // BEGIN IMMEDIATE (_txlock=immediate)
+	bctx, err := detach(ctx)
 	if err != nil {
 		return err
 	}
-	if err := fn(querier{cachedQuerier{c: d.stmts, tx: tx}}); err != nil {
+	tx, err := d.db.BeginTx(bctx, nil) // BEGIN IMMEDIATE (_txlock=immediate)
+	if err != nil {
+		return err
+	}
+	if err := fn(querier{q: cachedQuerier{c: d.stmts, tx: tx}, whole: true}); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	if err := ctx.Err(); err != nil {
 		_ = tx.Rollback()
 		return err
 	}
