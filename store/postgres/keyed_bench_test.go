@@ -26,14 +26,17 @@ import (
 // the completion with its audit entry (CompleteAudited, the gateway's
 // default with audit.enabled), with group commit off ("single") and on
 // ("group"). Besides ns/op (wall time per call) it reports
+//
 //   - rt/op: round trips to the server per call (pgx statements sent on
 //     their own, BEGIN and COMMIT included, plus batches, each one);
+//
 //   - cpu-µs/op: this process's CPU per call;
+//
 //   - pg-cpu-µs/op: the CPU of every postgres process of this machine per
 //     call (when /proc shows them; the test cluster is shared, so other
 //     users add noise).
 //
-//	GATEHOUSE_TEST_POSTGRES=postgres://... go test -run '^$' -bench BenchmarkKeyedCall ./store/postgres/
+//     GATEHOUSE_TEST_POSTGRES=postgres://... go test -run '^$' -bench BenchmarkKeyedCall ./store/postgres/
 func BenchmarkKeyedCall(b *testing.B) {
 	for _, conc := range []int{1, 8} {
 		for _, mode := range []string{"single", "group"} {
