@@ -273,11 +273,17 @@ func (s *Store) runBatch(batch []*op) {
 		return
 	case 1:
 		o := live[0]
-		if len(o.audit) > 0 {
+		if len(o.audit) == 0 {
+			o.claimed, o.stored, o.err = s.runAlone(o)
+			return
+		}
+		if s.pipe == nil {
 			o.err = s.runAuditAlone(o, true)
 			return
 		}
-		o.claimed, o.stored, o.err = s.runAlone(o)
+	}
+	if s.pipe != nil {
+		s.runPipelined(s.pipe, live)
 		return
 	}
 	ctx, stop := batchContext(live)

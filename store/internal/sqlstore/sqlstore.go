@@ -21,6 +21,9 @@ type Store struct {
 	// process never races itself for a chain's head.
 	gc    *committer
 	batch bool
+	// pipe is db when it sends a transaction's statements together
+	// (PostgreSQL): a batch is then one round trip (pipeline.go).
+	pipe Pipeliner
 }
 
 var _ store.Store = (*Store)(nil)
@@ -43,6 +46,7 @@ func New(db DB, o Options) *Store {
 		s.now = time.Now
 	}
 	s.gc, s.batch = newCommitter(s), o.GroupCommit
+	s.pipe, _ = db.(Pipeliner)
 	if p, ok := db.(Preparer); ok {
 		// The commit queue's audit statements run only in transactions.
 		ctx := context.Background()
