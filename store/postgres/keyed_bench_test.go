@@ -52,6 +52,25 @@ func BenchmarkKeyedCall(b *testing.B) {
 	}
 }
 
+// BenchmarkKeyedCallPool: BenchmarkKeyedCall at 8 callers with group
+// commit off and on, against the pool's size (pgxpool's default is
+// max(4, GOMAXPROCS) connections).
+func BenchmarkKeyedCallPool(b *testing.B) {
+	for _, conns := range []int32{2, 4, 8, 16} {
+		for _, mode := range []string{"single", "group"} {
+			b.Run(fmt.Sprintf("conns=%d/%s", conns, mode), func(b *testing.B) {
+				var rt atomic.Int64
+				_, cfg := freshSchema(b)
+				c := cfg()
+				c.MaxConns = conns
+				c.ConnConfig.Tracer = &countTracer{n: &rt}
+				s := openCfg(b, c, &store.Options{GroupCommit: map[string]store.GroupCommit{"single": store.GroupCommitOff, "group": store.GroupCommitOn}[mode]})
+				benchKeyed(b, s, 8, &rt)
+			})
+		}
+	}
+}
+
 func benchKeyed(b *testing.B, s *postgres.Store, conc int, rt *atomic.Int64) {
 	ctx := context.Background()
 	out := []byte(`{"content":[{"type":"text","text":"ok"}]}`)

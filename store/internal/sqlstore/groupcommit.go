@@ -354,6 +354,9 @@ func (s *Store) runBatch(batch []*op) {
 // first op's values, cancelled once every op's context is done (a batch
 // keeps going while any caller still waits for it).
 func batchContext(ops []*op) (context.Context, func()) {
+	if len(ops) == 1 {
+		return ops[0].ctx, func() {}
+	}
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ops[0].ctx))
 	var left atomic.Int64
 	left.Store(int64(len(ops)))

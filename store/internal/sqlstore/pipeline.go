@@ -355,8 +355,24 @@ func queueAuditInserts(pp Pipe, es []store.AuditEntry) {
 }
 
 // auditInsertStrict is auditInsert(n) without ON CONFLICT, returning each
-// row's chain too (a batch's chunk may hold several chains).
+// row's chain too (a batch's chunk may hold several chains), for the
+// chunk sizes of auditChunk.
 func auditInsertStrict(n int) string {
+	switch n {
+	case 1:
+		return strictInserts[0]
+	case 8:
+		return strictInserts[1]
+	case 64:
+		return strictInserts[2]
+	}
+	return strictInsert(n)
+}
+
+// strictInserts are strictInsert(1), (8) and (64), built once.
+var strictInserts = [3]string{strictInsert(1), strictInsert(8), strictInsert(64)}
+
+func strictInsert(n int) string {
 	q := auditInsert(n)
 	const suffix = ` ON CONFLICT (chain, seq) DO NOTHING RETURNING id, seq`
 	return q[:len(q)-len(suffix)] + ` RETURNING id, chain, seq`
