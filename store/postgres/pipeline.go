@@ -9,20 +9,24 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/gatehouse-dev/gatehouse/store/internal/sqlbatch"
 	"github.com/gatehouse-dev/gatehouse/store/internal/sqlstore"
 )
-
-var _ sqlstore.Pipeliner = poolDB{}
 
 // rollbackTimeout bounds the ROLLBACK of a pipelined transaction that
 // failed (its caller's context may be what ended it).
 const rollbackTimeout = 5 * time.Second
 
-// Pipeline implements sqlstore.Pipeliner with pgx batches on one pooled
-// connection: each send is one pgx.Batch (pipeline mode: the statements
-// and one Sync in one write, their results read in order), BEGIN queued
-// before the first send's statements and COMMIT after the last one's.
-func (d poolDB) Pipeline(ctx context.Context, fn func(p sqlstore.Pipe) error) error {
+// pipeline runs one transaction on one pooled connection with pgx batches:
+// fn queues statements on p and may send them (p.send); when fn returns
+// nil, what is still queued is sent with COMMIT. Each send is one
+// pgx.Batch (pipeline mode: the statements and one Sync in one write,
+// their results read in order), BEGIN queued before the first send's
+// statements. When fn fails the transaction is rolled back and fn's error
+// returned. An error wrapping sqlbatch.ErrStatement means the server
+// refused a statement before COMMIT (nothing committed); any other error
+// of the last send may or may not have committed.
+func (d poolDB) pipeline(ctx context.Context, fn func(p *pipe) error) error {
 	c, err := d.p.Acquire(ctx)
 	if err != nil {
 		return mapErr(err)
@@ -41,7 +45,8 @@ func (d poolDB) Pipeline(ctx context.Context, fn func(p sqlstore.Pipe) error) er
 	return nil
 }
 
-// pipe is a sqlstore.Pipe on one connection.
+// pipe queues the statements of a pipelined transaction on one
+// connection.
 type pipe struct {
 	c      *pgx.Conn
 	begun  bool
@@ -54,15 +59,15 @@ type queued struct {
 	scan func(sqlstore.Rows) error
 }
 
-func (p *pipe) Queue(sql string, args []any, scan func(sqlstore.Rows) error) {
+// queue adds a statement; scan, when not nil, reads its result once it
+// has been sent (a scan error fails the send).
+func (p *pipe) queue(sql string, args []any, scan func(sqlstore.Rows) error) {
 	p.queued = append(p.queued, queued{sql, args, scan})
 }
 
-func (p *pipe) Send(ctx context.Context) error { return p.send(ctx, false) }
-
 // send sends what is queued, after BEGIN on the first send and followed
 // by COMMIT when commit is set, in one batch, and reads every result. A
-// statement the server refused before COMMIT is sqlstore.ErrStatement.
+// statement the server refused before COMMIT is sqlbatch.ErrStatement.
 func (p *pipe) send(ctx context.Context, commit bool) error {
 	b := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, len(p.queued)+2)}
 	begin := !p.begun
@@ -121,12 +126,12 @@ func readBatch(br pgx.BatchResults, begin bool, qs []queued, commit bool) error 
 }
 
 // refused wraps the error of a statement before COMMIT: one the server
-// reported aborted the transaction (sqlstore.ErrStatement); any other (the
+// reported aborted the transaction (sqlbatch.ErrStatement); any other (the
 // connection lost, a result that did not scan) is returned as it is.
 func refused(what string, err error) error {
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
-		return fmt.Errorf("%w: %s: %w", sqlstore.ErrStatement, what, mapErr(err))
+		return fmt.Errorf("%w: %s: %w", sqlbatch.ErrStatement, what, mapErr(err))
 	}
 	return fmt.Errorf("store: postgres pipeline: %s: %w", what, mapErr(err))
 }
