@@ -306,6 +306,86 @@ WHERE application_name = $1 AND state = 'active' AND wait_event_type = $2 AND qu
 	return pid
 }
 
+// connect opens a connection of the test's own to dsn.
+func connect(t *testing.T, dsn string) *pgx.Conn {
+	c, err := pgx.Connect(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close(context.Background()) })
+	return c
+}
+
+// hold inserts id (executor "ext") in a transaction of its own, left
+// open: a claim of id waits for it. end commits or rolls it back.
+func hold(t *testing.T, dsn, id string) (end func(commit bool)) {
+	c := connect(t, dsn)
+	tx, err := c.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(t.Context(), `INSERT INTO journal (scope, run_id, tool_call_id, fingerprint, state, owner, executor, lease_until, created_at, updated_at, expires_at)
+VALUES ('gc', 'run', $1, 'fp-ext', 'started', 'owner', 'ext', 0, 0, 0, 0)`, id); err != nil {
+		t.Fatal(err)
+	}
+	return func(commit bool) {
+		var err error
+		if commit {
+			err = tx.Commit(t.Context())
+		} else {
+			err = tx.Rollback(t.Context())
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestPipelinedClaimCommittedMeanwhile: a claim of a batch whose key
+// another transaction inserts and commits while the batch waits for it
+// inserts nothing and sees no row in its statement's snapshot; it is read
+// again after the batch (which commits its neighbours) and answered with
+// the other executor's record, never claimed.
+func TestPipelinedClaimCommittedMeanwhile(t *testing.T) {
+	b := backends()[2]
+	dsn, app := b.where(t), appName(t)
+	st := openPG(t, dsn, app, store.GroupCommitOn, nil)
+	admin := connect(t, dsn)
+	endLeader, endHeld := hold(t, dsn, "leader"), hold(t, dsn, "held")
+	leader := make(chan outcome, 1)
+	go func() {
+		claimed, stored, err := st.Claim(context.Background(), rec("leader", "owner-of-leader"))
+		leader <- outcome{"leader", claimed, stored, err}
+	}()
+	waitFor(t, "the leader's claim to run", func() bool { in, _ := st.GroupQueue(); return in == 1 })
+	out := make(chan outcome, 3)
+	for _, id := range []string{"c1", "held", "c2"} {
+		go func() {
+			claimed, stored, err := st.Claim(context.Background(), rec(id, "owner-of-"+id))
+			out <- outcome{id, claimed, stored, err}
+		}()
+	}
+	waitFor(t, "3 ops queued", func() bool { _, q := st.GroupQueue(); return q == 3 })
+	endLeader(false)
+	backendOf(t, admin, app, "WITH ins AS", "Lock") // the batch waits on held
+	endHeld(true)
+	if o := <-leader; o.err != nil || !o.claimed {
+		t.Fatalf("leader: %+v", o)
+	}
+	got := collect(t, ch(out), 3)
+	for _, id := range []string{"c1", "c2"} {
+		if o := got[id]; o.err != nil || !o.claimed {
+			t.Errorf("%s: %+v", id, o)
+		}
+	}
+	if o := got["held"]; o.err != nil || o.claimed || o.stored.Executor != "ext" || o.stored.Fingerprint != "fp-ext" {
+		t.Errorf("held: %+v, want the other executor's record", o)
+	}
+	if batches, ops := st.GroupStats(); batches != 1 || ops != 3 {
+		t.Errorf("%d batches of %d ops, want the one of 3 committed", batches, ops)
+	}
+}
+
 // TestPipelinedBatchTerminated: the batch's connection is terminated
 // (pg_terminate_backend) while it runs.
 //   - During a statement before COMMIT: the server never ran the COMMIT,
@@ -319,39 +399,6 @@ WHERE application_name = $1 AND state = 'active' AND wait_event_type = $2 AND qu
 //     batch's rows are in the store. The store works on afterwards.
 func TestPipelinedBatchTerminated(t *testing.T) {
 	b := backends()[2]
-	connect := func(t *testing.T, dsn string) *pgx.Conn {
-		c, err := pgx.Connect(t.Context(), dsn)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close(context.Background()) })
-		return c
-	}
-	// hold inserts id in a transaction of its own, left open: a claim of
-	// id waits for it. end commits or rolls it back.
-	hold := func(t *testing.T, dsn, id string) (end func(commit bool)) {
-		c := connect(t, dsn)
-		tx, err := c.Begin(t.Context())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tx.Exec(t.Context(), `INSERT INTO journal (scope, run_id, tool_call_id, fingerprint, state, owner, executor, lease_until, created_at, updated_at, expires_at)
-VALUES ('gc', 'run', $1, 'fp-ext', 'started', 'owner', 'ext', 0, 0, 0, 0)`, id); err != nil {
-			t.Fatal(err)
-		}
-		return func(commit bool) {
-			var err error
-			if commit {
-				err = tx.Commit(t.Context())
-			} else {
-				err = tx.Rollback(t.Context())
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-
 	t.Run("statement", func(t *testing.T) {
 		dsn, app := b.where(t), appName(t)
 		st := openPG(t, dsn, app, store.GroupCommitOn, nil)
