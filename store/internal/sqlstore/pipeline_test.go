@@ -532,3 +532,58 @@ BEGIN IF NEW.tool_call_id LIKE 'slow%' THEN PERFORM pg_sleep(120); END IF; RETUR
 		}
 	})
 }
+
+// TestPipelinedAuditedRefusal: in one batch, an audited completion whose
+// lease is lost, one whose key was never claimed, a good audited
+// completion and a claim. The refused ones are answered ErrLeaseLost and
+// ErrNotFound and write no entry; their neighbours are done; the chain
+// holds exactly the good completion's entry and verifies.
+func TestPipelinedAuditedRefusal(t *testing.T) {
+	b := backends()[2]
+	st := openPG(t, b.where(t), appName(t), store.GroupCommitOn, nil)
+	ctx := t.Context()
+	for _, id := range []string{"good", "stolen"} {
+		if claimed, _, err := st.Claim(ctx, rec(id, "owner-of-"+id)); err != nil || !claimed {
+			t.Fatalf("claim %s: %v %v", id, claimed, err)
+		}
+	}
+	release, first := block(t, b, st, "first", true)
+	out := make(chan outcome, 4)
+	for _, c := range []struct{ id, executor string }{{"good", "owner-of-good"}, {"stolen", "intruder"}, {"ghost", "x"}} {
+		go func() {
+			_, err := completeAudited(context.Background(), st, c.id, c.executor)
+			out <- outcome{id: "complete " + c.id, err: err}
+		}()
+	}
+	go func() {
+		claimed, stored, err := st.Claim(context.Background(), rec("c1", "owner-of-c1"))
+		out <- outcome{"c1", claimed, stored, err}
+	}()
+	waitFor(t, "4 ops queued", func() bool { _, q := st.GroupQueue(); return q == 4 })
+	release()
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	got := collect(t, ch(out), 4)
+	if o := got["complete good"]; o.err != nil {
+		t.Errorf("complete good: %v", o.err)
+	}
+	if o := got["complete stolen"]; !errors.Is(o.err, store.ErrLeaseLost) {
+		t.Errorf("complete stolen by another executor: %v, want lease lost", o.err)
+	}
+	if o := got["complete ghost"]; !errors.Is(o.err, store.ErrNotFound) {
+		t.Errorf("complete ghost: %v, want not found", o.err)
+	}
+	if o := got["c1"]; o.err != nil || !o.claimed {
+		t.Errorf("c1: %+v", o)
+	}
+	if r, err := st.GetRecord(ctx, key("stolen")); err != nil || r.State != store.StateStarted || r.Executor != "owner-of-stolen" {
+		t.Errorf("stolen: %+v %v", r, err)
+	}
+	if r, err := st.GetRecord(ctx, key("good")); err != nil || r.State != store.StateSucceeded {
+		t.Errorf("good: %+v %v", r, err)
+	}
+	if es := verifyChain(t, st); len(es) != 1 || es["good"].Seq != 1 {
+		t.Errorf("entries %+v, want the good completion's alone", es)
+	}
+}
