@@ -396,10 +396,9 @@ type GroupCommit string
 const (
 	// GroupCommitDefault is each store's default: on for SQLite (one
 	// writer at a time, so concurrent calls would otherwise queue for the
-	// write lock and pay a commit each), off for PostgreSQL (the server
-	// already shares WAL flushes between concurrent commits, and a batch
-	// would run on one pooled connection the statements the pool runs in
-	// parallel).
+	// write lock and pay a commit each) and for PostgreSQL (a batch is one
+	// transaction sent in one round trip, where each op alone costs a
+	// round trip and a commit).
 	GroupCommitDefault GroupCommit = ""
 	// GroupCommitOn batches on every SQL store.
 	GroupCommitOn GroupCommit = "on"

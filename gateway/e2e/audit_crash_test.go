@@ -30,7 +30,12 @@ import (
 func TestSIGKILLUnderLoadKeepsAuditWithJournal(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	db := "sqlite:" + filepath.Join(dir, "gh.db")
+	sigkillUnderLoad(t, dir, "sqlite:"+filepath.Join(dir, "gh.db"))
+}
+
+// sigkillUnderLoad is TestSIGKILLUnderLoadKeepsAuditWithJournal on the
+// store db, the gateway's config in dir.
+func sigkillUnderLoad(t *testing.T, dir, db string) {
 	writeConfig(t, dir, fmt.Sprintf("store: %q\nservers:\n%s", db, fixtureServer("fx", "-tools", "echo")))
 
 	var mu sync.Mutex

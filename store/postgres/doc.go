@@ -22,10 +22,14 @@
 // database server itself crashes (never when our process does).
 //
 // Group commit of journal Claims and Completes (store.Options.GroupCommit)
-// is off by default here: the server already shares WAL flushes between
-// concurrent commits, and a batch would run on one pooled connection, one
-// statement after another, what the pool runs in parallel (measured: no
-// gain at 8 concurrent callers). store.GroupCommitOn turns it on.
+// is on by default here, as on SQLite: a batch of concurrent Claims and
+// Completes (and the audit entries committed with them) is one transaction
+// sent in one round trip (pgx's pipeline mode: BEGIN, one statement per
+// op, the entries' INSERT and COMMIT together), where one transaction per
+// op costs a round trip and a commit each. Measured at 8 concurrent
+// callers (BenchmarkKeyedCall): 1.5 round trips a keyed call instead of
+// 2.4, and a quarter less of the server's CPU. A lone caller runs alone,
+// never delayed. store.GroupCommitOff turns it off.
 //
 // Migrations run in one transaction under pg_advisory_xact_lock keyed by the
 // current schema, so several processes may start at once.

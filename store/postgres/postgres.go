@@ -109,7 +109,7 @@ func OpenConfig(ctx context.Context, cfg *pgxpool.Config, opts *store.Options) (
 		}
 		return nil, fmt.Errorf("store: %s: %w", where, err)
 	}
-	return &Store{Store: sqlstore.New(db, sqlstore.Options{Now: o.Now, GroupCommit: o.GroupCommit.Enabled(false)}), pool: pool}, nil
+	return &Store{Store: sqlstore.New(db, sqlstore.Options{Now: o.Now, GroupCommit: o.GroupCommit.Enabled(true)}), pool: pool}, nil
 }
 
 // newPool is pgxpool.NewWithConfig, with its panic on a Config that

@@ -104,11 +104,11 @@ func TestConformancePowerDurability(t *testing.T) {
 	})
 }
 
-// TestConformanceGroupCommit: the conformance suite with group commit on
-// (off by default on PostgreSQL).
-func TestConformanceGroupCommit(t *testing.T) {
+// TestConformanceNoGroupCommit: the conformance suite with group commit
+// off (on by default).
+func TestConformanceNoGroupCommit(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) store.Store {
-		return openFresh(t, &store.Options{GroupCommit: store.GroupCommitOn})
+		return openFresh(t, &store.Options{GroupCommit: store.GroupCommitOff})
 	})
 }
 

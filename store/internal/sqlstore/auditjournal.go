@@ -14,9 +14,9 @@ import (
 // (store.AuditJournalStore).
 //
 // These ops always go through the commit queue, group commit of Claims and
-// Completes on or off: on PostgreSQL (where it is off by default) the
-// audited Completes of concurrent calls then still share transactions,
-// instead of each racing the others for the chain's head.
+// Completes on or off: with it off, the audited Completes of concurrent
+// calls still share transactions, instead of each racing the others for
+// the chain's head.
 //
 // An entry is linked to its chain's head as the transaction that inserts
 // it sees it: the head is read (one lookup in the (chain, seq) index) in

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/gatehouse-dev/gatehouse/store"
+	"github.com/gatehouse-dev/gatehouse/store/internal/sqlbatch"
 )
 
 // Group commit.
@@ -42,6 +43,7 @@ import (
 // a process killed after its claim. The batch's transaction itself is
 // cancelled only when every caller in it has given up.
 
+// opKind is in the order of sqlbatch.Kind.
 type opKind uint8
 
 const (
@@ -272,12 +274,16 @@ func (s *Store) runBatch(batch []*op) {
 	case 0:
 		return
 	case 1:
-		o := live[0]
-		if len(o.audit) > 0 {
+		if o := live[0]; len(o.audit) == 0 {
+			o.claimed, o.stored, o.err = s.runAlone(o)
+			return
+		} else if s.bt == nil {
 			o.err = s.runAuditAlone(o, true)
 			return
 		}
-		o.claimed, o.stored, o.err = s.runAlone(o)
+	}
+	if s.bt != nil {
+		s.runBatcher(s.bt, live)
 		return
 	}
 	ctx, stop := batchContext(live)
@@ -321,18 +327,22 @@ func (s *Store) runBatch(batch []*op) {
 		}
 		return nil
 	})
-	if err == nil {
-		s.gc.heads.set(heads)
-	} else {
-		s.gc.heads.drop(entries)
-	}
+	s.settle(live, heads, entries, err, errPoisoned)
+}
+
+// settle ends a batch by err: committed (nil), its heads kept and counted;
+// rolled back with nothing of it written (poisoned), each op run again
+// alone, in its own caller's goroutine; otherwise every op fails with err.
+func (s *Store) settle(live []*op, heads []store.AuditHead, entries []store.AuditEntry, err, poisoned error) {
 	switch {
 	case err == nil:
-		s.gc.batches.Add(1)
-		s.gc.batched.Add(int64(len(live)))
-	case errors.Is(err, errPoisoned):
-		// Rolled back: nothing of the batch was written. Each op runs
-		// again alone, in its own caller's goroutine.
+		s.gc.heads.set(heads)
+		if len(live) > 1 {
+			s.gc.batches.Add(1)
+			s.gc.batched.Add(int64(len(live)))
+		}
+		return
+	case errors.Is(err, poisoned):
 		for _, o := range live {
 			o.claimed, o.stored, o.err, o.alone, o.linked = false, store.Record{}, nil, true, nil
 		}
@@ -342,12 +352,39 @@ func (s *Store) runBatch(batch []*op) {
 			o.err = fmt.Errorf("store: %s: group commit of %d calls failed: %w", o.name(), len(live), err)
 		}
 	}
+	s.gc.heads.drop(entries)
+}
+
+// runBatcher runs live on bt (sqlbatch: PostgreSQL, one round trip) and
+// fills in each op's result.
+func (s *Store) runBatcher(bt sqlbatch.Batcher, live []*op) {
+	ctx, stop := batchContext(live)
+	defer stop()
+	ops := make([]*sqlbatch.Op, len(live))
+	var entries []store.AuditEntry
+	for i, o := range live {
+		ops[i] = &sqlbatch.Op{Kind: sqlbatch.Kind(o.kind), Rec: o.rec, Audit: o.audit, Link: o.link}
+		if o.kind == opComplete {
+			ops[i].Rec.UpdatedAt = s.now()
+		}
+		entries = append(entries, o.audit...)
+	}
+	heads, err := bt.RunBatch(ctx, ops, s.gc.heads.get)
+	if err == nil {
+		for i, o := range live {
+			o.claimed, o.stored, o.err, o.linked, o.alone = ops[i].Claimed, ops[i].Stored, ops[i].Err, ops[i].Linked, ops[i].Again
+		}
+	}
+	s.settle(live, heads, entries, err, sqlbatch.ErrStatement)
 }
 
 // batchContext returns the context a batch's transaction runs in: the
 // first op's values, cancelled once every op's context is done (a batch
 // keeps going while any caller still waits for it).
 func batchContext(ops []*op) (context.Context, func()) {
+	if len(ops) == 1 {
+		return ops[0].ctx, func() {}
+	}
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ops[0].ctx))
 	var left atomic.Int64
 	left.Store(int64(len(ops)))

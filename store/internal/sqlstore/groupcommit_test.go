@@ -497,14 +497,14 @@ func TestGroupCommitCancelAndClose(t *testing.T) {
 	}
 }
 
-// TestGroupCommitDefaults: on for SQLite, off for PostgreSQL, unless set;
-// a value other than on, off or empty is refused.
+// TestGroupCommitDefaults: on for SQLite and PostgreSQL unless set; a
+// value other than on, off or empty is refused.
 func TestGroupCommitDefaults(t *testing.T) {
 	for _, b := range backends() {
 		for _, c := range []struct {
 			set  store.GroupCommit
 			want bool
-		}{{store.GroupCommitDefault, strings.HasPrefix(b.name, "sqlite")}, {store.GroupCommitOn, true}, {store.GroupCommitOff, false}} {
+		}{{store.GroupCommitDefault, true}, {store.GroupCommitOn, true}, {store.GroupCommitOff, false}} {
 			t.Run(fmt.Sprintf("%s/%q", b.name, c.set), func(t *testing.T) {
 				st := b.open(t, b.where(t), &store.Options{GroupCommit: c.set})
 				release, first := block(t, b, st, "first", c.want)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/store/internal/norm"
+	"github.com/gatehouse-dev/gatehouse/store/internal/sqlbatch"
 )
 
 // Store implements store.Store over a DB.
@@ -21,6 +22,7 @@ type Store struct {
 	// process never races itself for a chain's head.
 	gc    *committer
 	batch bool
+	bt    sqlbatch.Batcher // db when it runs the queue's batches itself (PostgreSQL)
 }
 
 var _ store.Store = (*Store)(nil)
@@ -43,6 +45,7 @@ func New(db DB, o Options) *Store {
 		s.now = time.Now
 	}
 	s.gc, s.batch = newCommitter(s), o.GroupCommit
+	s.bt, _ = db.(sqlbatch.Batcher)
 	if p, ok := db.(Preparer); ok {
 		// The commit queue's audit statements run only in transactions.
 		ctx := context.Background()
