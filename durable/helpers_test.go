@@ -75,7 +75,7 @@ func storeKinds(t testing.TB, withMemory bool) []storeKind {
 	}})
 	ks = append(ks, storeKind{"postgres", func(t testing.TB) (store.Store, string) {
 		dsn := pgSchema(t)
-		// Group commit on (off by default on PostgreSQL), as openDSN.
+		// Group commit on (the default on both SQL stores), as openDSN.
 		s, err := postgres.Open(ctxT(t), dsn, &store.Options{GroupCommit: store.GroupCommitOn})
 		if err != nil {
 			t.Fatal(err)
