@@ -3,7 +3,6 @@ package toolsearch
 import (
 	"database/sql"
 	"fmt"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -128,31 +127,7 @@ func TestFTS5Comparison(t *testing.T) {
 	t.Logf("%-32s all: %v; paraphrases: %v", "index", ours, oursPara)
 	for _, v := range ftsVariants {
 		f := newFTS5(t, v, docs)
-		var all, para metrics
-		for _, q := range qs {
-			got := f.search(t, q.Query, 10)
-			rank := slices.IndexFunc(got, func(n string) bool { return slices.Contains(q.Tools, n) }) + 1
-			for _, m := range []*metrics{&all, &para} {
-				if m == &para && !q.Paraphrase {
-					continue
-				}
-				m.n++
-				if rank == 1 {
-					m.recall1++
-				}
-				if rank >= 1 && rank <= 5 {
-					m.recall5++
-				}
-				if rank > 0 {
-					m.mrr += 1 / float64(rank)
-				}
-			}
-		}
-		for _, m := range []*metrics{&all, &para} {
-			m.recall1 /= float64(m.n)
-			m.recall5 /= float64(m.n)
-			m.mrr /= float64(m.n)
-		}
+		all, para := evaluateRanked(qs, []string{"dev", "heldout"}, func(q string) []string { return f.search(t, q, 10) })
 		t.Logf("%-32s all: %v; paraphrases: %v", v.name, all, para)
 		if all.recall5 >= ours.recall5 {
 			t.Errorf("%s finds more (recall@5 %.3f) than the index (%.3f): reconsider the choice", v.name, all.recall5, ours.recall5)

@@ -268,76 +268,51 @@ type reranked struct {
 }
 
 func (r *reranked) evaluate(qs []benchQuery, set string) (all, para metrics) {
-	for _, q := range qs {
-		if q.Set != set {
-			continue
-		}
-		pq, err := ParseQuery(q.Query)
-		if err != nil {
-			continue
-		}
-		hits := r.base.SearchQuery(pq, len(r.docs), nil)
-		bm := map[string]float64{}
-		var top float64
-		for _, h := range hits {
-			bm[h.Name] = h.Score
-			top = max(top, h.Score)
-		}
-		wm := map[string]float64{}
-		for _, w := range pq.words {
-			wm[w] = r.idf(w)
-		}
-		qv := r.vs.mean(wm)
-		type sd struct {
-			name  string
-			score float64
-		}
-		ss := make([]sd, len(r.docs))
-		for i, d := range r.docs {
-			s := r.lambda * dot(qv, r.dv[i])
-			if top > 0 {
-				s += bm[d.Name] / top
-			}
-			ss[i] = sd{d.Name, s}
-		}
-		slices.SortFunc(ss, func(a, b sd) int {
-			if a.score != b.score {
-				if a.score > b.score {
-					return -1
-				}
-				return 1
-			}
-			return strings.Compare(a.name, b.name)
-		})
-		rank := 0
-		for i, s := range ss[:10] {
-			if slices.Contains(q.Tools, s.name) {
-				rank = i + 1
-				break
-			}
-		}
-		for _, m := range []*metrics{&all, &para} {
-			if m == &para && !q.Paraphrase {
-				continue
-			}
-			m.n++
-			if rank == 1 {
-				m.recall1++
-			}
-			if rank >= 1 && rank <= 5 {
-				m.recall5++
-			}
-			if rank > 0 {
-				m.mrr += 1 / float64(rank)
-			}
-		}
+	return evaluateRanked(qs, []string{set}, r.rank)
+}
+
+// rank returns the names of the top 10 tools for query.
+func (r *reranked) rank(query string) []string {
+	pq, err := ParseQuery(query)
+	if err != nil {
+		return nil
 	}
-	for _, m := range []*metrics{&all, &para} {
-		if m.n > 0 {
-			m.recall1 /= float64(m.n)
-			m.recall5 /= float64(m.n)
-			m.mrr /= float64(m.n)
-		}
+	hits := r.base.SearchQuery(pq, len(r.docs), nil)
+	bm := map[string]float64{}
+	var top float64
+	for _, h := range hits {
+		bm[h.Name] = h.Score
+		top = max(top, h.Score)
 	}
-	return all, para
+	wm := map[string]float64{}
+	for _, w := range pq.words {
+		wm[w] = r.idf(w)
+	}
+	qv := r.vs.mean(wm)
+	type sd struct {
+		name  string
+		score float64
+	}
+	ss := make([]sd, len(r.docs))
+	for i, d := range r.docs {
+		s := r.lambda * dot(qv, r.dv[i])
+		if top > 0 {
+			s += bm[d.Name] / top
+		}
+		ss[i] = sd{d.Name, s}
+	}
+	slices.SortFunc(ss, func(a, b sd) int {
+		if a.score != b.score {
+			if a.score > b.score {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.name, b.name)
+	})
+	names := make([]string, 0, 10)
+	for _, s := range ss[:min(10, len(ss))] {
+		names = append(names, s.name)
+	}
+	return names
 }

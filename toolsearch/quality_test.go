@@ -93,37 +93,39 @@ func (m metrics) String() string {
 
 // evaluate runs the queries whose set is in sets against ix.
 func evaluate(ix *Index, qs []benchQuery, sets ...string) (all, para metrics) {
+	return evaluateRanked(qs, sets, func(q string) []string {
+		var names []string
+		for _, h := range ix.Search(q, 10, nil) {
+			names = append(names, h.Name)
+		}
+		return names
+	})
+}
+
+// evaluateRanked measures a ranking (the names of its top 10 for a
+// request, best first) on the queries whose set is in sets.
+func evaluateRanked(qs []benchQuery, sets []string, rank func(query string) []string) (all, para metrics) {
 	for _, q := range qs {
 		if !slices.Contains(sets, q.Set) {
 			continue
 		}
-		hits := ix.Search(q.Query, 10, nil)
-		rank := 0
-		for i, h := range hits {
-			if slices.Contains(q.Tools, h.Name) {
-				rank = i + 1
-				break
-			}
-		}
+		got := rank(q.Query)
+		r := slices.IndexFunc(got, func(n string) bool { return slices.Contains(q.Tools, n) }) + 1
 		for _, m := range []*metrics{&all, &para} {
 			if m == &para && !q.Paraphrase {
 				continue
 			}
 			m.n++
-			if rank == 1 {
+			if r == 1 {
 				m.recall1++
 			}
-			if rank >= 1 && rank <= 5 {
+			if r >= 1 && r <= 5 {
 				m.recall5++
 			} else {
-				got := make([]string, 0, 3)
-				for _, h := range hits[:min(3, len(hits))] {
-					got = append(got, h.Name)
-				}
-				m.missed5 = append(m.missed5, fmt.Sprintf("%q want %v got %v", q.Query, q.Tools, got))
+				m.missed5 = append(m.missed5, fmt.Sprintf("%q want %v got %v", q.Query, q.Tools, got[:min(3, len(got))]))
 			}
-			if rank > 0 {
-				m.mrr += 1 / float64(rank)
+			if r > 0 {
+				m.mrr += 1 / float64(r)
 			}
 		}
 	}
