@@ -4,28 +4,9 @@ import (
 	"net/http"
 	"net/netip"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 )
-
-// clock is a settable clock for the console.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
 
 // TestLoginThrottled guesses admin tokens over HTTP the way an attacker
 // would: after MaxFailedLogins wrong ones within the window, every login
@@ -34,14 +15,14 @@ func (c *clock) add(d time.Duration) {
 // token logs in again.
 func TestLoginThrottled(t *testing.T) {
 	st := openStore(t, "sqlite:"+t.TempDir()+"/c.db")
-	clk := &clock{t: time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)}
-	srv := startConsole(t, st, &Options{Now: clk.now})
+	clk := &oauthClock{now: time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)}
+	srv := startConsole(t, st, &Options{Now: clk.Now})
 	c := newClient(t, srv.URL)
 	for i := range MaxFailedLogins {
 		if code := c.login(aliceToken + strconv.Itoa(i)); code != http.StatusUnauthorized {
 			t.Fatalf("guess %d: %d, want 401", i, code)
 		}
-		clk.add(time.Second)
+		clk.advance(time.Second)
 	}
 	code, hdr, body := c.do("POST", "/login", map[string][]string{"token": {aliceToken}}, sameOrigin)
 	if code != http.StatusTooManyRequests {
@@ -57,7 +38,7 @@ func TestLoginThrottled(t *testing.T) {
 	if code, _, _ := c.do("GET", "/approvals", nil, nil); code != http.StatusSeeOther {
 		t.Fatalf("/approvals after a throttled login: %d, want the redirect to /login", code)
 	}
-	clk.add(time.Duration(ra) * time.Second)
+	clk.advance(time.Duration(ra) * time.Second)
 	if code := c.login(aliceToken); code != http.StatusSeeOther {
 		t.Fatalf("the right token once the window ended: %d, want 303", code)
 	}
