@@ -67,8 +67,10 @@ func (c *conn) rejoinLocked(ctx context.Context) (done, joined bool) {
 		return true, false
 	}
 	if c.srv.OAuth != nil && c.httpClient != nil {
-		// A handler that found no stored token keeps finding none: a
-		// new one reads the store again (`gatehouse connect NAME`).
+		// A fresh handler per try: a Server.OAuth factory's handler may
+		// remember what it found (identity/upstream's no longer
+		// remembers an empty store, but other factories may), and a
+		// server never served has no state worth keeping.
 		h, err := c.srv.OAuth(c.httpClient)
 		if err != nil {
 			return false, false

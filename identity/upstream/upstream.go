@@ -89,7 +89,7 @@ type Handler struct {
 	hc    *http.Client
 
 	mu       sync.Mutex
-	loaded   bool               // Tokens read once
+	loaded   bool               // a set read from Tokens (none found is not remembered)
 	stored   oauth2.TokenSource // from Tokens, until an authorization replaces it
 	stepUps  map[string]int     // by challenged scope set
 	stepUpsN int
@@ -166,10 +166,12 @@ func (h *Handler) TokenSource(ctx context.Context) (oauth2.TokenSource, error) {
 	if err != nil {
 		return nil, fmt.Errorf("upstream: reading the token of %q: %w", h.opts.Server, err)
 	}
-	h.loaded = true
 	if set == nil {
+		// Not remembered: a set stored later (`gatehouse connect`) is
+		// read by the next request.
 		return nil, nil
 	}
+	h.loaded = true
 	cfg := &oauth2.Config{ClientID: set.ClientID, ClientSecret: set.ClientSecret, Scopes: set.Scopes,
 		Endpoint: oauth2.Endpoint{TokenURL: set.TokenURL, AuthStyle: set.AuthStyle}}
 	tok := &oauth2.Token{AccessToken: set.AccessToken, TokenType: set.TokenType, RefreshToken: set.RefreshToken, Expiry: set.Expiry}

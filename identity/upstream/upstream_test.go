@@ -206,3 +206,50 @@ func TestRevokedNotBroughtBack(t *testing.T) {
 		t.Fatal("the revoked connection was stored again")
 	}
 }
+
+// TestConnectedAfterLooking: a handler that looked in the token store
+// before anything was there (a gateway started before `gatehouse connect`)
+// uses the set stored afterwards instead of remembering that there was
+// none: its call is served with the stored token, and the authorization
+// server sees no second authorization.
+func TestConnectedAfterLooking(t *testing.T) {
+	ctx := context.Background()
+	as := startAS(t, authserver.Options{})
+	srv := startMCP(t, as.Issuer(), nil)
+	tokens := &upstream.MemoryTokens{}
+	hc := guarded(t, srv.URL, nil)
+	early, err := upstream.New(hc, agentOptions(tokens))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ts, err := early.TokenSource(ctx); ts != nil || err != nil {
+		t.Fatalf("TokenSource of an empty store = %v, %v; want nothing", ts, err)
+	}
+
+	connector, err := upstream.New(hc, agentOptions(tokens)) // what `gatehouse connect` does
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := connect(ctx, srv.URL, hc, connector)
+	if err != nil {
+		t.Fatal(err)
+	}
+	call(ctx, t, s, "echo")
+	s.Close()
+	if as.Codes() != 1 {
+		t.Fatalf("%d authorizations to connect, want 1", as.Codes())
+	}
+
+	s, err = connect(ctx, srv.URL, hc, early)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	call(ctx, t, s, "echo")
+	if as.Codes() != 1 {
+		t.Fatalf("the early handler authorized again (%d authorizations): it did not read the stored set", as.Codes())
+	}
+	if srv.calls.Load() != 2 {
+		t.Fatalf("%d calls served, want 2", srv.calls.Load())
+	}
+}
