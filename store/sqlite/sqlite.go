@@ -115,7 +115,7 @@ func Open(ctx context.Context, path string, opts *store.Options) (*Store, error)
 	}
 	db.SetMaxOpenConns(maxConns)
 	db.SetMaxIdleConns(maxConns)
-	adapter := &sqlDB{db: db, stmts: &stmtCache{db: db}}
+	adapter := &sqlDB{db: db, stmts: &stmtCache{db: db}, writer: make(chan struct{}, 1)}
 	busy := o.BusyTimeout
 	if busy <= 0 {
 		busy = defaultBusyTimeout
@@ -241,7 +241,32 @@ func (s *Store) SQLDB() *sql.DB { return s.DB().(*sqlDB).db }
 type sqlDB struct {
 	db    *sql.DB
 	stmts *stmtCache
+	// writer admits one of this handle's transactions and pool-level
+	// writes at a time, first come first served. SQLite's own lock is
+	// not fair: a writer waiting in its busy handler sleeps and polls,
+	// and writers of the same process that keep taking the lock in
+	// between can make it wait past the busy timeout (SQLITE_BUSY) under
+	// load. Queued here, they never meet in the busy handler; other
+	// processes on the file still do.
+	writer chan struct{}
 }
+
+// lockWriter waits for the writer's turn, or ctx.
+func (d *sqlDB) lockWriter(ctx context.Context) error {
+	select {
+	case d.writer <- struct{}{}:
+		return nil
+	default:
+	}
+	select {
+	case d.writer <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (d *sqlDB) unlockWriter() { <-d.writer }
 
 type sqlQuerier interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
@@ -334,6 +359,10 @@ func (q querier) Query(ctx context.Context, query string, args ...any) (sqlstore
 func (d *sqlDB) Prepare(ctx context.Context, query string) { d.stmts.get(ctx, query) }
 
 func (d *sqlDB) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	if err := d.lockWriter(ctx); err != nil {
+		return 0, err
+	}
+	defer d.unlockWriter()
 	return querier{q: cachedQuerier{c: d.stmts}}.Exec(ctx, query, args...)
 }
 
@@ -353,6 +382,10 @@ func (d *sqlDB) InTx(ctx context.Context, fn func(tx sqlstore.Querier) error) er
 	if err != nil {
 		return err
 	}
+	if err := d.lockWriter(ctx); err != nil {
+		return err
+	}
+	defer d.unlockWriter()
 	tx, err := d.db.BeginTx(bctx, nil) // BEGIN IMMEDIATE (_txlock=immediate)
 	if err != nil {
 		return err
