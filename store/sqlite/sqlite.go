@@ -24,7 +24,12 @@
 // commits on power loss) or synchronous=FULL (durability "power"). Every
 // transaction starts with BEGIN IMMEDIATE, so a write transaction takes the
 // write lock up front and never fails half-way on a lock upgrade. Several
-// processes may share one file on a local filesystem (not over NFS).
+// processes may share one file on a local filesystem (not over NFS). The
+// writers of one process (its transactions and single-statement writes)
+// take turns, first come first served, before they ask SQLite for the
+// lock: SQLite's busy handler sleeps and polls and is not fair, so only
+// writers of different processes meet there, and the busy timeout bounds
+// only that wait.
 //
 // A statement is not interrupted by its context once it runs: the context
 // is checked before each statement (one whose context is done is not run)
