@@ -7,7 +7,6 @@ import (
 	"crypto/elliptic"
 	"crypto/rsa"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -73,8 +72,6 @@ type flight struct {
 	err  *Error
 }
 
-var errRateLimited = errors.New("key set fetched less than the refresh interval ago")
-
 // key returns the public key that verifies a token with this kid and alg.
 func (v *Verifier) key(ctx context.Context, kid, alg string) (*setKey, *Error) {
 	if v.current(ctx) == nil {
@@ -87,7 +84,7 @@ func (v *Verifier) key(ctx context.Context, kid, alg string) (*setKey, *Error) {
 		return k, e
 	}
 	// Unknown: the issuer may have rotated. One refresh per interval, shared.
-	if e := v.refresh(ctx, true); e != nil && e.Err != errRateLimited {
+	if e := v.refresh(ctx, true); e != nil {
 		v.log.Warn("oauth: key set refresh for an unknown key failed", "err", e.Error())
 	}
 	if k, e = v.find(kid, alg); k != nil || e != nil {
@@ -193,12 +190,12 @@ func (v *Verifier) refresh(ctx context.Context, join bool) *Error {
 	}
 	now := v.now()
 	if v.attempted && now.Before(v.lastAttempt.Add(v.interval)) {
+		// Fetched less than the interval ago: its outcome stands. A
+		// success is not an error: a caller that saw no keys before a
+		// concurrent first fetch ended finds them now.
 		last := v.lastErr
 		v.mu.Unlock()
-		if last != nil {
-			return last
-		}
-		return &Error{Reason: ReasonIssuerUnavailable, Err: errRateLimited}
+		return last
 	}
 	f := &flight{done: make(chan struct{})}
 	v.flight, v.attempted, v.lastAttempt = f, true, now
