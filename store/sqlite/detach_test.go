@@ -62,8 +62,16 @@ func TestCancellableContextCostsNothing(t *testing.T) {
 				}
 			})
 		}
-		bg, cancellable := allocs(context.Background()), allocs(cctx)
-		if cancellable > bg+statements[name] {
+		// The fewest of three measures each: a pool's miss after a GC
+		// (database/sql's, the statement cache's) adds an allocation now
+		// and then under -race on a loaded machine. A watched context
+		// costs 8 to 14 per statement (goroutine, channel, timer), a
+		// detached one 1; the slack of 2 stays far below the former.
+		least := func(ctx context.Context) float64 {
+			return min(allocs(ctx), allocs(ctx), allocs(ctx))
+		}
+		bg, cancellable := least(context.Background()), least(cctx)
+		if cancellable > bg+statements[name]+2 {
 			t.Errorf("%s: %.0f allocations with a cancellable context, %.0f without (%.0f statements): the context is watched", name, cancellable, bg, statements[name])
 		}
 	}
