@@ -38,6 +38,11 @@
 // short, and a wait for another process's write lock is bounded by the
 // busy timeout; watching the context cost a goroutine per statement.
 //
+// The store checkpoints the WAL from a goroutine of its own, not inside a
+// writer's commit as SQLite does by default, so that its writers never
+// wait for the checkpoint's copy and fsyncs; the WAL stays bounded under a
+// steady load (see checkpoint.go).
+//
 // SQLite has one writer at a time, so journal Claims and Completes made
 // concurrently would queue for the write lock and pay a commit (an fsync
 // with durability "power") each. Group commit, on by default
@@ -79,7 +84,9 @@ var _ store.Store = (*Store)(nil)
 // serialises migrators.
 var dialect = sqlstore.Dialect{Name: "sqlite", Bytes: "BLOB", Serial: "INTEGER PRIMARY KEY AUTOINCREMENT"}
 
-// DriverDSN returns the modernc.org/sqlite DSN Open uses for path.
+// DriverDSN returns the modernc.org/sqlite DSN Open uses for path. Its
+// connections do not checkpoint the WAL on their own (wal_autocheckpoint
+// is 0): a Store runs its checkpoints from a goroutine of its own.
 func DriverDSN(path string, o store.Options) string {
 	sync := "NORMAL"
 	if o.Durability == store.DurabilityPower {
@@ -93,6 +100,9 @@ func DriverDSN(path string, o store.Options) string {
 	q.Add("_pragma", "busy_timeout("+strconv.FormatInt(busy, 10)+")")
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Add("_pragma", "synchronous("+sync+")")
+	// The store checkpoints the WAL itself, off its writers' path
+	// (checkpoint.go): a handle opened with this DSN must too.
+	q.Add("_pragma", "wal_autocheckpoint(0)")
 	q.Set("_txlock", "immediate")
 	return path + "?" + q.Encode()
 }
@@ -136,6 +146,7 @@ func Open(ctx context.Context, path string, opts *store.Options) (*Store, error)
 		}
 		return nil, fmt.Errorf("store: sqlite %q: %w", path, err)
 	}
+	adapter.cp = newCheckpointer(db, adapter.lockWriter, adapter.unlockWriter, defaultCheckpoints())
 	return &Store{Store: sqlstore.New(adapter, sqlstore.Options{Now: o.Now, GroupCommit: o.GroupCommit.Enabled(true)}), path: path}, nil
 }
 
@@ -254,6 +265,8 @@ type sqlDB struct {
 	// load. Queued here, they never meet in the busy handler; other
 	// processes on the file still do.
 	writer chan struct{}
+	// cp runs the WAL's checkpoints (nil while Open migrates).
+	cp *checkpointer
 }
 
 // lockWriter waits for the writer's turn, or ctx.
@@ -368,7 +381,11 @@ func (d *sqlDB) Exec(ctx context.Context, query string, args ...any) (int64, err
 		return 0, err
 	}
 	defer d.unlockWriter()
-	return querier{q: cachedQuerier{c: d.stmts}}.Exec(ctx, query, args...)
+	n, err := querier{q: cachedQuerier{c: d.stmts}}.Exec(ctx, query, args...)
+	if n > 0 {
+		d.cp.committed()
+	}
+	return n, err
 }
 
 func (d *sqlDB) QueryRow(ctx context.Context, query string, args ...any) sqlstore.Row {
@@ -403,10 +420,15 @@ func (d *sqlDB) InTx(ctx context.Context, fn func(tx sqlstore.Querier) error) er
 		_ = tx.Rollback()
 		return err
 	}
-	return tx.Commit()
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	d.cp.committed()
+	return nil
 }
 
 func (d *sqlDB) Close() error {
+	d.cp.close()
 	d.stmts.close()
 	return d.db.Close()
 }
