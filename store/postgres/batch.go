@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/store/internal/norm"
@@ -262,11 +260,7 @@ func queueAuditInserts(p *pipe, es []store.AuditEntry) {
 	for rest := es; len(rest) > 0; {
 		n := auditChunk(len(rest))
 		chunk := rest[:n]
-		args := make([]any, 0, 14*n)
-		for _, e := range chunk {
-			args = append(args, e.Chain, e.Seq, norm.MS(e.At), e.Kind, e.Subject, e.Server, e.Tool, e.ArgsDigest, e.Outcome,
-				e.Duration.Microseconds(), e.Instance, e.PrevHash, e.Hash, e.Detail)
-		}
+		args := sqlstore.AuditArgs(make([]any, 0, 14*n), chunk)
 		p.queue(strictInsert(n), args, func(r sqlstore.Rows) error {
 			got := 0
 			for r.Next() {
@@ -333,21 +327,5 @@ func strictInsert(n int) string {
 var strictInserts = [3]string{buildStrictInsert(1), buildStrictInsert(8), buildStrictInsert(64)}
 
 func buildStrictInsert(n int) string {
-	var b strings.Builder
-	b.WriteString(`INSERT INTO audit_log (chain, seq, at, kind, subject, server, tool, args_digest, outcome, duration_us, instance, prev_hash, hash, detail) VALUES `)
-	for i := range n {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteByte('(')
-		for j := range 14 {
-			if j > 0 {
-				b.WriteString(", ")
-			}
-			b.WriteString("$" + strconv.Itoa(i*14+j+1))
-		}
-		b.WriteByte(')')
-	}
-	b.WriteString(` RETURNING id, chain, seq`)
-	return b.String()
+	return sqlstore.AuditValues(n) + ` RETURNING id, chain, seq`
 }

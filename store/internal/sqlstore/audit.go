@@ -110,8 +110,10 @@ func auditChunk(n int) int {
 	return 1
 }
 
-// auditInsert returns the INSERT of n entries.
-func auditInsert(n int) string {
+// AuditValues returns the INSERT of n audit entries into audit_log up to
+// its VALUES rows, $1 to $(14n), in AuditArgs's order: each store's
+// statement appends its own conflict and RETURNING clauses.
+func AuditValues(n int) string {
 	var b strings.Builder
 	b.WriteString(`INSERT INTO audit_log (chain, seq, at, kind, subject, server, tool, args_digest, outcome, duration_us, instance, prev_hash, hash, detail) VALUES `)
 	for i := range n {
@@ -127,20 +129,28 @@ func auditInsert(n int) string {
 		}
 		b.WriteByte(')')
 	}
-	b.WriteString(` ON CONFLICT (chain, seq) DO NOTHING RETURNING id, seq`)
 	return b.String()
+}
+
+// AuditArgs appends the arguments of AuditValues(len(es)) to args.
+func AuditArgs(args []any, es []store.AuditEntry) []any {
+	for _, e := range es {
+		args = append(args, e.Chain, e.Seq, norm.MS(e.At), e.Kind, e.Subject, e.Server, e.Tool, e.ArgsDigest, e.Outcome,
+			e.Duration.Microseconds(), e.Instance, e.PrevHash, e.Hash, e.Detail)
+	}
+	return args
+}
+
+// auditInsert returns the INSERT of n entries.
+func auditInsert(n int) string {
+	return AuditValues(n) + ` ON CONFLICT (chain, seq) DO NOTHING RETURNING id, seq`
 }
 
 // insertAudit inserts es in one statement and fills in ids (by seq: the
 // order of RETURNING is not promised). A row not inserted, its (chain,
 // seq) taken by a concurrent writer, is ErrConflict.
 func insertAudit(ctx context.Context, tx Querier, es []store.AuditEntry, ids []int64, head store.AuditHead) error {
-	args := make([]any, 0, 14*len(es))
-	for _, e := range es {
-		args = append(args, e.Chain, e.Seq, norm.MS(e.At), e.Kind, e.Subject, e.Server, e.Tool, e.ArgsDigest, e.Outcome,
-			e.Duration.Microseconds(), e.Instance, e.PrevHash, e.Hash, e.Detail)
-	}
-	rows, err := tx.Query(ctx, auditInsert(len(es)), args...)
+	rows, err := tx.Query(ctx, auditInsert(len(es)), AuditArgs(make([]any, 0, 14*len(es)), es)...)
 	if err != nil {
 		return err
 	}
