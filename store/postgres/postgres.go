@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/gatehouse-dev/gatehouse/store"
+	"github.com/gatehouse-dev/gatehouse/store/internal/commitdelay"
 	"github.com/gatehouse-dev/gatehouse/store/internal/sqlstore"
 )
 
@@ -109,7 +110,7 @@ func OpenConfig(ctx context.Context, cfg *pgxpool.Config, opts *store.Options) (
 		}
 		return nil, fmt.Errorf("store: %s: %w", where, err)
 	}
-	return &Store{Store: sqlstore.New(db, sqlstore.Options{Now: o.Now, GroupCommit: o.GroupCommit.Enabled(true)}), pool: pool}, nil
+	return &Store{Store: sqlstore.New(db, sqlstore.Options{Now: o.Now, GroupCommit: o.GroupCommit.Enabled(true), Delay: commitdelay.Defaults()}), pool: pool}, nil
 }
 
 // newPool is pgxpool.NewWithConfig, with its panic on a Config that

@@ -119,8 +119,8 @@ func TestCheckpointsOffTheWriters(t *testing.T) {
 // PASSIVE checkpoint no moment at which every frame is copied, and SQLite
 // restarts the WAL only at such a moment: without the checkpointer's
 // second pass (holding the writer queue) the WAL grows with every commit.
-// Four writers commit 32 MB of rows without a pause; the WAL file stays a
-// small multiple of the restart limit.
+// Four writers commit 32 MB of rows without a pause; the WAL file stays
+// well below that.
 func TestWALBoundedUnderSteadyWrites(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "w.db")
 	s, err := Open(t.Context(), path, &store.Options{})
@@ -153,9 +153,11 @@ func TestWALBoundedUnderSteadyWrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The WAL file keeps the largest size it reached. Bound: far below the
-	// 32 MB written, well above the limit (commits go on while a pass runs).
-	if max := int64(8 << 20); wal.Size() > max {
+	// The WAL file keeps the largest size it reached. Without the restart
+	// pass it passes 100 MB (tables and indexes: more than the 32 MB of
+	// blobs); with it, it holds what the writers commit while a pass runs,
+	// which a busy machine makes longer: the bound is half the blobs.
+	if max := int64(writers * each * size / 2); wal.Size() > max {
 		t.Errorf("the WAL reached %d bytes for %d bytes written (restarts %d, passes %d, failures %d); want at most %d",
 			wal.Size(), writers*each*size, cp.restarts.Load(), cp.passes.Load(), cp.failures.Load(), max)
 	}

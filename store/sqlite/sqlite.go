@@ -68,6 +68,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/gatehouse-dev/gatehouse/store"
+	"github.com/gatehouse-dev/gatehouse/store/internal/commitdelay"
 	"github.com/gatehouse-dev/gatehouse/store/internal/sqlstore"
 )
 
@@ -147,7 +148,7 @@ func Open(ctx context.Context, path string, opts *store.Options) (*Store, error)
 		return nil, fmt.Errorf("store: sqlite %q: %w", path, err)
 	}
 	adapter.cp = newCheckpointer(db, adapter.lockWriter, adapter.unlockWriter, defaultCheckpoints())
-	return &Store{Store: sqlstore.New(adapter, sqlstore.Options{Now: o.Now, GroupCommit: o.GroupCommit.Enabled(true)}), path: path}, nil
+	return &Store{Store: sqlstore.New(adapter, sqlstore.Options{Now: o.Now, GroupCommit: o.GroupCommit.Enabled(true), Delay: commitdelay.Defaults()}), path: path}, nil
 }
 
 const defaultBusyTimeout = 10 * time.Second

@@ -7,11 +7,17 @@
 // the COMMIT succeeded; a batch of which nothing was committed
 // (ErrStatement) has its ops run again alone, each by its own caller; a
 // batch that may or may not have committed fails every op.
+//
+// It also holds what both sides share: the context a batch's transaction
+// runs in (Context) and the audit chains' heads as the queue last
+// committed them (Heads).
 package sqlbatch
 
 import (
 	"context"
 	"errors"
+	"sync"
+	"sync/atomic"
 
 	"github.com/gatehouse-dev/gatehouse/store"
 )
@@ -64,4 +70,69 @@ type Batcher interface {
 	// nothing was committed; any other error when the batch may or may not
 	// have committed.
 	RunBatch(ctx context.Context, ops []*Op, known func(chain string) (store.AuditHead, bool)) ([]store.AuditHead, error)
+}
+
+// Context returns the context a batch's transaction runs in, given its
+// ops' contexts: the first one's values, cancelled once every one is done
+// (a batch keeps going while any caller still waits for it). Call stop
+// when the batch ends.
+func Context(ctxs []context.Context) (ctx context.Context, stop func()) {
+	if len(ctxs) == 1 {
+		return ctxs[0], func() {}
+	}
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctxs[0]))
+	var left atomic.Int64
+	left.Store(int64(len(ctxs)))
+	stops := make([]func() bool, len(ctxs))
+	for i, c := range ctxs {
+		stops[i] = context.AfterFunc(c, func() {
+			if left.Add(-1) == 0 {
+				cancel()
+			}
+		})
+	}
+	return ctx, func() {
+		for _, stop := range stops {
+			stop()
+		}
+		cancel()
+	}
+}
+
+// Heads holds the heads of the chains a process's commit queue last
+// committed, so that a batch links its entries without reading the
+// head first. A head another writer moved since is found out by the
+// insert ((chain, seq) taken: ErrConflict), and forgotten.
+type Heads struct {
+	mu sync.Mutex
+	m  map[string]store.AuditHead
+}
+
+// Get returns the head of chain, if known.
+func (h *Heads) Get(chain string) (store.AuditHead, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	v, ok := h.m[chain]
+	return v, ok
+}
+
+// Set records heads as committed.
+func (h *Heads) Set(heads []store.AuditHead) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.m == nil {
+		h.m = map[string]store.AuditHead{}
+	}
+	for _, hd := range heads {
+		h.m[hd.Chain] = hd
+	}
+}
+
+// Drop forgets the heads of the chains of es.
+func (h *Heads) Drop(es []store.AuditEntry) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, e := range es {
+		delete(h.m, e.Chain)
+	}
 }

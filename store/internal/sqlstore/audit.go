@@ -67,7 +67,7 @@ func (s *Store) AppendAudit(ctx context.Context, entries []store.AuditEntry) err
 		return err
 	}
 	ids := make([]int64, len(es))
-	defer s.gc.heads.drop(es) // the commit queue reads this chain's head afresh
+	defer s.gc.heads.Drop(es) // the commit queue reads this chain's head afresh
 	err = s.db.InTx(ctx, func(tx Querier) error {
 		head, err := auditLast(ctx, tx, es[0].Chain)
 		if err != nil {

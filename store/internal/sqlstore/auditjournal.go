@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/store/internal/norm"
+	"github.com/gatehouse-dev/gatehouse/store/internal/sqlbatch"
 )
 
 // Audit entries linked inside the store's transactions
@@ -104,7 +104,7 @@ func (s *Store) runAuditAlone(o *op, leader bool) error {
 				}
 			}
 			var err error
-			var known *headCache
+			var known *sqlbatch.Heads
 			if leader {
 				known = cache
 			}
@@ -112,9 +112,9 @@ func (s *Store) runAuditAlone(o *op, leader bool) error {
 			return err
 		})
 		if err == nil && leader {
-			cache.set(heads)
+			cache.Set(heads)
 		} else {
-			cache.drop(o.audit)
+			cache.Drop(o.audit)
 		}
 		if err == nil {
 			o.linked = linked
@@ -132,50 +132,13 @@ func (s *Store) runAuditAlone(o *op, leader bool) error {
 	}
 }
 
-// headCache holds the heads of the chains this process's commit queue
-// last committed, so that a batch links its entries without reading the
-// head first. A head another writer moved since is found out by the
-// insert ((chain, seq) taken: ErrConflict), and forgotten.
-type headCache struct {
-	mu sync.Mutex
-	m  map[string]store.AuditHead
-}
-
-func (h *headCache) get(chain string) (store.AuditHead, bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	v, ok := h.m[chain]
-	return v, ok
-}
-
-// set records heads as committed.
-func (h *headCache) set(heads []store.AuditHead) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.m == nil {
-		h.m = map[string]store.AuditHead{}
-	}
-	for _, hd := range heads {
-		h.m[hd.Chain] = hd
-	}
-}
-
-// drop forgets the heads of the chains of es.
-func (h *headCache) drop(es []store.AuditEntry) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for _, e := range es {
-		delete(h.m, e.Chain)
-	}
-}
-
 // linkAndInsert links es (links[i] links es[i]) to their chains' heads,
 // known ones from known (nil: none) and the others as tx sees them,
 // inserts them (a few multi-row INSERTs per chain), and returns them as
 // written, in es's order, and the chains' heads after them. An entry whose
 // (chain, seq) is taken meanwhile is ErrConflict; a failed statement a
 // *stmtError.
-func linkAndInsert(ctx context.Context, tx Querier, es []store.AuditEntry, links []store.AuditLink, known *headCache) ([]store.AuditEntry, []store.AuditHead, error) {
+func linkAndInsert(ctx context.Context, tx Querier, es []store.AuditEntry, links []store.AuditLink, known *sqlbatch.Heads) ([]store.AuditEntry, []store.AuditHead, error) {
 	out := make([]store.AuditEntry, len(es))
 	type chainRun struct {
 		first store.AuditHead // the head before the run
@@ -196,7 +159,7 @@ func linkAndInsert(ctx context.Context, tx Querier, es []store.AuditEntry, links
 		if r == nil {
 			h, ok := store.AuditHead{}, false
 			if known != nil {
-				h, ok = known.get(e.Chain)
+				h, ok = known.Get(e.Chain)
 			}
 			if !ok {
 				var err error

@@ -29,3 +29,7 @@ func (s *Store) GroupClosing() bool {
 	defer s.gc.mu.Unlock()
 	return s.gc.closed
 }
+
+// GroupLingered returns how many times a lone leader of the commit queue
+// waited for more ops (commitdelay).
+func (s *Store) GroupLingered() int64 { return s.gc.delay.Lingered() }

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/gatehouse-dev/gatehouse/store"
+	"github.com/gatehouse-dev/gatehouse/store/internal/commitdelay"
 	"github.com/gatehouse-dev/gatehouse/store/internal/sqlbatch"
 )
 
@@ -114,21 +115,34 @@ type committer struct {
 	closed   bool
 
 	// heads are the audit chains' heads as the queue last committed them.
-	heads headCache
+	heads sqlbatch.Heads
+	delay *commitdelay.Tracker // when a lone leader waits for more ops
 
 	// Counted for tests: transactions that held more than one op, and the
 	// ops in them.
 	batches, batched atomic.Int64
 }
 
-func newCommitter(s *Store) *committer {
-	c := &committer{s: s}
+func newCommitter(s *Store, delay commitdelay.Options) *committer {
+	c := &committer{s: s, delay: commitdelay.New(delay)}
 	c.idle.L = &c.mu
 	return c
 }
 
-// do queues o and returns its result once its batch has committed.
+// do queues o and returns its result once its batch has committed. The
+// delay tracks the calls in flight between a claim and its completion.
 func (c *committer) do(o *op) (bool, store.Record, error) {
+	if o.kind == opComplete {
+		c.delay.Completing(o.rec.RecordKey)
+	}
+	claimed, rec, err := c.queue1(o)
+	if claimed && o.kind == opClaim {
+		c.delay.Claimed(o.rec.RecordKey)
+	}
+	return claimed, rec, err
+}
+
+func (c *committer) queue1(o *op) (bool, store.Record, error) {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -143,6 +157,7 @@ func (c *committer) do(o *op) (bool, store.Record, error) {
 	}
 	o.wake = make(chan struct{}, 1)
 	c.queue = append(c.queue, o)
+	c.delay.Arrived(len(c.queue))
 	c.mu.Unlock()
 
 	select {
@@ -189,6 +204,11 @@ func (c *committer) result(o *op) (bool, store.Record, error) {
 // the lead to the first op queued meanwhile, or ends.
 func (c *committer) lead(self *op) {
 	c.mu.Lock()
+	if n := len(c.queue); n < 8 { // linger for more ops (commitdelay)
+		c.mu.Unlock()
+		c.delay.Linger(n)
+		c.mu.Lock()
+	}
 	batch := c.queue
 	c.queue = nil
 	for _, o := range batch {
@@ -286,7 +306,7 @@ func (s *Store) runBatch(batch []*op) {
 		s.runBatcher(s.bt, live)
 		return
 	}
-	ctx, stop := batchContext(live)
+	ctx, stop := sqlbatch.Context(opContexts(live))
 	defer stop()
 	var entries []store.AuditEntry // the audit entries of the batch's ops that stand
 	var links []store.AuditLink
@@ -336,7 +356,7 @@ func (s *Store) runBatch(batch []*op) {
 func (s *Store) settle(live []*op, heads []store.AuditHead, entries []store.AuditEntry, err, poisoned error) {
 	switch {
 	case err == nil:
-		s.gc.heads.set(heads)
+		s.gc.heads.Set(heads)
 		if len(live) > 1 {
 			s.gc.batches.Add(1)
 			s.gc.batched.Add(int64(len(live)))
@@ -352,13 +372,13 @@ func (s *Store) settle(live []*op, heads []store.AuditHead, entries []store.Audi
 			o.err = fmt.Errorf("store: %s: group commit of %d calls failed: %w", o.name(), len(live), err)
 		}
 	}
-	s.gc.heads.drop(entries)
+	s.gc.heads.Drop(entries)
 }
 
 // runBatcher runs live on bt (sqlbatch: PostgreSQL, one round trip) and
 // fills in each op's result.
 func (s *Store) runBatcher(bt sqlbatch.Batcher, live []*op) {
-	ctx, stop := batchContext(live)
+	ctx, stop := sqlbatch.Context(opContexts(live))
 	defer stop()
 	ops := make([]*sqlbatch.Op, len(live))
 	var entries []store.AuditEntry
@@ -369,7 +389,7 @@ func (s *Store) runBatcher(bt sqlbatch.Batcher, live []*op) {
 		}
 		entries = append(entries, o.audit...)
 	}
-	heads, err := bt.RunBatch(ctx, ops, s.gc.heads.get)
+	heads, err := bt.RunBatch(ctx, ops, s.gc.heads.Get)
 	if err == nil {
 		for i, o := range live {
 			o.claimed, o.stored, o.err, o.linked, o.alone = ops[i].Claimed, ops[i].Stored, ops[i].Err, ops[i].Linked, ops[i].Again
@@ -378,30 +398,12 @@ func (s *Store) runBatcher(bt sqlbatch.Batcher, live []*op) {
 	s.settle(live, heads, entries, err, sqlbatch.ErrStatement)
 }
 
-// batchContext returns the context a batch's transaction runs in: the
-// first op's values, cancelled once every op's context is done (a batch
-// keeps going while any caller still waits for it).
-func batchContext(ops []*op) (context.Context, func()) {
-	if len(ops) == 1 {
-		return ops[0].ctx, func() {}
-	}
-	ctx, cancel := context.WithCancel(context.WithoutCancel(ops[0].ctx))
-	var left atomic.Int64
-	left.Store(int64(len(ops)))
-	stops := make([]func() bool, len(ops))
+func opContexts(ops []*op) []context.Context {
+	ctxs := make([]context.Context, len(ops))
 	for i, o := range ops {
-		stops[i] = context.AfterFunc(o.ctx, func() {
-			if left.Add(-1) == 0 {
-				cancel()
-			}
-		})
+		ctxs[i] = o.ctx
 	}
-	return ctx, func() {
-		for _, stop := range stops {
-			stop()
-		}
-		cancel()
-	}
+	return ctxs
 }
 
 // stmtError marks the error of a failed SQL statement, as opposed to a

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/store"
+	"github.com/gatehouse-dev/gatehouse/store/internal/commitdelay"
 	"github.com/gatehouse-dev/gatehouse/store/internal/norm"
 	"github.com/gatehouse-dev/gatehouse/store/internal/sqlbatch"
 )
@@ -36,6 +37,9 @@ type Options struct {
 	// GroupCommit makes concurrent Claims and Completes share transactions
 	// (see the package doc). Off, each is its own statement.
 	GroupCommit bool
+	// Delay is when a lone leader of the commit queue waits for more ops
+	// (zero: never).
+	Delay commitdelay.Options
 }
 
 // New returns a Store over db (already migrated).
@@ -44,7 +48,7 @@ func New(db DB, o Options) *Store {
 	if s.now == nil {
 		s.now = time.Now
 	}
-	s.gc, s.batch = newCommitter(s), o.GroupCommit
+	s.gc, s.batch = newCommitter(s, o.Delay), o.GroupCommit
 	s.bt, _ = db.(sqlbatch.Batcher)
 	if p, ok := db.(Preparer); ok {
 		// The commit queue's audit statements run only in transactions.
