@@ -26,7 +26,9 @@ func (c *clock) add(d time.Duration) {
 	c.mu.Unlock()
 }
 
-func key(i int) store.RecordKey { return store.RecordKey{Scope: "s", RunID: "r", ToolCallID: fmt.Sprint(i)} }
+func key(i int) store.RecordKey {
+	return store.RecordKey{Scope: "s", RunID: "r", ToolCallID: fmt.Sprint(i)}
+}
 
 func TestOffAndNil(t *testing.T) {
 	if tr := New(Options{}); tr != nil {
