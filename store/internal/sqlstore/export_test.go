@@ -30,6 +30,6 @@ func (s *Store) GroupClosing() bool {
 	return s.gc.closed
 }
 
-// GroupLingered returns how many times a lone leader of the commit queue
-// waited for more ops (commitdelay).
-func (s *Store) GroupLingered() int64 { return s.gc.delay.Lingered() }
+// GroupYielded returns how many times a lone leader of the commit queue
+// yielded to the calls in flight (commitdelay).
+func (s *Store) GroupYielded() int64 { return s.gc.delay.Yielded() }

@@ -116,7 +116,7 @@ type committer struct {
 
 	// heads are the audit chains' heads as the queue last committed them.
 	heads sqlbatch.Heads
-	delay *commitdelay.Tracker // when a lone leader waits for more ops
+	delay *commitdelay.Tracker // when a lone leader yields to the calls in flight
 
 	// Counted for tests: transactions that held more than one op, and the
 	// ops in them.
@@ -157,7 +157,6 @@ func (c *committer) queue1(o *op) (bool, store.Record, error) {
 	}
 	o.wake = make(chan struct{}, 1)
 	c.queue = append(c.queue, o)
-	c.delay.Arrived(len(c.queue))
 	c.mu.Unlock()
 
 	select {
@@ -204,9 +203,9 @@ func (c *committer) result(o *op) (bool, store.Record, error) {
 // the lead to the first op queued meanwhile, or ends.
 func (c *committer) lead(self *op) {
 	c.mu.Lock()
-	if n := len(c.queue); n < 8 { // linger for more ops (commitdelay)
+	if n := len(c.queue); n == 1 { // alone: let the calls in flight join (commitdelay)
 		c.mu.Unlock()
-		c.delay.Linger(n)
+		c.delay.Yield(n)
 		c.mu.Lock()
 	}
 	batch := c.queue

@@ -37,8 +37,8 @@ type Options struct {
 	// GroupCommit makes concurrent Claims and Completes share transactions
 	// (see the package doc). Off, each is its own statement.
 	GroupCommit bool
-	// Delay is when a lone leader of the commit queue waits for more ops
-	// (zero: never).
+	// Delay is when a lone leader of the commit queue yields to the calls
+	// in flight (zero: never).
 	Delay commitdelay.Options
 }
 
