@@ -6,9 +6,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -28,6 +31,9 @@ var vendorResults = map[string]string{
 	"vendorfail": `{"content":[{"type":"text","text":"no <funds>"}],"isError":true,"x-vendor":7}`,
 }
 
+// blobSize is the size of the blob tool's text.
+const blobSize = 128 << 10
+
 // vendorUpstream is a real go-sdk server over streamable HTTP on
 // 127.0.0.1 whose tools/call answers for vendorResults' tools are written
 // on the wire as those bytes (one SSE event), counting the effects.
@@ -42,6 +48,13 @@ func vendorUpstream(t *testing.T) (url string, effects func(tool string) int) {
 				return nil, fmt.Errorf("%s is answered by the HTTP handler", name)
 			})
 	}
+	srv.AddTool(&mcp.Tool{Name: "blob", Description: "Answers blobSize bytes of text.", InputSchema: objectSchema},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			mu.Lock()
+			counts["blob"]++
+			mu.Unlock()
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("b", blobSize)}}}, nil
+		})
 	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost {
@@ -203,5 +216,79 @@ servers:
 				t.Errorf("vendorfail's audit entries %s", got)
 			}
 		})
+	}
+}
+
+// TestKeyedBytesNotDecoded: a fresh keyed call of a large result (128 KiB
+// of text) through a real gateway (byte path on, SQLite) allocates, over
+// the same call without a key, less than 8 times the result's size: the
+// journal copies the bytes into its record once (the SQLite store copies
+// the record's outcome once more), nothing decodes or re-encodes them
+// (measured 2.2-3.5 times: the unkeyed call's own allocations vary by
+// about a result's size, with how the bytes arrive). The old keyed path
+// decoded the result (the go-sdk's decoder) and re-encoded it for the
+// journal: 10.5-11.5 times the result's size more than an unkeyed call.
+// Allocated bytes are counted (runtime.MemStats.TotalAlloc), not timed.
+func TestKeyedBytesNotDecoded(t *testing.T) {
+	ctx := context.Background()
+	upURL, effects := vendorUpstream(t)
+	dir := t.TempDir()
+	yml := fmt.Sprintf(`listen: 127.0.0.1:0
+store: %q
+auth:
+  tokens:
+    - {sha256: %s, subject: alice}
+http:
+  bytePath: true
+servers:
+  up:
+    type: streamable-http
+    url: %s
+    prefix: ""
+`, "sqlite:"+filepath.Join(dir, "gh.db"), hashOf("alice-token"), upURL)
+	_, url := serveGateway(t, yml, dir)
+	cs := session(t, url, "alice-token")
+	n := 0
+	call := func(keyed bool) {
+		t.Helper()
+		n++
+		p := &mcp.CallToolParams{Name: "blob", Arguments: map[string]any{}}
+		if keyed {
+			p.Meta = mcp.Meta{"idempotencyKey": fmt.Sprintf("k-%d", n)}
+		}
+		res, err := cs.CallTool(ctx, p)
+		if err != nil || res.IsError || len(res.Content) != 1 || len(res.Content[0].(*mcp.TextContent).Text) != blobSize {
+			t.Fatalf("call: %v %v", res, err)
+		}
+	}
+	// Rounds of 8 calls each way, alternating; the least a call took each
+	// way is compared (another goroutine's allocations, a buffer that
+	// grows once, only add).
+	const calls, rounds = 8, 8
+	allocated := func(keyed bool) uint64 {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		for range calls {
+			call(keyed)
+		}
+		runtime.ReadMemStats(&after)
+		return (after.TotalAlloc - before.TotalAlloc) / calls
+	}
+	call(false) // warm-up
+	call(true)
+	unkeyed, keyed := uint64(math.MaxUint64), uint64(math.MaxUint64)
+	for range rounds {
+		unkeyed = min(unkeyed, allocated(false))
+		keyed = min(keyed, allocated(true))
+	}
+	if got := effects("blob"); got != 2*(1+calls*rounds) {
+		t.Fatalf("%d effects, want %d", got, 2*(1+calls*rounds))
+	}
+	extra := int64(keyed) - int64(unkeyed)
+	t.Logf("per call: unkeyed %d B, keyed %d B, keyed extra %d B (%.2fx the result)", unkeyed, keyed, extra, float64(extra)/blobSize)
+	if extra > 8*blobSize {
+		t.Errorf("a keyed call allocates %d B more than an unkeyed one, %.2fx the %d B result: the result is copied more than the record needs",
+			extra, float64(extra)/blobSize, blobSize)
 	}
 }
