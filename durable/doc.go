@@ -57,6 +57,20 @@
 // executor the store does not know (an agent's journal, an older record)
 // keeps the lease rules.
 //
+// Journal.GuardedRaw is Guarded for a RawEffect, an effect that may answer
+// the server's result as the bytes it received (RawResult: the result
+// object's bytes and its isError) instead of a decoded *mcp.CallToolResult.
+// The bytes are recorded as they are ({"result": <bytes>}: nothing decoded
+// or re-encoded, members the go-sdk's type does not know kept), the state
+// from RawResult.IsError (trusted, not read from the bytes); bytes that are
+// not one JSON object are recorded as a failed call ("the result could not
+// be recorded: ..."), never in doubt. The first call returns the bytes; a
+// replay decodes the record as for every effect. The audit entry written
+// with the completion gets a result carrying only IsError (its Content is
+// empty). Inside the journal there is one path: Do, Guarded and GuardedRaw
+// carry an internal answer (a value or bytes) through the claim, the
+// effect, the classification and the completion.
+//
 // Guarded puts a policy.Guard in front of Do and keeps approvals durable.
 // An approval authorizes one execution: it is bound to the call's key,
 // owner, tool and arguments, spent by the execution it allowed, and

@@ -84,12 +84,28 @@ func (j *Journal) maxPending() int {
 // A guard that requires approval while JournalOptions.Approvals is nil is
 // refused as denied.
 func (j *Journal) Guarded(ctx context.Context, c Call, g policy.Guard, effect Effect) (*mcp.CallToolResult, bool, error) {
+	a, replayed, err := j.guarded(ctx, c, g, anyEffect{plain: effect})
+	return a.res, replayed, err
+}
+
+// GuardedRaw is Guarded for an effect that may answer the server's result
+// as bytes (RawEffect). A fresh call answered with bytes returns them as
+// raw (res is nil): the journal recorded them as they are, without
+// decoding them. Every other answer is Guarded's: res, decoded from the
+// record on a replay, and a zero raw.
+func (j *Journal) GuardedRaw(ctx context.Context, c Call, g policy.Guard, effect RawEffect) (res *mcp.CallToolResult, raw RawResult, replayed bool, err error) {
+	a, replayed, err := j.guarded(ctx, c, g, anyEffect{raw: effect})
+	return a.res, a.raw, replayed, err
+}
+
+// guarded is Guarded for either kind of effect.
+func (j *Journal) guarded(ctx context.Context, c Call, g policy.Guard, effect anyEffect) (answer, bool, error) {
 	if c.RunID == "" || c.ToolCallID == "" {
-		return nil, false, fmt.Errorf("%w: run ID and tool call ID are required", ErrInvalidCall)
+		return answer{}, false, fmt.Errorf("%w: run ID and tool call ID are required", ErrInvalidCall)
 	}
 	fp, err := Fingerprint(c)
 	if err != nil {
-		return nil, false, err
+		return answer{}, false, err
 	}
 	key := j.key(c)
 	pc := policy.Call{RunID: c.RunID, ToolCallID: c.ToolCallID, Server: c.Server,
@@ -113,7 +129,7 @@ func (j *Journal) Guarded(ctx context.Context, c Call, g policy.Guard, effect Ef
 			j.recent.add(true)
 			return j.recorded(ctx, c, rec, fp, effect)
 		} else if !errors.Is(rerr, store.ErrNotFound) {
-			return nil, false, fmt.Errorf("durable: read record %s: %w", c.IdempotencyKey(), rerr)
+			return answer{}, false, fmt.Errorf("durable: read record %s: %w", c.IdempotencyKey(), rerr)
 		}
 		j.recent.add(false)
 		return j.decided(ctx, c, key, fp, d, err, effect)
@@ -125,7 +141,7 @@ func (j *Journal) Guarded(ctx context.Context, c Call, g policy.Guard, effect Ef
 	if err == nil {
 		return j.recorded(ctx, c, rec, fp, effect)
 	} else if !errors.Is(err, store.ErrNotFound) {
-		return nil, false, fmt.Errorf("durable: read record %s: %w", c.IdempotencyKey(), err)
+		return answer{}, false, fmt.Errorf("durable: read record %s: %w", c.IdempotencyKey(), err)
 	}
 	d, err := policy.Evaluate(ctx, g, pc)
 	return j.decided(ctx, c, key, fp, d, err, effect)
@@ -133,9 +149,9 @@ func (j *Journal) Guarded(ctx context.Context, c Call, g policy.Guard, effect Ef
 
 // decided carries out the guard's decision d (or its error) about a call
 // that has no record.
-func (j *Journal) decided(ctx context.Context, c Call, key store.RecordKey, fp string, d policy.Decision, err error, effect Effect) (*mcp.CallToolResult, bool, error) {
+func (j *Journal) decided(ctx context.Context, c Call, key store.RecordKey, fp string, d policy.Decision, err error, effect anyEffect) (answer, bool, error) {
 	if err != nil {
-		return nil, false, &refusal.Error{Code: refusal.Denied, Message: d.Reason, Err: err}
+		return answer{}, false, &refusal.Error{Code: refusal.Denied, Message: d.Reason, Err: err}
 	}
 	switch d.Verdict {
 	case policy.Allow:
@@ -151,7 +167,7 @@ func (j *Journal) decided(ctx context.Context, c Call, key store.RecordKey, fp s
 		if msg == "" {
 			msg = fmt.Sprintf("the policy denied the call to %s", c.Tool)
 		}
-		return nil, false, &refusal.Error{Code: code, Message: msg}
+		return answer{}, false, &refusal.Error{Code: code, Message: msg}
 	}
 }
 
@@ -160,29 +176,29 @@ func (j *Journal) decided(ctx context.Context, c Call, key store.RecordKey, fp s
 // between the read and a claim, the claim would run the call past its
 // guard and approval. A started record goes to Do, which decides between
 // run_busy, a take-over and in_doubt.
-func (j *Journal) recorded(ctx context.Context, c Call, rec store.Record, fp string, effect Effect) (*mcp.CallToolResult, bool, error) {
+func (j *Journal) recorded(ctx context.Context, c Call, rec store.Record, fp string, effect anyEffect) (answer, bool, error) {
 	ikey := c.IdempotencyKey()
 	switch rec.State {
 	case store.StateSucceeded, store.StateFailed, store.StateInDoubt:
 		if rec.Fingerprint != fp || rec.Owner != c.Owner {
-			return nil, false, &refusal.Error{Code: refusal.KeyReused,
+			return answer{}, false, &refusal.Error{Code: refusal.KeyReused,
 				Message: fmt.Sprintf("key %s was used for another call (other server, tool, arguments or owner); use a new tool call ID", ikey)}
 		}
 		if rec.State == store.StateInDoubt {
-			return nil, false, inDoubt(ikey, "")
+			return answer{}, false, inDoubt(ikey, "")
 		}
 		res, err := replay(rec.Outcome)
 		if err != nil {
-			return nil, true, fmt.Errorf("durable: replay %s: %w", ikey, err)
+			return answer{}, true, fmt.Errorf("durable: replay %s: %w", ikey, err)
 		}
-		return res.result, true, res.err
+		return answer{res: res.result}, true, res.err
 	}
 	return j.do(ctx, c, fp, effect, nil)
 }
 
-func (j *Journal) approval(ctx context.Context, c Call, key store.RecordKey, fp, reason string, effect Effect) (*mcp.CallToolResult, bool, error) {
+func (j *Journal) approval(ctx context.Context, c Call, key store.RecordKey, fp, reason string, effect anyEffect) (answer, bool, error) {
 	if j.o.Approvals == nil {
-		return nil, false, &refusal.Error{Code: refusal.Denied,
+		return answer{}, false, &refusal.Error{Code: refusal.Denied,
 			Message: fmt.Sprintf("the call to %s needs an operator's approval (%s) and no approval store is configured", c.Tool, reason)}
 	}
 	callerKey := c.Key
@@ -202,13 +218,13 @@ func (j *Journal) approval(ctx context.Context, c Call, key store.RecordKey, fp,
 			if !le.NextExpiry.IsZero() {
 				e.RetryAfter = max(le.NextExpiry.Sub(now), time.Millisecond)
 			}
-			return nil, false, e
+			return answer{}, false, e
 		}
 		if err != nil {
-			return nil, false, fmt.Errorf("durable: ask approval for %s: %w", c.IdempotencyKey(), err)
+			return answer{}, false, fmt.Errorf("durable: ask approval for %s: %w", c.IdempotencyKey(), err)
 		}
 		if a.ArgsFingerprint != fp || a.Owner != c.Owner || a.Server != c.Server || a.Tool != c.Tool {
-			return nil, false, &refusal.Error{Code: refusal.KeyReused, ApprovalID: a.ID,
+			return answer{}, false, &refusal.Error{Code: refusal.KeyReused, ApprovalID: a.ID,
 				Message: fmt.Sprintf("key %s was used for another call awaiting approval; use a new tool call ID", c.IdempotencyKey())}
 		}
 		switch a.State {
@@ -221,12 +237,12 @@ func (j *Journal) approval(ctx context.Context, c Call, key store.RecordKey, fp,
 				continue // expired since it was read: ask again
 			case errors.Is(err, store.ErrNotApproved):
 				// Spent by a concurrent call with the same key, which runs it.
-				return nil, false, &refusal.Error{Code: refusal.RunBusy, Retryable: true, Message: MsgRunBusy, ApprovalID: a.ID}
+				return answer{}, false, &refusal.Error{Code: refusal.RunBusy, Retryable: true, Message: MsgRunBusy, ApprovalID: a.ID}
 			default:
-				return nil, false, fmt.Errorf("durable: use approval %s: %w", a.ID, err)
+				return answer{}, false, fmt.Errorf("durable: use approval %s: %w", a.ID, err)
 			}
 		case store.ApprovalDenied:
-			return nil, false, &refusal.Error{Code: refusal.ApprovalDenied, ApprovalID: a.ID,
+			return answer{}, false, &refusal.Error{Code: refusal.ApprovalDenied, ApprovalID: a.ID,
 				Message: fmt.Sprintf("an operator denied the call to %s (approval %s)", c.Tool, a.ID)}
 		default:
 			msg := fmt.Sprintf("the call to %s needs an operator's approval", c.Tool)
@@ -234,10 +250,10 @@ func (j *Journal) approval(ctx context.Context, c Call, key store.RecordKey, fp,
 				msg += ": " + a.Reason
 			}
 			msg += fmt.Sprintf(" (approval %s); once approved, retry the same call with the same key", a.ID)
-			return nil, false, &refusal.Error{Code: refusal.ApprovalRequired, Retryable: true, ApprovalID: a.ID, Message: msg}
+			return answer{}, false, &refusal.Error{Code: refusal.ApprovalRequired, Retryable: true, ApprovalID: a.ID, Message: msg}
 		}
 	}
-	return nil, false, fmt.Errorf("durable: the approval of %s keeps expiring as it is read; retry", c.IdempotencyKey())
+	return answer{}, false, fmt.Errorf("durable: the approval of %s keeps expiring as it is read; retry", c.IdempotencyKey())
 }
 
 // SweepApprovals deletes the approvals whose expiry has passed (pending,

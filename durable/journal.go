@@ -246,14 +246,15 @@ func (j *Journal) Do(ctx context.Context, c Call, effect Effect) (res *mcp.CallT
 	if err != nil {
 		return nil, false, err
 	}
-	return j.do(ctx, c, fp, effect, nil)
+	a, replayed, err := j.do(ctx, c, fp, anyEffect{plain: effect}, nil)
+	return a.res, replayed, err
 }
 
 // do is Do for a valid call whose fingerprint is fp. found, when not nil,
 // is set to whether the claim found a record.
-func (j *Journal) do(ctx context.Context, c Call, fp string, effect Effect, found *bool) (res *mcp.CallToolResult, replayed bool, err error) {
-	if effect == nil {
-		return nil, false, fmt.Errorf("%w: nil effect", ErrInvalidCall)
+func (j *Journal) do(ctx context.Context, c Call, fp string, effect anyEffect, found *bool) (answer, bool, error) {
+	if effect.missing() {
+		return answer{}, false, fmt.Errorf("%w: nil effect", ErrInvalidCall)
 	}
 	key := j.key(c)
 	ikey := c.IdempotencyKey()
@@ -270,7 +271,7 @@ func (j *Journal) do(ctx context.Context, c Call, fp string, effect Effect, foun
 			ExpiresAt:   now.Add(j.o.TTL),
 		})
 		if err != nil {
-			return nil, false, fmt.Errorf("durable: claim %s: %w", ikey, err)
+			return answer{}, false, fmt.Errorf("durable: claim %s: %w", ikey, err)
 		}
 		if found != nil {
 			*found = !claimed
@@ -280,31 +281,31 @@ func (j *Journal) do(ctx context.Context, c Call, fp string, effect Effect, foun
 			return j.run(ctx, c, key, effect)
 		}
 		if rec.Fingerprint != fp || rec.Owner != c.Owner {
-			return nil, false, &refusal.Error{Code: refusal.KeyReused,
+			return answer{}, false, &refusal.Error{Code: refusal.KeyReused,
 				Message: fmt.Sprintf("key %s was used for another call (other server, tool, arguments or owner); use a new tool call ID", ikey)}
 		}
 		switch rec.State {
 		case store.StateSucceeded, store.StateFailed:
 			res, err := replay(rec.Outcome)
 			if err != nil {
-				return nil, true, fmt.Errorf("durable: replay %s: %w", ikey, err)
+				return answer{}, true, fmt.Errorf("durable: replay %s: %w", ikey, err)
 			}
-			return res.result, true, res.err
+			return answer{res: res.result}, true, res.err
 		case store.StateInDoubt:
-			return nil, false, inDoubt(ikey, "")
+			return answer{}, false, inDoubt(ikey, "")
 		case store.StateStarted:
 			if rec.LeaseUntil.After(now) {
-				res, done, err := j.fromDead(ctx, c, key, rec, now, effect)
+				a, done, err := j.fromDead(ctx, c, key, rec, now, effect)
 				if done {
-					return res, false, err
+					return a, false, err
 				}
-				return nil, false, &refusal.Error{Code: refusal.RunBusy, Retryable: true, Message: MsgRunBusy,
+				return answer{}, false, &refusal.Error{Code: refusal.RunBusy, Retryable: true, Message: MsgRunBusy,
 					RetryAfter: rec.LeaseUntil.Sub(now)}
 			}
 			if j.repeatable(c) {
 				ok, err := j.s.TakeOver(ctx, key, j.o.Executor, now.Add(j.o.Lease), now)
 				if err != nil {
-					return nil, false, fmt.Errorf("durable: take over %s: %w", ikey, err)
+					return answer{}, false, fmt.Errorf("durable: take over %s: %w", ikey, err)
 				}
 				if ok {
 					j.log.Info("durable: re-sending a repeatable call whose outcome is unknown",
@@ -315,19 +316,19 @@ func (j *Journal) do(ctx context.Context, c Call, fp string, effect Effect, foun
 			}
 			ok, err := j.s.MarkInDoubt(ctx, key, now)
 			if err != nil {
-				return nil, false, fmt.Errorf("durable: mark in doubt %s: %w", ikey, err)
+				return answer{}, false, fmt.Errorf("durable: mark in doubt %s: %w", ikey, err)
 			}
 			if ok {
 				j.log.Warn("durable: call is in doubt (its executor stopped before recording an outcome)",
 					"key", ikey, "server", c.Server, "tool", c.Tool, "previous_executor", rec.Executor)
-				return nil, false, inDoubt(ikey, "")
+				return answer{}, false, inDoubt(ikey, "")
 			}
 			continue
 		default:
-			return nil, false, fmt.Errorf("durable: record %s has unknown state %q", ikey, rec.State)
+			return answer{}, false, fmt.Errorf("durable: record %s has unknown state %q", ikey, rec.State)
 		}
 	}
-	return nil, false, fmt.Errorf("durable: record %s keeps changing under concurrent executors; retry", ikey)
+	return answer{}, false, fmt.Errorf("durable: record %s keeps changing under concurrent executors; retry", ikey)
 }
 
 // fromDead decides a started record whose lease is live but whose
@@ -336,43 +337,43 @@ func (j *Journal) do(ctx context.Context, c Call, fp string, effect Effect, foun
 // compare-and-swap that checks the record is still held by that dead
 // executor. done=false means the holder is alive, unknown, or the record
 // moved: the caller answers run_busy.
-func (j *Journal) fromDead(ctx context.Context, c Call, key store.RecordKey, rec store.Record, now time.Time, effect Effect) (res *mcp.CallToolResult, done bool, err error) {
+func (j *Journal) fromDead(ctx context.Context, c Call, key store.RecordKey, rec store.Record, now time.Time, effect anyEffect) (a answer, done bool, err error) {
 	if j.o.Executors == nil || rec.Executor == j.o.Executor {
-		return nil, false, nil
+		return answer{}, false, nil
 	}
 	ikey := c.IdempotencyKey()
 	if j.repeatable(c) {
 		ok, err := j.o.Executors.TakeOverFromDead(ctx, key, rec.Executor, j.o.Executor, now.Add(j.o.Lease), now)
 		if err != nil {
-			return nil, true, fmt.Errorf("durable: take over %s: %w", ikey, err)
+			return answer{}, true, fmt.Errorf("durable: take over %s: %w", ikey, err)
 		}
 		if !ok {
-			return nil, false, nil
+			return answer{}, false, nil
 		}
 		j.log.Info("durable: re-sending a repeatable call whose executor died before recording an outcome",
 			"key", ikey, "server", c.Server, "tool", c.Tool, "previous_executor", rec.Executor)
-		res, _, err := j.run(ctx, c, key, effect)
-		return res, true, err
+		a, _, err := j.run(ctx, c, key, effect)
+		return a, true, err
 	}
 	ok, err := j.o.Executors.MarkInDoubtFromDead(ctx, key, rec.Executor, now)
 	if err != nil {
-		return nil, true, fmt.Errorf("durable: mark in doubt %s: %w", ikey, err)
+		return answer{}, true, fmt.Errorf("durable: mark in doubt %s: %w", ikey, err)
 	}
 	if !ok {
-		return nil, false, nil
+		return answer{}, false, nil
 	}
 	j.log.Warn("durable: call is in doubt (its executor died before recording an outcome)",
 		"key", ikey, "server", c.Server, "tool", c.Tool, "previous_executor", rec.Executor)
-	return nil, true, inDoubt(ikey, "")
+	return answer{}, true, inDoubt(ikey, "")
 }
 
 // run performs the effect for a record this journal holds.
-func (j *Journal) run(ctx context.Context, c Call, key store.RecordKey, effect Effect) (*mcp.CallToolResult, bool, error) {
+func (j *Journal) run(ctx context.Context, c Call, key store.RecordKey, effect anyEffect) (answer, bool, error) {
 	ikey := c.IdempotencyKey()
 	stop := j.renew(ctx, key, ikey)
-	res, err := func() (*mcp.CallToolResult, error) {
+	a, err := func() (answer, error) {
 		defer stop() // also on panic: the renewer always ends with the effect
-		return effect(ctx, ikey)
+		return effect.call(ctx, ikey)
 	}()
 	j.point("effect-returned")
 
@@ -382,23 +383,30 @@ func (j *Journal) run(ctx context.Context, c Call, key store.RecordKey, effect E
 		wctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 		defer cancel()
 	}
-	state, outcome, known := classify(res, err)
-	if !known {
-		return nil, false, j.unknown(wctx, c, key, err)
+	if err == nil && a.raw.JSON != nil {
+		if rerr := rawObject(a.raw.JSON); rerr != nil {
+			// Recorded as the failure it is, never in doubt: the server
+			// answered, with something that is no result.
+			a, err = answer{}, Failed(rerr)
+		}
 	}
-	if cerr := j.complete(wctx, c, key, state, outcome, res, err); cerr != nil {
+	state, outcome, known := classify(a, err)
+	if !known {
+		return answer{}, false, j.unknown(wctx, c, key, err)
+	}
+	if cerr := j.complete(wctx, c, key, state, outcome, a, err); cerr != nil {
 		j.log.Error("durable: outcome not recorded", "key", ikey, "err", cerr)
 		nerr := fmt.Errorf("%w (%s): %w", ErrNotRecorded, ikey, cerr)
 		if err != nil {
 			nerr = fmt.Errorf("%w; the effect's error: %w", nerr, err)
 		}
-		return res, false, nerr
+		return a, false, nerr
 	}
 	j.point("recorded")
-	if err == nil && res == nil {
+	if err == nil && a.empty() {
 		err = errNoResult
 	}
-	return res, false, err
+	return a, false, err
 }
 
 var errNoResult = errors.New("durable: effect returned neither a result nor an error")
@@ -406,7 +414,7 @@ var errNoResult = errors.New("durable: effect returned neither a result nor an e
 // complete records the outcome of a call this journal holds, with the
 // call's audit entry in the same transaction when it has one and the store
 // can.
-func (j *Journal) complete(ctx context.Context, c Call, key store.RecordKey, state store.State, outcome []byte, res *mcp.CallToolResult, err error) error {
+func (j *Journal) complete(ctx context.Context, c Call, key store.RecordKey, state store.State, outcome []byte, ans answer, err error) error {
 	a := c.Audit
 	if a == nil || a.Entry == nil || a.Link == nil {
 		return j.s.Complete(ctx, key, j.o.Executor, state, outcome)
@@ -415,7 +423,7 @@ func (j *Journal) complete(ctx context.Context, c Call, key store.RecordKey, sta
 	if !ok {
 		return j.s.Complete(ctx, key, j.o.Executor, state, outcome)
 	}
-	e, cerr := as.CompleteAudited(ctx, key, j.o.Executor, state, outcome, a.Entry(res, err), a.Link)
+	e, cerr := as.CompleteAudited(ctx, key, j.o.Executor, state, outcome, a.Entry(ans.result(), err), a.Link)
 	if cerr != nil {
 		a.Err = cerr
 		return cerr
@@ -486,8 +494,16 @@ const (
 )
 
 // classify decides what an effect's answer means (see the package doc).
-func classify(res *mcp.CallToolResult, err error) (store.State, []byte, bool) {
+func classify(a answer, err error) (store.State, []byte, bool) {
 	if err == nil {
+		if a.raw.JSON != nil {
+			st := store.StateSucceeded
+			if a.raw.IsError {
+				st = store.StateFailed
+			}
+			return st, resultOutcome(a.raw.JSON), true // checked by rawObject
+		}
+		res := a.res
 		if res == nil {
 			return store.StateFailed, mustJSON(outcome{Error: &storedError{Message: errNoResult.Error()}}), true
 		}
@@ -539,7 +555,9 @@ func knownFailure(err error) bool {
 }
 
 // resultOutcome is mustJSON(outcome{Result: b}) for b as json.Marshal
-// wrote it (compact, HTML escaped), without scanning b again.
+// wrote it (compact, HTML escaped), without scanning b again; for a raw
+// result's bytes (one JSON object, checked by rawObject), {"result": b}
+// with b as it is.
 func resultOutcome(b []byte) []byte {
 	out := make([]byte, 0, len(b)+len(`{"result":}`))
 	out = append(out, `{"result":`...)

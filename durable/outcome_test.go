@@ -21,7 +21,7 @@ func TestResultOutcome(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, got, known := classify(res, nil)
+		_, got, known := classify(answer{res: res}, nil)
 		if want := mustJSON(outcome{Result: b}); !known || !bytes.Equal(got, want) {
 			t.Errorf("outcome\n%s\nwant\n%s", got, want)
 		}

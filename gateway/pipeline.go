@@ -222,11 +222,13 @@ func (p *pipeline) call(ctx context.Context, req *callRequest) (out callOutcome)
 		ctx = context.WithValue(ctx, runKey{}, firewallRun(subject, req.runID, req.session))
 	}
 
-	var raw json.RawMessage // the upstream's bytes, when the byte sender carried the call
 	var sentBy string
 	defer func() { out.sender = sentBy }()
 	var runID, callID string
-	effect := func(ctx context.Context, _ string) (*mcp.CallToolResult, error) {
+	// The effect answers the byte sender's result as bytes (isError read
+	// from them once): the journal records them as they are and the
+	// caller gets them, neither decodes them.
+	effect := func(ctx context.Context, _ string) (*mcp.CallToolResult, durable.RawResult, error) {
 		span.Cleared(runID != "")
 		tg, err := p.ts.Target(ctx, req.tool)
 		if err != nil {
@@ -234,9 +236,9 @@ func (p *pipeline) call(ctx context.Context, req *callRequest) (out callOutcome)
 				// Quarantined or withdrawn since the check above: nothing
 				// was sent, and the same call gets the same answer (Failed:
 				// the journal records it as a failure, never in doubt).
-				return nil, durable.Failed(r)
+				return nil, durable.RawResult{}, durable.Failed(r)
 			}
-			return nil, err
+			return nil, durable.RawResult{}, err
 		}
 		c := relay.Call{Args: req.args, Meta: req.meta, MetaJSON: req.metaJSON, Caller: req.caller, ProgressToken: req.progress}
 		if runID != "" {
@@ -253,30 +255,33 @@ func (p *pipeline) call(ctx context.Context, req *callRequest) (out callOutcome)
 		p.observeUpstream(info.Server, err, ctx.Err() != nil)
 		if err != nil {
 			if r, ok := refusalOf(err); ok {
-				return nil, durable.Failed(r) // refused after a reconnect's re-listing
+				return nil, durable.RawResult{}, durable.Failed(r) // refused after a reconnect's re-listing
 			}
-			return nil, err
+			return nil, durable.RawResult{}, err
 		}
-		raw = rep.raw
-		if runID == "" && rep.raw != nil && rep.result == nil {
-			return nil, nil // unkeyed bytes: nothing reads the result
+		if rep.result == nil && rep.raw != nil {
+			return nil, durable.RawResult{JSON: rep.raw, IsError: wire.IsError(rep.raw)}, nil
 		}
-		return rep.decoded()
+		return rep.result, durable.RawResult{}, nil
 	}
 
+	var raw durable.RawResult // a fresh answer's bytes (the byte sender's)
 	if req.key != "" {
 		runID, callID = unitOfWork(subject, req.tool, req.key)
 		c := durable.Call{RunID: runID, ToolCallID: callID, Server: info.Server, Tool: req.tool,
 			RemoteName: info.RemoteName, Args: req.args, Owner: string(subject), Key: req.key}
 		c.Audit = p.keyedAudit(subject, req, info.Server, start)
 		keyed = c.Audit
-		res, out.replayed, err = p.journal.Guarded(ctx, c, p.guard, effect)
+		res, raw, out.replayed, err = p.journal.GuardedRaw(ctx, c, p.guard, effect)
 	} else {
-		res, err = p.unkeyed(ctx, subject, req.tool, info, req.args, effect)
+		res, raw, err = p.unkeyed(ctx, subject, req.tool, info, req.args, effect)
 	}
-	if err == nil && raw != nil && !out.replayed {
-		out.raw, out.label = raw, outcomeOK
-		if wire.IsError(raw) {
+	if raw.JSON != nil && !out.replayed && (err == nil || errors.Is(err, durable.ErrNotRecorded)) {
+		if err != nil {
+			p.log.Error("gateway: call ran but its outcome was not journaled", "tool", req.tool, "err", err)
+		}
+		out.raw, out.label = raw.JSON, outcomeOK
+		if raw.IsError {
 			out.label = outcomeToolError
 		}
 		return out
@@ -322,23 +327,23 @@ func refusalOf(err error) (*refusal.Error, bool) {
 
 // unkeyed runs a call without a work key: guards apply, nothing is
 // journaled, and no idempotency key goes upstream.
-func (p *pipeline) unkeyed(ctx context.Context, subject server.Subject, name string, info toolset.ToolInfo, args json.RawMessage, effect durable.Effect) (*mcp.CallToolResult, error) {
+func (p *pipeline) unkeyed(ctx context.Context, subject server.Subject, name string, info toolset.ToolInfo, args json.RawMessage, effect durable.RawEffect) (*mcp.CallToolResult, durable.RawResult, error) {
 	d, err := policy.Evaluate(ctx, p.guard, policy.Call{Server: info.Server, Tool: name, RemoteName: info.RemoteName, Args: args, Subject: string(subject)})
 	if err != nil {
-		return nil, &refusal.Error{Code: refusal.Denied, Message: "the call could not be checked; it was not run", Err: err}
+		return nil, durable.RawResult{}, &refusal.Error{Code: refusal.Denied, Message: "the call could not be checked; it was not run", Err: err}
 	}
 	switch d.Verdict {
 	case policy.Allow:
 		return effect(ctx, "")
 	case policy.RequireApproval:
-		return nil, &refusal.Error{Code: refusal.Denied,
+		return nil, durable.RawResult{}, &refusal.Error{Code: refusal.Denied,
 			Message: fmt.Sprintf("the call to %s needs an operator's approval; send it with _meta.idempotencyKey so the approved call can be retried", name)}
 	default:
 		code := d.Code
 		if code == "" {
 			code = refusal.Denied
 		}
-		return nil, &refusal.Error{Code: code, Message: d.Reason}
+		return nil, durable.RawResult{}, &refusal.Error{Code: code, Message: d.Reason}
 	}
 }
 
