@@ -32,6 +32,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	jsonResp := fs.Bool("json", false, "answer POSTs with application/json instead of SSE (go-sdk JSONResponse)")
 	stateless := fs.Bool("stateless", false, "serve without sessions (go-sdk Stateless)")
 	stdio := fs.Bool("stdio", false, "serve one session over stdin/stdout instead of HTTP")
+	delay := fs.Duration("delay", 0, "wait this long before answering each POST (a slower tool; 0: none)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -53,7 +54,11 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", echo.NewHandler(&echo.Options{JSONResponse: *jsonResp, Stateless: *stateless}))
+	var h http.Handler = echo.NewHandler(&echo.Options{JSONResponse: *jsonResp, Stateless: *stateless})
+	if *delay > 0 {
+		h = delayed(h, *delay)
+	}
+	mux.Handle("/mcp", h)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -74,4 +79,21 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	return nil
+}
+
+// delayed waits d before handing each POST to h (or until the request
+// ends).
+func delayed(h http.Handler, d time.Duration) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			t := time.NewTimer(d)
+			select {
+			case <-t.C:
+			case <-r.Context().Done():
+				t.Stop()
+				return
+			}
+		}
+		h.ServeHTTP(w, r)
+	})
 }

@@ -28,7 +28,7 @@ func TestRefusesNonLoopback(t *testing.T) {
 // TestServesEcho starts the server on a free loopback port, calls echo with
 // a go-sdk client over HTTP, and stops it by cancelling its context.
 func TestServesEcho(t *testing.T) {
-	for _, flags := range [][]string{nil, {"-json"}, {"-stateless"}} {
+	for _, flags := range [][]string{nil, {"-json"}, {"-stateless"}, {"-delay", "20ms"}} {
 		t.Run(strings.Join(append([]string{"flags"}, flags...), " "), func(t *testing.T) {
 			ctx, cancel := context.WithCancel(t.Context())
 			pr, pw := io.Pipe()
@@ -51,9 +51,13 @@ func TestServesEcho(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			start := time.Now()
 			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": "héllo"}})
 			if err != nil {
 				t.Fatal(err)
+			}
+			if took := time.Since(start); len(flags) == 2 && took < 20*time.Millisecond {
+				t.Errorf("with -delay 20ms the call took %v", took) // a lower bound: a delay can only be longer
 			}
 			if tc, ok := res.Content[0].(*mcp.TextContent); !ok || tc.Text != "héllo" || res.IsError {
 				t.Errorf("echo answered %+v", res.Content[0])
