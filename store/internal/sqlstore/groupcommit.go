@@ -23,7 +23,10 @@ import (
 // result inside it (a Claim that finds a record returns claimed=false and
 // that record; a Complete that finds the lease lost gets ErrLeaseLost, for
 // that op only), commits, and only then answers each caller. Ops queued
-// meanwhile wait for the next batch, led by the first of them.
+// meanwhile wait for the next batch, led by the first of them. A leader
+// alone in the queue while other calls are in flight (claimed, not yet
+// completing) first yields its processor once (commitdelay): on a
+// CPU-bound process, the calls ready to run queue their ops and join.
 //
 // Failures:
 //   - A statement that fails inside the batch (not a logical refusal) rolls
@@ -135,14 +138,16 @@ func (c *committer) do(o *op) (bool, store.Record, error) {
 	if o.kind == opComplete {
 		c.delay.Completing(o.rec.RecordKey)
 	}
-	claimed, rec, err := c.queue1(o)
+	claimed, rec, err := c.enqueue(o)
 	if claimed && o.kind == opClaim {
 		c.delay.Claimed(o.rec.RecordKey)
 	}
 	return claimed, rec, err
 }
 
-func (c *committer) queue1(o *op) (bool, store.Record, error) {
+// enqueue queues o, leads its batch or waits for it, and returns o's
+// result.
+func (c *committer) enqueue(o *op) (bool, store.Record, error) {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
