@@ -99,6 +99,24 @@ func vendorUpstream(t *testing.T) (url string, effects func(tool string) int) {
 	}
 }
 
+// vendorConfig is a gateway on store dsn in front of the vendor upstream
+// at upURL, with the byte path on and alice's token.
+func vendorConfig(dsn, upURL string) string {
+	return fmt.Sprintf(`listen: 127.0.0.1:0
+store: %q
+auth:
+  tokens:
+    - {sha256: %s, subject: alice}
+http:
+  bytePath: true
+servers:
+  up:
+    type: streamable-http
+    url: %s
+    prefix: ""
+`, dsn, hashOf("alice-token"), upURL)
+}
+
 // TestKeyedBytesRecordedAsSent: through a real gateway (byte path on, the
 // audit trail on) in front of a real upstream, on a real SQLite file and
 // real PostgreSQL, a keyed call answered by the byte sender is recorded in
@@ -123,20 +141,7 @@ func TestKeyedBytesRecordedAsSent(t *testing.T) {
 			ctx := context.Background()
 			upURL, effects := vendorUpstream(t)
 			dir := t.TempDir()
-			yml := fmt.Sprintf(`listen: 127.0.0.1:0
-store: %q
-auth:
-  tokens:
-    - {sha256: %s, subject: alice}
-http:
-  bytePath: true
-servers:
-  up:
-    type: streamable-http
-    url: %s
-    prefix: ""
-`, sc.dsn(t), hashOf("alice-token"), upURL)
-			g, url := serveGateway(t, yml, dir)
+			g, url := serveGateway(t, vendorConfig(sc.dsn(t), upURL), dir)
 			cs := session(t, url, "alice-token")
 			call := func(tool, key string) (*mcp.CallToolResult, string) {
 				t.Helper()
@@ -233,20 +238,7 @@ func TestKeyedBytesNotDecoded(t *testing.T) {
 	ctx := context.Background()
 	upURL, effects := vendorUpstream(t)
 	dir := t.TempDir()
-	yml := fmt.Sprintf(`listen: 127.0.0.1:0
-store: %q
-auth:
-  tokens:
-    - {sha256: %s, subject: alice}
-http:
-  bytePath: true
-servers:
-  up:
-    type: streamable-http
-    url: %s
-    prefix: ""
-`, "sqlite:"+filepath.Join(dir, "gh.db"), hashOf("alice-token"), upURL)
-	_, url := serveGateway(t, yml, dir)
+	_, url := serveGateway(t, vendorConfig("sqlite:"+filepath.Join(dir, "gh.db"), upURL), dir)
 	cs := session(t, url, "alice-token")
 	n := 0
 	call := func(keyed bool) {
