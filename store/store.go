@@ -377,7 +377,8 @@ type Options struct {
 	// another connection or process. Zero means 10 seconds.
 	BusyTimeout time.Duration
 	// MaxConns caps the connection pool. Zero means the implementation's
-	// default (SQLite 4, PostgreSQL pgxpool's default).
+	// default (SQLite 4, PostgreSQL pgxpool's default). SQLite's pool
+	// serves reads; its writes have one connection more, of their own.
 	MaxConns int
 	// GroupCommit says whether concurrent journal Claims and Completes
 	// share transactions. The zero value is GroupCommitDefault.

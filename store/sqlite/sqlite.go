@@ -31,6 +31,13 @@
 // writers of different processes meet there, and the busy timeout bounds
 // only that wait.
 //
+// Every write of the process goes on one connection of its own, kept for
+// the store's life; reads go on the pool (Options.MaxConns connections).
+// A read that holds every connection of the pool (a long export, say)
+// does not hold up the journal, and the writer's page cache stays valid
+// from one transaction to the next: a connection that writes after
+// another one committed must drop its cache and read its pages again.
+//
 // A statement is not interrupted by its context once it runs: the context
 // is checked before each statement (one whose context is done is not run)
 // and before a transaction's commit (a transaction whose context ended is
@@ -131,17 +138,27 @@ func Open(ctx context.Context, path string, opts *store.Options) (*Store, error)
 	}
 	db.SetMaxOpenConns(maxConns)
 	db.SetMaxIdleConns(maxConns)
-	adapter := &sqlDB{db: db, stmts: &stmtCache{db: db}, writer: make(chan struct{}, 1)}
+	// The writer's own connection, kept open for the store's life.
+	wdb, err := sql.Open("sqlite", DriverDSN(path, o))
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("%w: sqlite %q: %w", store.ErrUnavailable, path, err)
+	}
+	wdb.SetMaxOpenConns(1)
+	wdb.SetMaxIdleConns(1)
+	adapter := &sqlDB{db: db, stmts: &stmtCache{db: db}, wdb: wdb, wstmts: &stmtCache{db: wdb}, writer: make(chan struct{}, 1)}
 	busy := o.BusyTimeout
 	if busy <= 0 {
 		busy = defaultBusyTimeout
 	}
 	if err := retryBusy(ctx, busy, func() error { return setup(ctx, db) }); err != nil {
 		db.Close()
+		wdb.Close()
 		return nil, fmt.Errorf("%w: sqlite %q: %w", store.ErrUnavailable, path, err)
 	}
 	if err := retryBusy(ctx, busy, func() error { return sqlstore.Migrate(ctx, adapter, dialect, 0) }); err != nil {
 		db.Close()
+		wdb.Close()
 		if errors.Is(err, store.ErrSchemaTooNew) {
 			return nil, fmt.Errorf("sqlite %q: %w", path, err)
 		}
@@ -256,8 +273,14 @@ func (s *Store) SQLDB() *sql.DB { return s.DB().(*sqlDB).db }
 // sqlDB adapts *sql.DB to sqlstore.DB, its statements prepared once
 // (stmtCache).
 type sqlDB struct {
-	db    *sql.DB
+	db    *sql.DB // the pool: reads
 	stmts *stmtCache
+	// wdb is one connection, for every write (Exec and InTx): its page
+	// cache stays valid from one write to the next, where a pool's
+	// connection taking a write after another connection's commit must
+	// drop its cache and read the pages again.
+	wdb    *sql.DB
+	wstmts *stmtCache
 	// writer admits one of this handle's transactions and pool-level
 	// writes at a time, first come first served. SQLite's own lock is
 	// not fair: a writer waiting in its busy handler sleeps and polls,
@@ -373,16 +396,16 @@ func (q querier) Query(ctx context.Context, query string, args ...any) (sqlstore
 	return rows{rs}, nil
 }
 
-// Prepare implements sqlstore.Preparer: query is prepared on the pool, so
-// that transactions find it in the cache.
-func (d *sqlDB) Prepare(ctx context.Context, query string) { d.stmts.get(ctx, query) }
+// Prepare implements sqlstore.Preparer: query is prepared on the writer's
+// connection, so that transactions find it in the cache.
+func (d *sqlDB) Prepare(ctx context.Context, query string) { d.wstmts.get(ctx, query) }
 
 func (d *sqlDB) Exec(ctx context.Context, query string, args ...any) (int64, error) {
 	if err := d.lockWriter(ctx); err != nil {
 		return 0, err
 	}
 	defer d.unlockWriter()
-	n, err := querier{q: cachedQuerier{c: d.stmts}}.Exec(ctx, query, args...)
+	n, err := querier{q: cachedQuerier{c: d.wstmts}}.Exec(ctx, query, args...)
 	if n > 0 {
 		d.cp.committed()
 	}
@@ -409,11 +432,11 @@ func (d *sqlDB) InTx(ctx context.Context, fn func(tx sqlstore.Querier) error) er
 		return err
 	}
 	defer d.unlockWriter()
-	tx, err := d.db.BeginTx(bctx, nil) // BEGIN IMMEDIATE (_txlock=immediate)
+	tx, err := d.wdb.BeginTx(bctx, nil) // BEGIN IMMEDIATE (_txlock=immediate)
 	if err != nil {
 		return err
 	}
-	if err := fn(querier{q: cachedQuerier{c: d.stmts, tx: tx}, whole: true}); err != nil {
+	if err := fn(querier{q: cachedQuerier{c: d.wstmts, tx: tx}, whole: true}); err != nil {
 		_ = tx.Rollback()
 		return err
 	}
@@ -431,5 +454,6 @@ func (d *sqlDB) InTx(ctx context.Context, fn func(tx sqlstore.Querier) error) er
 func (d *sqlDB) Close() error {
 	d.cp.close()
 	d.stmts.close()
-	return d.db.Close()
+	d.wstmts.close()
+	return errors.Join(d.db.Close(), d.wdb.Close())
 }

@@ -11,16 +11,22 @@ import (
 	"github.com/gatehouse-dev/gatehouse/store/internal/sqlstore"
 )
 
-func cached(s *Store) int {
-	c := s.DB().(*sqlDB).stmts
+// cached returns how many statements s keeps prepared on its writer's
+// connection, or with pool set on its pool.
+func cached(s *Store, pool bool) int {
+	c := s.DB().(*sqlDB).wstmts
+	if pool {
+		c = s.DB().(*sqlDB).stmts
+	}
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	return len(c.stmts)
 }
 
 // TestStatementsPreparedOnce: a journal claim and completion prepare their
-// statements once and reuse them; migrations' DDL is not kept; the cache is
-// bounded, and a statement past the bound still runs.
+// statements once, on the writer's connection, and reuse them; migrations'
+// DDL is not kept; the pool's cache is bounded, and a statement past the
+// bound still runs.
 func TestStatementsPreparedOnce(t *testing.T) {
 	ctx := context.Background()
 	s, err := Open(ctx, filepath.Join(t.TempDir(), "g.db"), nil)
@@ -32,7 +38,7 @@ func TestStatementsPreparedOnce(t *testing.T) {
 	// transactions (a transaction never prepares one: see
 	// TestTransactionNeverWaitsForASecondConnection): the audit trail's
 	// inserts of 1, 8 and 64 rows, its head, and the completion.
-	if n := cached(s); n != 5 {
+	if n := cached(s, false); n != 5 {
 		t.Fatalf("%d statements cached after Open, want the commit queue's 5 (DDL kept?)", n)
 	}
 	for i := range 50 {
@@ -44,7 +50,7 @@ func TestStatementsPreparedOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n := cached(s); n < 5+1 || n > 5+3 {
+	if n := cached(s, false); n < 5+1 || n > 5+3 {
 		t.Errorf("%d statements cached after 50 claims and completions, want the two (or so) they use", n)
 	}
 	db := s.DB()
@@ -54,14 +60,15 @@ func TestStatementsPreparedOnce(t *testing.T) {
 			t.Fatalf("SELECT %d = %d, %v", i, v, err)
 		}
 	}
-	if n := cached(s); n != maxCachedStmts {
+	if n := cached(s, true); n != maxCachedStmts {
 		t.Errorf("%d statements cached, want the bound %d", n, maxCachedStmts)
 	}
 }
 
-// TestTransactionNeverWaitsForASecondConnection: with a pool of one
-// connection, a transaction running a statement never prepared before must
-// not prepare it on the pool (it would wait for the connection it holds).
+// TestTransactionNeverWaitsForASecondConnection: a transaction running a
+// statement never prepared before must not prepare it (on the writer's
+// one connection, it would wait for the connection it holds), with a pool
+// of one connection too.
 func TestTransactionNeverWaitsForASecondConnection(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -83,21 +90,26 @@ func TestTransactionNeverWaitsForASecondConnection(t *testing.T) {
 	if err != nil {
 		t.Fatalf("a transaction on a one-connection pool: %v", err)
 	}
-	// Prepared on the pool now, and used by a transaction on the same
-	// connection.
-	var v int
-	if err := s.DB().QueryRow(ctx, "SELECT 41 + 1").Scan(&v); err != nil || v != 42 {
-		t.Fatal(v, err)
+	// Prepared by a write outside a transaction, and used by a
+	// transaction on the same connection.
+	const upd = `UPDATE journal SET owner = owner WHERE tool_call_id = 'none'`
+	if _, err := s.DB().Exec(ctx, upd); err != nil {
+		t.Fatal(err)
 	}
-	if err := s.DB().InTx(ctx, func(tx sqlstore.Querier) error { return tx.QueryRow(ctx, "SELECT 41 + 1").Scan(&v) }); err != nil || v != 42 {
-		t.Fatalf("a cached statement in a transaction: %d %v", v, err)
+	if s.DB().(*sqlDB).wstmts.peek(upd) == nil {
+		t.Fatal("a write outside a transaction did not prepare its statement on the writer's connection")
+	}
+	if err := s.DB().InTx(ctx, func(tx sqlstore.Querier) error { _, err := tx.Exec(ctx, upd); return err }); err != nil {
+		t.Fatalf("a cached statement in a transaction: %v", err)
 	}
 }
 
 // TestPreparingNeverBlocksATransaction: a call preparing a new statement
-// waits for a connection of the pool; it must not hold the cache meanwhile,
-// or a transaction holding that connection blocks on the cache and neither
-// ends (the approvals race of durable found it).
+// waits for a connection; it must not hold the cache meanwhile, or a
+// transaction holding that connection blocks on the cache and neither
+// ends (the approvals race of durable found it). Both caches: a read
+// preparing on the pool of one connection while a read holds it, and a
+// write preparing on the writer's connection while a transaction holds it.
 func TestPreparingNeverBlocksATransaction(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -107,23 +119,33 @@ func TestPreparingNeverBlocksATransaction(t *testing.T) {
 	}
 	defer s.Close()
 	db := s.DB()
-	var v int
-	if err := db.QueryRow(ctx, "SELECT 1").Scan(&v); err != nil { // cached
+	const cachedUpd = `UPDATE journal SET owner = owner WHERE tool_call_id = 'a'`
+	if _, err := db.Exec(ctx, cachedUpd); err != nil { // cached on the writer's connection
 		t.Fatal(err)
 	}
-	outside := make(chan error, 1)
+	outside := make(chan error, 2)
 	err = db.InTx(ctx, func(tx sqlstore.Querier) error {
-		go func() { // a statement never prepared, on the pool: waits for the tx's connection
-			var w int
-			outside <- db.QueryRow(ctx, "SELECT 2").Scan(&w)
+		go func() { // never prepared, on the writer's connection: waits for the tx's
+			db.(sqlstore.Preparer).Prepare(ctx, `UPDATE journal SET owner = owner WHERE tool_call_id = 'b'`)
+			outside <- nil
 		}()
-		time.Sleep(100 * time.Millisecond) // let it reach the pool's wait
-		return tx.QueryRow(ctx, "SELECT 1").Scan(&v)
+		go func() { // a write waits for its turn, not on the cache
+			_, err := db.Exec(ctx, `UPDATE journal SET owner = owner WHERE tool_call_id = 'c'`)
+			outside <- err
+		}()
+		time.Sleep(100 * time.Millisecond) // let them reach their waits
+		_, err := tx.Exec(ctx, cachedUpd)
+		return err
 	})
 	if err != nil {
 		t.Fatalf("the transaction: %v", err)
 	}
-	if err := <-outside; err != nil {
-		t.Fatalf("the statement outside: %v", err)
+	for range 2 {
+		if err := <-outside; err != nil {
+			t.Fatalf("the statement outside: %v", err)
+		}
+	}
+	if db.(*sqlDB).wstmts.peek(`UPDATE journal SET owner = owner WHERE tool_call_id = 'b'`) == nil {
+		t.Error("Prepare did not prepare its statement")
 	}
 }

@@ -2,10 +2,13 @@ package sqlite
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/audit"
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/store/internal/sqlstore"
 )
@@ -76,5 +79,94 @@ VALUES ('s', 'r', $1, 'f', 'started', '', 'e', 0, 0, 0, 0)`, id)
 	}
 	if _, err := s.GetRecord(t.Context(), store.RecordKey{Scope: "s", RunID: "r", ToolCallID: "late"}); err == nil {
 		t.Error("the writer that gave up wrote its row")
+	}
+}
+
+// TestWritesNotHeldByReads: reads holding every connection of the pool
+// (rows left open, as a long export does) do not hold up the journal's
+// writes, which have their own connection: a Claim, an audited Complete
+// and a single-statement write all commit while the reads are open, and
+// read back once they close. On a shared pool the Claim waited for a
+// connection until its context ended.
+func TestWritesNotHeldByReads(t *testing.T) {
+	for _, gc := range []store.GroupCommit{store.GroupCommitOn, store.GroupCommitOff} {
+		t.Run(string(gc), func(t *testing.T) {
+			s, err := Open(t.Context(), filepath.Join(t.TempDir(), "r.db"), &store.Options{MaxConns: 2, GroupCommit: gc})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			now := time.Now()
+			rec := func(id string) store.Record {
+				return store.Record{RecordKey: store.RecordKey{Scope: "s", RunID: "r", ToolCallID: id}, Fingerprint: "f",
+					State: store.StateStarted, Owner: "o", Executor: "e", LeaseUntil: now.Add(time.Minute), ExpiresAt: now.Add(time.Hour)}
+			}
+			for _, id := range []string{"a", "b", "c"} {
+				if _, _, err := s.Claim(t.Context(), rec(id)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// Two open row sets: the pool's two connections.
+			var open []interface{ Close() error }
+			for range 2 {
+				rows, err := s.SQLDB().QueryContext(t.Context(), `SELECT tool_call_id FROM journal`)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !rows.Next() {
+					t.Fatal("no row to hold the read open")
+				}
+				open = append(open, rows)
+			}
+			// The writes run while the reads are open. On a regression they
+			// wait for a pool connection, and their contexts do not end that
+			// wait: after 10 s the reads are closed, which frees them, and
+			// the test fails.
+			done := make(chan error, 1)
+			go func() {
+				ctx := t.Context()
+				if claimed, _, err := s.Claim(ctx, rec("d")); err != nil || !claimed {
+					done <- fmt.Errorf("claim while the pool is held: claimed=%v err=%v", claimed, err)
+					return
+				}
+				entry := store.AuditEntry{Chain: "c1", At: now, Kind: "tool_call", Subject: "o", Server: "srv", Tool: "t", Outcome: "ok"}
+				if _, err := s.CompleteAudited(ctx, store.RecordKey{Scope: "s", RunID: "r", ToolCallID: "d"}, "e", store.StateSucceeded, []byte(`{"ok":true}`),
+					entry, audit.Link); err != nil {
+					done <- fmt.Errorf("audited complete while the pool is held: %w", err)
+					return
+				}
+				if n, err := s.DB().Exec(ctx, `DELETE FROM journal WHERE tool_call_id = 'c'`); err != nil || n != 1 {
+					done <- fmt.Errorf("single-statement write while the pool is held: n=%d err=%v", n, err)
+					return
+				}
+				done <- nil
+			}()
+			var werr error
+			select {
+			case werr = <-done:
+			case <-time.After(10 * time.Second):
+				werr = errors.New("the writes waited for the pool's connections (10 s)")
+			}
+			for _, r := range open {
+				if err := r.Close(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if werr != nil {
+				<-done
+				t.Fatal(werr)
+			}
+			got, err := s.GetRecord(t.Context(), store.RecordKey{Scope: "s", RunID: "r", ToolCallID: "d"})
+			if err != nil || got.State != store.StateSucceeded || string(got.Outcome) != `{"ok":true}` {
+				t.Fatalf("read back: %+v, %v", got, err)
+			}
+			if _, err := s.GetRecord(t.Context(), store.RecordKey{Scope: "s", RunID: "r", ToolCallID: "c"}); !errors.Is(err, store.ErrNotFound) {
+				t.Fatalf("deleted record: %v (want ErrNotFound)", err)
+			}
+			es, err := s.ListAudit(t.Context(), store.AuditFilter{Chain: "c1"})
+			if err != nil || len(es) != 1 || es[0].Tool != "t" {
+				t.Fatalf("audit read back: %+v, %v", es, err)
+			}
+		})
 	}
 }
