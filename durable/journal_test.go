@@ -41,6 +41,16 @@ func newJournal(t testing.TB, s store.JournalStore, o *JournalOptions) *Journal 
 	return j
 }
 
+// effectJournal is the set-up the journal tests share: a journal on s
+// with options o, and the client session cs of an in-process effect
+// server that counts its effects in file (read them with effectsIn).
+func effectJournal(t testing.TB, s store.JournalStore, o *JournalOptions) (j *Journal, cs *mcp.ClientSession, file string) {
+	t.Helper()
+	file = filepath.Join(t.TempDir(), "effects")
+	cs = inMemServer(t, file)
+	return newJournal(t, s, o), cs, file
+}
+
 func getRecord(t testing.TB, s store.JournalStore, j *Journal, c Call) store.Record {
 	t.Helper()
 	r, err := s.GetRecord(ctxT(t), j.key(c))
@@ -62,9 +72,7 @@ func wantCode(t testing.TB, err error, code refusal.Code) *refusal.Error {
 func TestDoRunsOnceAndReplays(t *testing.T) {
 	forEachStore(t, func(t *testing.T, s store.Store) {
 		ctx := ctxT(t)
-		file := filepath.Join(t.TempDir(), "effects")
-		cs := inMemServer(t, file)
-		j := newJournal(t, s, &JournalOptions{Scope: "app"})
+		j, cs, file := effectJournal(t, s, &JournalOptions{Scope: "app"})
 		args := json.RawMessage(`{"amount": 42}`)
 		c := Call{RunID: "run1", ToolCallID: "c1", Server: "bank", Tool: "charge", Args: args, Owner: "alice"}
 		res, replayed, err := j.Do(ctx, c, effectOf(cs, "charge", args))
@@ -113,9 +121,7 @@ func TestDoRunsOnceAndReplays(t *testing.T) {
 func TestReplayOfFailures(t *testing.T) {
 	forEachStore(t, func(t *testing.T, s store.Store) {
 		ctx := ctxT(t)
-		file := filepath.Join(t.TempDir(), "effects")
-		cs := inMemServer(t, file)
-		j := newJournal(t, s, nil)
+		j, cs, _ := effectJournal(t, s, nil)
 		args := json.RawMessage(`{"amount":1}`)
 
 		// A JSON-RPC error response: failed, replayed as the same text.
@@ -198,9 +204,7 @@ func nil2(t *testing.T) Effect {
 func TestKeyReused(t *testing.T) {
 	forEachStore(t, func(t *testing.T, s store.Store) {
 		ctx := ctxT(t)
-		file := filepath.Join(t.TempDir(), "effects")
-		cs := inMemServer(t, file)
-		j := newJournal(t, s, nil)
+		j, cs, file := effectJournal(t, s, nil)
 		c := Call{RunID: "r", ToolCallID: "c", Server: "bank", Tool: "charge", Args: json.RawMessage(`{"amount":1}`), Owner: "alice"}
 		if _, _, err := j.Do(ctx, c, effectOf(cs, "charge", c.Args)); err != nil {
 			t.Fatal(err)
@@ -349,9 +353,7 @@ func TestExpiredLease(t *testing.T) {
 func TestRepeatableUnknownOutcome(t *testing.T) {
 	forEachStore(t, func(t *testing.T, s store.Store) {
 		ctx := ctxT(t)
-		file := filepath.Join(t.TempDir(), "effects")
-		cs := inMemServer(t, file)
-		j := newJournal(t, s, &JournalOptions{Repeatable: func(server, tool string) bool { return server == "bank" && tool == "charge_once" }})
+		j, cs, file := effectJournal(t, s, &JournalOptions{Repeatable: func(server, tool string) bool { return server == "bank" && tool == "charge_once" }})
 		args := json.RawMessage(`{"amount":9}`)
 		c := Call{RunID: "r", ToolCallID: "x", Server: "bank", Tool: "charge_once", Args: args}
 		// The call reaches the server, and the answer is lost.

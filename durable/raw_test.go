@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -46,9 +45,7 @@ func TestGuardedRawRecordsBytes(t *testing.T) {
 	const failing = `{"content":[{"type":"text","text":"no funds"}],"isError":true,"x-vendor":2}`
 	forEachStore(t, func(t *testing.T, s store.Store) {
 		ctx := ctxT(t)
-		file := filepath.Join(t.TempDir(), "effects")
-		cs := inMemServer(t, file)
-		j := newJournal(t, s, &JournalOptions{Scope: "app"})
+		j, cs, file := effectJournal(t, s, &JournalOptions{Scope: "app"})
 		args := json.RawMessage(`{"amount":42}`)
 		c := Call{RunID: "run1", ToolCallID: "c1", Server: "bank", Tool: "charge", Args: args, Owner: "alice"}
 
@@ -126,9 +123,7 @@ func TestGuardedRawNotAnObject(t *testing.T) {
 	}
 	forEachStore(t, func(t *testing.T, s store.Store) {
 		ctx := ctxT(t)
-		file := filepath.Join(t.TempDir(), "effects")
-		cs := inMemServer(t, file)
-		j := newJournal(t, s, &JournalOptions{Repeatable: func(string, string) bool { return true }})
+		j, cs, file := effectJournal(t, s, &JournalOptions{Repeatable: func(string, string) bool { return true }})
 		args := json.RawMessage(`{"amount":1}`)
 		for _, tc := range cases {
 			c := Call{RunID: "bad", ToolCallID: tc.name, Server: "bank", Tool: "charge", Args: args}
@@ -158,9 +153,7 @@ func TestGuardedRawNotAnObject(t *testing.T) {
 func TestGuardedRawDecodedAnswer(t *testing.T) {
 	forEachStore(t, func(t *testing.T, s store.Store) {
 		ctx := ctxT(t)
-		file := filepath.Join(t.TempDir(), "effects")
-		cs := inMemServer(t, file)
-		j := newJournal(t, s, nil)
+		j, cs, _ := effectJournal(t, s, nil)
 		args := json.RawMessage(`{"amount":3}`)
 		c := Call{RunID: "r", ToolCallID: "v", Server: "bank", Tool: "charge", Args: args}
 		res, raw, replayed, err := j.GuardedRaw(ctx, c, policy.AllowAll(), func(ctx context.Context, key string) (*mcp.CallToolResult, RawResult, error) {

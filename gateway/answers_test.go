@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -56,43 +55,25 @@ func newHostileUpstream(t *testing.T) *hostileUpstream {
 			})
 	}
 	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
-	u.hs = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost {
-			sdk.ServeHTTP(w, r)
-			return
-		}
-		body, _ := io.ReadAll(r.Body)
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		var m struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-			Params struct {
-				Name string `json:"name"`
-			} `json:"params"`
-		}
-		if json.Unmarshal(body, &m) != nil || m.Method != "tools/call" || m.Params.Name == "count" {
-			sdk.ServeHTTP(w, r)
-			return
+	u.hs = interceptCall(t, sdk, func(w http.ResponseWriter, name string, id json.RawMessage) bool {
+		if name == "count" {
+			return false
 		}
 		u.mu.Lock()
-		u.n[m.Params.Name]++
+		u.n[name]++
 		u.mu.Unlock()
-		sse := func() {
+		switch name {
+		case "huge": // one SSE event past 16 MiB
 			w.Header().Set("Content-Type", "text/event-stream")
 			w.WriteHeader(http.StatusOK)
-		}
-		switch m.Params.Name {
-		case "huge": // one SSE event past 16 MiB
-			sse()
-			fmt.Fprintf(w, `event: message`+"\n"+`data: {"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"`, m.ID)
+			fmt.Fprintf(w, `event: message`+"\n"+`data: {"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"`, id)
 			chunk := bytes.Repeat([]byte("x"), 1<<20)
 			for range 17 {
 				_, _ = w.Write(chunk)
 			}
 			fmt.Fprint(w, `"}]}}`+"\n\n")
 		case "garbage": // an SSE event whose data is no JSON
-			sse()
-			fmt.Fprint(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":"+string(m.ID)+",\"result\":{nope\n\n")
+			writeEvent(w, `{"jsonrpc":"2.0","id":`+string(id)+`,"result":{nope`)
 		case "wronglength": // a JSON body that is no JSON-RPC message
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusOK)
@@ -100,23 +81,18 @@ func newHostileUpstream(t *testing.T) *hostileUpstream {
 		case "status500":
 			http.Error(w, "internal trouble", http.StatusInternalServerError)
 		case "pretty": // a result written indented: one event, many data lines
-			pretty, _ := json.MarshalIndent(map[string]any{"jsonrpc": "2.0", "id": m.ID,
+			pretty, _ := json.MarshalIndent(map[string]any{"jsonrpc": "2.0", "id": id,
 				"result": map[string]any{"content": []any{map[string]any{"type": "text", "text": "line one\nline two"}},
 					"structuredContent": map[string]any{"rows": []any{1, 2, map[string]any{"k": "v"}}}}}, "", "  ")
-			sse()
-			fmt.Fprint(w, "event: message\n")
-			for line := range strings.SplitSeq(string(pretty), "\n") {
-				fmt.Fprintf(w, "data: %s\n", line)
-			}
-			fmt.Fprint(w, "\n")
+			writeEvent(w, string(pretty))
 		}
-	}))
+		return true
+	})
 	t.Cleanup(func() {
 		u.hs.CloseClientConnections()
 		for ss := range s.Sessions() {
 			_ = ss.Close()
 		}
-		u.hs.Close()
 	})
 	return u
 }

@@ -2,12 +2,10 @@ package gateway
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -126,47 +124,26 @@ func newParityUpstream(t *testing.T) *parityUpstream {
 		return text(fmt.Sprintf("leaving #%d", effect("leaving", req))), nil
 	})
 	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return u.srv }, nil)
-	u.hs = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost {
-			body, _ := io.ReadAll(r.Body)
-			r.Body = io.NopCloser(bytes.NewReader(body))
-			var m struct {
-				ID     json.RawMessage `json:"id"`
-				Method string          `json:"method"`
-				Params struct {
-					Name string `json:"name"`
-				} `json:"params"`
-			}
-			if json.Unmarshal(body, &m) == nil && m.Method == "tools/call" && m.Params.Name == "status500" {
-				effect("status500", &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{}})
-				http.Error(w, "internal trouble", http.StatusInternalServerError)
-				return
-			}
-			if json.Unmarshal(body, &m) == nil && m.Method == "tools/call" && m.Params.Name == "garbage" {
-				effect("garbage", &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{}})
-				w.Header().Set("Content-Type", "text/event-stream")
-				w.WriteHeader(http.StatusOK)
-				fmt.Fprintf(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{nope\n\n", m.ID)
-				return
-			}
-			if json.Unmarshal(body, &m) == nil && m.Method == "tools/call" && m.Params.Name == "pretty" {
-				// The answer of a server that writes its JSON indented: one
-				// SSE event whose data spans lines.
-				effect("pretty", &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{}})
-				pretty, _ := json.MarshalIndent(map[string]any{"jsonrpc": "2.0", "id": m.ID,
-					"result": map[string]any{"content": []any{map[string]any{"type": "text", "text": "line one\nline two"}}}}, "", "  ")
-				w.Header().Set("Content-Type", "text/event-stream")
-				w.WriteHeader(http.StatusOK)
-				fmt.Fprint(w, "event: message\n")
-				for line := range strings.SplitSeq(string(pretty), "\n") {
-					fmt.Fprintf(w, "data: %s\n", line)
-				}
-				fmt.Fprint(w, "\n")
-				return
-			}
+	u.hs = interceptCall(t, sdk, func(w http.ResponseWriter, name string, id json.RawMessage) bool {
+		switch name {
+		case "status500":
+			effect("status500", &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{}})
+			http.Error(w, "internal trouble", http.StatusInternalServerError)
+		case "garbage":
+			effect("garbage", &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{}})
+			writeEvent(w, `{"jsonrpc":"2.0","id":`+string(id)+`,"result":{nope`)
+		case "pretty":
+			// The answer of a server that writes its JSON indented: one
+			// SSE event whose data spans lines.
+			effect("pretty", &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{}})
+			pretty, _ := json.MarshalIndent(map[string]any{"jsonrpc": "2.0", "id": id,
+				"result": map[string]any{"content": []any{map[string]any{"type": "text", "text": "line one\nline two"}}}}, "", "  ")
+			writeEvent(w, string(pretty))
+		default:
+			return false
 		}
-		sdk.ServeHTTP(w, r)
-	}))
+		return true
+	})
 	t.Cleanup(u.close)
 	u.url = u.hs.URL + "/mcp"
 	return u

@@ -76,23 +76,12 @@ func newRawUpstream(t *testing.T) *rawUpstream {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "lost"}}}, nil
 	})
 	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
-	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost {
-			body, _ := io.ReadAll(r.Body)
-			r.Body = io.NopCloser(bytes.NewReader(body))
-			var m struct {
-				ID     json.RawMessage `json:"id"`
-				Method string          `json:"method"`
-			}
-			if json.Unmarshal(body, &m) == nil && m.Method == "tools/call" {
-				u.mu.Lock()
-				u.ids = append(u.ids, string(m.ID))
-				u.mu.Unlock()
-			}
-		}
-		sdk.ServeHTTP(w, r)
-	}))
-	t.Cleanup(hs.Close)
+	hs := interceptCall(t, sdk, func(_ http.ResponseWriter, _ string, id json.RawMessage) bool {
+		u.mu.Lock()
+		u.ids = append(u.ids, string(id))
+		u.mu.Unlock()
+		return false
+	})
 	t.Cleanup(func() { close(stop) }) // runs first: hs.Close waits for the handlers
 	u.url = hs.URL + "/mcp"
 	return u

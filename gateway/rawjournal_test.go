@@ -1,14 +1,11 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math"
 	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -56,41 +53,21 @@ func vendorUpstream(t *testing.T) (url string, effects func(tool string) int) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("b", blobSize)}}}, nil
 		})
 	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
-	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost {
-			body, _ := io.ReadAll(r.Body)
-			r.Body = io.NopCloser(bytes.NewReader(body))
-			var m struct {
-				ID     json.RawMessage `json:"id"`
-				Method string          `json:"method"`
-				Params struct {
-					Name string `json:"name"`
-				} `json:"params"`
-			}
-			if json.Unmarshal(body, &m) == nil && m.Method == "tools/call" && vendorResults[m.Params.Name] != "" {
-				mu.Lock()
-				counts[m.Params.Name]++
-				mu.Unlock()
-				w.Header().Set("Content-Type", "text/event-stream")
-				w.WriteHeader(http.StatusOK)
-				// SSE data may span lines: one data line per line.
-				fmt.Fprint(w, "event: message\n")
-				msg := `{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":` + vendorResults[m.Params.Name] + `}`
-				for _, line := range bytes.Split([]byte(msg), []byte("\n")) {
-					fmt.Fprintf(w, "data: %s\n", line)
-				}
-				fmt.Fprint(w, "\n")
-				return
-			}
+	hs := interceptCall(t, sdk, func(w http.ResponseWriter, name string, id json.RawMessage) bool {
+		if vendorResults[name] == "" {
+			return false
 		}
-		sdk.ServeHTTP(w, r)
-	}))
+		mu.Lock()
+		counts[name]++
+		mu.Unlock()
+		writeEvent(w, `{"jsonrpc":"2.0","id":`+string(id)+`,"result":`+vendorResults[name]+`}`)
+		return true
+	})
 	t.Cleanup(func() {
 		hs.CloseClientConnections()
 		for ss := range srv.Sessions() {
 			_ = ss.Close()
 		}
-		hs.Close()
 	})
 	return hs.URL + "/mcp", func(tool string) int {
 		mu.Lock()
