@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"path/filepath"
 	"testing"
+	"time"
 
+	"github.com/gatehouse-dev/gatehouse/audit"
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/store/sqlite"
 	"github.com/gatehouse-dev/gatehouse/store/storetest"
@@ -54,6 +56,33 @@ func BenchmarkGroupCommit(b *testing.B) {
 					storetest.BenchClaimComplete(b, s, conc)
 				})
 			}
+		}
+	}
+}
+
+// BenchmarkClaimCompleteAudited: what a keyed call of the gateway writes,
+// one caller: a claim, then the completion with its audit entry (two
+// transactions), on a file in the test's temporary directory.
+func BenchmarkClaimCompleteAudited(b *testing.B) {
+	s, err := sqlite.Open(b.Context(), filepath.Join(b.TempDir(), "bench.db"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	ctx := b.Context()
+	now := time.Now()
+	e := store.AuditEntry{Chain: "gw-1", At: now, Kind: "tool_call", Subject: "bench", Server: "echo", Tool: "echo",
+		ArgsDigest: "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", Outcome: "ok", Instance: "i-1"}
+	i := 0
+	for b.Loop() {
+		i++
+		key := store.RecordKey{Scope: "s", RunID: "r", ToolCallID: fmt.Sprint(i)}
+		rec := store.Record{RecordKey: key, Fingerprint: "f", Owner: "bench", Executor: "e", LeaseUntil: now.Add(time.Minute), ExpiresAt: now.Add(time.Hour)}
+		if ok, _, err := s.Claim(ctx, rec); err != nil || !ok {
+			b.Fatal(ok, err)
+		}
+		if _, err := s.CompleteAudited(ctx, key, "e", store.StateSucceeded, []byte(`{"content":[{"type":"text","text":"hello"}]}`), e, audit.Link); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

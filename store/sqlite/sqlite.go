@@ -355,6 +355,24 @@ func (q querier) Exec(ctx context.Context, query string, args ...any) (int64, er
 	return res.RowsAffected()
 }
 
+// Insert implements sqlstore.Inserter.
+func (q querier) Insert(ctx context.Context, query string, args ...any) (int64, int64, error) {
+	ctx, err := detach(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	res, err := q.q.ExecContext(ctx, query, args...)
+	if err != nil {
+		return 0, 0, err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, 0, err
+	}
+	last, err := res.LastInsertId()
+	return n, last, err
+}
+
 type row struct{ r *sql.Row }
 
 func (r row) Scan(dest ...any) error {
@@ -410,6 +428,19 @@ func (d *sqlDB) Exec(ctx context.Context, query string, args ...any) (int64, err
 		d.cp.committed()
 	}
 	return n, err
+}
+
+// Insert implements sqlstore.Inserter, as Exec does.
+func (d *sqlDB) Insert(ctx context.Context, query string, args ...any) (int64, int64, error) {
+	if err := d.lockWriter(ctx); err != nil {
+		return 0, 0, err
+	}
+	defer d.unlockWriter()
+	n, last, err := querier{q: cachedQuerier{c: d.wstmts}}.Insert(ctx, query, args...)
+	if n > 0 {
+		d.cp.committed()
+	}
+	return n, last, err
 }
 
 func (d *sqlDB) QueryRow(ctx context.Context, query string, args ...any) sqlstore.Row {

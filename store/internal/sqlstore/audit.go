@@ -146,11 +146,31 @@ func auditInsert(n int) string {
 	return AuditValues(n) + ` ON CONFLICT (chain, seq) DO NOTHING RETURNING id, seq`
 }
 
+// auditInsertExec is auditInsert without RETURNING, for an Inserter.
+func auditInsertExec(n int) string {
+	return AuditValues(n) + ` ON CONFLICT (chain, seq) DO NOTHING`
+}
+
 // insertAudit inserts es in one statement and fills in ids (by seq: the
-// order of RETURNING is not promised). A row not inserted, its (chain,
-// seq) taken by a concurrent writer, is ErrConflict.
+// order of RETURNING is not promised; on an Inserter, from the last ID).
+// A row not inserted, its (chain, seq) taken by a concurrent writer, is
+// ErrConflict.
 func insertAudit(ctx context.Context, tx Querier, es []store.AuditEntry, ids []int64, head store.AuditHead) error {
-	rows, err := tx.Query(ctx, auditInsert(len(es)), AuditArgs(make([]any, 0, 14*len(es)), es)...)
+	args := AuditArgs(make([]any, 0, 14*len(es)), es)
+	if in, ok := tx.(Inserter); ok {
+		n, last, err := in.Insert(ctx, auditInsertExec(len(es)), args...)
+		if err != nil {
+			return err
+		}
+		if n != int64(len(es)) {
+			return norm.AuditAppendConflict(es[0], head)
+		}
+		for i := range es {
+			ids[i] = last - int64(len(es)-1-i)
+		}
+		return nil
+	}
+	rows, err := tx.Query(ctx, auditInsert(len(es)), args...)
 	if err != nil {
 		return err
 	}

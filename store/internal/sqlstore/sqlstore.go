@@ -53,8 +53,13 @@ func New(db DB, o Options) *Store {
 	if p, ok := db.(Preparer); ok {
 		// The commit queue's audit statements run only in transactions.
 		ctx := context.Background()
+		_, exec := db.(Inserter)
 		for _, n := range []int{1, 8, 64} {
-			p.Prepare(ctx, auditInsert(n))
+			if exec {
+				p.Prepare(ctx, auditInsertExec(n))
+			} else {
+				p.Prepare(ctx, auditInsert(n))
+			}
 		}
 		p.Prepare(ctx, auditLastQuery)
 		p.Prepare(ctx, completeQuery)
