@@ -260,7 +260,7 @@ func queueAuditInserts(p *pipe, es []store.AuditEntry) {
 	for rest := es; len(rest) > 0; {
 		n := auditChunk(len(rest))
 		chunk := rest[:n]
-		args := sqlstore.AuditArgs(make([]any, 0, 14*n), chunk)
+		args := sqlbatch.AuditArgs(make([]any, 0, 14*n), chunk)
 		p.queue(strictInsert(n), args, func(r sqlstore.Rows) error {
 			got := 0
 			for r.Next() {
@@ -327,5 +327,5 @@ func strictInsert(n int) string {
 var strictInserts = [3]string{buildStrictInsert(1), buildStrictInsert(8), buildStrictInsert(64)}
 
 func buildStrictInsert(n int) string {
-	return sqlstore.AuditValues(n) + ` RETURNING id, chain, seq`
+	return sqlbatch.AuditValues(n) + ` RETURNING id, chain, seq`
 }

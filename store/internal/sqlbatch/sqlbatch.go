@@ -16,10 +16,13 @@ package sqlbatch
 import (
 	"context"
 	"errors"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
 	"github.com/gatehouse-dev/gatehouse/store"
+	"github.com/gatehouse-dev/gatehouse/store/internal/norm"
 )
 
 // ErrStatement marks a Batcher's error when nothing of the batch was
@@ -135,4 +138,35 @@ func (h *Heads) Drop(es []store.AuditEntry) {
 	for _, e := range es {
 		delete(h.m, e.Chain)
 	}
+}
+
+// AuditValues returns the INSERT of n audit entries into audit_log up to
+// its VALUES rows, $1 to $(14n), in AuditArgs's order: each store's
+// statement appends its own conflict and RETURNING clauses.
+func AuditValues(n int) string {
+	var b strings.Builder
+	b.WriteString(`INSERT INTO audit_log (chain, seq, at, kind, subject, server, tool, args_digest, outcome, duration_us, instance, prev_hash, hash, detail) VALUES `)
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteByte('(')
+		for j := range 14 {
+			if j > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString("$" + strconv.Itoa(i*14+j+1))
+		}
+		b.WriteByte(')')
+	}
+	return b.String()
+}
+
+// AuditArgs appends the arguments of AuditValues(len(es)) to args.
+func AuditArgs(args []any, es []store.AuditEntry) []any {
+	for _, e := range es {
+		args = append(args, e.Chain, e.Seq, norm.MS(e.At), e.Kind, e.Subject, e.Server, e.Tool, e.ArgsDigest, e.Outcome,
+			e.Duration.Microseconds(), e.Instance, e.PrevHash, e.Hash, e.Detail)
+	}
+	return args
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/store/internal/norm"
+	"github.com/gatehouse-dev/gatehouse/store/internal/sqlbatch"
 )
 
 const auditCols = `id, chain, seq, at, kind, subject, server, tool, args_digest, outcome, duration_us, instance, prev_hash, hash, detail`
@@ -110,45 +111,14 @@ func auditChunk(n int) int {
 	return 1
 }
 
-// AuditValues returns the INSERT of n audit entries into audit_log up to
-// its VALUES rows, $1 to $(14n), in AuditArgs's order: each store's
-// statement appends its own conflict and RETURNING clauses.
-func AuditValues(n int) string {
-	var b strings.Builder
-	b.WriteString(`INSERT INTO audit_log (chain, seq, at, kind, subject, server, tool, args_digest, outcome, duration_us, instance, prev_hash, hash, detail) VALUES `)
-	for i := range n {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteByte('(')
-		for j := range 14 {
-			if j > 0 {
-				b.WriteString(", ")
-			}
-			b.WriteString("$" + strconv.Itoa(i*14+j+1))
-		}
-		b.WriteByte(')')
-	}
-	return b.String()
-}
-
-// AuditArgs appends the arguments of AuditValues(len(es)) to args.
-func AuditArgs(args []any, es []store.AuditEntry) []any {
-	for _, e := range es {
-		args = append(args, e.Chain, e.Seq, norm.MS(e.At), e.Kind, e.Subject, e.Server, e.Tool, e.ArgsDigest, e.Outcome,
-			e.Duration.Microseconds(), e.Instance, e.PrevHash, e.Hash, e.Detail)
-	}
-	return args
-}
-
 // auditInsert returns the INSERT of n entries.
 func auditInsert(n int) string {
-	return AuditValues(n) + ` ON CONFLICT (chain, seq) DO NOTHING RETURNING id, seq`
+	return sqlbatch.AuditValues(n) + ` ON CONFLICT (chain, seq) DO NOTHING RETURNING id, seq`
 }
 
 // auditInsertExec is auditInsert without RETURNING, for an Inserter.
 func auditInsertExec(n int) string {
-	return AuditValues(n) + ` ON CONFLICT (chain, seq) DO NOTHING`
+	return sqlbatch.AuditValues(n) + ` ON CONFLICT (chain, seq) DO NOTHING`
 }
 
 // insertAudit inserts es in one statement and fills in ids (by seq: the
@@ -156,7 +126,7 @@ func auditInsertExec(n int) string {
 // A row not inserted, its (chain, seq) taken by a concurrent writer, is
 // ErrConflict.
 func insertAudit(ctx context.Context, tx Querier, es []store.AuditEntry, ids []int64, head store.AuditHead) error {
-	args := AuditArgs(make([]any, 0, 14*len(es)), es)
+	args := sqlbatch.AuditArgs(make([]any, 0, 14*len(es)), es)
 	if in, ok := tx.(Inserter); ok {
 		n, last, err := in.Insert(ctx, auditInsertExec(len(es)), args...)
 		if err != nil {
