@@ -267,7 +267,8 @@ func isBusy(err error) bool {
 // Path returns the database file's path.
 func (s *Store) Path() string { return s.path }
 
-// SQLDB returns the underlying *sql.DB (for tests and diagnostics).
+// SQLDB returns the underlying *sql.DB of reads, the pool (for tests and
+// diagnostics); the store's writes have a connection of their own.
 func (s *Store) SQLDB() *sql.DB { return s.DB().(*sqlDB).db }
 
 // sqlDB adapts *sql.DB to sqlstore.DB, its statements prepared once
