@@ -142,10 +142,11 @@ func TestWritesNotHeldByReads(t *testing.T) {
 				done <- nil
 			}()
 			var werr error
+			waited := false
 			select {
 			case werr = <-done:
 			case <-time.After(10 * time.Second):
-				werr = errors.New("the writes waited for the pool's connections (10 s)")
+				werr, waited = errors.New("the writes waited for the pool's connections (10 s)"), true
 			}
 			for _, r := range open {
 				if err := r.Close(); err != nil {
@@ -153,7 +154,9 @@ func TestWritesNotHeldByReads(t *testing.T) {
 				}
 			}
 			if werr != nil {
-				<-done
+				if waited {
+					<-done // freed by the closed reads
+				}
 				t.Fatal(werr)
 			}
 			got, err := s.GetRecord(t.Context(), store.RecordKey{Scope: "s", RunID: "r", ToolCallID: "d"})
