@@ -65,7 +65,8 @@ func defaultCheckpoints() checkpointOptions {
 
 // checkpointer runs a store's checkpoints (see above).
 type checkpointer struct {
-	db *sql.DB
+	db    *sql.DB
+	reads readSlots // the pool's: a pass holds one
 	// lock and unlock take and give back a turn in the store's writer
 	// queue.
 	lock   func(context.Context) error
@@ -84,9 +85,9 @@ type checkpointer struct {
 }
 
 // newCheckpointer starts the checkpointer of db; stop it with close.
-func newCheckpointer(db *sql.DB, lock func(context.Context) error, unlock func(), o checkpointOptions) *checkpointer {
+func newCheckpointer(db *sql.DB, reads readSlots, lock func(context.Context) error, unlock func(), o checkpointOptions) *checkpointer {
 	ctx, cancel := context.WithCancel(context.Background())
-	c := &checkpointer{db: db, lock: lock, unlock: unlock, checkpointOptions: o,
+	c := &checkpointer{db: db, reads: reads, lock: lock, unlock: unlock, checkpointOptions: o,
 		kick: make(chan struct{}, 1), stop: cancel, done: make(chan struct{})}
 	go c.loop(ctx)
 	return c
@@ -135,6 +136,10 @@ func (c *checkpointer) loop(ctx context.Context) {
 // queue when the WAL has grown past the limit.
 func (c *checkpointer) checkpoint(ctx context.Context) {
 	c.commits.Store(0)
+	if err := c.reads.enter(ctx); err != nil {
+		return // closing
+	}
+	defer c.reads.leave()
 	frames, err := c.passive(ctx)
 	if err != nil {
 		c.failures.Add(1)

@@ -28,7 +28,7 @@ VALUES ('s', 'r', $1, 'f', 'started', $2, '', 'e', 0, 0, 0, 0)`, id, blob)
 func restartCheckpoints(s *Store, o checkpointOptions) *checkpointer {
 	d := s.DB().(*sqlDB)
 	d.cp.close()
-	d.cp = newCheckpointer(d.db, d.lockWriter, d.unlockWriter, o)
+	d.cp = newCheckpointer(d.db, d.reads, d.lockWriter, d.unlockWriter, o)
 	return d.cp
 }
 

@@ -32,11 +32,14 @@
 // only that wait.
 //
 // Every write of the process goes on one connection of its own, kept for
-// the store's life; reads go on the pool (Options.MaxConns connections).
-// A read that holds every connection of the pool (a long export, say)
-// does not hold up the journal, and the writer's page cache stays valid
-// from one transaction to the next: a connection that writes after
-// another one committed must drop its cache and read its pages again.
+// the store's life, a write returning rows (UPDATE ... RETURNING) too;
+// reads go on the pool (Options.MaxConns connections). A read that holds
+// every connection of the pool (a long export, say) does not hold up the
+// journal, and the writer's page cache stays valid from one transaction
+// to the next: a connection that writes after another one committed must
+// drop its cache and read its pages again. A read that finds every
+// connection of the pool taken waits for one with its context (see
+// readSlots).
 //
 // A statement is not interrupted by its context once it runs: the context
 // is checked before each statement (one whose context is done is not run)
@@ -146,7 +149,7 @@ func Open(ctx context.Context, path string, opts *store.Options) (*Store, error)
 	}
 	wdb.SetMaxOpenConns(1)
 	wdb.SetMaxIdleConns(1)
-	adapter := &sqlDB{db: db, stmts: &stmtCache{db: db}, wdb: wdb, wstmts: &stmtCache{db: wdb}, writer: make(chan struct{}, 1)}
+	adapter := &sqlDB{db: db, stmts: &stmtCache{db: db}, reads: make(readSlots, maxConns), wdb: wdb, wstmts: &stmtCache{db: wdb}, writer: make(chan struct{}, 1)}
 	busy := o.BusyTimeout
 	if busy <= 0 {
 		busy = defaultBusyTimeout
@@ -164,7 +167,7 @@ func Open(ctx context.Context, path string, opts *store.Options) (*Store, error)
 		}
 		return nil, fmt.Errorf("store: sqlite %q: %w", path, err)
 	}
-	adapter.cp = newCheckpointer(db, adapter.lockWriter, adapter.unlockWriter, defaultCheckpoints())
+	adapter.cp = newCheckpointer(db, adapter.reads, adapter.lockWriter, adapter.unlockWriter, defaultCheckpoints())
 	return &Store{Store: sqlstore.New(adapter, sqlstore.Options{Now: o.Now, GroupCommit: o.GroupCommit.Enabled(true), Delay: commitdelay.Defaults()}), path: path}, nil
 }
 
@@ -276,6 +279,7 @@ func (s *Store) SQLDB() *sql.DB { return s.DB().(*sqlDB).db }
 type sqlDB struct {
 	db    *sql.DB // the pool: reads
 	stmts *stmtCache
+	reads readSlots // one per connection of db
 	// wdb is one connection, for every write (Exec and InTx): its page
 	// cache stays valid from one write to the next, where a pool's
 	// connection taking a write after another connection's commit must
@@ -397,9 +401,20 @@ func (q querier) QueryRow(ctx context.Context, query string, args ...any) sqlsto
 	return row{q.q.QueryRowContext(ctx, query, args...)}
 }
 
-type rows struct{ *sql.Rows }
+// rows are a query's rows; release, if set, gives back the read slot
+// they hold when they are first closed.
+type rows struct {
+	*sql.Rows
+	release func()
+}
 
-func (r rows) Close() { _ = r.Rows.Close() }
+func (r *rows) Close() {
+	_ = r.Rows.Close()
+	if r.release != nil {
+		r.release()
+		r.release = nil
+	}
+}
 
 func (q querier) Query(ctx context.Context, query string, args ...any) (sqlstore.Rows, error) {
 	if q.whole {
@@ -412,7 +427,7 @@ func (q querier) Query(ctx context.Context, query string, args ...any) (sqlstore
 	if err != nil {
 		return nil, err
 	}
-	return rows{rs}, nil
+	return &rows{Rows: rs}, nil
 }
 
 // Prepare implements sqlstore.Preparer: query is prepared on the writer's
@@ -444,12 +459,40 @@ func (d *sqlDB) Insert(ctx context.Context, query string, args ...any) (int64, i
 	return n, last, err
 }
 
+// QueryRow runs a read on the pool, holding a read slot until the row is
+// scanned; a statement that writes (an UPDATE ... RETURNING, say) goes on
+// the writer's connection, in the writer's queue, as Exec does.
 func (d *sqlDB) QueryRow(ctx context.Context, query string, args ...any) sqlstore.Row {
-	return querier{q: cachedQuerier{c: d.stmts}}.QueryRow(ctx, query, args...)
+	if writes(query) {
+		if err := d.lockWriter(ctx); err != nil {
+			return errRow{err}
+		}
+		r := querier{q: cachedQuerier{c: d.wstmts}}.QueryRow(ctx, query, args...)
+		return &heldRow{r: r, release: func() {
+			d.unlockWriter()
+			d.cp.committed()
+		}}
+	}
+	if err := d.reads.enter(ctx); err != nil {
+		return errRow{err}
+	}
+	return &heldRow{r: querier{q: cachedQuerier{c: d.stmts}}.QueryRow(ctx, query, args...), release: d.reads.leave}
 }
 
+// Query runs a read on the pool, holding a read slot until its rows are
+// closed.
 func (d *sqlDB) Query(ctx context.Context, query string, args ...any) (sqlstore.Rows, error) {
-	return querier{q: cachedQuerier{c: d.stmts}}.Query(ctx, query, args...)
+	if err := d.reads.enter(ctx); err != nil {
+		return nil, err
+	}
+	rs, err := querier{q: cachedQuerier{c: d.stmts}}.Query(ctx, query, args...)
+	if err != nil {
+		d.reads.leave()
+		return nil, err
+	}
+	r := rs.(*rows)
+	r.release = d.reads.leave
+	return r, nil
 }
 
 // InTx runs fn in a transaction (BEGIN IMMEDIATE). Its statements are

@@ -88,6 +88,19 @@ func dml(query string) bool {
 	return false
 }
 
+// writes reports whether query is an INSERT, UPDATE, DELETE or REPLACE
+// (with or without RETURNING): a statement for the writer's connection.
+// A write inside WITH is not recognised, and none is used.
+func writes(query string) bool {
+	q := strings.TrimLeft(query, " \t\r\n")
+	for _, kw := range []string{"INSERT", "UPDATE", "DELETE", "REPLACE"} {
+		if len(q) >= len(kw) && strings.EqualFold(q[:len(kw)], kw) {
+			return true
+		}
+	}
+	return false
+}
+
 // close closes every cached statement; later gets return nil.
 func (c *stmtCache) close() {
 	c.mu.Lock()
