@@ -19,7 +19,10 @@
 #                         measure the limit's cost, not its refusals
 #   GATEWAY_STORE         sqlite (default: SQLite, durability process, i.e.
 #                         synchronous=NORMAL), sqlite-power (durability=power,
-#                         synchronous=FULL) or a postgres:// DSN used as given
+#                         synchronous=FULL), a postgres:// DSN used as given,
+#                         or memory (nothing durable: what the store costs is
+#                         the difference to the same configuration on sqlite)
+#   GATEWAY_NOAUDIT=1     audit: {enabled: false} (what the audit trail costs)
 #   GATEWAY_OAUTH_ISSUER  an issuer URL (bench/authserver prints it): auth.resource
 #                         is $GATEWAY_URL and auth.oauth verifies JWTs of that
 #                         issuer, requiredScopes [mcp]
@@ -38,13 +41,14 @@ hostport=${hostport%%/*}
 case "${GATEWAY_STORE:-sqlite}" in
   sqlite) store="sqlite:$dir/gatehouse.db" ;;
   sqlite-power) store="sqlite:$dir/gatehouse.db?durability=power" ;;
+  memory) store="memory:" ;;
   postgres://*|postgresql://*)
     store=$GATEWAY_STORE
     # The instance lock of a gateway on PostgreSQL lives under the user's
     # cache directory: keep the benchmark's beside its config.
     export XDG_CACHE_HOME="$dir/cache"
     ;;
-  *) die "GATEWAY_STORE must be sqlite, sqlite-power or a postgres:// DSN" ;;
+  *) die "GATEWAY_STORE must be sqlite, sqlite-power, memory or a postgres:// DSN" ;;
 esac
 
 # The store is this config's, whatever the caller's shell holds.
@@ -58,6 +62,9 @@ servers:
     url: $ECHO_URL
     prefix: ""
 EOF
+if [ "${GATEWAY_NOAUDIT:-0}" = 1 ]; then
+  printf 'audit: {enabled: false}\n' >>"$dir/gatehouse.yaml"
+fi
 if [ "${GATEWAY_JSON:-0}" = 1 ]; then
   printf 'http:\n  jsonResponse: true\n' >>"$dir/gatehouse.yaml"
 fi

@@ -21,13 +21,20 @@
 #   oauth               an OAuth JWT (bench/authserver, RS256) instead of the
 #                       static token, requiredScopes [mcp], no rate limit
 #   oauth+rl            the same with the rate limit
+# Two more, run only when ONLY names them, bound what the keyed rows pay for:
+#   +keys memory        +keys sqlite on the memory store (nothing durable):
+#                       the keyed path without the store's cost
+#   +keys sqlite-noaudit +keys sqlite with audit.enabled false: the keyed
+#                       path without the audit entry its completion commits
 # Each at SESSIONS (default "1 8") sessions, PAYLOAD bytes (default 64), for
 # ROUNDS rounds (default 3) of DURATION (default 4s) after WARMUP (default 1s);
 # within a round every configuration runs once per cell, the order rotated
 # each round so that no configuration always follows the same one. The table
 # is the median over the rounds: calls/s, p50, p99, the measured process's CPU
 # per call (the echo server for direct, else the gateway alone), and calls/s
-# against direct and against plain.
+# against direct and against plain. A second table gives each row's calls/s
+# over plain's round by round (median, lowest, highest): the spread says how
+# far one round is to be trusted.
 #
 # Environment (all optional): DURATION, WARMUP, ROUNDS, SESSIONS, PAYLOAD,
 #   GATEHOUSE_BIN   a built gatehouse (default: built from this checkout)
@@ -112,6 +119,9 @@ if [ -n "$POOL" ] && [ "$POOL" != 0 ] && want "+replays sqlite"; then
 fi
 want oauth && add oauth "OAUTH" ""
 want oauth+rl && add oauth+rl "OAUTH GATEWAY_RATELIMIT=$RATELIMIT" ""
+named() { [[ " $ONLY " == *" $1 "* ]]; }
+named "+keys memory" && add "+keys memory" "$static GATEWAY_RATELIMIT=$RATELIMIT GATEWAY_STORE=memory" "$tf -keys unique"
+named "+keys sqlite-noaudit" && add "+keys sqlite-noaudit" "$static GATEWAY_RATELIMIT=$RATELIMIT GATEWAY_NOAUDIT=1" "$tf -keys unique"
 
 # Start every gateway (and, for OAuth, its issuer) before the first round.
 for i in "${!labels[@]}"; do

@@ -117,6 +117,52 @@ func writeMedians(w io.Writer, rs []*result) {
 		}
 	}
 	fmt.Fprintln(w)
+	if base2 != "" {
+		writePaired(w, labels, cells, groups, base2)
+	}
+}
+
+// writePaired prints, for each label but base and each cell where both ran
+// the same number of rounds (two or more), the ratio of its calls/s to
+// base's round by round (the i-th run of each, in the order of rs: one
+// round): their median, lowest and highest. A round's two cells ran
+// minutes apart at most, so a machine that slows down or speeds up
+// between rounds moves both; the spread says how far one round is to be
+// trusted.
+func writePaired(w io.Writer, labels []string, cells []cellKey, groups map[string]map[cellKey][]*result, base string) {
+	header := false
+	for _, l := range labels {
+		if l == base {
+			continue
+		}
+		for _, k := range cells {
+			runs, bruns := groups[l][k], groups[base][k]
+			if len(runs) < 2 || len(runs) != len(bruns) {
+				continue
+			}
+			var rs []float64
+			for i, r := range runs {
+				if bruns[i].CallsPerSec > 0 {
+					rs = append(rs, r.CallsPerSec/bruns[i].CallsPerSec)
+				}
+			}
+			if len(rs) < 2 {
+				continue
+			}
+			if !header {
+				fmt.Fprintf(w, "Round by round against %s (each round's calls/s over %s's in the same round):\n\n", base, base)
+				fmt.Fprintln(w, "| configuration | sessions | payload | median | lowest | highest | rounds |")
+				fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|")
+				header = true
+			}
+			lo, hi := slices.Min(rs), slices.Max(rs)
+			fmt.Fprintf(w, "| %s | %s | %s | %.2f× | %.2f× | %.2f× | %d |\n",
+				orNone(l), sessionsCell(k), payloadCell(k.payload), median(rs), lo, hi, len(rs))
+		}
+	}
+	if header {
+		fmt.Fprintln(w)
+	}
 }
 
 func orNone(label string) string {

@@ -60,7 +60,53 @@ func TestReportMedians(t *testing.T) {
 			t.Errorf("report lacks %q:\n%s", want, out.String())
 		}
 	}
-	if n := strings.Count(out.String(), "\n| "); n != 4 {
+	main, paired, ok := strings.Cut(out.String(), "Round by round against plain")
+	if !ok {
+		t.Fatalf("no round-by-round table:\n%s", out.String())
+	}
+	if n := strings.Count(main, "\n| "); n != 4 {
 		t.Errorf("%d table rows, want 4 (idle results left out):\n%s", n, out.String())
+	}
+	// Round by round: keyed 1000/1400, 1100/1600, 1200/100; direct
+	// 2000/1400, 9999/1600, 2000/100. Plain itself, and direct at 8
+	// sessions (no plain there, one round), have no row.
+	for _, want := range []string{
+		"| direct | 1 | 64 B | 6.25× | 1.43× | 20.00× | 3 |",
+		"| keyed | 1 | 64 B | 0.71× | 0.69× | 12.00× | 3 |",
+	} {
+		if !strings.Contains(paired, want) {
+			t.Errorf("round-by-round table lacks %q:\n%s", want, paired)
+		}
+	}
+	if n := strings.Count(paired, "\n| "); n != 3 {
+		t.Errorf("%d round-by-round lines, want the header and 2 rows:\n%s", n-1, paired)
+	}
+}
+
+// TestReportPairedNeedsEqualRounds: a label whose rounds do not match the
+// baseline's one for one (a run cut short) gets no round-by-round row,
+// rather than ratios of cells from different rounds.
+func TestReportPairedNeedsEqualRounds(t *testing.T) {
+	lines := []string{
+		`{"label":"direct","mode":"load","sessions":1,"payload_bytes":64,"calls_per_sec":2000}`,
+		`{"label":"plain","mode":"load","sessions":1,"payload_bytes":64,"calls_per_sec":1000}`,
+		`{"label":"keyed","mode":"load","sessions":1,"payload_bytes":64,"calls_per_sec":800}`,
+		`{"label":"direct","mode":"load","sessions":1,"payload_bytes":64,"calls_per_sec":2000}`,
+		`{"label":"plain","mode":"load","sessions":1,"payload_bytes":64,"calls_per_sec":1000}`,
+	}
+	f := filepath.Join(t.TempDir(), "r.jsonl")
+	if err := os.WriteFile(f, []byte(strings.Join(lines, "\n")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	if code := run(t.Context(), []string{"-report", "-medians", f}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	_, paired, _ := strings.Cut(out.String(), "Round by round against plain")
+	if !strings.Contains(paired, "| direct | 1 | 64 B | 2.00× | 2.00× | 2.00× | 2 |") {
+		t.Errorf("round-by-round table lacks direct's row:\n%s", out.String())
+	}
+	if strings.Contains(paired, "| keyed |") {
+		t.Errorf("keyed ran one round of plain's two, yet has a round-by-round row:\n%s", out.String())
 	}
 }
