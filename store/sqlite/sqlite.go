@@ -149,7 +149,12 @@ func Open(ctx context.Context, path string, opts *store.Options) (*Store, error)
 	}
 	wdb.SetMaxOpenConns(1)
 	wdb.SetMaxIdleConns(1)
-	adapter := &sqlDB{db: db, stmts: &stmtCache{db: db}, reads: make(readSlots, maxConns), wdb: wdb, wstmts: &stmtCache{db: wdb}, writer: make(chan struct{}, 1)}
+	adapter := &sqlDB{db: db, stmts: &stmtCache{db: db}, reads: make(readSlots, maxConns), wdb: wdb, writer: make(chan struct{}, 1)}
+	if err := adapter.openWriter(ctx); err != nil {
+		db.Close()
+		wdb.Close()
+		return nil, fmt.Errorf("%w: sqlite %q: %w", store.ErrUnavailable, path, err)
+	}
 	busy := o.BusyTimeout
 	if busy <= 0 {
 		busy = defaultBusyTimeout
@@ -285,7 +290,14 @@ type sqlDB struct {
 	// connection taking a write after another connection's commit must
 	// drop its cache and read the pages again.
 	wdb    *sql.DB
+	wconn  *sql.Conn // wdb's one connection, taken for the store's life
 	wstmts *stmtCache
+	// begin, commit and rollback are the writer's transaction
+	// statements, prepared once on wconn: database/sql's transactions
+	// compile BEGIN and COMMIT again for each one, and watch its context
+	// with a goroutine of their own, which a statement detached from its
+	// context (see detach) does not need.
+	begin, commit, rollback *sql.Stmt
 	// writer admits one of this handle's transactions and pool-level
 	// writes at a time, first come first served. SQLite's own lock is
 	// not fair: a writer waiting in its busy handler sleeps and polls,
@@ -495,9 +507,12 @@ func (d *sqlDB) Query(ctx context.Context, query string, args ...any) (sqlstore.
 	return r, nil
 }
 
-// InTx runs fn in a transaction (BEGIN IMMEDIATE). Its statements are
-// detached from their contexts (see detach); a transaction whose context
-// ends before its commit is rolled back and fails with the context's error.
+// InTx runs fn in a transaction (BEGIN IMMEDIATE) on the writer's
+// connection, with its BEGIN, COMMIT and ROLLBACK prepared once (not
+// database/sql's Tx). Its statements are detached from their contexts
+// (see detach); a transaction whose context ends before its commit is
+// rolled back and fails with the context's error, and one whose fn fails
+// or panics is rolled back too: the connection never stays in it.
 func (d *sqlDB) InTx(ctx context.Context, fn func(tx sqlstore.Querier) error) error {
 	bctx, err := detach(ctx)
 	if err != nil {
@@ -507,28 +522,67 @@ func (d *sqlDB) InTx(ctx context.Context, fn func(tx sqlstore.Querier) error) er
 		return err
 	}
 	defer d.unlockWriter()
-	tx, err := d.wdb.BeginTx(bctx, nil) // BEGIN IMMEDIATE (_txlock=immediate)
-	if err != nil {
+	if _, err := d.begin.ExecContext(bctx); err != nil {
 		return err
 	}
-	if err := fn(querier{q: cachedQuerier{c: d.wstmts, tx: tx}, whole: true}); err != nil {
-		_ = tx.Rollback()
+	committed := false
+	defer func() {
+		if !committed { // fn failed or panicked, the context ended, or COMMIT failed
+			_, _ = d.rollback.ExecContext(bctx)
+		}
+	}()
+	if err := fn(querier{q: cachedQuerier{c: d.wstmts, inTx: true}, whole: true}); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
-		_ = tx.Rollback()
 		return err
 	}
-	if err := tx.Commit(); err != nil {
+	if _, err := d.commit.ExecContext(bctx); err != nil {
 		return err
 	}
+	committed = true
 	d.cp.committed()
 	return nil
+}
+
+// openWriter takes wdb's connection for the store's life and prepares the
+// writer's transaction statements on it.
+func (d *sqlDB) openWriter(ctx context.Context) error {
+	c, err := d.wdb.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	d.wconn, d.wstmts = c, &stmtCache{db: c}
+	for _, s := range []struct {
+		st   **sql.Stmt
+		text string
+	}{{&d.begin, "BEGIN IMMEDIATE"}, {&d.commit, "COMMIT"}, {&d.rollback, "ROLLBACK"}} {
+		if *s.st, err = c.PrepareContext(ctx, s.text); err != nil {
+			d.closeWriter()
+			return err
+		}
+	}
+	return nil
+}
+
+// closeWriter closes what openWriter opened.
+func (d *sqlDB) closeWriter() {
+	if d.wstmts != nil {
+		d.wstmts.close()
+	}
+	for _, st := range []*sql.Stmt{d.begin, d.commit, d.rollback} {
+		if st != nil {
+			_ = st.Close()
+		}
+	}
+	if d.wconn != nil {
+		_ = d.wconn.Close()
+	}
 }
 
 func (d *sqlDB) Close() error {
 	d.cp.close()
 	d.stmts.close()
-	d.wstmts.close()
+	d.closeWriter()
 	return errors.Join(d.db.Close(), d.wdb.Close())
 }

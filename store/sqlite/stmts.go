@@ -16,11 +16,11 @@ const maxCachedStmts = 128
 // the store. modernc.org/sqlite compiles a statement's SQL on every
 // Exec/Query of the pool (its parser is Go translated from C, about a
 // third of a keyed call's journal cost); a prepared *sql.Stmt is compiled
-// once per connection and reused (database/sql re-prepares it on a
-// connection that lacks it, and a transaction borrows the connection's
-// copy through Tx.StmtContext).
+// once per connection and reused (on the pool, database/sql re-prepares it
+// on a connection that lacks it; the writer's cache prepares on its one
+// connection, transactions included).
 type stmtCache struct {
-	db *sql.DB
+	db sqlHandle
 
 	mu     sync.RWMutex
 	stmts  map[string]*sql.Stmt
@@ -88,6 +88,14 @@ func dml(query string) bool {
 	return false
 }
 
+// sqlHandle is what a stmtCache prepares on and runs unprepared
+// statements on: the pool (*sql.DB) or the writer's connection
+// (*sql.Conn).
+type sqlHandle interface {
+	sqlQuerier
+	PrepareContext(ctx context.Context, query string) (*sql.Stmt, error)
+}
+
 // writes reports whether query is an INSERT, UPDATE, DELETE or REPLACE
 // (with or without RETURNING): a statement for the writer's connection.
 // A write inside WITH is not recognised, and none is used.
@@ -112,36 +120,28 @@ func (c *stmtCache) close() {
 	c.stmts = nil
 }
 
-// cachedQuerier runs statements through the cache: on the pool, or, with
-// tx set, inside that transaction.
+// cachedQuerier runs statements through the cache: on the pool, or on
+// the writer's connection, inside its transaction when inTx is set.
 type cachedQuerier struct {
-	c  *stmtCache
-	tx *sql.Tx
+	c    *stmtCache
+	inTx bool
 }
 
 // stmt returns the statement to run query with, or nil to run it
-// unprepared on the pool or transaction. A transaction only uses a
-// statement already prepared (by a run on the pool): preparing one on the
-// pool takes another connection, which a transaction holding the write
-// lock must never wait for while the pool's other connections wait for
-// that lock (SQLITE_BUSY after the busy timeout).
+// unprepared. Inside a transaction only a statement already prepared is
+// used: the commit queue's statements are prepared at Open (Prepare) or by
+// their first run outside one, and a statement the store runs only once
+// (a migration's) is not worth keeping.
 func (q cachedQuerier) stmt(ctx context.Context, query string) *sql.Stmt {
-	if q.tx == nil {
-		return q.c.get(ctx, query)
+	if q.inTx {
+		return q.c.peek(query)
 	}
-	st := q.c.peek(query)
-	if st == nil {
-		return nil
-	}
-	return q.tx.StmtContext(ctx, st)
+	return q.c.get(ctx, query)
 }
 
 func (q cachedQuerier) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	if st := q.stmt(ctx, query); st != nil {
 		return st.ExecContext(ctx, args...)
-	}
-	if q.tx != nil {
-		return q.tx.ExecContext(ctx, query, args...)
 	}
 	return q.c.db.ExecContext(ctx, query, args...)
 }
@@ -150,18 +150,12 @@ func (q cachedQuerier) QueryRowContext(ctx context.Context, query string, args .
 	if st := q.stmt(ctx, query); st != nil {
 		return st.QueryRowContext(ctx, args...)
 	}
-	if q.tx != nil {
-		return q.tx.QueryRowContext(ctx, query, args...)
-	}
 	return q.c.db.QueryRowContext(ctx, query, args...)
 }
 
 func (q cachedQuerier) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
 	if st := q.stmt(ctx, query); st != nil {
 		return st.QueryContext(ctx, args...)
-	}
-	if q.tx != nil {
-		return q.tx.QueryContext(ctx, query, args...)
 	}
 	return q.c.db.QueryContext(ctx, query, args...)
 }

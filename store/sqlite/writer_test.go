@@ -173,3 +173,106 @@ func TestWritesNotHeldByReads(t *testing.T) {
 		})
 	}
 }
+
+// TestTransactionEndsWhateverFnDoes: a transaction whose function fails,
+// panics, or outlives its context is rolled back (its row is not there)
+// and leaves the writer's connection ready for the next one, which
+// commits. A panic that left the transaction open would hold the
+// writer's one connection for good: every later write would wait for it.
+func TestTransactionEndsWhateverFnDoes(t *testing.T) {
+	s, err := Open(t.Context(), filepath.Join(t.TempDir(), "t.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	insert := func(ctx context.Context, tx sqlstore.Querier, id string) error {
+		_, err := tx.Exec(ctx, `INSERT INTO journal (scope, run_id, tool_call_id, fingerprint, state, owner, executor, lease_until, created_at, updated_at, expires_at)
+VALUES ('s', 'r', $1, 'f', 'started', '', 'e', 0, 0, 0, 0)`, id)
+		return err
+	}
+	exists := func(id string) bool {
+		_, err := s.GetRecord(t.Context(), store.RecordKey{Scope: "s", RunID: "r", ToolCallID: id})
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			t.Fatal(err)
+		}
+		return err == nil
+	}
+	failing := errors.New("fn failed")
+	cases := []struct {
+		name string
+		run  func(id string) error
+		want error
+	}{
+		{"fails", func(id string) error {
+			return s.DB().InTx(t.Context(), func(tx sqlstore.Querier) error {
+				if err := insert(t.Context(), tx, id); err != nil {
+					return err
+				}
+				return failing
+			})
+		}, failing},
+		{"panics", func(id string) (err error) {
+			defer func() {
+				if r := recover(); r != nil {
+					err = fmt.Errorf("recovered: %v", r)
+				}
+			}()
+			return s.DB().InTx(t.Context(), func(tx sqlstore.Querier) error {
+				if err := insert(t.Context(), tx, id); err != nil {
+					return err
+				}
+				panic("fn panicked")
+			})
+		}, nil},
+		{"context ends", func(id string) error {
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			return s.DB().InTx(ctx, func(tx sqlstore.Querier) error {
+				if err := insert(ctx, tx, id); err != nil {
+					return err
+				}
+				cancel()
+				return nil
+			})
+		}, context.Canceled},
+	}
+	for _, c := range cases {
+		id := "rolled-back-" + c.name
+		err := c.run(id)
+		switch {
+		case c.want != nil && !errors.Is(err, c.want):
+			t.Errorf("%s: %v, want %v", c.name, err, c.want)
+		case c.want == nil && (err == nil || err.Error() != "recovered: fn panicked"):
+			t.Errorf("%s: %v, want the panic", c.name, err)
+		}
+		if exists(id) {
+			t.Errorf("%s: its row was committed", c.name)
+		}
+		// The next transaction and a single-statement write commit, within
+		// a bound: on a connection left in a transaction they would wait.
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		next := "after-" + c.name
+		done := make(chan error, 1)
+		go func() {
+			if err := s.DB().InTx(ctx, func(tx sqlstore.Querier) error { return insert(ctx, tx, next) }); err != nil {
+				done <- err
+				return
+			}
+			_, err := s.DB().Exec(ctx, `UPDATE journal SET state = 'succeeded' WHERE tool_call_id = $1`, next)
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("after %s: %v", c.name, err)
+			}
+		case <-time.After(15 * time.Second):
+			t.Fatalf("after %s: the next write still waits after 15 s", c.name)
+		}
+		cancel()
+		got, err := s.GetRecord(t.Context(), store.RecordKey{Scope: "s", RunID: "r", ToolCallID: next})
+		if err != nil || got.State != store.StateSucceeded {
+			t.Fatalf("after %s: %+v, %v", c.name, got, err)
+		}
+	}
+}
