@@ -41,14 +41,7 @@ func TestReportMedians(t *testing.T) {
 		`{"label":"direct","mode":"load","sessions":8,"payload_bytes":64,"calls_per_sec":3000,"p50_ms":2,"p99_ms":5,"target_cpu_ms_per_call":0.04}`,
 		`{"label":"direct","mode":"idle","sessions":10,"connections":10}`,
 	}
-	f := filepath.Join(t.TempDir(), "r.jsonl")
-	if err := os.WriteFile(f, []byte(strings.Join(lines, "\n")), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	var out, errb bytes.Buffer
-	if code := run(t.Context(), []string{"-report", "-medians", f}, &out, &errb); code != 0 {
-		t.Fatalf("exit %d: %s", code, errb.String())
-	}
+	out := reportMedians(t, lines)
 	for _, want := range []string{
 		"| configuration | sessions | payload | calls/s | p50 ms | p99 ms | CPU µs/call | vs direct | vs plain | rounds | errors |",
 		"| direct | 1 | 64 B | 2000 | 0.400 | 1.000 | 50 | 1.00× | 1.43× | 3 | 0 |",
@@ -56,16 +49,16 @@ func TestReportMedians(t *testing.T) {
 		"| keyed (keys pool:4, 33% repeats) | 1 | 64 B | 1100 | 0.900 | 3.000 | 200 | 0.55× | 0.79× | 3 | 1 |",
 		"| direct | 8 | 64 B | 3000 | 2.000 | 5.000 | 40 | 1.00× | – | 1 | 0 |",
 	} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("report lacks %q:\n%s", want, out.String())
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
 		}
 	}
-	main, paired, ok := strings.Cut(out.String(), "Round by round against plain")
+	main, paired, ok := strings.Cut(out, "Round by round against plain")
 	if !ok {
-		t.Fatalf("no round-by-round table:\n%s", out.String())
+		t.Fatalf("no round-by-round table:\n%s", out)
 	}
 	if n := strings.Count(main, "\n| "); n != 4 {
-		t.Errorf("%d table rows, want 4 (idle results left out):\n%s", n, out.String())
+		t.Errorf("%d table rows, want 4 (idle results left out):\n%s", n, out)
 	}
 	// Round by round: keyed 1000/1400, 1100/1600, 1200/100; direct
 	// 2000/1400, 9999/1600, 2000/100. Plain itself, and direct at 8
@@ -94,6 +87,20 @@ func TestReportPairedNeedsEqualRounds(t *testing.T) {
 		`{"label":"direct","mode":"load","sessions":1,"payload_bytes":64,"calls_per_sec":2000}`,
 		`{"label":"plain","mode":"load","sessions":1,"payload_bytes":64,"calls_per_sec":1000}`,
 	}
+	out := reportMedians(t, lines)
+	_, paired, _ := strings.Cut(out, "Round by round against plain")
+	if !strings.Contains(paired, "| direct | 1 | 64 B | 2.00× | 2.00× | 2.00× | 2 |") {
+		t.Errorf("round-by-round table lacks direct's row:\n%s", out)
+	}
+	if strings.Contains(paired, "| keyed |") {
+		t.Errorf("keyed ran one round of plain's two, yet has a round-by-round row:\n%s", out)
+	}
+}
+
+// reportMedians writes lines to a file and returns what -report -medians
+// prints for it.
+func reportMedians(t *testing.T, lines []string) string {
+	t.Helper()
 	f := filepath.Join(t.TempDir(), "r.jsonl")
 	if err := os.WriteFile(f, []byte(strings.Join(lines, "\n")), 0o600); err != nil {
 		t.Fatal(err)
@@ -102,11 +109,5 @@ func TestReportPairedNeedsEqualRounds(t *testing.T) {
 	if code := run(t.Context(), []string{"-report", "-medians", f}, &out, &errb); code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
-	_, paired, _ := strings.Cut(out.String(), "Round by round against plain")
-	if !strings.Contains(paired, "| direct | 1 | 64 B | 2.00× | 2.00× | 2.00× | 2 |") {
-		t.Errorf("round-by-round table lacks direct's row:\n%s", out.String())
-	}
-	if strings.Contains(paired, "| keyed |") {
-		t.Errorf("keyed ran one round of plain's two, yet has a round-by-round row:\n%s", out.String())
-	}
+	return out.String()
 }

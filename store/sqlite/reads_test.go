@@ -148,16 +148,7 @@ func TestWritesReturningUseTheWriter(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	holding, release := make(chan struct{}), make(chan struct{})
-	held := make(chan error, 1)
-	go func() {
-		held <- s.DB().InTx(t.Context(), func(tx sqlstore.Querier) error {
-			close(holding)
-			<-release
-			return nil
-		})
-	}()
-	<-holding
+	release := holdWriter(t, s)
 	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
 	defer cancel()
 	err = within(t, "TakeConnectFlow while the writer is held", func() error {
@@ -166,14 +157,12 @@ func TestWritesReturningUseTheWriter(t *testing.T) {
 			return fmt.Errorf("took %+v (ok=%v) while another transaction held the write lock", f, ok)
 		}
 		return err
-	}, func() { close(release) })
-	if !errors.Is(err, context.DeadlineExceeded) {
-		close(release)
-		t.Fatalf("TakeConnectFlow while the writer is held: %v, want its context's deadline", err)
+	}, func() { _ = release() })
+	if rerr := release(); rerr != nil {
+		t.Fatal(rerr)
 	}
-	close(release)
-	if err := <-held; err != nil {
-		t.Fatal(err)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("TakeConnectFlow while the writer is held: %v, want its context's deadline", err)
 	}
 
 	f, ok, err := s.TakeConnectFlow(t.Context(), "flow-1", now)

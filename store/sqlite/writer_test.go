@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,6 +13,40 @@ import (
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/store/internal/sqlstore"
 )
+
+// insertStarted writes a started journal row with tool_call_id id on tx.
+func insertStarted(ctx context.Context, tx sqlstore.Querier, id string) error {
+	_, err := tx.Exec(ctx, `INSERT INTO journal (scope, run_id, tool_call_id, fingerprint, state, owner, executor, lease_until, created_at, updated_at, expires_at)
+VALUES ('s', 'r', $1, 'f', 'started', '', 'e', 0, 0, 0, 0)`, id)
+	return err
+}
+
+// holdWriter starts a transaction of s that holds the write lock (and the
+// writer's turn) until release is called; release returns its error.
+func holdWriter(t *testing.T, s *Store) (release func() error) {
+	t.Helper()
+	holding, free := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- s.DB().InTx(t.Context(), func(tx sqlstore.Querier) error {
+			close(holding)
+			<-free
+			return nil
+		})
+	}()
+	<-holding
+	var (
+		once sync.Once
+		err  error
+	)
+	return func() error {
+		once.Do(func() {
+			close(free)
+			err = <-done
+		})
+		return err
+	}
+}
 
 // TestWritersQueueInProcess: a transaction of this process that holds
 // the write lock longer than the busy timeout makes the next writer of
@@ -25,11 +60,7 @@ func TestWritersQueueInProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	insert := func(ctx context.Context, tx sqlstore.Querier, id string) error {
-		_, err := tx.Exec(ctx, `INSERT INTO journal (scope, run_id, tool_call_id, fingerprint, state, owner, executor, lease_until, created_at, updated_at, expires_at)
-VALUES ('s', 'r', $1, 'f', 'started', '', 'e', 0, 0, 0, 0)`, id)
-		return err
-	}
+	insert := insertStarted
 	holding := make(chan struct{})
 	first := make(chan error, 1)
 	go func() {
@@ -56,26 +87,15 @@ VALUES ('s', 'r', $1, 'f', 'started', '', 'e', 0, 0, 0, 0)`, id)
 	}
 
 	// A writer waiting its turn gives up with its context.
-	holding2 := make(chan struct{})
-	release := make(chan struct{})
-	done := make(chan error, 1)
-	go func() {
-		done <- s.DB().InTx(t.Context(), func(tx sqlstore.Querier) error {
-			close(holding2)
-			<-release
-			return nil
-		})
-	}()
-	<-holding2
+	release := holdWriter(t, s)
 	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 	defer cancel()
 	err = s.DB().InTx(ctx, func(tx sqlstore.Querier) error { return insert(ctx, tx, "late") })
-	close(release)
+	if rerr := release(); rerr != nil {
+		t.Fatal(rerr)
+	}
 	if err == nil || ctx.Err() == nil {
 		t.Fatalf("a writer whose context ended while it waited: %v", err)
-	}
-	if err := <-done; err != nil {
-		t.Fatal(err)
 	}
 	if _, err := s.GetRecord(t.Context(), store.RecordKey{Scope: "s", RunID: "r", ToolCallID: "late"}); err == nil {
 		t.Error("the writer that gave up wrote its row")
@@ -185,11 +205,7 @@ func TestTransactionEndsWhateverFnDoes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	insert := func(ctx context.Context, tx sqlstore.Querier, id string) error {
-		_, err := tx.Exec(ctx, `INSERT INTO journal (scope, run_id, tool_call_id, fingerprint, state, owner, executor, lease_until, created_at, updated_at, expires_at)
-VALUES ('s', 'r', $1, 'f', 'started', '', 'e', 0, 0, 0, 0)`, id)
-		return err
-	}
+	insert := insertStarted
 	exists := func(id string) bool {
 		_, err := s.GetRecord(t.Context(), store.RecordKey{Scope: "s", RunID: "r", ToolCallID: id})
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
