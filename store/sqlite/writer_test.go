@@ -127,17 +127,7 @@ func TestWritesNotHeldByReads(t *testing.T) {
 				}
 			}
 			// Two open row sets: the pool's two connections.
-			var open []interface{ Close() error }
-			for range 2 {
-				rows, err := s.SQLDB().QueryContext(t.Context(), `SELECT tool_call_id FROM journal`)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if !rows.Next() {
-					t.Fatal("no row to hold the read open")
-				}
-				open = append(open, rows)
-			}
+			release := holdReads(t, s, 2)
 			// The writes run while the reads are open. On a regression they
 			// wait for a pool connection, and their contexts do not end that
 			// wait: after 10 s the reads are closed, which frees them, and
@@ -168,11 +158,7 @@ func TestWritesNotHeldByReads(t *testing.T) {
 			case <-time.After(10 * time.Second):
 				werr, waited = errors.New("the writes waited for the pool's connections (10 s)"), true
 			}
-			for _, r := range open {
-				if err := r.Close(); err != nil {
-					t.Fatal(err)
-				}
-			}
+			release()
 			if werr != nil {
 				if waited {
 					<-done // freed by the closed reads
