@@ -436,3 +436,49 @@ func TestBrowserCrossSiteFormRefused(t *testing.T) {
 		t.Fatalf("operator entries: %+v", es)
 	}
 }
+
+// TestBrowserLiveRefreshKeepsMessages: in a real Chromium, a message the
+// session holds for the next page shown is not taken by the page's live
+// refresh (which a page leaving for an action's answer throws away), and a
+// message a page shows stays on it when a live refresh swaps its <main>.
+func TestBrowserLiveRefreshKeepsMessages(t *testing.T) {
+	ctx := chromium(t)
+	st := openStore(t, "sqlite:"+filepath.Join(t.TempDir(), "c.db"))
+	askApproval(t, st, "first-ltd", `{"to":"acct-1","amount":1}`)
+	srv := startConsole(t, st, nil)
+	run(t, ctx, "log in", chromedp.Navigate(srv.URL+"/login"), chromedp.SendKeys(chromedp.CSS("#token"), aliceToken),
+		chromedp.Click(chromedp.CSS("#login")), chromedp.WaitVisible(chromedp.CSS("tr.approval")))
+	// A message for the next page, left by a POST this page did not follow.
+	const said = "No server has the row ID config:nope."
+	status, err := chromedp.Run(ctx, chromedp.Evaluate[int](`(async () => {
+		const f = new URLSearchParams({server: "config:nope", listing: "ab".repeat(32),
+			csrf: document.querySelector("input[name=csrf]").value});
+		const r = await fetch("/drift/trust", {method: "POST", body: f, redirect: "manual"});
+		return r.type === "opaqueredirect" ? 303 : r.status;
+	})()`, chromedp.EvalAwaitPromise))
+	if err != nil || status != http.StatusSeeOther {
+		t.Fatalf("the trust POST: %d %v", status, err)
+	}
+	// swapped waits until a live refresh replaced the page's <main>.
+	swapped := func(what string) {
+		run(t, ctx, "mark the page's main", chromedp.Evaluate[chromedp.Void](`document.querySelector("main").dataset.before = "1"`))
+		waitFor(t, what, func() bool {
+			gone, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.querySelector("main").dataset.before === undefined`))
+			return err == nil && gone
+		})
+	}
+	askApproval(t, st, "second-ltd", `{"to":"acct-2","amount":2}`)
+	swapped("the live refresh after a second approval")
+	if n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("tr.approval").length`)); err != nil || n != 2 {
+		t.Fatalf("approval rows after the refresh: %d %v", n, err)
+	}
+	run(t, ctx, "open the drift page", chromedp.Click(chromedp.CSS(`nav a[href="/drift"]`)), chromedp.WaitVisible(chromedp.CSS("#no-drift")))
+	if s, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector("main").innerText`)); err != nil || !strings.Contains(s, said) {
+		t.Fatalf("the next page shown lacks the message: %q %v", s, err)
+	}
+	askApproval(t, st, "third-ltd", `{"to":"acct-3","amount":3}`)
+	swapped("the live refresh after a third approval")
+	if s, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector("main").innerText`)); err != nil || !strings.Contains(s, said) {
+		t.Fatalf("the refresh took the message off the page: %q %v", s, err)
+	}
+}

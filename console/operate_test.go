@@ -246,3 +246,31 @@ func TestEventsBoundedAndEnding(t *testing.T) {
 	cancel2()
 	res2.Body.Close()
 }
+
+// TestLiveRefreshLeavesMessages: a page rendered for the script's live
+// refresh (X-Gatehouse-Refresh) does not take the session's messages; the
+// next page shown does, once. A refresh that took them would lose them
+// when it came from a page that was leaving for the action's answer.
+func TestLiveRefreshLeavesMessages(t *testing.T) {
+	st := openStore(t, "sqlite:"+filepath.Join(t.TempDir(), "c.db"))
+	srv := startConsole(t, st, nil)
+	c := newClient(t, srv.URL)
+	c.login(aliceToken)
+	tok := c.csrf()
+	fp := strings.Repeat("ab", 32)
+	if code, _, _ := c.do("POST", "/drift/trust", url.Values{"server": {"config:nope"}, "listing": {fp}, "csrf": {tok}}, sameOrigin); code != http.StatusSeeOther {
+		t.Fatalf("trust of an unknown server: %d", code)
+	}
+	const said = "No server has the row ID config:nope."
+	for i := range 2 {
+		if _, _, page := c.do("GET", "/drift", nil, map[string]string{refreshHeader: "1"}); strings.Contains(page, said) {
+			t.Fatalf("live refresh %d took the message", i+1)
+		}
+	}
+	if _, _, page := c.do("GET", "/approvals", nil, nil); !strings.Contains(page, said) {
+		t.Fatalf("the next page shown lacks the message: %s", page)
+	}
+	if _, _, page := c.do("GET", "/approvals", nil, nil); strings.Contains(page, said) {
+		t.Fatal("the message was shown twice")
+	}
+}

@@ -64,11 +64,22 @@ type view struct {
 	Data  map[string]any
 }
 
+// refreshHeader marks the console script's live refresh of a page: a page
+// rendered for it does not take the session's messages.
+const refreshHeader = "X-Gatehouse-Refresh"
+
 // render executes page into a buffer, then writes it with status.
 func (c *console) render(w http.ResponseWriter, r *http.Request, status int, page string, s *session, data map[string]any) {
 	v := view{Page: page, Data: data}
 	if s != nil {
-		v.Operator, v.CSRF, v.Flash = s.name, s.csrf, s.takeFlash()
+		v.Operator, v.CSRF = s.name, s.csrf
+		if r.Header.Get(refreshHeader) == "" {
+			// A live refresh leaves the messages to the next page shown: it
+			// may come from a page that is already leaving (a form was just
+			// posted and its answer is on the way), whose refresh is thrown
+			// away.
+			v.Flash = s.takeFlash()
+		}
 		if st, err := c.liveState(r.Context()); err == nil {
 			v.State = st.token
 		}

@@ -1,6 +1,12 @@
 // Live updates of the Gatehouse console: /events (server-sent events) says
 // when the pending approvals or the unreviewed drift changed; the page then
 // fetches itself again and swaps its <main> in place, without a reload.
+// The refresh says so (X-Gatehouse-Refresh): the server then leaves the
+// session's messages for the next page shown, and the messages this page
+// shows stay on it. A page that is leaving (a form posted, the page
+// hidden for another) stops refreshing, so its refresh cannot race the
+// page that follows it; one shown again from the back-forward cache loads
+// itself afresh.
 (function () {
   "use strict";
   var body = document.body;
@@ -10,13 +16,17 @@
   var last = body.dataset.state;
   var busy = false;
   var again = false;
+  var leaving = false;
   function refresh() {
+    if (leaving) {
+      return;
+    }
     if (busy) {
       again = true;
       return;
     }
     busy = true;
-    fetch(location.href, { credentials: "same-origin", headers: { "Accept": "text/html" } })
+    fetch(location.href, { credentials: "same-origin", headers: { "Accept": "text/html", "X-Gatehouse-Refresh": "1" } })
       .then(function (r) {
         if (r.redirected || !r.ok) {
           return null;
@@ -24,13 +34,18 @@
         return r.text();
       })
       .then(function (html) {
-        if (html === null) {
+        if (html === null || leaving) {
           return;
         }
         var doc = new DOMParser().parseFromString(html, "text/html");
         var next = doc.querySelector("main");
         var cur = document.querySelector("main");
         if (next && cur) {
+          var shown = cur.querySelectorAll(":scope > p.flash[role=status]");
+          var first = next.firstChild;
+          for (var i = 0; i < shown.length; i++) {
+            next.insertBefore(document.importNode(shown[i], true), first);
+          }
           cur.replaceWith(document.adoptNode(next));
         }
         if (doc.body && doc.body.dataset.state) {
@@ -47,6 +62,17 @@
       });
   }
   var es = new EventSource("/events");
+  function leave() {
+    leaving = true;
+    es.close();
+  }
+  document.addEventListener("submit", leave);
+  window.addEventListener("pagehide", leave);
+  window.addEventListener("pageshow", function (ev) {
+    if (ev.persisted) {
+      location.reload();
+    }
+  });
   es.addEventListener("state", function (ev) {
     var s;
     try {
