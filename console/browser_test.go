@@ -459,16 +459,17 @@ func TestBrowserLiveRefreshKeepsMessages(t *testing.T) {
 	if err != nil || status != http.StatusSeeOther {
 		t.Fatalf("the trust POST: %d %v", status, err)
 	}
-	// swapped waits until a live refresh replaced the page's <main>.
-	swapped := func(what string) {
+	// swappedAfter marks the page's <main>, runs change, and waits until a
+	// live refresh replaced the marked <main>.
+	swappedAfter := func(what string, change func()) {
 		run(t, ctx, "mark the page's main", chromedp.Evaluate[chromedp.Void](`document.querySelector("main").dataset.before = "1"`))
+		change()
 		waitFor(t, what, func() bool {
 			gone, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.querySelector("main").dataset.before === undefined`))
 			return err == nil && gone
 		})
 	}
-	askApproval(t, st, "second-ltd", `{"to":"acct-2","amount":2}`)
-	swapped("the live refresh after a second approval")
+	swappedAfter("the live refresh after a second approval", func() { askApproval(t, st, "second-ltd", `{"to":"acct-2","amount":2}`) })
 	if n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("tr.approval").length`)); err != nil || n != 2 {
 		t.Fatalf("approval rows after the refresh: %d %v", n, err)
 	}
@@ -476,8 +477,7 @@ func TestBrowserLiveRefreshKeepsMessages(t *testing.T) {
 	if s, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector("main").innerText`)); err != nil || !strings.Contains(s, said) {
 		t.Fatalf("the next page shown lacks the message: %q %v", s, err)
 	}
-	askApproval(t, st, "third-ltd", `{"to":"acct-3","amount":3}`)
-	swapped("the live refresh after a third approval")
+	swappedAfter("the live refresh after a third approval", func() { askApproval(t, st, "third-ltd", `{"to":"acct-3","amount":3}`) })
 	if s, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector("main").innerText`)); err != nil || !strings.Contains(s, said) {
 		t.Fatalf("the refresh took the message off the page: %q %v", s, err)
 	}
