@@ -102,7 +102,10 @@ fi
 # arrays, in table order.
 labels=() envs=() flags=() urls=() tpids=()
 add() { labels+=("$1"); envs+=("$2"); flags+=("$3"); }
-want() { [ -z "$ONLY" ] || [[ " $ONLY " == *" $1 "* ]] || [ "$1" = direct ] || [ "$1" = plain ]; }
+# named: the row is named in ONLY; want: it is, or ONLY is empty (the
+# default rows). The opt-in rows below are added only when named.
+named() { [[ " $ONLY " == *" $1 "* ]]; }
+want() { [ -z "$ONLY" ] || named "$1"; }
 static="GATEWAY_TOKEN=$token"
 tf="-token-file $work/static.token"
 add direct "" ""
@@ -119,7 +122,6 @@ if [ -n "$POOL" ] && [ "$POOL" != 0 ] && want "+replays sqlite"; then
 fi
 want oauth && add oauth "OAUTH" ""
 want oauth+rl && add oauth+rl "OAUTH GATEWAY_RATELIMIT=$RATELIMIT" ""
-named() { [[ " $ONLY " == *" $1 "* ]]; }
 named "+keys memory" && add "+keys memory" "$static GATEWAY_RATELIMIT=$RATELIMIT GATEWAY_STORE=memory" "$tf -keys unique"
 named "+keys sqlite-noaudit" && add "+keys sqlite-noaudit" "$static GATEWAY_RATELIMIT=$RATELIMIT GATEWAY_NOAUDIT=1" "$tf -keys unique"
 
