@@ -481,4 +481,11 @@ func TestBrowserLiveRefreshKeepsMessages(t *testing.T) {
 	if s, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector("main").innerText`)); err != nil || !strings.Contains(s, said) {
 		t.Fatalf("the refresh took the message off the page: %q %v", s, err)
 	}
+	// What a page says of its own (the verification's verdict) is the new
+	// page's, not kept beside it.
+	run(t, ctx, "verify", chromedp.Navigate(srv.URL+"/audit/verify"), chromedp.WaitVisible(chromedp.CSS("p.verdict")))
+	swappedAfter("the live refresh of the verification", func() { askApproval(t, st, "fourth-ltd", `{"to":"acct-4","amount":4}`) })
+	if n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("p.verdict").length`)); err != nil || n != 1 {
+		t.Fatalf("verdicts after the refresh: %d %v", n, err)
+	}
 }

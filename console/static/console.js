@@ -3,7 +3,7 @@
 // fetches itself again and swaps its <main> in place, without a reload.
 // The refresh says so (X-Gatehouse-Refresh): the server then leaves the
 // session's messages for the next page shown, and the messages this page
-// shows stay on it. A page that is leaving (a form posted, the page
+// shows (p[data-said]) stay on it. A page that is leaving (a form posted, the page
 // hidden for another) stops refreshing, so its refresh cannot race the
 // page that follows it; one shown again from the back-forward cache loads
 // itself afresh.
@@ -41,7 +41,7 @@
         var next = doc.querySelector("main");
         var cur = document.querySelector("main");
         if (next && cur) {
-          var shown = cur.querySelectorAll(":scope > p.flash[role=status]");
+          var shown = cur.querySelectorAll(":scope > p[data-said]");
           var first = next.firstChild;
           for (var i = 0; i < shown.length; i++) {
             next.insertBefore(document.importNode(shown[i], true), first);
