@@ -3,10 +3,10 @@
 // fetches itself again and swaps its <main> in place, without a reload.
 // The refresh says so (X-Gatehouse-Refresh): the server then leaves the
 // session's messages for the next page shown, and the messages this page
-// shows (p[data-said]) stay on it. A page that is leaving (a form posted, the page
-// hidden for another) stops refreshing, so its refresh cannot race the
-// page that follows it; one shown again from the back-forward cache loads
-// itself afresh.
+// shows (p[data-said]) stay on it. A page that is leaving (a form posted,
+// the page hidden for another) stops refreshing, so its refresh cannot
+// race the page that follows it; one shown again from the back-forward
+// cache loads itself afresh.
 (function () {
   "use strict";
   var body = document.body;
