@@ -15,17 +15,8 @@ import (
 )
 
 func newRunsCmd() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "runs",
-		Short: "List or purge journaled runs in the store",
-		Args:  noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			_ = cmd.Help()
-			return usagef("runs needs a subcommand (list, purge)")
-		},
-	}
-	cmd.AddCommand(newRunsListCmd(), newRunsPurgeCmd())
-	return cmd
+	return groupCmd("runs", "List or purge journaled runs in the store",
+		newRunsListCmd(), newRunsPurgeCmd())
 }
 
 // runJSON is one run in `runs list --json`.
@@ -120,17 +111,8 @@ func newRunsPurgeCmd() *cobra.Command {
 }
 
 func newApprovalsCmd() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "approvals",
-		Short: "List, approve or deny calls waiting for an operator",
-		Args:  noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			_ = cmd.Help()
-			return usagef("approvals needs a subcommand (list, approve, deny)")
-		},
-	}
-	cmd.AddCommand(newApprovalsListCmd(), newDecideCmd(true), newDecideCmd(false))
-	return cmd
+	return groupCmd("approvals", "List, approve or deny calls waiting for an operator",
+		newApprovalsListCmd(), newDecideCmd(true), newDecideCmd(false))
 }
 
 // approvalJSON is one approval in `approvals list --json`.

@@ -16,17 +16,8 @@ import (
 )
 
 func newAuditCmd() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "audit",
-		Short: "Verify or export the audit trail in the store",
-		Args:  noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			_ = cmd.Help()
-			return usagef("audit needs a subcommand (verify, export, keygen)")
-		},
-	}
-	cmd.AddCommand(newAuditVerifyCmd(), newAuditExportCmd(), newAuditKeygenCmd())
-	return cmd
+	return groupCmd("audit", "Verify or export the audit trail in the store",
+		newAuditVerifyCmd(), newAuditExportCmd(), newAuditKeygenCmd())
 }
 
 // auditVerifyJSON is `audit verify --json`.

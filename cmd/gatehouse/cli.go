@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -95,4 +96,24 @@ func exactArgs(n int, what string) cobra.PositionalArgs {
 		}
 		return nil
 	}
+}
+
+// groupCmd is a command that only holds subcommands: run bare, it prints
+// its help and fails with a usage error that names them, in order.
+func groupCmd(use, short string, subs ...*cobra.Command) *cobra.Command {
+	names := make([]string, len(subs))
+	for i, s := range subs {
+		names[i] = s.Name()
+	}
+	cmd := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			_ = cmd.Help()
+			return usagef("%s needs a subcommand (%s)", use, strings.Join(names, ", "))
+		},
+	}
+	cmd.AddCommand(subs...)
+	return cmd
 }

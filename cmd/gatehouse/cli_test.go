@@ -142,6 +142,38 @@ func TestUsageErrors(t *testing.T) {
 	}
 }
 
+// TestGroupCommands: each command that only holds subcommands, run bare or
+// with a word that is not one of them, prints its help and exits 2 with a
+// message naming its subcommands in order; each named one exists.
+func TestGroupCommands(t *testing.T) {
+	groups := map[string][]string{
+		"runs":        {"list", "purge"},
+		"approvals":   {"list", "approve", "deny"},
+		"audit":       {"verify", "export", "keygen"},
+		"connections": {"list", "revoke", "rekey"},
+		"drift":       {"list", "show"},
+		"plugin":      {"check"},
+	}
+	for group, subs := range groups {
+		code, out, errOut := run(t, group)
+		want := "gatehouse: " + group + " needs a subcommand (" + strings.Join(subs, ", ") + ")\n"
+		if code != 2 || !strings.HasPrefix(errOut, want) {
+			t.Errorf("%s: exit %d, stderr %q; want 2 and %q", group, code, errOut, want)
+		}
+		if !strings.Contains(out, "Usage:") {
+			t.Errorf("%s: no help on stdout: %q", group, out)
+		}
+		for _, sub := range subs {
+			if code, out, _ := run(t, group, sub, "--help"); code != 0 || !strings.Contains(out, "gatehouse "+group+" "+sub) {
+				t.Errorf("%s %s --help: exit %d, out %q", group, sub, code, out)
+			}
+		}
+		if code, _, errOut := run(t, group, "bogus"); code != 2 || !strings.Contains(errOut, `unknown command "bogus" for "gatehouse `+group+`"`) {
+			t.Errorf("%s bogus: exit %d, stderr %q", group, code, errOut)
+		}
+	}
+}
+
 func TestVersion(t *testing.T) {
 	code, out, _ := run(t, "version")
 	if code != 0 || !strings.HasPrefix(out, "gatehouse ") || !strings.Contains(out, runtime.Version()) {

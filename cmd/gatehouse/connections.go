@@ -21,17 +21,8 @@ import (
 // token vault's connections, seen and managed through the store. No token
 // is ever printed.
 func newConnectionsCmd() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "connections",
-		Short: "List, revoke or re-encrypt the upstream connections in the token vault",
-		Args:  noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			_ = cmd.Help()
-			return usagef("connections needs a subcommand (list, revoke, rekey)")
-		},
-	}
-	cmd.AddCommand(newConnectionsListCmd(), newConnectionsRevokeCmd(), newConnectionsRekeyCmd())
-	return cmd
+	return groupCmd("connections", "List, revoke or re-encrypt the upstream connections in the token vault",
+		newConnectionsListCmd(), newConnectionsRevokeCmd(), newConnectionsRekeyCmd())
 }
 
 // vaultFlags name the vault's keys: --key-file, else GATEHOUSE_SECRET_KEY

@@ -17,17 +17,8 @@ import (
 )
 
 func newDriftCmd() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "drift",
-		Short: "Review the drift the fleet has observed: servers whose listing differs from what was trusted",
-		Args:  noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			_ = cmd.Help()
-			return usagef("drift needs a subcommand (list, show)")
-		},
-	}
-	cmd.AddCommand(newDriftListCmd(), newDriftShowCmd())
-	return cmd
+	return groupCmd("drift", "Review the drift the fleet has observed: servers whose listing differs from what was trusted",
+		newDriftListCmd(), newDriftShowCmd())
 }
 
 // driftServerJSON is one server in `drift list --json` (CONTRACTS.md §4).

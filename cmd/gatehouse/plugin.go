@@ -14,17 +14,8 @@ import (
 )
 
 func newPluginCmd() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "plugin",
-		Short: "Work with Agent Plugins",
-		Args:  noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			_ = cmd.Help()
-			return usagef("plugin needs a subcommand (check)")
-		},
-	}
-	cmd.AddCommand(newPluginCheckCmd())
-	return cmd
+	return groupCmd("plugin", "Work with Agent Plugins",
+		newPluginCheckCmd())
 }
 
 // checkReport is the --json shape of `gatehouse plugin check` (CONTRACTS.md §2).
