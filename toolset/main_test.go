@@ -2,7 +2,6 @@ package toolset
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -11,7 +10,6 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"go.uber.org/goleak"
 
 	"github.com/gatehouse-dev/gatehouse/internal/fixture/testserver"
 	"github.com/gatehouse-dev/gatehouse/plugin"
@@ -21,26 +19,7 @@ import (
 var fixtureBin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "toolset-fixture-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	fixtureBin, err = testserver.Build(dir)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	os.Exit(testserver.Main(m, "toolset-fixture-", func(bin string) { fixtureBin = bin }))
 }
 
 // stdio returns a code-configured stdio server running the fixture.

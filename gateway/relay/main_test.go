@@ -3,7 +3,6 @@ package relay
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -12,7 +11,6 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"go.uber.org/goleak"
 
 	"github.com/gatehouse-dev/gatehouse/diag"
 	"github.com/gatehouse-dev/gatehouse/internal/fixture/testserver"
@@ -25,26 +23,7 @@ import (
 var fixtureBin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "relay-fixture-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	fixtureBin, err = testserver.Build(dir)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	os.Exit(testserver.Main(m, "relay-fixture-", func(bin string) { fixtureBin = bin }))
 }
 
 // poison is drifted text that must never be listed or reported.
