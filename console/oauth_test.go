@@ -17,22 +17,9 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/internal/fixture/authserver"
+	"github.com/gatehouse-dev/gatehouse/internal/fixture/testclock"
 	"github.com/gatehouse-dev/gatehouse/store"
 )
-
-// oauthClock is a settable clock shared by the gateway's verifier and the
-// console.
-type oauthClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *oauthClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *oauthClock) advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
 
 // lockedBuffer is a log sink safe for the gateway's goroutines.
 type lockedBuffer struct {
@@ -64,7 +51,7 @@ func TestOAuthAdminLogin(t *testing.T) {
 		as := authserver.Start(t, authserver.Options{Clients: []authserver.Client{
 			{ID: "ops", Secret: "s3cret", Subject: "ops-7"},
 		}})
-		clk := &oauthClock{now: time.Now()}
+		clk := testclock.New(time.Now())
 		resource := "http://127.0.0.1:1/mcp"
 		dir := t.TempDir()
 		yml := fmt.Sprintf(`listen: 127.0.0.1:0
@@ -158,7 +145,7 @@ console: {adminScope: 'gatehouse:admin'}
 		// Past the token's expiry (5m, the server's default lifetime) the
 		// session is over, though sessionTTL is 8h; and the token no longer
 		// logs in.
-		clk.advance(6 * time.Minute)
+		clk.Advance(6 * time.Minute)
 		if code, hdr, _ := c.do("GET", "/approvals", nil, nil); code != http.StatusSeeOther || hdr.Get("Location") != "/login" {
 			t.Errorf("the session outlived its token: %d %s", code, hdr.Get("Location"))
 		}

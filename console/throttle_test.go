@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/gatehouse-dev/gatehouse/internal/fixture/testclock"
 )
 
 // TestLoginThrottled guesses admin tokens over HTTP the way an attacker
@@ -15,14 +17,14 @@ import (
 // token logs in again.
 func TestLoginThrottled(t *testing.T) {
 	st := openStore(t, "sqlite:"+t.TempDir()+"/c.db")
-	clk := &oauthClock{now: time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)}
+	clk := testclock.New(time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC))
 	srv := startConsole(t, st, &Options{Now: clk.Now})
 	c := newClient(t, srv.URL)
 	for i := range MaxFailedLogins {
 		if code := c.login(aliceToken + strconv.Itoa(i)); code != http.StatusUnauthorized {
 			t.Fatalf("guess %d: %d, want 401", i, code)
 		}
-		clk.advance(time.Second)
+		clk.Advance(time.Second)
 	}
 	code, hdr, body := c.do("POST", "/login", map[string][]string{"token": {aliceToken}}, sameOrigin)
 	if code != http.StatusTooManyRequests {
@@ -38,7 +40,7 @@ func TestLoginThrottled(t *testing.T) {
 	if code, _, _ := c.do("GET", "/approvals", nil, nil); code != http.StatusSeeOther {
 		t.Fatalf("/approvals after a throttled login: %d, want the redirect to /login", code)
 	}
-	clk.advance(time.Duration(ra) * time.Second)
+	clk.Advance(time.Duration(ra) * time.Second)
 	if code := c.login(aliceToken); code != http.StatusSeeOther {
 		t.Fatalf("the right token once the window ended: %d, want 303", code)
 	}

@@ -9,30 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/internal/fixture/testclock"
 	"github.com/gatehouse-dev/gatehouse/policy"
 	"github.com/gatehouse-dev/gatehouse/refusal"
 	"github.com/gatehouse-dev/gatehouse/store"
 )
-
-// testClock is a clock the test moves forward.
-type testClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newTestClock() *testClock { return &testClock{now: time.Now()} }
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *testClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
 
 // approvalGuard requires an approval for every call.
 var approvalGuard = policy.GuardFunc(func(context.Context, policy.Call) (policy.Decision, error) {
@@ -44,7 +25,7 @@ var approvalGuard = policy.GuardFunc(func(context.Context, policy.Call) (policy.
 type approvalRig struct {
 	s     store.Store
 	j     *Journal
-	clock *testClock
+	clock *testclock.Clock
 	file  string
 	eff   func(args json.RawMessage) Effect
 }
@@ -58,7 +39,7 @@ func newApprovalRig(t *testing.T, s store.Store) *approvalRig {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cs.Close() })
-	clock := newTestClock()
+	clock := testclock.New(time.Now())
 	j := newJournal(t, s, &JournalOptions{Scope: "agent", TTL: time.Hour, Approvals: s, Clock: clock.Now})
 	return &approvalRig{s: s, j: j, clock: clock, file: file,
 		eff: func(args json.RawMessage) Effect { return effectOf(cs, "charge", args) }}

@@ -79,7 +79,7 @@ func TestOAuthIntrospection(t *testing.T) {
 		}
 	}
 	as.Revoke("agent-7")
-	clk.advance(6 * time.Minute) // past the cache TTL (5m)
+	clk.Advance(6 * time.Minute) // past the cache TTL (5m)
 	if code, www := challenge(tok); code != 401 || !strings.Contains(www, `resource_metadata="`) {
 		t.Fatalf("revoked opaque token past the cache TTL: %d %q", code, www)
 	}

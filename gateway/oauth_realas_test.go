@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gatehouse-dev/gatehouse/internal/fixture/authserver"
+	"github.com/gatehouse-dev/gatehouse/internal/fixture/testclock"
 )
 
 // asGateway is a gateway in front of a rug upstream (pay__charge, ...)
@@ -22,7 +23,7 @@ type asGateway struct {
 	t        *testing.T
 	resource string // the gateway's auth.resource: its own /mcp URL
 	h        http.Handler
-	clk      *testClock
+	clk      *testclock.Clock
 }
 
 // startASGateway starts it with oauth (auth.oauth's YAML flow mapping,
@@ -30,7 +31,7 @@ type asGateway struct {
 func startASGateway(t *testing.T, up *rugServer, oauth func(resource string) string) *asGateway {
 	t.Helper()
 	gs := httptest.NewUnstartedServer(nil)
-	e := &asGateway{t: t, resource: "http://" + gs.Listener.Addr().String() + "/mcp", clk: &testClock{now: time.Now()}}
+	e := &asGateway{t: t, resource: "http://" + gs.Listener.Addr().String() + "/mcp", clk: testclock.New(time.Now())}
 	dir := t.TempDir()
 	e.h = serveAt(t, gs, dir, fmt.Sprintf(`listen: 127.0.0.1:0
 store: sqlite:%s
@@ -140,7 +141,7 @@ func TestOAuthRealAuthorizationServer(t *testing.T) {
 	// Key rotation at the server: past the verifier's refresh interval, a
 	// token under the new key is accepted by the running gateway.
 	as.Rotate()
-	clk.advance(11 * time.Second)
+	clk.Advance(11 * time.Second)
 	tok2, err := as.Token(ctx, "agent", "s3cret", resource, "mcp", "tool:*")
 	if err != nil {
 		t.Fatal(err)

@@ -26,6 +26,8 @@ import (
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/gatehouse-dev/gatehouse/internal/fixture/testclock"
 )
 
 // oauthKey is a key the in-test issuer signs with.
@@ -99,19 +101,6 @@ func (is *testIssuer) publish(keys ...oauthKey) {
 	is.mu.Unlock()
 }
 
-// testClock is the gateway's settable clock.
-type testClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *testClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *testClock) advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
-
 // syncBuffer is a log sink safe for the gateway's goroutines.
 type syncBuffer struct {
 	mu sync.Mutex
@@ -132,7 +121,7 @@ type oauthEnv struct {
 	t        *testing.T
 	is       *testIssuer
 	key      oauthKey
-	clk      *testClock
+	clk      *testclock.Clock
 	base     string // http://127.0.0.1:PORT
 	resource string
 	logs     *syncBuffer
@@ -142,7 +131,7 @@ type oauthEnv struct {
 
 func newOAuthEnv(t *testing.T, bytePath bool, extra ...string) *oauthEnv {
 	t.Helper()
-	e := &oauthEnv{t: t, key: newOAuthKey(t, "k1"), clk: &testClock{now: time.Now()}, logs: &syncBuffer{},
+	e := &oauthEnv{t: t, key: newOAuthKey(t, "k1"), clk: testclock.New(time.Now()), logs: &syncBuffer{},
 		calls: map[string]*atomic.Int64{"echo": {}, "secret": {}}}
 	e.is = newTestIssuer(t, e.key)
 
@@ -446,11 +435,11 @@ func TestOAuthKeyRotationFollowed(t *testing.T) {
 	}
 	k2 := newOAuthKey(t, "k2")
 	e.is.publish(k2)
-	e.clk.advance(11 * time.Second) // past the verifier's refresh interval
+	e.clk.Advance(11 * time.Second) // past the verifier's refresh interval
 	if code, _, body := e.initialize(k2.sign(t, e.claims("mcp"))); code != http.StatusOK {
 		t.Fatalf("new key after rotation: %d %s", code, body)
 	}
-	e.clk.advance(2 * time.Hour) // the cached set's life ends; refreshed without k1
+	e.clk.Advance(2 * time.Hour) // the cached set's life ends; refreshed without k1
 	if code, _, _ := e.initialize(e.token("mcp")); code != http.StatusUnauthorized {
 		t.Fatalf("a token of the retired key: %d, want 401", code)
 	}

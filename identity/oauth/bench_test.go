@@ -16,6 +16,7 @@ import (
 	jose "github.com/go-jose/go-jose/v4"
 
 	"github.com/gatehouse-dev/gatehouse/identity/oauth"
+	"github.com/gatehouse-dev/gatehouse/internal/fixture/testclock"
 )
 
 // BenchmarkVerifyCached is one Verify of a valid token whose key is cached:
@@ -40,7 +41,7 @@ func BenchmarkVerifyCached(b *testing.B) {
 		is := newIssuer(b, k)
 		tok := k.sign(b, claims(is))
 		run := func(b *testing.B, size int, toks []string) {
-			v := newVerifier(b, is, &clock{now: t0}, nil, func(o *oauth.Options) { o.VerifiedCache = size })
+			v := newVerifier(b, is, testclock.New(t0), nil, func(o *oauth.Options) { o.VerifiedCache = size })
 			for _, tok := range toks {
 				if _, err := v.Verify(ctx, tok); err != nil {
 					b.Fatal(err)

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
+
+	"github.com/gatehouse-dev/gatehouse/internal/fixture/testclock"
 )
 
 // FuzzVerify: no string panics the verifier, and none verifies: the only
@@ -16,7 +18,7 @@ func FuzzVerify(f *testing.F) {
 	k := newKey(f, "fuzz-rsa", jose.RS256)
 	e := newKey(f, "fuzz-ec", jose.ES256)
 	is := newIssuer(f, k, e)
-	v := newVerifier(f, is, &clock{now: t0}, nil)
+	v := newVerifier(f, is, testclock.New(t0), nil)
 	for _, edit := range []func(map[string]any){
 		func(c map[string]any) { c["aud"] = "https://other.example" },
 		func(c map[string]any) { c["exp"] = t0.Add(-time.Hour).Unix() },

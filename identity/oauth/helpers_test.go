@@ -22,6 +22,7 @@ import (
 	"github.com/go-jose/go-jose/v4/jwt"
 
 	"github.com/gatehouse-dev/gatehouse/identity/oauth"
+	"github.com/gatehouse-dev/gatehouse/internal/fixture/testclock"
 )
 
 const resource = "https://gw.example.com/mcp"
@@ -151,21 +152,8 @@ func (is *issuer) publish(keys ...signingKey) {
 	}
 }
 
-// clock is a settable test clock.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *clock) advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
-
 // verifier returns a Verifier for is on clk, logging into logs when given.
-func newVerifier(t testing.TB, is *issuer, clk *clock, logs *bytes.Buffer, edit ...func(*oauth.Options)) *oauth.Verifier {
+func newVerifier(t testing.TB, is *issuer, clk *testclock.Clock, logs *bytes.Buffer, edit ...func(*oauth.Options)) *oauth.Verifier {
 	t.Helper()
 	opts := &oauth.Options{Issuer: is.URL, Audience: resource, Now: clk.Now, HTTPClient: is.srv.Client()}
 	if logs != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/identity/oauth"
 	"github.com/gatehouse-dev/gatehouse/internal/fixture/authserver"
+	"github.com/gatehouse-dev/gatehouse/internal/fixture/testclock"
 )
 
 const (
@@ -108,7 +109,7 @@ func raw(body string) func(http.ResponseWriter, string) {
 	}
 }
 
-func newIntrospector(t *testing.T, url string, clk *clock, logs *bytes.Buffer, edit ...func(*oauth.IntrospectorOptions)) *oauth.Introspector {
+func newIntrospector(t *testing.T, url string, clk *testclock.Clock, logs *bytes.Buffer, edit ...func(*oauth.IntrospectorOptions)) *oauth.Introspector {
 	t.Helper()
 	opts := &oauth.IntrospectorOptions{URL: url, ClientID: inClient, ClientSecret: inSecret,
 		Issuer: inIssuer, Audience: resource, Now: clk.Now}
@@ -127,7 +128,7 @@ func newIntrospector(t *testing.T, url string, clk *clock, logs *bytes.Buffer, e
 
 func TestIntrospectActive(t *testing.T) {
 	ep := newEndpoint(t, active())
-	in := newIntrospector(t, ep.srv.URL, &clock{now: t0}, nil)
+	in := newIntrospector(t, ep.srv.URL, testclock.New(t0), nil)
 	id, err := in.Introspect(context.Background(), opaqueToken)
 	if err != nil {
 		t.Fatal(err)
@@ -196,7 +197,7 @@ func TestIntrospectRefusals(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ep := newEndpoint(t, tc.answer)
 			var logs bytes.Buffer
-			in := newIntrospector(t, or(tc.url, ep.srv.URL), &clock{now: t0}, &logs, func(o *oauth.IntrospectorOptions) {
+			in := newIntrospector(t, or(tc.url, ep.srv.URL), testclock.New(t0), &logs, func(o *oauth.IntrospectorOptions) {
 				o.ClientSecret = or(tc.secret, inSecret)
 			})
 			id, err := in.Introspect(context.Background(), opaqueToken)
@@ -235,7 +236,7 @@ func or(s, def string) string {
 
 func TestIntrospectTooLargeTokenNotSent(t *testing.T) {
 	ep := newEndpoint(t, active())
-	in := newIntrospector(t, ep.srv.URL, &clock{now: t0}, nil)
+	in := newIntrospector(t, ep.srv.URL, testclock.New(t0), nil)
 	_, err := in.Introspect(context.Background(), strings.Repeat("a", oauth.DefaultMaxTokenSize+1))
 	var oe *oauth.Error
 	if !errors.As(err, &oe) || oe.Reason != oauth.ReasonTooLarge {
@@ -255,7 +256,7 @@ func TestIntrospectCache(t *testing.T) {
 	ctx := context.Background()
 	t.Run("hit", func(t *testing.T) {
 		ep := newEndpoint(t, active())
-		clk := &clock{now: t0}
+		clk := testclock.New(t0)
 		in := newIntrospector(t, ep.srv.URL, clk, nil)
 		for range 3 {
 			id, err := in.Introspect(ctx, opaqueToken)
@@ -275,12 +276,12 @@ func TestIntrospectCache(t *testing.T) {
 	t.Run("exp honoured on a hit", func(t *testing.T) {
 		exp := t0.Add(90 * time.Second)
 		ep := newEndpoint(t, active(func(m map[string]string) { m["exp"] = fmt.Sprint(exp.Unix()) }))
-		clk := &clock{now: t0}
+		clk := testclock.New(t0)
 		in := newIntrospector(t, ep.srv.URL, clk, nil)
 		if _, err := in.Introspect(ctx, opaqueToken); err != nil {
 			t.Fatal(err)
 		}
-		clk.advance(90*time.Second + oauth.DefaultSkew + time.Second) // past exp and the skew
+		clk.Advance(90*time.Second + oauth.DefaultSkew + time.Second) // past exp and the skew
 		_, err := in.Introspect(ctx, opaqueToken)
 		var oe *oauth.Error
 		if !errors.As(err, &oe) || oe.Reason != oauth.ReasonExpired {
@@ -292,12 +293,12 @@ func TestIntrospectCache(t *testing.T) {
 	})
 	t.Run("cache TTL", func(t *testing.T) {
 		ep := newEndpoint(t, active())
-		clk := &clock{now: t0}
+		clk := testclock.New(t0)
 		in := newIntrospector(t, ep.srv.URL, clk, nil, func(o *oauth.IntrospectorOptions) { o.CacheTTL = time.Minute })
 		if _, err := in.Introspect(ctx, opaqueToken); err != nil {
 			t.Fatal(err)
 		}
-		clk.advance(59 * time.Second)
+		clk.Advance(59 * time.Second)
 		if _, err := in.Introspect(ctx, opaqueToken); err != nil || ep.count() != 1 {
 			t.Fatalf("within the TTL: %v, %d POSTs", err, ep.count())
 		}
@@ -305,7 +306,7 @@ func TestIntrospectCache(t *testing.T) {
 		ep.mu.Lock()
 		ep.answer = raw(`{"active":false}`)
 		ep.mu.Unlock()
-		clk.advance(2 * time.Second)
+		clk.Advance(2 * time.Second)
 		_, err := in.Introspect(ctx, opaqueToken)
 		var oe *oauth.Error
 		if !errors.As(err, &oe) || oe.Reason != oauth.ReasonInactive || ep.count() != 2 {
@@ -314,7 +315,7 @@ func TestIntrospectCache(t *testing.T) {
 	})
 	t.Run("disabled", func(t *testing.T) {
 		ep := newEndpoint(t, active())
-		in := newIntrospector(t, ep.srv.URL, &clock{now: t0}, nil, func(o *oauth.IntrospectorOptions) { o.Cache = -1 })
+		in := newIntrospector(t, ep.srv.URL, testclock.New(t0), nil, func(o *oauth.IntrospectorOptions) { o.Cache = -1 })
 		for range 2 {
 			if _, err := in.Introspect(ctx, opaqueToken); err != nil {
 				t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	jose "github.com/go-jose/go-jose/v4"
 
 	"github.com/gatehouse-dev/gatehouse/identity/oauth"
+	"github.com/gatehouse-dev/gatehouse/internal/fixture/testclock"
 )
 
 // TestKeyRotation: the issuer switches keys; a token with the new kid
@@ -19,20 +20,20 @@ func TestKeyRotation(t *testing.T) {
 	ctx := context.Background()
 	old, next := newKey(t, "2029", jose.ES256), newKey(t, "2030", jose.ES256)
 	is := newIssuer(t, old)
-	clk := &clock{now: t0}
+	clk := testclock.New(t0)
 	v := newVerifier(t, is, clk, nil)
 	if _, err := v.Verify(ctx, old.sign(t, claims(is))); err != nil {
 		t.Fatal(err)
 	}
 	is.publish(next)
-	clk.advance(oauth.DefaultRefreshInterval)
+	clk.Advance(oauth.DefaultRefreshInterval)
 	if _, err := v.Verify(ctx, next.sign(t, claims(is))); err != nil {
 		t.Fatalf("the new key's token: %v", err)
 	}
 	if n := is.jwksHits.Load(); n != 2 {
 		t.Fatalf("%d key set fetches, want 2 (the first, one refresh)", n)
 	}
-	clk.advance(oauth.DefaultRefreshInterval)
+	clk.Advance(oauth.DefaultRefreshInterval)
 	_, err := v.Verify(ctx, old.sign(t, claims(is)))
 	if r := reasonOf(t, err); r != oauth.ReasonUnknownKey {
 		t.Fatalf("the retired key's token: reason %v (%v), want unknown_key", r, err)
@@ -45,7 +46,7 @@ func TestUnknownKidFlood(t *testing.T) {
 	ctx := context.Background()
 	k := newKey(t, "real", jose.EdDSA)
 	is := newIssuer(t, k)
-	clk := &clock{now: t0}
+	clk := testclock.New(t0)
 	v := newVerifier(t, is, clk, nil)
 	forged := make([]string, 1000)
 	for i := range forged {
@@ -73,7 +74,7 @@ func TestUnknownKidFlood(t *testing.T) {
 		t.Fatalf("sequential flood: %d key set fetches, want 1", n)
 	}
 
-	clk.advance(oauth.DefaultRefreshInterval) // one refresh is due again
+	clk.Advance(oauth.DefaultRefreshInterval) // one refresh is due again
 	var wg sync.WaitGroup
 	errs := make(chan error, len(forged))
 	for _, tok := range forged {
@@ -102,7 +103,7 @@ func TestFirstFetchShared(t *testing.T) {
 	ctx := context.Background()
 	k := newKey(t, "k", jose.ES256)
 	is := newIssuer(t, k)
-	v := newVerifier(t, is, &clock{now: t0}, nil)
+	v := newVerifier(t, is, testclock.New(t0), nil)
 	tok := k.sign(t, claims(is))
 	var wg sync.WaitGroup
 	for range 50 {
@@ -124,13 +125,13 @@ func TestIssuerDown(t *testing.T) {
 	ctx := context.Background()
 	k := newKey(t, "k", jose.RS256)
 	is := newIssuer(t, k)
-	clk := &clock{now: t0}
+	clk := testclock.New(t0)
 	v := newVerifier(t, is, clk, nil)
 	if _, err := v.Verify(ctx, k.sign(t, claims(is))); err != nil {
 		t.Fatal(err)
 	}
 	is.srv.Close()
-	clk.advance(2 * oauth.DefaultMaxCacheLife) // the cache's life is over; the refresh fails
+	clk.Advance(2 * oauth.DefaultMaxCacheLife) // the cache's life is over; the refresh fails
 	tok := k.sign(t, claims(is, func(c map[string]any) {
 		c["exp"] = clk.Now().Add(time.Minute).Unix()
 		c["iat"] = clk.Now().Unix()
@@ -156,7 +157,7 @@ func TestCacheLife(t *testing.T) {
 	k := newKey(t, "k", jose.ES256)
 	is := newIssuer(t, k)
 	is.cacheControl = "public, max-age=120"
-	clk := &clock{now: t0}
+	clk := testclock.New(t0)
 	v := newVerifier(t, is, clk, nil)
 	tok := k.sign(t, claims(is))
 	for range 3 {
@@ -167,7 +168,7 @@ func TestCacheLife(t *testing.T) {
 	if n := is.jwksHits.Load(); n != 1 {
 		t.Fatalf("%d fetches within the life, want 1", n)
 	}
-	clk.advance(121 * time.Second)
+	clk.Advance(121 * time.Second)
 	if _, err := v.Verify(ctx, tok); err != nil {
 		t.Fatal(err)
 	}

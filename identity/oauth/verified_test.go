@@ -11,6 +11,7 @@ import (
 	jose "github.com/go-jose/go-jose/v4"
 
 	"github.com/gatehouse-dev/gatehouse/identity/oauth"
+	"github.com/gatehouse-dev/gatehouse/internal/fixture/testclock"
 )
 
 // jti makes a token's claims distinct.
@@ -25,7 +26,7 @@ func TestVerifiedCacheHit(t *testing.T) {
 	ctx := context.Background()
 	k := newKey(t, "k", jose.EdDSA)
 	is := newIssuer(t, k)
-	clk := &clock{now: t0}
+	clk := testclock.New(t0)
 	v := newVerifier(t, is, clk, nil)
 	tok := k.sign(t, claims(is))
 	first, err := v.Verify(ctx, tok)
@@ -73,7 +74,7 @@ func TestVerifiedCacheTime(t *testing.T) {
 	ctx := context.Background()
 	k := newKey(t, "k", jose.ES256)
 	is := newIssuer(t, k)
-	clk := &clock{now: t0}
+	clk := testclock.New(t0)
 	v := newVerifier(t, is, clk, nil)
 	off := newVerifier(t, is, clk, nil, func(o *oauth.Options) { o.VerifiedCache = -1 })
 	tok := k.sign(t, claims(is, func(c map[string]any) { c["iat"] = t0.Add(-30 * time.Second).Unix() }))
@@ -99,22 +100,22 @@ func TestVerifiedCacheTime(t *testing.T) {
 	}
 
 	// Clock set back: before iat (t0-30s) and before nbf (t0-1m), beyond the skew.
-	clk.advance(-30*time.Second - oauth.DefaultSkew - time.Second)
+	clk.Advance(-30*time.Second - oauth.DefaultSkew - time.Second)
 	same(t, oauth.ReasonNotYetValid) // iat
 	if _, err := v.Verify(ctx, tok); err == nil {
 		t.Fatal("refused once, accepted next")
 	}
-	clk.advance(30*time.Second + oauth.DefaultSkew + time.Second)
+	clk.Advance(30*time.Second + oauth.DefaultSkew + time.Second)
 	same(t, 0) // verified again in full: remembered again
-	clk.advance(-time.Minute - oauth.DefaultSkew - time.Second)
+	clk.Advance(-time.Minute - oauth.DefaultSkew - time.Second)
 	same(t, oauth.ReasonNotYetValid) // nbf
-	clk.advance(time.Minute + oauth.DefaultSkew + time.Second)
+	clk.Advance(time.Minute + oauth.DefaultSkew + time.Second)
 	same(t, 0)
 
 	checks := v.SignatureChecks()
-	clk.advance(5*time.Minute + oauth.DefaultSkew) // exp + skew: still valid
+	clk.Advance(5*time.Minute + oauth.DefaultSkew) // exp + skew: still valid
 	same(t, 0)
-	clk.advance(time.Second)
+	clk.Advance(time.Second)
 	_, err := v.Verify(ctx, tok)
 	if r := reasonOf(t, err); r != oauth.ReasonExpired {
 		t.Fatalf("expired token: %v, want expired", err)
@@ -134,7 +135,7 @@ func TestVerifiedCacheKeyRemoved(t *testing.T) {
 	k1, k2, k3 := newKey(t, "k1", jose.EdDSA), newKey(t, "k2", jose.RS256), newKey(t, "k3", jose.ES256)
 	is := newIssuer(t, k1, k2, k3)
 	is.cacheControl = "max-age=30"
-	clk := &clock{now: t0}
+	clk := testclock.New(t0)
 	v := newVerifier(t, is, clk, nil)
 	tok1, tok2, tok3 := k1.sign(t, claims(is)), k2.sign(t, claims(is)), k3.sign(t, claims(is))
 	for _, tok := range []string{tok1, tok2, tok3} {
@@ -148,7 +149,7 @@ func TestVerifiedCacheKeyRemoved(t *testing.T) {
 	if _, err := v.Verify(ctx, tok1); err != nil {
 		t.Fatalf("before the key set is refreshed: %v", err)
 	}
-	clk.advance(31 * time.Second) // the key set's life has ended
+	clk.Advance(31 * time.Second) // the key set's life has ended
 	checks := v.SignatureChecks()
 	if _, err := v.Verify(ctx, tok2); err != nil {
 		t.Fatalf("the kept key's token: %v", err)
@@ -180,7 +181,7 @@ func TestVerifiedCacheBound(t *testing.T) {
 	ctx := context.Background()
 	k := newKey(t, "real", jose.EdDSA)
 	is := newIssuer(t, k)
-	clk := &clock{now: t0}
+	clk := testclock.New(t0)
 	const bound = 64
 	v := newVerifier(t, is, clk, nil, func(o *oauth.Options) { o.VerifiedCache = bound })
 	toks := make([]string, 1000)
@@ -248,7 +249,7 @@ func TestVerifiedCacheConcurrent(t *testing.T) {
 	ctx := context.Background()
 	k := newKey(t, "k", jose.EdDSA)
 	is := newIssuer(t, k)
-	clk := &clock{now: t0}
+	clk := testclock.New(t0)
 	v := newVerifier(t, is, clk, nil, func(o *oauth.Options) { o.VerifiedCache = 8 })
 	forger := newKey(t, "k", jose.EdDSA)
 	type tc struct {

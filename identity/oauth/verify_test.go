@@ -15,6 +15,7 @@ import (
 	jose "github.com/go-jose/go-jose/v4"
 
 	"github.com/gatehouse-dev/gatehouse/identity/oauth"
+	"github.com/gatehouse-dev/gatehouse/internal/fixture/testclock"
 )
 
 func reasonOf(t *testing.T, err error) oauth.Reason {
@@ -32,7 +33,7 @@ func TestVerifyAccepts(t *testing.T) {
 		t.Run(string(alg), func(t *testing.T) {
 			k := newKey(t, "k-"+string(alg), alg)
 			is := newIssuer(t, k)
-			v := newVerifier(t, is, &clock{now: t0}, nil)
+			v := newVerifier(t, is, testclock.New(t0), nil)
 			id, err := v.Verify(ctx, k.sign(t, claims(is)))
 			if err != nil {
 				t.Fatal(err)
@@ -49,7 +50,7 @@ func TestVerifyShapes(t *testing.T) {
 	ctx := context.Background()
 	k := newKey(t, "k1", jose.ES256)
 	is := newIssuer(t, k)
-	clk := &clock{now: t0}
+	clk := testclock.New(t0)
 	v := newVerifier(t, is, clk, nil)
 	cases := []struct {
 		name   string
@@ -94,7 +95,7 @@ func TestDiscovery(t *testing.T) {
 	t.Run("OpenID metadata when RFC 8414's is absent", func(t *testing.T) {
 		is := newIssuer(t, k)
 		is.oidcOnly = true
-		v := newVerifier(t, is, &clock{now: t0}, nil)
+		v := newVerifier(t, is, testclock.New(t0), nil)
 		if _, err := v.Verify(ctx, k.sign(t, claims(is))); err != nil {
 			t.Fatal(err)
 		}
@@ -104,7 +105,7 @@ func TestDiscovery(t *testing.T) {
 	})
 	t.Run("JWKSURL given: no discovery", func(t *testing.T) {
 		is := newIssuer(t, k)
-		v := newVerifier(t, is, &clock{now: t0}, nil, func(o *oauth.Options) { o.JWKSURL = is.URL + "/jwks" })
+		v := newVerifier(t, is, testclock.New(t0), nil, func(o *oauth.Options) { o.JWKSURL = is.URL + "/jwks" })
 		if _, err := v.Verify(ctx, k.sign(t, claims(is))); err != nil {
 			t.Fatal(err)
 		}
@@ -115,7 +116,7 @@ func TestDiscovery(t *testing.T) {
 	t.Run("metadata naming another issuer is refused", func(t *testing.T) {
 		is := newIssuer(t, k)
 		is.mdIssuer = is.URL + "/" // a near miss is a miss: exact match
-		v := newVerifier(t, is, &clock{now: t0}, nil)
+		v := newVerifier(t, is, testclock.New(t0), nil)
 		_, err := v.Verify(ctx, k.sign(t, claims(is)))
 		if r := reasonOf(t, err); r != oauth.ReasonMetadata {
 			t.Fatalf("reason %v (%v), want metadata", r, err)
@@ -127,7 +128,7 @@ func TestDiscovery(t *testing.T) {
 	t.Run("issuer serving nothing", func(t *testing.T) {
 		is := newIssuer(t, k)
 		is.srv.Close()
-		v := newVerifier(t, is, &clock{now: t0}, nil)
+		v := newVerifier(t, is, testclock.New(t0), nil)
 		_, err := v.Verify(ctx, k.sign(t, claims(is)))
 		if r := reasonOf(t, err); r != oauth.ReasonIssuerUnavailable {
 			t.Fatalf("reason %v (%v), want issuer_unavailable", r, err)
@@ -271,7 +272,7 @@ func TestVerifyRefuses(t *testing.T) {
 	other := newKey(t, "rsa-2", jose.RS256)
 	is := newIssuer(t, k)
 	var logs bytes.Buffer
-	v := newVerifier(t, is, &clock{now: t0}, &logs)
+	v := newVerifier(t, is, testclock.New(t0), &logs)
 	for _, a := range attacks(t, is, k, other) {
 		t.Run(a.name, func(t *testing.T) {
 			id, err := v.Verify(ctx, a.token)
@@ -296,7 +297,7 @@ func TestNoTokenInErrorsOrLogs(t *testing.T) {
 	other := newKey(t, "rsa-2", jose.RS256)
 	is := newIssuer(t, k)
 	var logs bytes.Buffer
-	v := newVerifier(t, is, &clock{now: t0}, &logs)
+	v := newVerifier(t, is, testclock.New(t0), &logs)
 	tokens := []string{k.sign(t, claims(is))}
 	for _, a := range attacks(t, is, k, other) {
 		tokens = append(tokens, a.token)

@@ -2,25 +2,12 @@ package commitdelay
 
 import (
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/internal/fixture/testclock"
 	"github.com/gatehouse-dev/gatehouse/store"
 )
-
-// clock is a settable clock.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 func key(i int) store.RecordKey {
 	return store.RecordKey{Scope: "s", RunID: "r", ToolCallID: fmt.Sprint(i)}
@@ -68,16 +55,16 @@ func TestSiblings(t *testing.T) {
 // TestOldClaimsForgotten: a call claimed longer ago than Recent no longer
 // counts (slow, or its completion never comes).
 func TestOldClaimsForgotten(t *testing.T) {
-	c := &clock{t: time.Unix(1000, 0)}
-	tr := New(Options{Siblings: 2, Recent: 20 * time.Millisecond, Now: c.now})
+	c := testclock.New(time.Unix(1000, 0))
+	tr := New(Options{Siblings: 2, Recent: 20 * time.Millisecond, Now: c.Now})
 	tr.Claimed(key(1))
 	tr.Claimed(key(2))
 	if tr.InFlight() != 2 {
 		t.Fatal("two fresh calls are not in flight")
 	}
-	c.add(15 * time.Millisecond)
+	c.Advance(15 * time.Millisecond)
 	tr.Claimed(key(3))
-	c.add(10 * time.Millisecond) // 1 and 2 are 25 ms old, 3 is 10 ms
+	c.Advance(10 * time.Millisecond) // 1 and 2 are 25 ms old, 3 is 10 ms
 	if n := tr.InFlight(); n != 1 || tr.Yield(1) {
 		t.Fatalf("after Recent: %d in flight, want 1 and no yield", n)
 	}
