@@ -113,12 +113,12 @@ var answerStores = []struct {
 	{"postgres", func(t *testing.T) string { return pgtest.Schema(t, "answers", "the answer tests on PostgreSQL") }},
 }
 
-// hostileGateway serves a gateway in front of u's URL with the byte path
-// on or off.
-func hostileGateway(t *testing.T, url string, bytePath bool, dsn string, jsonResponse ...bool) (*Gateway, string) {
-	t.Helper()
-	dir := t.TempDir()
-	yml := fmt.Sprintf(`listen: 127.0.0.1:0
+// aliceBobConfig is the config of a gateway on 127.0.0.1 in front of one
+// streamable-HTTP server "up" at url (prefix ""), with the static tokens
+// of alice and bob, on the store dsn, the byte path and JSON answers on or
+// off, and extra config lines at the end.
+func aliceBobConfig(dsn, url string, bytePath, jsonResponse bool, extra string) string {
+	return fmt.Sprintf(`listen: 127.0.0.1:0
 store: %q
 auth:
   tokens:
@@ -132,7 +132,15 @@ servers:
     type: streamable-http
     url: %s
     prefix: ""
-`, dsn, hashOf("alice-token"), hashOf("bob-token"), bytePath, len(jsonResponse) > 0 && jsonResponse[0], url)
+%s`, dsn, hashOf("alice-token"), hashOf("bob-token"), bytePath, jsonResponse, url, extra)
+}
+
+// hostileGateway serves a gateway in front of u's URL with the byte path
+// on or off.
+func hostileGateway(t *testing.T, url string, bytePath bool, dsn string, jsonResponse ...bool) (*Gateway, string) {
+	t.Helper()
+	dir := t.TempDir()
+	yml := aliceBobConfig(dsn, url, bytePath, len(jsonResponse) > 0 && jsonResponse[0], "")
 	return serveGateway(t, yml, dir)
 }
 

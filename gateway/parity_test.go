@@ -193,20 +193,7 @@ type journalKey struct{ subject, tool, key string }
 func parityGateway(t *testing.T, up *parityUpstream, bytePath bool, dsn, extra string) *parityEnv {
 	t.Helper()
 	dir := t.TempDir()
-	yml := fmt.Sprintf(`listen: 127.0.0.1:0
-store: %q
-auth:
-  tokens:
-    - {sha256: %s, subject: alice}
-    - {sha256: %s, subject: bob}
-http:
-  bytePath: %v
-servers:
-  up:
-    type: streamable-http
-    url: %s
-    prefix: ""
-%s`, dsn, hashOf("alice-token"), hashOf("bob-token"), bytePath, up.url, extra)
+	yml := aliceBobConfig(dsn, up.url, bytePath, false, extra)
 	g, url := serveGateway(t, yml, dir)
 	return &parityEnv{t: t, g: g, url: url, up: up, bytes: bytePath}
 }
