@@ -68,9 +68,15 @@ var errNoCaller = &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "the
 // sharedMiddleware answers, on the shared sessions, the server-to-client
 // requests of a call that carries its caller in its context (a multi
 // round-trip request): roots/list goes to that caller. Everything else
-// goes on (to the toolset's refusal).
+// goes on (to the toolset's refusal). It also sees the acknowledgements
+// of subscription streams (upSubscribe waits for them).
 func (r *Relay) sharedMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method == "notifications/subscriptions/acknowledged" {
+			s, _ := req.GetSession().(*mcp.ClientSession)
+			p, _ := req.GetParams().(*mcp.SubscriptionsAcknowledgedParams)
+			r.acknowledged(s, p)
+		}
 		if method != "roots/list" {
 			return next(ctx, method, req)
 		}
@@ -280,7 +286,7 @@ func (r *Relay) release(id string) {
 		again := len(r.subs[uri]) > 0
 		r.mu.Unlock()
 		if sess := u.Live(); sess != nil && !again && !r.closed() {
-			if err := sess.Unsubscribe(r.life, &mcp.UnsubscribeParams{URI: uri}); err != nil {
+			if err := r.upUnsubscribe(r.life, sess, uri); err != nil {
 				r.log.Debug("relay: unsubscribing upstream", "server", u.Name(), "err", err)
 			}
 		}
@@ -414,6 +420,7 @@ const resubscribeTimeout = 10 * time.Second
 // resubscribe renews the shared subscriptions of u on its new session
 // (SessionHooks.Reconnected).
 func (r *Relay) resubscribe(u *toolset.Upstream) {
+	r.forgetSessions(u)
 	r.mu.Lock()
 	var uris []string
 	for uri := range r.subs {
@@ -429,7 +436,7 @@ func (r *Relay) resubscribe(u *toolset.Upstream) {
 	ctx, cancel := context.WithTimeout(r.life, resubscribeTimeout)
 	defer cancel()
 	for _, uri := range uris {
-		if err := sess.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
+		if err := r.upSubscribe(ctx, u, sess, uri); err != nil {
 			r.log.Debug("relay: subscribing again upstream", "server", u.Name(), "err", err)
 		}
 	}

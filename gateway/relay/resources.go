@@ -376,6 +376,7 @@ func (r *Relay) subscribe(ctx context.Context, caller *Caller, uri string, allow
 	mu := r.lock(u)
 	mu.Lock()
 	defer mu.Unlock()
+	added := false
 	if st != nil {
 		r.mu.Lock()
 		if !caller.released.Load() { // release sets it under r.mu
@@ -384,16 +385,30 @@ func (r *Relay) subscribe(ctx context.Context, caller *Caller, uri string, allow
 				m = map[string]*callerState{}
 				r.subs[uri] = m
 			}
+			_, had := m[caller.id]
 			m[caller.id] = st
+			added = !had
 		}
 		r.mu.Unlock()
 	}
-	return r.forward(ctx, u, nil, func(s *mcp.ClientSession) error {
+	err = r.forward(ctx, u, nil, func(s *mcp.ClientSession) error {
 		if err := canPush(u, s); err != nil {
 			return err
 		}
-		return s.Subscribe(ctx, &mcp.SubscribeParams{URI: uri})
+		return r.upSubscribe(ctx, u, s, uri)
 	})
+	if err != nil && added {
+		// Not subscribed: the caller is not registered either.
+		r.mu.Lock()
+		if m := r.subs[uri]; m != nil && m[caller.id] == st {
+			delete(m, caller.id)
+			if len(m) == 0 {
+				delete(r.subs, uri)
+			}
+		}
+		r.mu.Unlock()
+	}
+	return err
 }
 
 // ErrNoPush answers resources/subscribe when the upstream cannot deliver
@@ -438,6 +453,6 @@ func (r *Relay) unsubscribe(ctx context.Context, caller *Caller, uri string, all
 		}
 	}
 	return r.forward(ctx, u, nil, func(s *mcp.ClientSession) error {
-		return s.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri})
+		return r.upUnsubscribe(ctx, s, uri)
 	})
 }
