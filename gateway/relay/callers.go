@@ -436,7 +436,7 @@ func (r *Relay) resubscribe(u *toolset.Upstream) {
 	ctx, cancel := context.WithTimeout(r.life, resubscribeTimeout)
 	defer cancel()
 	for _, uri := range uris {
-		if err := r.upSubscribe(ctx, u, sess, uri); err != nil {
+		if err := r.upSubscribe(ctx, u, sess, uri, false); err != nil {
 			r.log.Debug("relay: subscribing again upstream", "server", u.Name(), "err", err)
 		}
 	}

@@ -2,6 +2,7 @@ package relay
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -62,8 +63,10 @@ func usesListen(s *mcp.ClientSession) bool {
 }
 
 // upSubscribe subscribes u's shared session s to uri and returns once the
-// server holds the subscription.
-func (r *Relay) upSubscribe(ctx context.Context, u *toolset.Upstream, s *mcp.ClientSession, uri string) error {
+// server holds the subscription (with await; without, once it is asked
+// for: resubscribe renews subscriptions whose subscribers were answered
+// long ago).
+func (r *Relay) upSubscribe(ctx context.Context, u *toolset.Upstream, s *mcp.ClientSession, uri string, await bool) error {
 	if !usesListen(s) {
 		return s.Subscribe(ctx, &mcp.SubscribeParams{URI: uri})
 	}
@@ -74,7 +77,15 @@ func (r *Relay) upSubscribe(ctx context.Context, u *toolset.Upstream, s *mcp.Cli
 	if !open {
 		// A stream is open (or opening) already: the go-sdk would not
 		// open another. Wait for its acknowledgement, if not yet in.
-		return r.awaitAck(ctx, u, uri, acked)
+		if !await {
+			return nil
+		}
+		err := r.awaitAck(ctx, u, uri, acked)
+		if errors.Is(err, errNoAck) {
+			// Never acknowledged: the next subscribe opens a new one.
+			_ = r.upUnsubscribe(ctx, s, uri)
+		}
+		return err
 	}
 	if wait > 0 && !(u.Type() == "streamable-http" && s.ID() == "") {
 		// (A stateless HTTP server makes a session of each request: one
@@ -91,6 +102,9 @@ func (r *Relay) upSubscribe(ctx context.Context, u *toolset.Upstream, s *mcp.Cli
 	if err := s.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
 		r.forgetListen(s, uri, acked)
 		return err
+	}
+	if !await {
+		return nil
 	}
 	if err := r.awaitAck(ctx, u, uri, acked); err != nil {
 		// Not held: cancel the stream rather than leave it open for no
@@ -163,9 +177,12 @@ func (r *Relay) awaitAck(ctx context.Context, u *toolset.Upstream, uri string, a
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-t.C:
-		return fmt.Errorf("resources/subscribe: server %q did not acknowledge the subscription to %s within %v (a server that refuses one sends no acknowledgement)", u.Name(), uri, listenAck)
+		return fmt.Errorf("resources/subscribe: server %q did not acknowledge the subscription to %s within %v (a server that refuses one sends no acknowledgement): %w", u.Name(), uri, listenAck, errNoAck)
 	}
 }
+
+// errNoAck is wrapped by awaitAck's error when the wait ran out.
+var errNoAck = errors.New("no acknowledgement")
 
 // acknowledged marks the URIs a server took on a stream of s as held
 // (the sharedMiddleware sees notifications/subscriptions/acknowledged).

@@ -6,7 +6,11 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -48,38 +52,71 @@ func TestListenResubscribeHolds(t *testing.T) {
 	}
 }
 
-func resubscribeHolds(t *testing.T, r *Relay) {
+// subscriber is a caller of r's front that hears resource updates, and a
+// way to make server "a" announce one (its touch tool).
+type subscriber struct {
+	t  *testing.T
+	r  *Relay
+	c  *mcp.ClientSession
+	ch chan string
+}
+
+func newSubscriber(t *testing.T, r *Relay) *subscriber {
 	_, url := front(t, r, false)
-	ctx := ctxT(t)
-	touch := func(uri string) {
-		t.Helper()
-		res, err := r.Toolset().Call(ctx, "a__touch", map[string]any{"uri": uri}, toolset.CallInfo{})
-		if err != nil || res.IsError {
-			t.Fatalf("touch %s: %v %+v", uri, err, res)
+	sb := &subscriber{t: t, r: r, ch: make(chan string, 64)}
+	sb.c = dial(t, url, "2025-11-25", &mcp.ClientOptions{ResourceUpdatedHandler: func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
+		sb.ch <- req.Params.URI
+	}})
+	return sb
+}
+
+func (sb *subscriber) touch(ctx context.Context, uri string) error {
+	res, err := sb.r.Toolset().Call(ctx, "a__touch", map[string]any{"uri": uri}, toolset.CallInfo{})
+	if err == nil && res.IsError {
+		err = fmt.Errorf("touch: %+v", res.Content)
+	}
+	return err
+}
+
+// await touches uri until its update arrives (failed touches too, while
+// a server restarts), then empties the channel.
+func (sb *subscriber) await(ctx context.Context, uri, what string) {
+	sb.t.Helper()
+	for {
+		_ = sb.touch(ctx, uri)
+		select {
+		case got := <-sb.ch:
+			if got != uri {
+				sb.t.Fatalf("%s: update of %q, want %q", what, got, uri)
+			}
+			time.Sleep(50 * time.Millisecond)
+			for len(sb.ch) > 0 {
+				<-sb.ch
+			}
+			return
+		case <-time.After(50 * time.Millisecond):
+		case <-ctx.Done():
+			sb.t.Fatalf("%s: no update of %s arrived", what, uri)
 		}
 	}
-	ch := make(chan string, 64)
-	c := dial(t, url, "2025-11-25", &mcp.ClientOptions{ResourceUpdatedHandler: func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
-		ch <- req.Params.URI
-	}})
+}
+
+func resubscribeHolds(t *testing.T, r *Relay) {
+	ctx := ctxT(t)
+	sb := newSubscriber(t, r)
+	c, ch := sb.c, sb.ch
+	touch := func(uri string) {
+		t.Helper()
+		if err := sb.touch(ctx, uri); err != nil {
+			t.Fatalf("touch %s: %v", uri, err)
+		}
+	}
 	// The caller's own standalone stream opens in the background: an
 	// update of another URI, sent until it arrives, shows it open.
 	if err := c.Subscribe(ctx, &mcp.SubscribeParams{URI: "x://warm"}); err != nil {
 		t.Fatal(err)
 	}
-	for warm := false; !warm; {
-		touch("x://warm")
-		select {
-		case <-ch:
-			warm = true
-		case <-time.After(50 * time.Millisecond):
-		case <-ctx.Done():
-			t.Fatal("the caller's stream never opened")
-		}
-	}
-	for len(ch) > 0 {
-		<-ch
-	}
+	sb.await(ctx, "x://warm", "warming up")
 	once := func(what string) {
 		t.Helper()
 		touch("x://r")
@@ -169,4 +206,43 @@ func TestListenRefused(t *testing.T) {
 	if n := r.leftovers(); n != 0 {
 		t.Fatalf("%d entries left after the caller was released", n)
 	}
+}
+
+// TestSubscriptionsSurviveRestart: when a stdio server dies and is started
+// again, the relay renews its subscriptions on the new session
+// (SessionHooks.Reconnected), at either revision.
+func TestSubscriptionsSurviveRestart(t *testing.T) {
+	for _, proto := range []string{"2025-11-25", "2026-07-28"} {
+		t.Run(proto, func(t *testing.T) {
+			pidf := filepath.Join(t.TempDir(), "pid")
+			r := openRelay(t, []toolset.Server{stdio("a", "-resource", "x://r", "-pidfile", pidf)}, &toolset.Options{ProtocolVersion: proto}, nil)
+			ctx := ctxT(t)
+			sb := newSubscriber(t, r)
+			if err := sb.c.Subscribe(ctx, &mcp.SubscribeParams{URI: "x://r"}); err != nil {
+				t.Fatal(err)
+			}
+			sb.await(ctx, "x://r", "before the restart")
+			pid := readPid(t, pidf)
+			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			sb.await(ctx, "x://r", "after the restart")
+			if now := readPid(t, pidf); now == pid {
+				t.Fatalf("the update came from the killed process %d", pid)
+			}
+		})
+	}
+}
+
+func readPid(t *testing.T, path string) int {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatalf("pid file: %v", err)
+	}
+	return pid
 }

@@ -395,7 +395,7 @@ func (r *Relay) subscribe(ctx context.Context, caller *Caller, uri string, allow
 		if err := canPush(u, s); err != nil {
 			return err
 		}
-		return r.upSubscribe(ctx, u, s, uri)
+		return r.upSubscribe(ctx, u, s, uri, true)
 	})
 	if err != nil && added {
 		// Not subscribed: the caller is not registered either.
