@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/gatehouse-dev/gatehouse/gateway/relay/internal/upsub"
 	"github.com/gatehouse-dev/gatehouse/toolset"
 )
 
@@ -69,13 +70,13 @@ var errNoCaller = &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "the
 // requests of a call that carries its caller in its context (a multi
 // round-trip request): roots/list goes to that caller. Everything else
 // goes on (to the toolset's refusal). It also sees the acknowledgements
-// of subscription streams (upSubscribe waits for them).
+// of subscription streams (upsub.Book waits for them).
 func (r *Relay) sharedMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		if method == "notifications/subscriptions/acknowledged" {
 			s, _ := req.GetSession().(*mcp.ClientSession)
 			p, _ := req.GetParams().(*mcp.SubscriptionsAcknowledgedParams)
-			r.acknowledged(s, p)
+			r.ups.Acknowledged(s, p)
 		}
 		if method != "roots/list" {
 			return next(ctx, method, req)
@@ -286,7 +287,7 @@ func (r *Relay) release(id string) {
 		again := len(r.subs[uri]) > 0
 		r.mu.Unlock()
 		if sess := u.Live(); sess != nil && !again && !r.closed() {
-			if err := r.upUnsubscribe(r.life, sess, uri); err != nil {
+			if err := r.ups.Unsubscribe(r.life, sess, uri); err != nil {
 				r.log.Debug("relay: unsubscribing upstream", "server", u.Name(), "err", err)
 			}
 		}
@@ -420,7 +421,7 @@ const resubscribeTimeout = 10 * time.Second
 // resubscribe renews the shared subscriptions of u on its new session
 // (SessionHooks.Reconnected).
 func (r *Relay) resubscribe(u *toolset.Upstream) {
-	r.forgetSessions(u)
+	r.ups.Forget(u.Name(), u.Live())
 	r.mu.Lock()
 	var uris []string
 	for uri := range r.subs {
@@ -436,7 +437,7 @@ func (r *Relay) resubscribe(u *toolset.Upstream) {
 	ctx, cancel := context.WithTimeout(r.life, resubscribeTimeout)
 	defer cancel()
 	for _, uri := range uris {
-		if err := r.upSubscribe(ctx, u, sess, uri, false); err != nil {
+		if err := r.ups.Subscribe(ctx, sess, upsub.Target{Server: u.Name(), HTTP: u.Type() == "streamable-http"}, uri, false); err != nil {
 			r.log.Debug("relay: subscribing again upstream", "server", u.Name(), "err", err)
 		}
 	}

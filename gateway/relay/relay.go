@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/yosida95/uritemplate/v3"
 
+	"github.com/gatehouse-dev/gatehouse/gateway/relay/internal/upsub"
 	"github.com/gatehouse-dev/gatehouse/toolset"
 )
 
@@ -90,7 +91,7 @@ type Relay struct {
 	subs       map[string]map[string]*callerState // URI -> caller ID -> caller (shared sessions)
 	subMu      map[*toolset.Upstream]*sync.Mutex  // orders subscribes and last unsubscribes on a shared session
 	slots      map[*toolset.Upstream]*slotCount   // callers' own upstream sessions (acquire)
-	listens    map[*mcp.ClientSession]*listens    // subscription streams of 2026-07-28 shared sessions (listen.go)
+	ups        *upsub.Book                        // the shared sessions' subscriptions upstream
 	releasing  sync.WaitGroup                     // releases under way (Close waits for them)
 
 	smu      sync.Mutex
@@ -146,7 +147,7 @@ func Open(ctx context.Context, servers []toolset.Server, tsOpts *toolset.Options
 		progress: map[progressKey]progressRoute{}, uris: map[string]*toolset.Upstream{},
 		prompts: map[string]promptRoute{}, qprompts: map[string]promptRoute{},
 		subs: map[string]map[string]*callerState{}, subMu: map[*toolset.Upstream]*sync.Mutex{},
-		slots: map[*toolset.Upstream]*slotCount{}, listens: map[*mcp.ClientSession]*listens{},
+		slots: map[*toolset.Upstream]*slotCount{}, ups: upsub.New(upsub.Options{}),
 		sessions: map[*mcp.ServerSession]*session{}, byID: map[string]*session{},
 	}
 	r.life, r.stop = context.WithCancel(context.Background())

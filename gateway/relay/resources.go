@@ -8,10 +8,10 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/yosida95/uritemplate/v3"
 
+	"github.com/gatehouse-dev/gatehouse/gateway/relay/internal/upsub"
 	"github.com/gatehouse-dev/gatehouse/internal/projection"
 	"github.com/gatehouse-dev/gatehouse/pin"
 	"github.com/gatehouse-dev/gatehouse/toolset"
@@ -372,59 +372,26 @@ func (r *Relay) subscribe(ctx context.Context, caller *Caller, uri string, allow
 	st := r.callerState(caller)
 	// Subscribing and the last unsubscribing of a server's URIs take
 	// turns: an unsubscribe decided before this subscribe cannot reach
-	// the server after it.
+	// the server after it. The caller is registered once subscribed.
 	mu := r.lock(u)
 	mu.Lock()
 	defer mu.Unlock()
-	added := false
-	if st != nil {
-		r.mu.Lock()
-		if !caller.released.Load() { // release sets it under r.mu
-			m := r.subs[uri]
-			if m == nil {
-				m = map[string]*callerState{}
-				r.subs[uri] = m
-			}
-			_, had := m[caller.id]
-			m[caller.id] = st
-			added = !had
-		}
-		r.mu.Unlock()
-	}
 	err = r.forward(ctx, u, nil, func(s *mcp.ClientSession) error {
-		if err := canPush(u, s); err != nil {
-			return err
-		}
-		return r.upSubscribe(ctx, u, s, uri, true)
+		return r.ups.Subscribe(ctx, s, upsub.Target{Server: u.Name(), HTTP: u.Type() == "streamable-http"}, uri, true)
 	})
-	if err != nil && added {
-		// Not subscribed: the caller is not registered either.
-		r.mu.Lock()
-		if m := r.subs[uri]; m != nil && m[caller.id] == st {
-			delete(m, caller.id)
-			if len(m) == 0 {
-				delete(r.subs, uri)
-			}
+	if err != nil || st == nil {
+		return err
+	}
+	r.mu.Lock()
+	if !caller.released.Load() { // release sets it under r.mu
+		m := r.subs[uri]
+		if m == nil {
+			m = map[string]*callerState{}
+			r.subs[uri] = m
 		}
-		r.mu.Unlock()
+		m[caller.id] = st
 	}
-	return err
-}
-
-// ErrNoPush answers resources/subscribe when the upstream cannot deliver
-// resource updates: a stateless streamable HTTP server spoken to over
-// 2025-11-25 has no session and so no stream to send them on.
-var ErrNoPush = &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
-	Message: "resources/subscribe: the upstream server is stateless and was negotiated at 2025-11-25, so it cannot send resource updates (set upstreamProtocol: auto to use 2026-07-28 subscriptions)"}
-
-// canPush reports whether s can receive server-initiated messages.
-func canPush(u *toolset.Upstream, s *mcp.ClientSession) error {
-	if u.Type() != "streamable-http" {
-		return nil
-	}
-	if ir := s.InitializeResult(); s.ID() == "" && ir != nil && ir.ProtocolVersion < "2026-07-28" {
-		return ErrNoPush
-	}
+	r.mu.Unlock()
 	return nil
 }
 
@@ -453,6 +420,6 @@ func (r *Relay) unsubscribe(ctx context.Context, caller *Caller, uri string, all
 		}
 	}
 	return r.forward(ctx, u, nil, func(s *mcp.ClientSession) error {
-		return r.upUnsubscribe(ctx, s, uri)
+		return r.ups.Unsubscribe(ctx, s, uri)
 	})
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/gatehouse-dev/gatehouse/gateway/relay/internal/upsub"
 	"github.com/gatehouse-dev/gatehouse/internal/fixture/testserver"
 	"github.com/gatehouse-dev/gatehouse/toolset"
 )
@@ -146,7 +147,7 @@ func resubscribeHolds(t *testing.T, r *Relay) {
 		if err := r.subscribe(ctx, cl, "x://r", nil); err != nil {
 			t.Fatal(err)
 		}
-		if d := time.Since(start); d > listenSettle+listenAck {
+		if d := time.Since(start); d > upsub.DefaultSettle+upsub.DefaultAckWait {
 			t.Fatalf("round %d: the subscribe took %v", round, d)
 		}
 		once(fmt.Sprintf("subscribed again, round %d", round))
@@ -187,8 +188,8 @@ func TestListenRefused(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `server "picky" did not acknowledge the subscription to x://no`) {
 		t.Fatalf("a refused subscribe: %v", err)
 	}
-	if d := time.Since(start); d < listenAck {
-		t.Fatalf("the refusal was reported after %v, before the %v wait", d, listenAck)
+	if d := time.Since(start); d < upsub.DefaultAckWait {
+		t.Fatalf("the refusal was reported after %v, before the %v wait", d, upsub.DefaultAckWait)
 	}
 	r.mu.Lock()
 	n := len(r.subs)
