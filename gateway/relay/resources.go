@@ -383,7 +383,8 @@ func (r *Relay) subscribe(ctx context.Context, caller *Caller, uri string, allow
 		return err
 	}
 	r.mu.Lock()
-	if !caller.released.Load() { // release sets it under r.mu
+	gone := caller.released.Load() // release sets it under r.mu
+	if !gone {
 		m := r.subs[uri]
 		if m == nil {
 			m = map[string]*callerState{}
@@ -391,7 +392,11 @@ func (r *Relay) subscribe(ctx context.Context, caller *Caller, uri string, allow
 		}
 		m[caller.id] = st
 	}
+	orphan := gone && len(r.subs[uri]) == 0
 	r.mu.Unlock()
+	if orphan { // its release could not see this subscription: undo it
+		return r.forward(ctx, u, nil, func(s *mcp.ClientSession) error { return r.ups.Unsubscribe(ctx, s, uri) })
+	}
 	return nil
 }
 

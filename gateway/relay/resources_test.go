@@ -273,6 +273,10 @@ func TestForwardCallerIsolation(t *testing.T) {
 	if n := r.leftovers(); n != 0 {
 		t.Fatalf("a released caller's late request registered %d entries", n)
 	}
+	// ... and leaves no subscription upstream that no release would end.
+	if got := a.unsubscribed(); !slices.Equal(got, []string{"x://r", "x://r", "x://s"}) {
+		t.Fatalf("upstream unsubscribes after a released caller's late subscribe: %v", got)
+	}
 }
 
 // received empties ch.
