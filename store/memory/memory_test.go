@@ -64,3 +64,15 @@ func TestConnectionConformance(t *testing.T) {
 		return s, s
 	})
 }
+
+// TestConcurrent: every operation the toolset and gateway use, from many
+// goroutines at once (the memory store has no pool; its lock must not be
+// held across another of its own operations).
+func TestConcurrent(t *testing.T) {
+	s, err := memory.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	storetest.Concurrent(t, s)
+}

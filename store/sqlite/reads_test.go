@@ -173,3 +173,45 @@ func TestWritesReturningUseTheWriter(t *testing.T) {
 		t.Fatalf("second take: ok=%v, %v (want the flow gone)", ok, err)
 	}
 }
+
+// TestRowsReadToTheirEndGiveBackTheSlot: on a pool of one, rows read to
+// their end hold no read slot, though not yet closed (a method's deferred
+// Close runs after whatever it does next), so the next read runs; rows
+// still being read hold it, and a second read waits for its context. The
+// gateway's start-up hung on the first case: every server's
+// OpenObservations read its empty rows, then asked for the server's
+// baseline version before its deferred Close, holding every slot.
+func TestRowsReadToTheirEndGiveBackTheSlot(t *testing.T) {
+	s, err := Open(t.Context(), filepath.Join(t.TempDir(), "g.db"), &store.Options{MaxConns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.PutServer(t.Context(), store.Server{ID: "p/s", Name: "s", Type: "stdio"}); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := s.DB().Query(t.Context(), `SELECT id FROM servers`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		t.Fatal("no row")
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	_, err = s.BaselineVersion(ctx, "p/s")
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a read while rows are being read on a pool of one: %v, want it to wait for its context", err)
+	}
+	for rows.Next() {
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel = context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	if v, err := s.BaselineVersion(ctx, "p/s"); err != nil || v != 0 {
+		t.Fatalf("a read after the rows were read to their end, before their Close: %d, %v", v, err)
+	}
+}

@@ -414,10 +414,21 @@ func (q querier) QueryRow(ctx context.Context, query string, args ...any) sqlsto
 }
 
 // rows are a query's rows; release, if set, gives back the read slot
-// they hold when they are first closed.
+// they hold when they are first closed, which is at the latest when Next
+// has returned false (as database/sql gives back its connection then, and
+// pgx too): a caller that reads every row and then runs another statement
+// before its deferred Close does not hold a slot meanwhile.
 type rows struct {
 	*sql.Rows
 	release func()
+}
+
+func (r *rows) Next() bool {
+	if r.Rows.Next() {
+		return true
+	}
+	r.Close()
+	return false
 }
 
 func (r *rows) Close() {

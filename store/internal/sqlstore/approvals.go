@@ -40,22 +40,21 @@ func scanApproval(r Row) (store.Approval, error) {
 
 // withDecisions reads the decisions of a.
 func withDecisions(ctx context.Context, q Querier, a store.Approval) (store.Approval, error) {
-	rows, err := q.Query(ctx, `SELECT verdict, decided_by, decided_at FROM approval_decisions WHERE approval_id = $1 ORDER BY seq`, a.ID)
-	if err != nil {
-		return store.Approval{}, err
-	}
-	defer rows.Close()
-	for rows.Next() {
+	err := each(ctx, q, func(r Rows) error {
 		var d store.Decision
 		var v string
 		var at int64
-		if err := rows.Scan(&v, &d.By, &at); err != nil {
-			return store.Approval{}, err
+		if err := r.Scan(&v, &d.By, &at); err != nil {
+			return err
 		}
 		d.Verdict, d.At = store.ApprovalState(v), norm.Time(at)
 		a.Decisions = append(a.Decisions, d)
+		return nil
+	}, `SELECT verdict, decided_by, decided_at FROM approval_decisions WHERE approval_id = $1 ORDER BY seq`, a.ID)
+	if err != nil {
+		return store.Approval{}, err
 	}
-	return a, rows.Err()
+	return a, nil
 }
 
 // getApproval reads one approval (by the condition, args from $1) and its
@@ -189,45 +188,32 @@ func (s *Store) ListApprovals(ctx context.Context, state store.ApprovalState) ([
 	for i, a := range out {
 		idx[a.ID] = i
 	}
-	rows, err := s.db.Query(ctx, `SELECT d.approval_id, d.verdict, d.decided_by, d.decided_at FROM approval_decisions d
-JOIN approvals a ON a.id = d.approval_id`+where+` ORDER BY d.approval_id, d.seq`, args...)
-	if err != nil {
-		return nil, fmt.Errorf("store: list approval decisions: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
+	err = each(ctx, s.db, func(r Rows) error {
 		var id, v string
 		var d store.Decision
 		var at int64
-		if err := rows.Scan(&id, &v, &d.By, &at); err != nil {
-			return nil, fmt.Errorf("store: list approval decisions: %w", err)
+		if err := r.Scan(&id, &v, &d.By, &at); err != nil {
+			return err
 		}
 		if i, ok := idx[id]; ok { // an approval created between the two reads is not listed
 			d.Verdict, d.At = store.ApprovalState(v), norm.Time(at)
 			out[i].Decisions = append(out[i].Decisions, d)
 		}
-	}
-	if err := rows.Err(); err != nil {
+		return nil
+	}, `SELECT d.approval_id, d.verdict, d.decided_by, d.decided_at FROM approval_decisions d
+JOIN approvals a ON a.id = d.approval_id`+where+` ORDER BY d.approval_id, d.seq`, args...)
+	if err != nil {
 		return nil, fmt.Errorf("store: list approval decisions: %w", err)
 	}
 	return out, nil
 }
 
 func (s *Store) listApprovals(ctx context.Context, q string, args []any) ([]store.Approval, error) {
-	rows, err := s.db.Query(ctx, q, args...)
-	if err != nil {
-		return nil, err
+	out, err := collect(ctx, s.db, scanApproval, q, args...)
+	if len(out) == 0 {
+		return nil, err // as before: no approvals is a nil slice
 	}
-	defer rows.Close()
-	var out []store.Approval
-	for rows.Next() {
-		a, err := scanApproval(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, a)
-	}
-	return out, rows.Err()
+	return out, err
 }
 
 // prefixed qualifies each column of a comma-separated list.

@@ -140,23 +140,19 @@ func insertAudit(ctx context.Context, tx Querier, es []store.AuditEntry, ids []i
 		}
 		return nil
 	}
-	rows, err := tx.Query(ctx, auditInsert(len(es)), args...)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
 	got := 0
-	for rows.Next() {
+	err := each(ctx, tx, func(r Rows) error {
 		var id, seq int64
-		if err := rows.Scan(&id, &seq); err != nil {
+		if err := r.Scan(&id, &seq); err != nil {
 			return err
 		}
 		if i := seq - es[0].Seq; i >= 0 && i < int64(len(es)) {
 			ids[i] = id
 			got++
 		}
-	}
-	if err := rows.Err(); err != nil {
+		return nil
+	}, auditInsert(len(es)), args...)
+	if err != nil {
 		return err
 	}
 	if got != len(es) {
@@ -176,25 +172,18 @@ func (s *Store) AuditHead(ctx context.Context, chain string) (store.AuditHead, e
 
 // AuditHeads implements store.AuditStore.
 func (s *Store) AuditHeads(ctx context.Context) ([]store.AuditHead, error) {
-	rows, err := s.db.Query(ctx, `SELECT chain, MIN(seq), MAX(seq), COUNT(*) FROM audit_log GROUP BY chain ORDER BY chain`)
-	if err != nil {
-		return nil, fmt.Errorf("store: audit heads: %w", err)
-	}
-	var out []store.AuditHead
-	for rows.Next() {
+	out, err := collect(ctx, s.db, func(r Row) (store.AuditHead, error) {
 		var h store.AuditHead
-		if err := rows.Scan(&h.Chain, &h.First, &h.Last, &h.Entries); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("store: audit heads: %w", err)
-		}
-		out = append(out, h)
-	}
-	err = rows.Err()
-	rows.Close()
+		err := r.Scan(&h.Chain, &h.First, &h.Last, &h.Entries)
+		return h, err
+	}, `SELECT chain, MIN(seq), MAX(seq), COUNT(*) FROM audit_log GROUP BY chain ORDER BY chain`)
 	if err != nil {
 		return nil, fmt.Errorf("store: audit heads: %w", err)
 	}
-	for i := range out {
+	if len(out) == 0 {
+		return nil, nil // as before: no chains is a nil slice
+	}
+	for i := range out { // the rows are closed: one statement at a time
 		if err := s.db.QueryRow(ctx, `SELECT hash FROM audit_log WHERE chain = $1 AND seq = $2`, out[i].Chain, out[i].Last).Scan(&out[i].Hash); err != nil {
 			return nil, fmt.Errorf("store: audit heads: %w", err)
 		}
@@ -203,20 +192,7 @@ func (s *Store) AuditHeads(ctx context.Context) ([]store.AuditHead, error) {
 }
 
 func (s *Store) listAudit(ctx context.Context, q string, args []any) ([]store.AuditEntry, error) {
-	rows, err := s.db.Query(ctx, q, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []store.AuditEntry{}
-	for rows.Next() {
-		e, err := scanAudit(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, e)
-	}
-	return out, rows.Err()
+	return collect(ctx, s.db, scanAudit, q, args...)
 }
 
 // ReadAuditChain implements store.AuditStore.
@@ -312,23 +288,17 @@ func (s *Store) AuditCheckpoints(ctx context.Context, chain string) ([]store.Aud
 		q += ` WHERE chain = $1`
 		args = append(args, chain)
 	}
-	rows, err := s.db.Query(ctx, q+` ORDER BY chain, seq`, args...)
-	if err != nil {
-		return nil, fmt.Errorf("store: audit checkpoints: %w", err)
-	}
-	defer rows.Close()
-	out := []store.AuditCheckpoint{}
-	for rows.Next() {
+	out, err := collect(ctx, s.db, func(r Row) (store.AuditCheckpoint, error) {
 		var c store.AuditCheckpoint
 		var at int64
 		var sig []byte
-		if err := rows.Scan(&c.Chain, &c.Seq, &c.Hash, &at, &c.KeyID, &sig); err != nil {
-			return nil, fmt.Errorf("store: audit checkpoints: %w", err)
+		if err := r.Scan(&c.Chain, &c.Seq, &c.Hash, &at, &c.KeyID, &sig); err != nil {
+			return store.AuditCheckpoint{}, err
 		}
 		c.At, c.Signature = norm.Time(at), norm.Bytes(sig)
-		out = append(out, c)
-	}
-	if err := rows.Err(); err != nil {
+		return c, nil
+	}, q+` ORDER BY chain, seq`, args...)
+	if err != nil {
 		return nil, fmt.Errorf("store: audit checkpoints: %w", err)
 	}
 	return out, nil

@@ -97,30 +97,26 @@ func (s *Store) SaveBaseline(ctx context.Context, serverID string, entries store
 
 // GetBaseline implements store.ServerStore.
 func (s *Store) GetBaseline(ctx context.Context, serverID string) (store.Baseline, error) {
-	rows, err := s.db.Query(ctx, `SELECT b.kind, b.name, b.value, b.contract FROM servers s LEFT JOIN baselines b ON b.server_id = s.id WHERE s.id = $1`, serverID)
-	if err != nil {
-		return nil, fmt.Errorf("store: get baseline of %q: %w", serverID, err)
-	}
-	defer rows.Close()
 	found := false
 	out := store.Baseline{}
-	for rows.Next() {
+	err := each(ctx, s.db, func(r Rows) error {
 		found = true
 		var kind, name, value *string
 		var contract []byte
-		if err := rows.Scan(&kind, &name, &value, &contract); err != nil {
-			return nil, fmt.Errorf("store: get baseline of %q: %w", serverID, err)
+		if err := r.Scan(&kind, &name, &value, &contract); err != nil {
+			return err
 		}
 		if kind == nil || name == nil || value == nil {
-			continue // the server has no entry (LEFT JOIN)
+			return nil // the server has no entry (LEFT JOIN)
 		}
 		k := store.BaselineKey{Kind: store.BaselineKind(*kind), Name: *name}
 		if !k.Kind.Valid() {
-			return nil, fmt.Errorf("store: get baseline of %q: entry %q has the kind %q, which this build does not know", serverID, *name, *kind)
+			return fmt.Errorf("entry %q has the kind %q, which this build does not know", *name, *kind)
 		}
 		out[k] = store.BaselineEntry{Value: *value, Contract: norm.Bytes(contract)}
-	}
-	if err := rows.Err(); err != nil {
+		return nil
+	}, `SELECT b.kind, b.name, b.value, b.contract FROM servers s LEFT JOIN baselines b ON b.server_id = s.id WHERE s.id = $1`, serverID)
+	if err != nil {
 		return nil, fmt.Errorf("store: get baseline of %q: %w", serverID, err)
 	}
 	if !found {

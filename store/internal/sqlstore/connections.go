@@ -73,20 +73,8 @@ func (s *Store) Connections(ctx context.Context, subject string) ([]store.Connec
 	if subject != "" {
 		q, args = `SELECT `+connCols+` FROM connections WHERE subject = $1 ORDER BY server, subject`, []any{subject}
 	}
-	rows, err := s.db.Query(ctx, q, args...)
+	out, err := collect(ctx, s.db, scanConn, q, args...)
 	if err != nil {
-		return nil, fmt.Errorf("store: list connections: %w", err)
-	}
-	defer rows.Close()
-	out := []store.Connection{}
-	for rows.Next() {
-		c, err := scanConn(rows)
-		if err != nil {
-			return nil, fmt.Errorf("store: list connections: %w", err)
-		}
-		out = append(out, c)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("store: list connections: %w", err)
 	}
 	return out, nil

@@ -122,20 +122,11 @@ func (s *Store) OpenObservations(ctx context.Context, serverID string, entries b
 	if serverID != "" {
 		args = append(args, serverID)
 	}
-	rows, err := s.db.Query(ctx, openObservations(serverID != "", entries), args...)
+	// The rows are closed before BaselineVersion asks for a connection of
+	// its own (see rows.go: holding them meanwhile was the start-up hang).
+	out, err := collect(ctx, s.db, func(r Row) (store.Observation, error) { return scanObservation(r, entries) },
+		openObservations(serverID != "", entries), args...)
 	if err != nil {
-		return nil, fmt.Errorf("store: open observations: %w", err)
-	}
-	defer rows.Close()
-	out := []store.Observation{}
-	for rows.Next() {
-		o, err := scanObservation(rows, entries)
-		if err != nil {
-			return nil, fmt.Errorf("store: open observations: %w", err)
-		}
-		out = append(out, o)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("store: open observations: %w", err)
 	}
 	if len(out) == 0 && serverID != "" {
@@ -205,22 +196,14 @@ func (s *Store) TrustListing(ctx context.Context, serverID, listing string) (sto
 // DriftHeads implements store.DriftStore in one query (an index seek per
 // server for its highest observation).
 func (s *Store) DriftHeads(ctx context.Context) ([]store.DriftHead, error) {
-	rows, err := s.db.Query(ctx, `SELECT s.id, s.baseline_version,
+	out, err := collect(ctx, s.db, func(r Row) (store.DriftHead, error) {
+		var h store.DriftHead
+		err := r.Scan(&h.ServerID, &h.BaselineVersion, &h.LastObservation)
+		return h, err
+	}, `SELECT s.id, s.baseline_version,
  COALESCE((SELECT MAX(o.id) FROM observations o WHERE o.server_id = s.id), 0)
 FROM servers s ORDER BY s.id`)
 	if err != nil {
-		return nil, fmt.Errorf("store: drift heads: %w", err)
-	}
-	defer rows.Close()
-	out := []store.DriftHead{}
-	for rows.Next() {
-		var h store.DriftHead
-		if err := rows.Scan(&h.ServerID, &h.BaselineVersion, &h.LastObservation); err != nil {
-			return nil, fmt.Errorf("store: drift heads: %w", err)
-		}
-		out = append(out, h)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("store: drift heads: %w", err)
 	}
 	return out, nil

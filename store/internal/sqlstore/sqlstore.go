@@ -129,20 +129,8 @@ func (s *Store) GetServer(ctx context.Context, id string) (store.Server, error) 
 
 // ListServers implements store.ServerStore.
 func (s *Store) ListServers(ctx context.Context) ([]store.Server, error) {
-	rows, err := s.db.Query(ctx, `SELECT `+serverCols+` FROM servers ORDER BY id`)
+	out, err := collect(ctx, s.db, scanServer, `SELECT `+serverCols+` FROM servers ORDER BY id`)
 	if err != nil {
-		return nil, fmt.Errorf("store: list servers: %w", err)
-	}
-	defer rows.Close()
-	out := []store.Server{}
-	for rows.Next() {
-		sv, err := scanServer(rows)
-		if err != nil {
-			return nil, fmt.Errorf("store: list servers: %w", err)
-		}
-		out = append(out, sv)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("store: list servers: %w", err)
 	}
 	return out, nil
@@ -382,22 +370,16 @@ FROM journal`
 	if f.Limit > 0 {
 		q += ` LIMIT ` + strconv.Itoa(f.Limit)
 	}
-	rows, err := s.db.Query(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("store: list runs: %w", err)
-	}
-	defer rows.Close()
-	out := []store.Run{}
-	for rows.Next() {
+	out, err := collect(ctx, s.db, func(row Row) (store.Run, error) {
 		var r store.Run
 		var first, last int64
-		if err := rows.Scan(&r.Scope, &r.RunID, &r.Owner, &r.Calls, &r.Started, &r.Succeeded, &r.Failed, &r.InDoubt, &first, &last); err != nil {
-			return nil, fmt.Errorf("store: list runs: %w", err)
+		if err := row.Scan(&r.Scope, &r.RunID, &r.Owner, &r.Calls, &r.Started, &r.Succeeded, &r.Failed, &r.InDoubt, &first, &last); err != nil {
+			return store.Run{}, err
 		}
 		r.FirstAt, r.LastAt = norm.Time(first), norm.Time(last)
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
+		return r, nil
+	}, q, args...)
+	if err != nil {
 		return nil, fmt.Errorf("store: list runs: %w", err)
 	}
 	return out, nil
@@ -405,21 +387,12 @@ FROM journal`
 
 // ListRecords implements store.JournalStore.
 func (s *Store) ListRecords(ctx context.Context, scope, runID string) ([]store.Record, error) {
-	rows, err := s.db.Query(ctx, `SELECT `+recordCols+` FROM journal WHERE scope = $1 AND run_id = $2 ORDER BY created_at, tool_call_id`, scope, runID)
+	out, err := collect(ctx, s.db, scanRecord, `SELECT `+recordCols+` FROM journal WHERE scope = $1 AND run_id = $2 ORDER BY created_at, tool_call_id`, scope, runID)
 	if err != nil {
 		return nil, fmt.Errorf("store: list records: %w", err)
 	}
-	defer rows.Close()
-	var out []store.Record
-	for rows.Next() {
-		rec, err := scanRecord(rows)
-		if err != nil {
-			return nil, fmt.Errorf("store: list records: %w", err)
-		}
-		out = append(out, rec)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("store: list records: %w", err)
+	if len(out) == 0 {
+		return nil, nil // as before: no records is a nil slice
 	}
 	return out, nil
 }
