@@ -47,6 +47,11 @@ var (
 	ErrUnavailable = errors.New("store: database unavailable")
 	// ErrClosed: the store has been closed.
 	ErrClosed = errors.New("store: closed")
+	// ErrNoStore: Options.MustExist is set and the database holds no
+	// Gatehouse store (a missing or empty SQLite file, a database
+	// without Gatehouse's schema_migrations table, memory:). Nothing was
+	// created or changed.
+	ErrNoStore = errors.New("store: no Gatehouse store")
 )
 
 // PendingLimitError is CreateApproval's error when the subject already has

@@ -383,6 +383,15 @@ type Options struct {
 	// GroupCommit says whether concurrent journal Claims and Completes
 	// share transactions. The zero value is GroupCommitDefault.
 	GroupCommit GroupCommit
+	// MustExist opens only a store that exists: a database holding no
+	// Gatehouse store (a missing SQLite file or folder, an empty file, a
+	// SQLite or PostgreSQL database without Gatehouse's schema_migrations
+	// table, memory: through store/dsn) is refused with an error wrapping
+	// ErrNoStore, and nothing is created: no file, folder, -wal or -shm
+	// file, or table. A store that exists is migrated to this build's
+	// schema as always. Gatehouse's operator commands set it (see
+	// "Which commands create a store" in docs/gateway.md).
+	MustExist bool
 }
 
 // GroupCommit says whether a SQL store lets concurrent journal Claims and

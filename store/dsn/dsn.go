@@ -18,14 +18,17 @@ import (
 )
 
 // Open parses dsn with store.ParseDSN and opens (and migrates) the store it
-// names. opts may be nil; a durability parameter in the DSN overrides
-// opts.Durability. It does not consult $GATEHOUSE_STORE: pass
-// store.DSNFromEnv(configured) when the environment should win.
+// names, creating it unless opts.MustExist is set. opts may be nil; a
+// durability parameter in the DSN overrides opts.Durability. It does not
+// consult $GATEHOUSE_STORE: pass store.DSNFromEnv(configured) when the
+// environment should win.
 //
 // Errors wrap store.ErrInvalidDSN (with ErrEmptyDSN, ErrUnknownScheme or
 // ErrMissingPath where one applies) for a DSN that does not parse,
-// store.ErrUnavailable when the database cannot be opened or reached, and
-// store.ErrSchemaTooNew for a database migrated by a newer build. Errors
+// store.ErrUnavailable when the database cannot be opened or reached,
+// store.ErrSchemaTooNew for a database migrated by a newer build, and
+// store.ErrNoStore when opts.MustExist is set and the DSN names no
+// Gatehouse store (memory: never does): then nothing was created. Errors
 // never repeat a password.
 func Open(ctx context.Context, dsn string, opts *store.Options) (store.Store, error) {
 	d, err := store.ParseDSN(dsn)
@@ -38,6 +41,9 @@ func Open(ctx context.Context, dsn string, opts *store.Options) (store.Store, er
 	}
 	switch d.Kind {
 	case store.KindMemory:
+		if o.MustExist {
+			return nil, fmt.Errorf("%w at memory: (a memory: store lives and dies with the process that opens it)", store.ErrNoStore)
+		}
 		return memory.New(&o)
 	case store.KindSQLite:
 		return sqlite.Open(ctx, d.Path, &o)

@@ -46,23 +46,66 @@ func TestOpenBadDSNs(t *testing.T) {
 	}
 }
 
-// TestOpenSQLiteInMissingDirectory: a SQLite store in a directory that does
-// not exist yet creates it, private (0700 for each directory it creates),
-// as `gatehouse serve` and the CLI expect of their default store.
+// TestOpenSQLiteInMissingDirectory: a SQLite store whose folder does not
+// exist yet creates it, private (0700), when the folder's parent exists,
+// as `gatehouse serve` expects of its default .gatehouse/gatehouse.db; a
+// deeper missing path is refused, naming its first missing folder, and
+// nothing is created.
 func TestOpenSQLiteInMissingDirectory(t *testing.T) {
 	root := t.TempDir()
-	p := filepath.Join(root, "no", "such", "dir", "g.db")
-	s, err := dsn.Open(t.Context(), "sqlite:"+p, nil)
+	s, err := dsn.Open(t.Context(), "sqlite:"+filepath.Join(root, "dir", "g.db"), nil)
 	if err != nil {
 		t.Fatalf("Open in a missing directory = %v", err)
 	}
 	s.Close()
-	for _, d := range []string{"no", "no/such", "no/such/dir"} {
-		fi, err := os.Stat(filepath.Join(root, d))
-		if err != nil || fi.Mode().Perm() != 0o700 {
-			t.Fatalf("%s: %v %v, want a 0700 directory", d, fi, err)
-		}
+	if fi, err := os.Stat(filepath.Join(root, "dir")); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("dir: %v %v, want a 0700 directory", fi, err)
 	}
+
+	root = t.TempDir()
+	_, err = dsn.Open(t.Context(), "sqlite:"+filepath.Join(root, "no", "such", "dir", "g.db"), nil)
+	if want := "the folder " + filepath.Join(root, "no") + " does not exist"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("Open in a missing tree = %v, want %q", err, want)
+	}
+	if ents, _ := os.ReadDir(root); len(ents) != 0 {
+		t.Fatalf("Open in a missing tree created %v", ents)
+	}
+}
+
+// TestOpenMustExist: with MustExist, dsn.Open refuses what holds no
+// Gatehouse store with ErrNoStore (memory: never does), creates nothing,
+// and opens a store that exists.
+func TestOpenMustExist(t *testing.T) {
+	ctx := t.Context()
+	must := &store.Options{MustExist: true}
+	if s, err := dsn.Open(ctx, "memory:", must); !errors.Is(err, store.ErrNoStore) {
+		if s != nil {
+			s.Close()
+		}
+		t.Fatalf("memory: with MustExist = %v, want ErrNoStore", err)
+	}
+	dir := t.TempDir()
+	d := "sqlite:" + filepath.Join(dir, "g.db") + "?durability=power"
+	if _, err := dsn.Open(ctx, d, must); !errors.Is(err, store.ErrNoStore) {
+		t.Fatalf("a missing file with MustExist = %v, want ErrNoStore", err)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Fatalf("MustExist created %v", ents)
+	}
+	s, err := dsn.Open(ctx, d, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s, err = dsn.Open(ctx, d, must)
+	if err != nil {
+		t.Fatalf("MustExist on the store just created: %v", err)
+	}
+	var sync int
+	if err := s.(*sqlite.Store).SQLDB().QueryRowContext(ctx, "PRAGMA synchronous").Scan(&sync); err != nil || sync != 2 {
+		t.Fatalf("synchronous = %d, %v; want 2 (FULL): the DSN's durability applies with MustExist too", sync, err)
+	}
+	s.Close()
 }
 
 func TestOpenSQLiteNotADatabase(t *testing.T) {

@@ -60,8 +60,11 @@ func Open(ctx context.Context, url string, opts *store.Options) (*Store, error) 
 //   - ConnConfig.RuntimeParams["synchronous_commit"] to "on" when
 //     opts.Durability is store.DurabilityPower.
 //
-// Errors wrap store.ErrUnavailable when the database cannot be reached and
-// store.ErrSchemaTooNew for a database migrated by a newer build.
+// Errors wrap store.ErrUnavailable when the database cannot be reached,
+// store.ErrSchemaTooNew for a database migrated by a newer build, and
+// store.ErrNoStore when opts.MustExist is set and the schema the tables
+// would be created in (the first of the search_path that exists) has no
+// schema_migrations table: then nothing was created.
 func OpenConfig(ctx context.Context, cfg *pgxpool.Config, opts *store.Options) (*Store, error) {
 	if cfg == nil || cfg.ConnConfig == nil {
 		return nil, fmt.Errorf("%w: postgres: nil pool configuration (use pgxpool.ParseConfig)", store.ErrInvalid)
@@ -102,6 +105,12 @@ func OpenConfig(ctx context.Context, cfg *pgxpool.Config, opts *store.Options) (
 		pool.Close()
 		return nil, fmt.Errorf("%w: %s: %w", store.ErrUnavailable, where, err)
 	}
+	if o.MustExist {
+		if err := probe(ctx, pool, where); err != nil {
+			pool.Close()
+			return nil, err
+		}
+	}
 	db := poolDB{pool}
 	if err := sqlstore.Migrate(ctx, db, dialect, 0); err != nil {
 		pool.Close()
@@ -111,6 +120,25 @@ func OpenConfig(ctx context.Context, cfg *pgxpool.Config, opts *store.Options) (
 		return nil, fmt.Errorf("store: %s: %w", where, err)
 	}
 	return &Store{Store: sqlstore.New(db, sqlstore.Options{Now: o.Now, GroupCommit: o.GroupCommit.Enabled(true), Delay: commitdelay.Defaults()}), pool: pool}, nil
+}
+
+// probe checks that the schema Migrate would create its tables in holds
+// Gatehouse's schema_migrations table, creating nothing.
+func probe(ctx context.Context, pool *pgxpool.Pool, where string) error {
+	var schema *string
+	var found bool
+	err := pool.QueryRow(ctx, `SELECT current_schema(), EXISTS (
+		SELECT 1 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname = current_schema() AND c.relname = 'schema_migrations' AND c.relkind IN ('r', 'p'))`).Scan(&schema, &found)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%w: %s: looking for the schema_migrations table: %w", store.ErrUnavailable, where, err)
+	case schema == nil:
+		return fmt.Errorf("%w at %s (no schema of its search_path exists)", store.ErrNoStore, where)
+	case !found:
+		return fmt.Errorf("%w at %s (schema %q has no schema_migrations table)", store.ErrNoStore, where, *schema)
+	}
+	return nil
 }
 
 // newPool is pgxpool.NewWithConfig, with its panic on a Config that

@@ -7,6 +7,13 @@
 //
 // Open creates the file if needed and migrates its schema; a DSN
 // ("sqlite:PATH?durability=power") opens the same through store/dsn.
+// Open creates the file's folder too, but only when that folder's parent
+// exists (the default .gatehouse/gatehouse.db beside a config, data/g.db):
+// a deeper missing path is refused, naming its first missing folder, so a
+// typo in a parent is caught instead of building a tree. With
+// store.Options.MustExist it creates nothing: a path that holds no
+// Gatehouse store is refused with store.ErrNoStore before SQLite opens it
+// for writing (see probe).
 //
 // The store is private to its user. A file Open creates is made 0600 and a
 // directory it creates 0700, whatever the process's umask; SQLite gives the
@@ -119,7 +126,9 @@ func DriverDSN(path string, o store.Options) string {
 }
 
 // Open opens (creating it if needed) the SQLite file at path and migrates
-// its schema to the latest version. opts may be nil.
+// its schema to the latest version. opts may be nil. With
+// opts.MustExist, a path that holds no Gatehouse store is refused with an
+// error wrapping store.ErrNoStore and nothing is created.
 func Open(ctx context.Context, path string, opts *store.Options) (*Store, error) {
 	if path == "" || strings.ContainsRune(path, '?') || strings.HasPrefix(path, ":memory:") || strings.HasPrefix(strings.ToLower(path), "file:") {
 		return nil, fmt.Errorf("%w: sqlite path %q (want a file path without '?')", store.ErrInvalid, path)
@@ -128,10 +137,26 @@ func Open(ctx context.Context, path string, opts *store.Options) (*Store, error)
 	if err != nil {
 		return nil, err
 	}
-	if err := createPrivate(path); err != nil {
+	busy := o.BusyTimeout
+	if busy <= 0 {
+		busy = defaultBusyTimeout
+	}
+	driverDSN := DriverDSN(path, o)
+	if o.MustExist {
+		abs, err := filepath.Abs(path)
+		if err != nil {
+			return nil, fmt.Errorf("%w: sqlite %q: %w", store.ErrUnavailable, path, err)
+		}
+		if err := probe(ctx, abs, busy); err != nil {
+			return nil, err
+		}
+		// mode=rw: should the file go between the probe and here,
+		// SQLite fails instead of creating it.
+		driverDSN = fileURI(abs) + "?mode=rw&" + strings.TrimPrefix(DriverDSN("", o), "?")
+	} else if err := createPrivate(path); err != nil {
 		return nil, fmt.Errorf("%w: sqlite %q: %w", store.ErrUnavailable, path, err)
 	}
-	db, err := sql.Open("sqlite", DriverDSN(path, o))
+	db, err := sql.Open("sqlite", driverDSN)
 	if err != nil {
 		return nil, fmt.Errorf("%w: sqlite %q: %w", store.ErrUnavailable, path, err)
 	}
@@ -142,7 +167,7 @@ func Open(ctx context.Context, path string, opts *store.Options) (*Store, error)
 	db.SetMaxOpenConns(maxConns)
 	db.SetMaxIdleConns(maxConns)
 	// The writer's own connection, kept open for the store's life.
-	wdb, err := sql.Open("sqlite", DriverDSN(path, o))
+	wdb, err := sql.Open("sqlite", driverDSN)
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("%w: sqlite %q: %w", store.ErrUnavailable, path, err)
@@ -154,10 +179,6 @@ func Open(ctx context.Context, path string, opts *store.Options) (*Store, error)
 		db.Close()
 		wdb.Close()
 		return nil, fmt.Errorf("%w: sqlite %q: %w", store.ErrUnavailable, path, err)
-	}
-	busy := o.BusyTimeout
-	if busy <= 0 {
-		busy = defaultBusyTimeout
 	}
 	if err := retryBusy(ctx, busy, func() error { return setup(ctx, db) }); err != nil {
 		db.Close()
@@ -178,10 +199,11 @@ func Open(ctx context.Context, path string, opts *store.Options) (*Store, error)
 
 const defaultBusyTimeout = 10 * time.Second
 
-// createPrivate creates path's missing directories (0700) and the file
-// itself (0600, empty: SQLite makes an empty file a new database) when it
-// does not exist. The modes are set with chmod after creation, so no umask
-// narrows or widens them. What exists already is left as it is.
+// createPrivate creates path's directory when it is missing and its
+// parent exists (mkdirPrivate; 0700) and the file itself (0600, empty:
+// SQLite makes an empty file a new database) when it does not exist. The
+// modes are set with chmod after creation, so no umask narrows or widens
+// them. What exists already is left as it is.
 func createPrivate(path string) error {
 	if err := mkdirPrivate(filepath.Dir(path)); err != nil {
 		return err
@@ -203,15 +225,17 @@ func createPrivate(path string) error {
 	return nil
 }
 
-// mkdirPrivate creates dir and its missing parents, each 0700.
+// mkdirPrivate creates dir (0700) when it is missing and its parent
+// exists. A deeper missing path is refused, naming its first missing
+// folder: the store builds one folder, the one it lives in, never a tree
+// (a typo in a parent would otherwise be built silently).
 func mkdirPrivate(dir string) error {
 	if _, err := os.Stat(dir); err == nil {
 		return nil
 	}
-	if parent := filepath.Dir(dir); parent != dir {
-		if err := mkdirPrivate(parent); err != nil {
-			return err
-		}
+	parent := filepath.Dir(dir)
+	if _, err := os.Stat(parent); errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("the folder %s does not exist (the store creates the folder of its file only inside one that exists)", firstMissing(parent))
 	}
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		if errors.Is(err, fs.ErrExist) {
@@ -223,6 +247,99 @@ func mkdirPrivate(dir string) error {
 		return fmt.Errorf("making the store directory private: %w", err)
 	}
 	return nil
+}
+
+// firstMissing returns the highest folder of dir that does not exist
+// (dir itself when its parent exists); dir is missing.
+func firstMissing(dir string) string {
+	for {
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return dir
+		}
+		if _, err := os.Stat(parent); !errors.Is(err, fs.ErrNotExist) {
+			return dir
+		}
+		dir = parent
+	}
+}
+
+// probe checks that the file at abs (an absolute path) holds a Gatehouse
+// store, a SQLite database with the schema_migrations table, creating
+// nothing: no file, folder, -wal or -shm file. A SQLite connection opened
+// read-only on a database in WAL mode creates the -wal and -shm files when
+// they are missing and leaves them behind, so probe reads the file as
+// immutable (no locks, nothing written beside it) when no WAL is beside it
+// or the WAL is empty: then the file holds every commit. When a WAL with
+// frames is there (a store in use, or one whose process died), its -shm is
+// there too and a read-only connection reads both, creating nothing; a WAL
+// without its -shm cannot be read without creating one and is refused
+// with store.ErrUnavailable (a normal open, `gatehouse store init` or the
+// gateway, recovers it).
+func probe(ctx context.Context, abs string, busy time.Duration) error {
+	where := "sqlite:" + abs
+	fi, err := os.Stat(abs)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if dir := filepath.Dir(abs); !exists(dir) {
+			return noStore(where, "the folder %s does not exist", firstMissing(dir))
+		}
+		return noStore(where, "the file does not exist")
+	case err != nil:
+		return fmt.Errorf("%w: %s: %w", store.ErrUnavailable, where, err)
+	case !fi.Mode().IsRegular():
+		return noStore(where, "not a regular file")
+	case fi.Size() == 0:
+		return noStore(where, "the file is empty")
+	}
+	params := "mode=ro&immutable=1"
+	if wal, err := os.Stat(abs + "-wal"); err == nil && wal.Size() > 0 {
+		if !exists(abs + "-shm") {
+			return fmt.Errorf("%w: %s: its -wal file has no -shm file beside it, and reading the WAL would create one; "+
+				"a normal open (gatehouse serve, gatehouse store init) recovers it", store.ErrUnavailable, where)
+		}
+		params = "mode=ro"
+	}
+	db, err := sql.Open("sqlite", fileURI(abs)+"?"+params+"&_pragma=busy_timeout("+strconv.FormatInt(busy.Milliseconds(), 10)+")")
+	if err != nil {
+		return fmt.Errorf("%w: %s: %w", store.ErrUnavailable, where, err)
+	}
+	defer db.Close()
+	var n int
+	err = db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'`).Scan(&n)
+	var se *sqlite.Error
+	switch {
+	case errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_NOTADB:
+		return noStore(where, "not a SQLite database")
+	case err != nil:
+		return fmt.Errorf("%w: %s: %w", store.ErrUnavailable, where, err)
+	case n == 0:
+		return noStore(where, "a SQLite database without Gatehouse's schema_migrations table")
+	}
+	return nil
+}
+
+func noStore(where, format string, args ...any) error {
+	return fmt.Errorf("%w at %s (%s)", store.ErrNoStore, where, fmt.Sprintf(format, args...))
+}
+
+// exists reports whether path exists; an error other than "does not
+// exist" (a folder that may not be searched) counts as existing, so that
+// the error is reported where it happens.
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return !errors.Is(err, fs.ErrNotExist)
+}
+
+// fileURI returns the SQLite URI ("file:/abs/path") of an absolute path,
+// with the characters a URI path gives a meaning to escaped ('?' never
+// reaches here: Open refuses it).
+func fileURI(abs string) string {
+	p := filepath.ToSlash(abs)
+	if !strings.HasPrefix(p, "/") {
+		p = "/" + p // a Windows volume: file:/C:/...
+	}
+	return "file:" + strings.NewReplacer("%", "%25", "#", "%23").Replace(p)
 }
 
 // setup switches the file to WAL (a persistent property of the file, so
