@@ -235,7 +235,7 @@ func mkdirPrivate(dir string) error {
 	}
 	parent := filepath.Dir(dir)
 	if _, err := os.Stat(parent); errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("the folder %s does not exist (the store creates the folder of its file only inside one that exists)", firstMissing(parent))
+		return fmt.Errorf("the folder %s does not exist (a new store's folder is created only inside a folder that exists: check the path, or create the folders above it)", firstMissing(parent))
 	}
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		if errors.Is(err, fs.ErrExist) {
