@@ -447,15 +447,19 @@ func diagText(ds []diag.Diagnostic) string {
 	return strings.Join(parts, "; ")
 }
 
-// openStore opens a DSN.
+// openStore opens a DSN, creating the store when there is none: the
+// gateway is one of the few that create a store (with `gatehouse store
+// init` and `gatehouse tools`); the operator's commands open only one that
+// exists (store.Options.MustExist).
 func openStore(ctx context.Context, d string) (store.Store, error) {
 	parsed, err := store.ParseDSN(d)
 	if err != nil {
 		return nil, &ConfigError{File: "(store)", Field: "store", Msg: err.Error(),
 			Fix: "use sqlite:PATH or postgres://... in store: or $GATEHOUSE_STORE"}
 	}
-	// A SQLite file's missing directories are created by sqlite.Open
-	// (0700, the file 0600, whatever the umask).
+	// sqlite.Open makes a missing file (0600) and its folder (0700,
+	// whatever the umask) when the folder's parent exists; a deeper
+	// missing path is an error naming its first missing folder.
 	st, err := dsn.Open(ctx, d, nil)
 	if err != nil {
 		return nil, fmt.Errorf("gateway: opening store %s: %w", parsed, err)

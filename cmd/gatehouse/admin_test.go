@@ -17,7 +17,7 @@ func seedStore(t *testing.T) string {
 	t.Helper()
 	dsn := "sqlite:" + filepath.Join(t.TempDir(), "state", "gh.db")
 	ctx := context.Background()
-	st, err := openStore(ctx, dsn)
+	st, err := openStore(ctx, dsn, true)
 	if err != nil {
 		t.Fatal(err)
 	}

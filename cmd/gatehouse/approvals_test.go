@@ -42,7 +42,7 @@ func listApprovals(t *testing.T, dsn string, extra ...string) []approvalJSON {
 func TestApprovalsShowWhatIsApproved(t *testing.T) {
 	ctx := context.Background()
 	dsn := "sqlite:" + filepath.Join(t.TempDir(), "gh.db")
-	st, err := openStore(ctx, dsn)
+	st, err := openStore(ctx, dsn, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +147,7 @@ func TestApprovalsShowWhatIsApproved(t *testing.T) {
 func TestApprovalsExpired(t *testing.T) {
 	ctx := context.Background()
 	dsn := "sqlite:" + filepath.Join(t.TempDir(), "gh.db")
-	st, err := openStore(ctx, dsn)
+	st, err := openStore(ctx, dsn, true)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -67,7 +67,7 @@ func onAuditStores(t *testing.T, f func(t *testing.T, db auditDB)) {
 func writeTrail(t *testing.T, dsn string, key ed25519.PrivateKey) []store.AuditEntry {
 	t.Helper()
 	ctx := context.Background()
-	st, err := openStore(ctx, dsn)
+	st, err := openStore(ctx, dsn, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,6 +273,9 @@ func TestAuditKeygenAndUsage(t *testing.T) {
 	dsn := "sqlite:" + filepath.Join(dir, "gh.db")
 	if code, _, errOut := run(t, "audit", "verify", "--store", dsn, "--public-key", priv); code != ExitUsage || !strings.Contains(errOut, "PUBLIC KEY") {
 		t.Fatalf("a private key as --public-key: %d %s", code, errOut)
+	}
+	if code, _, errOut := run(t, "store", "init", "--store", dsn); code != 0 {
+		t.Fatalf("store init: %d %s", code, errOut)
 	}
 	if code, out, _ := run(t, "audit", "verify", "--store", dsn); code != 0 || !strings.Contains(out, "(no audit entries)") {
 		t.Fatalf("empty store: %d %s", code, out)

@@ -103,6 +103,9 @@ func TestToolsChildEnvironment(t *testing.T) {
 		t.Errorf("the child's stderr line is not one quoted field of a record: %q", errOut)
 	}
 
+	if code, _, errOut := run(t, "store", "init", "--store", "sqlite:"+filepath.Join(dir, "trust.db")); code != 0 {
+		t.Fatalf("store init: exit %d: %s", code, errOut)
+	}
 	code, _, errOut = run(t, "trust", "--config", cfg, "--store", "sqlite:"+filepath.Join(dir, "trust.db"), "bank")
 	if code != 0 {
 		t.Fatalf("trust: exit %d: %s", code, errOut)

@@ -76,7 +76,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
 	root.CompletionOptions.DisableDefaultCmd = true
-	root.AddCommand(newVersionCmd(), newPluginCmd(), newToolsCmd(), newRunsCmd(), newApprovalsCmd(), newServeCmd(), newTrustCmd(), newDriftCmd(), newSkillsCmd(), newAuditCmd(), newConnectionsCmd(), newConnectCmd())
+	root.AddCommand(newVersionCmd(), newPluginCmd(), newToolsCmd(), newRunsCmd(), newApprovalsCmd(), newServeCmd(), newTrustCmd(), newDriftCmd(), newSkillsCmd(), newAuditCmd(), newConnectionsCmd(), newConnectCmd(), newStoreCmd())
 	return root
 }
 

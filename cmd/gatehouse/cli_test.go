@@ -153,6 +153,7 @@ func TestGroupCommands(t *testing.T) {
 		"connections": {"list", "revoke", "rekey"},
 		"drift":       {"list", "show"},
 		"plugin":      {"check"},
+		"store":       {"init"},
 	}
 	for group, subs := range groups {
 		code, out, errOut := run(t, group)

@@ -49,7 +49,7 @@ func TestConnectionsCLI(t *testing.T) {
 	t.Setenv(vault.EnvPreviousKey, "")
 	ctx := context.Background()
 	dsn := "sqlite:" + filepath.Join(t.TempDir(), "state", "gh.db")
-	st, err := openStore(ctx, dsn)
+	st, err := openStore(ctx, dsn, true)
 	if err != nil {
 		t.Fatal(err)
 	}

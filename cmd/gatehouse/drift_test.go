@@ -75,7 +75,7 @@ type driftFixture struct {
 
 func openDSN(t *testing.T, dsn string) store.Store {
 	t.Helper()
-	st, err := openStore(context.Background(), dsn)
+	st, err := openStore(context.Background(), dsn, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,6 +171,9 @@ func noRawHidden(t *testing.T, out string) {
 // and by whom, and its changes as recorded.
 func TestDriftListJSON(t *testing.T) {
 	driftStores(t, func(t *testing.T, dsn string) {
+		if code, _, errOut := run(t, "store", "init", "--store", dsn); code != 0 {
+			t.Fatalf("store init: exit %d: %s", code, errOut)
+		}
 		code, out, errOut := run(t, "drift", "list", "--json", "--store", dsn)
 		if code != 0 || strings.TrimSpace(out) != "{\n  \"servers\": []\n}" {
 			t.Fatalf("empty store: exit %d %q %s", code, out, errOut)
@@ -390,6 +393,9 @@ func TestTrustListingCleanLatest(t *testing.T) {
 // exit code, and changes nothing.
 func TestDriftBadInput(t *testing.T) {
 	empty := "sqlite:" + filepath.Join(t.TempDir(), "empty.db")
+	if code, _, errOut := run(t, "store", "init", "--store", empty); code != 0 {
+		t.Fatalf("store init: exit %d: %s", code, errOut)
+	}
 	fx := seedDrift(t, "sqlite:"+filepath.Join(t.TempDir(), "gh.db"))
 	dsn := fx.dsn
 	before, v0 := readTrust(t, dsn, "config:pay")

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/user"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -52,28 +54,49 @@ func (f *storeFlags) dsn() (string, error) {
 	return store.DSNFromEnv(cfg.StoreDSN()), nil
 }
 
-// open opens the store, creating the directory of a SQLite file.
+// open opens the store, which must exist: an operator command creates no
+// store (openStore).
 func (f *storeFlags) open(ctx context.Context) (store.Store, error) {
 	d, err := f.dsn()
 	if err != nil {
 		return nil, err
 	}
-	return openStore(ctx, d)
+	return openStore(ctx, d, false)
 }
 
-func openStore(ctx context.Context, d string) (store.Store, error) {
+// openStore opens the store d names. With create (the gateway,
+// `gatehouse tools`, `gatehouse store init`) it creates the store when
+// there is none: sqlite.Open makes the file (0600) and its folder (0700)
+// when the folder's parent exists. Without, a DSN naming no Gatehouse
+// store is an error saying so (a noStoreError) and nothing is created:
+// no file, folder or table.
+func openStore(ctx context.Context, d string, create bool) (store.Store, error) {
 	parsed, err := store.ParseDSN(d)
 	if err != nil {
 		return nil, usagef("%v", err)
 	}
-	// A SQLite file's missing directories are created by sqlite.Open
-	// (0700, the file 0600, whatever the umask).
-	st, err := dsn.Open(ctx, d, nil)
-	if err != nil {
+	if !create && parsed.Kind == store.KindMemory {
+		return nil, usagef("a memory: store holds nothing for this command: it lives and dies with the process that opens it (name the gateway's store: sqlite:PATH or postgres://...)")
+	}
+	st, err := dsn.Open(ctx, d, &store.Options{MustExist: !create})
+	switch {
+	case errors.Is(err, store.ErrNoStore):
+		return nil, &noStoreError{err}
+	case err != nil:
 		return nil, fmt.Errorf("opening store %s: %w", parsed, err)
 	}
 	return st, nil
 }
+
+// noStoreError is an operator command's error for a DSN that names no
+// Gatehouse store; it says what to do and wraps store.ErrNoStore.
+type noStoreError struct{ err error }
+
+func (e *noStoreError) Error() string {
+	return strings.TrimPrefix(e.err.Error(), "store: ") + "; start the gateway (gatehouse serve) or create one with gatehouse store init"
+}
+
+func (e *noStoreError) Unwrap() error { return e.err }
 
 // defaultOperator names the person running an admin command, for the
 // record of who decided: the OS user and host ("alice@ops-1"), from

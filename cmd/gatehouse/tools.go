@@ -40,10 +40,10 @@ func newToolsCmd() *cobra.Command {
 		Short: "Connect every server of the given plugins and config, print the tool map an agent would see, and close",
 		Long: "Connects every MCP server of the given plugins (and of the config's plugins and servers),\n" +
 			"projects the tool map exactly as an agent would see it, and closes. Nothing is served.\n\n" +
-			"With a store (--store, or the config's store when --config is given, or $GATEHOUSE_STORE),\n" +
-			"each server's catalogue is recorded, its tool contracts are pinned on first sight, and drift\n" +
-			"is reported: a changed tool is quarantined, a new one withheld, a removed one reported\n" +
-			"(tool-drift diagnostics). `gatehouse trust SERVER` re-trusts a server.\n\n" +
+			"With a store (--store, or the config's store when --config is given, or $GATEHOUSE_STORE; it is\n" +
+			"created when there is none), each server's catalogue is recorded, its tool contracts are pinned\n" +
+			"on first sight, and drift is reported: a changed tool is quarantined, a new one withheld, a\n" +
+			"removed one reported (tool-drift diagnostics). `gatehouse trust SERVER` re-trusts a server.\n\n" +
 			"With --search, prints what the gateway's gatehouse__search_tools would answer a caller who may\n" +
 			"see every tool the config's tools.allow/tools.block let through: the tools that fit QUERY, best\n" +
 			"first (--limit, default the config's search.limit); --json prints its structured content.",
@@ -70,7 +70,10 @@ func newToolsCmd() *cobra.Command {
 			childOptions(opts, cfg, cmd.ErrOrStderr())
 			var redacted string
 			if d := toolsStoreDSN(storeDSN, configPath, cfg); d != "" {
-				st, err := openStore(cmd.Context(), d)
+				// tools creates the store it is given: reviewing a
+				// server with it before the gateway's first run pins
+				// what was reviewed (docs/security.md).
+				st, err := openStore(cmd.Context(), d, true)
 				if err != nil {
 					return err
 				}

@@ -174,6 +174,9 @@ func TestDriftOfSkills(t *testing.T) {
 // TestTrustSkillsErrors: what `trust skills:PLUGIN` refuses, and how.
 func TestTrustSkillsErrors(t *testing.T) {
 	dsn := "sqlite:" + filepath.Join(t.TempDir(), "gh.db")
+	if code, _, errOut := run(t, "store", "init", "--store", dsn); code != 0 {
+		t.Fatalf("store init: exit %d: %s", code, errOut)
+	}
 	t.Chdir(t.TempDir())
 	dir := writeTree(t, map[string]string{"plugin.json": skillsManifest})
 	for _, tc := range []struct {
