@@ -54,42 +54,7 @@ func newServeCmd() *cobra.Command {
 				return configErr(err)
 			}
 			defer g.Close()
-			if cfg.Metrics != nil {
-				mln, err := net.Listen("tcp", cfg.Metrics.Listen)
-				if err != nil {
-					return fmt.Errorf("listening on %s (metrics.listen): %w", cfg.Metrics.Listen, err)
-				}
-				mctx, stop := context.WithCancel(ctx)
-				done := make(chan struct{})
-				go func() {
-					defer close(done)
-					if err := g.ServeMetrics(mctx, mln); err != nil {
-						log.Error("gatehouse: metrics endpoint failed", "err", err)
-					}
-				}()
-				defer func() { stop(); <-done }()
-				log.Info("gatehouse: serving metrics", "url", "http://"+mln.Addr().String()+"/metrics", "addr", mln.Addr().String())
-			}
-			if cfg.Console != nil {
-				stopConsole, err := serveConsole(ctx, g, cfg, log)
-				if err != nil {
-					return err
-				}
-				defer stopConsole()
-			}
-			if stdio {
-				log.Info("gatehouse: serving over stdio", "tools", len(g.Tools()))
-				return g.ServeStdio(ctx)
-			}
-			ln, err := net.Listen("tcp", cfg.Listen)
-			if err != nil {
-				return fmt.Errorf("listening on %s: %w", cfg.Listen, err)
-			}
-			if cfg.Auth == nil {
-				log.Warn("gatehouse: no auth configured: serving on loopback only; every caller is subject \"local\"", "addr", ln.Addr().String())
-			}
-			log.Info("gatehouse: serving", "url", "http://"+ln.Addr().String()+"/mcp", "addr", ln.Addr().String(), "tools", len(g.Tools()))
-			return g.Serve(ctx, ln)
+			return serveListeners(ctx, g, cfg, log, stdio, net.Listen)
 		},
 	}
 	sf.add(cmd)
@@ -99,9 +64,55 @@ func newServeCmd() *cobra.Command {
 	return cmd
 }
 
+// listenFunc opens a listener (net.Listen; tests wrap it).
+type listenFunc func(network, address string) (net.Listener, error)
+
+// serveListeners serves g until ctx ends: the metrics and the console on
+// listeners of their own when configured, then the MCP endpoint on listen
+// (or one session over stdin/stdout with stdio). Every listener is opened
+// through listen.
+func serveListeners(ctx context.Context, g *gateway.Gateway, cfg *gateway.Config, log *slog.Logger, stdio bool, listen listenFunc) error {
+	if cfg.Metrics != nil {
+		mln, err := listen("tcp", cfg.Metrics.Listen)
+		if err != nil {
+			return fmt.Errorf("listening on %s (metrics.listen): %w", cfg.Metrics.Listen, err)
+		}
+		mctx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			if err := g.ServeMetrics(mctx, mln); err != nil {
+				log.Error("gatehouse: metrics endpoint failed", "err", err)
+			}
+		}()
+		defer func() { stop(); <-done }()
+		log.Info("gatehouse: serving metrics", "url", "http://"+mln.Addr().String()+"/metrics", "addr", mln.Addr().String())
+	}
+	if cfg.Console != nil {
+		stopConsole, err := serveConsole(ctx, g, cfg, log, listen)
+		if err != nil {
+			return err
+		}
+		defer stopConsole()
+	}
+	if stdio {
+		log.Info("gatehouse: serving over stdio", "tools", len(g.Tools()))
+		return g.ServeStdio(ctx)
+	}
+	ln, err := listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", cfg.Listen, err)
+	}
+	if cfg.Auth == nil {
+		log.Warn("gatehouse: no auth configured: serving on loopback only; every caller is subject \"local\"", "addr", ln.Addr().String())
+	}
+	log.Info("gatehouse: serving", "url", "http://"+ln.Addr().String()+"/mcp", "addr", ln.Addr().String(), "tools", len(g.Tools()))
+	return g.Serve(ctx, ln)
+}
+
 // serveConsole serves the operator console (console.listen) over the
 // gateway's store until ctx ends or the returned stop is called.
-func serveConsole(ctx context.Context, g *gateway.Gateway, cfg *gateway.Config, log *slog.Logger) (stop func(), err error) {
+func serveConsole(ctx context.Context, g *gateway.Gateway, cfg *gateway.Config, log *slog.Logger, listen listenFunc) (stop func(), err error) {
 	admins := make([]console.Admin, 0, len(cfg.Console.Admins))
 	for _, a := range cfg.Console.Admins {
 		admins = append(admins, console.Admin{Name: a.Name, SHA256: a.SHA256})
@@ -124,7 +135,7 @@ func serveConsole(ctx context.Context, g *gateway.Gateway, cfg *gateway.Config, 
 	if err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", cfg.Console.Listen)
+	ln, err := listen("tcp", cfg.Console.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("listening on %s (console.listen): %w", cfg.Console.Listen, err)
 	}

@@ -64,7 +64,7 @@ console: %s
 				t.Fatal(err)
 			}
 			defer g.Close()
-			stop, err := serveConsole(ctx, g, cfg, slog.New(slog.DiscardHandler))
+			stop, err := serveConsole(ctx, g, cfg, slog.New(slog.DiscardHandler), net.Listen)
 			if err != nil {
 				t.Fatal(err)
 			}
