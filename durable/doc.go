@@ -4,6 +4,7 @@
 //
 //	st, err := sqlite.Open(ctx, "gatehouse.db", nil) // or postgres.Open, memory.New
 //	j, err := durable.NewJournal(st, &durable.JournalOptions{Approvals: st})
+//	defer j.Close() // close it before the store
 //	c := durable.Call{RunID: "order-42", ToolCallID: "call-1", Server: "bank", Tool: "charge", Args: args}
 //	res, replayed, err := j.Do(ctx, c, func(ctx context.Context, key string) (*mcp.CallToolResult, error) {
 //		return charge(ctx, key) // key is "order-42:call-1": send it as _meta.idempotencyKey
@@ -53,9 +54,20 @@
 // down, or stopped heartbeating for its lease) is decided at once, as an
 // expired lease would be: in doubt, or taken over once for a repeatable
 // tool. The store checks in the same statement that the record is still
-// held by that dead executor, so replicas racing on it move it once. An
-// executor the store does not know (an agent's journal, an older record)
-// keeps the lease rules.
+// held by that dead executor, so replicas racing on it move it once.
+//
+// A journal given no Executor name has an executor of its own when its
+// store is one that processes share and register in (a SQLite file; a
+// PostgreSQL store named by JournalOptions.StoreDSN): an instance of that
+// store on this host (the first free lock-file slot, released by the
+// kernel when the process dies), a new incarnation per journal,
+// registered before its first claim, kept alive by its calls (no
+// goroutine) and stopped by Journal.Close. A program killed mid-call and
+// started again takes the dead one's instance, so the calls it resumes are
+// decided at once: in doubt, a repeatable one re-sent, a recorded one
+// replayed; never run_busy for the rest of a lease. An executor the store
+// does not know (a journal on a memory store, or named by its caller and
+// not registered, an older record) keeps the lease rules.
 //
 // Journal.GuardedRaw is Guarded for a RawEffect, an effect that may answer
 // the server's result as the bytes it received (RawResult: the result

@@ -100,6 +100,9 @@ func (j *Journal) GuardedRaw(ctx context.Context, c Call, g policy.Guard, effect
 
 // guarded is Guarded for either kind of effect.
 func (j *Journal) guarded(ctx context.Context, c Call, g policy.Guard, effect anyEffect) (answer, bool, error) {
+	if j.closed.Load() {
+		return answer{}, false, errClosed
+	}
 	if c.RunID == "" || c.ToolCallID == "" {
 		return answer{}, false, fmt.Errorf("%w: run ID and tool call ID are required", ErrInvalidCall)
 	}

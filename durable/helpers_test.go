@@ -36,6 +36,8 @@ func TestMain(m *testing.M) {
 		os.Exit(crashChild())
 	case "racechild":
 		os.Exit(raceChild())
+	case "restartchild":
+		os.Exit(restartChild())
 	}
 	goleak.VerifyTestMain(m)
 }

@@ -8,11 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/gatehouse-dev/gatehouse/internal/executor"
 	"github.com/gatehouse-dev/gatehouse/pin"
 	"github.com/gatehouse-dev/gatehouse/refusal"
 	"github.com/gatehouse-dev/gatehouse/store"
@@ -35,8 +37,22 @@ type JournalOptions struct {
 	// subject prefix or an application name). It may be empty.
 	Scope string
 	// Executor names this journal in the records it claims. Two journals
-	// must never share one; the default is random.
+	// must never share one. Set, it is the caller's to register (a
+	// gateway registers its own: see Executors). Empty, the journal has an
+	// executor of its own when its store can tell a restart (StoreDSN),
+	// and a random name otherwise.
 	Executor string
+	// StoreDSN names the store the journal is on (the DSN it was opened
+	// with: postgres://..., sqlite:PATH), for the journal's own executor:
+	// when Executor is empty and the store is a store.ExecutorStore, the
+	// journal takes an instance of that store on this host (a lock file
+	// next to a SQLite file, or in the user's cache directory for
+	// PostgreSQL), registers it before its first claim and stops it at
+	// Close. A restart of the program then takes the dead one's instance,
+	// and its calls left started are in doubt (or re-sent, when
+	// repeatable) at once instead of run_busy for the rest of their lease.
+	// A SQLite store's file is found without it; a memory store has none.
+	StoreDSN string
 	// Lease is how long a claim stays live without renewal; a long effect
 	// renews it every Lease/3. Default 30 s.
 	Lease time.Duration
@@ -65,7 +81,8 @@ type JournalOptions struct {
 	// is dead (it restarted, stopped, or stopped heartbeating) does not wait
 	// for the record's lease: the record is in doubt at once, or taken over
 	// once for a repeatable tool. Records of executors it does not know keep
-	// the lease rules. Nil: leases alone decide.
+	// the lease rules. Nil: the store itself when the journal has an
+	// executor of its own (StoreDSN), otherwise leases alone decide.
 	Executors store.ExecutorStore
 	// Clock is the time source for leases and expiry. Nil means time.Now.
 	Clock func() time.Time
@@ -84,6 +101,10 @@ type Journal struct {
 	crash func(point string)
 	// recent decides whether Guarded reads before a Pure guard's claim.
 	recent recent
+	// own is the journal's own executor (StoreDSN), nil when it has none;
+	// closed is set by Close.
+	own    *executor.OnDemand
+	closed atomic.Bool
 }
 
 // NewJournal returns a journal over s. opts may be nil.
@@ -107,11 +128,6 @@ func NewJournal(s store.JournalStore, opts *JournalOptions) (*Journal, error) {
 	if o.TTL < o.Lease {
 		return nil, fmt.Errorf("durable: TTL %v is shorter than the lease %v", o.TTL, o.Lease)
 	}
-	if o.Executor == "" {
-		var b [8]byte
-		_, _ = rand.Read(b[:])
-		o.Executor = "ex_" + hex.EncodeToString(b[:])
-	}
 	if o.Clock == nil {
 		o.Clock = time.Now
 	}
@@ -119,7 +135,16 @@ func NewJournal(s store.JournalStore, opts *JournalOptions) (*Journal, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Journal{s: s, o: o, log: log}, nil
+	j := &Journal{s: s, o: o, log: log}
+	if o.Executor == "" {
+		j.ownExecutor()
+	}
+	if j.o.Executor == "" {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		j.o.Executor = "ex_" + hex.EncodeToString(b[:])
+	}
+	return j, nil
 }
 
 // Executor returns the name this journal claims records under.
@@ -255,6 +280,9 @@ func (j *Journal) Do(ctx context.Context, c Call, effect Effect) (res *mcp.CallT
 func (j *Journal) do(ctx context.Context, c Call, fp string, effect anyEffect, found *bool) (answer, bool, error) {
 	if effect.missing() {
 		return answer{}, false, fmt.Errorf("%w: nil effect", ErrInvalidCall)
+	}
+	if err := j.alive(ctx); err != nil {
+		return answer{}, false, err
 	}
 	key := j.key(c)
 	ikey := c.IdempotencyKey()
@@ -600,12 +628,22 @@ func replay(b []byte) (replayed, error) {
 	return replayed{}, errors.New("stored outcome is empty")
 }
 
-// Sweep deletes the records whose TTL has passed, and the approvals
-// whose expiry has passed (SweepApprovals), and returns how many rows.
+// Sweep deletes the records whose TTL has passed, the approvals whose
+// expiry has passed (SweepApprovals) and, when the journal has an executor
+// of its own (JournalOptions.StoreDSN), the executors stopped or silent
+// for longer than the TTL, and returns how many rows.
 func (j *Journal) Sweep(ctx context.Context) (int64, error) {
-	n, err := j.s.Sweep(ctx, j.o.Clock())
+	now := j.o.Clock()
+	n, err := j.s.Sweep(ctx, now)
 	if err != nil {
 		return 0, fmt.Errorf("durable: sweep: %w", err)
+	}
+	if j.own != nil {
+		ne, err := j.o.Executors.SweepExecutors(ctx, now.Add(-j.o.TTL))
+		if err != nil {
+			return n, fmt.Errorf("durable: sweep executors: %w", err)
+		}
+		n += ne
 	}
 	na, err := j.SweepApprovals(ctx)
 	return n + na, err

@@ -50,7 +50,15 @@ func (r *renewal) fire() {
 		return
 	}
 	rctx, cancel := context.WithTimeout(r.ctx, r.every)
-	err := r.j.s.RenewLease(rctx, r.key, r.j.o.Executor, r.j.o.Clock().Add(r.j.o.Lease))
+	now := r.j.o.Clock()
+	err := r.j.s.RenewLease(rctx, r.key, r.j.o.Executor, now.Add(r.j.o.Lease))
+	if err == nil && r.j.own != nil {
+		// An effect longer than half the executor's window (the TTL)
+		// keeps it alive too; otherwise a clock comparison.
+		if aerr := r.j.own.Alive(rctx, now); aerr != nil {
+			r.j.log.Warn("durable: extending the journal's executor failed", "key", r.ikey, "err", aerr)
+		}
+	}
 	cancel()
 	if err != nil {
 		r.j.log.Warn("durable: lease renewal failed", "key", r.ikey, "err", err)

@@ -1,12 +1,21 @@
-// Package executor makes a gateway process an executor of the effect
-// journal: an instance name that stays the same across restarts, an
-// incarnation that changes every start, registered in the store,
-// heartbeated, and stopped at shutdown (see store.ExecutorStore and
-// durable.JournalOptions.Executors).
+// Package executor makes a process an executor of the effect journal: an
+// instance name that stays the same across restarts, an incarnation that
+// changes every start, registered in the store, and stopped at shutdown
+// (see store.ExecutorStore and durable.JournalOptions.Executors). After a
+// crash, the next incarnation's registration marks the dead one stopped,
+// so a journal answers for its claims at once instead of after their lease.
+//
+// A gateway process heartbeats its executor from a goroutine (Start):
 //
 //	ex, err := executor.Start(ctx, st, &executor.Options{StoreDSN: dsn, Lease: lease, TTL: ttl})
 //	defer ex.Stop()
 //	j, err := durable.NewJournal(st, &durable.JournalOptions{Executor: ex.ID(), Executors: st})
+//
+// A library's journal (package durable) has one of its own (OnDemand):
+// registered at its first claim, kept alive by its calls, never by a
+// goroutine, and stopped by Journal.Close. Gateways and journals take
+// their slots from separate sets of lock files (N.lock, journal-N.lock),
+// so neither takes the other's instance.
 package executor
 
 import (
@@ -44,8 +53,8 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// maxInstanceSlots bounds how many gateways on one host share one store
-// under derived instance names.
+// maxInstanceSlots bounds how many gateways (and how many journals) on
+// one host share one store under derived instance names.
 const maxInstanceSlots = 64
 
 // executorTimeout bounds the store writes of registration and shutdown.
@@ -98,7 +107,7 @@ func Start(ctx context.Context, st store.ExecutorStore, o *Options) (*Executor, 
 	case o.Instance != "":
 		e.instance = o.Instance
 	default:
-		inst, release, err := LockInstance(o.StoreDSN)
+		inst, release, err := lockInstance(o.StoreDSN, "")
 		if err != nil {
 			log.Warn("gateway: no stable instance name; a restart is recognised once the heartbeat lapses", "err", err)
 			inst = "gw-" + randomHex(8)
@@ -181,9 +190,14 @@ func (e *Executor) Stop() {
 	})
 }
 
-// LockInstance takes the first free instance slot of the store named by
-// d and returns the instance name and the lock's release.
-func LockInstance(d string) (string, func(), error) {
+// LockInstance takes the first free gateway instance slot of the store
+// named by d and returns the instance name and the lock's release.
+func LockInstance(d string) (string, func(), error) { return lockInstance(d, "") }
+
+// lockInstance takes the first free slot among the lock files
+// <kind><N>.lock of the store named by d; the instance is
+// <host>/<hash of the lock directory>/<kind><N>.
+func lockInstance(d, kind string) (string, func(), error) {
 	if d == "" {
 		return "", nil, errors.New("no store DSN")
 	}
@@ -218,14 +232,14 @@ func LockInstance(d string) (string, func(), error) {
 	}
 	sum := sha256.Sum256([]byte(dir))
 	for slot := range maxInstanceSlots {
-		release, err := tryLock(filepath.Join(dir, fmt.Sprintf("%d.lock", slot)))
+		release, err := tryLock(filepath.Join(dir, fmt.Sprintf("%s%d.lock", kind, slot)))
 		if errors.Is(err, errLocked) {
 			continue
 		}
 		if err != nil {
 			return "", nil, err
 		}
-		return fmt.Sprintf("%s/%s/%d", host, hex.EncodeToString(sum[:4]), slot), release, nil
+		return fmt.Sprintf("%s/%s/%s%d", host, hex.EncodeToString(sum[:4]), kind, slot), release, nil
 	}
 	return "", nil, fmt.Errorf("all %d instance slots in %s are taken", maxInstanceSlots, dir)
 }
