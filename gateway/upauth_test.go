@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -46,6 +47,14 @@ type protectedUpstream struct {
 
 func startProtected(t *testing.T, issuer string) *protectedUpstream {
 	t.Helper()
+	return startProtectedOn(t, issuer, "127.0.0.1")
+}
+
+// startProtectedOn is startProtected with host in its URL (the server
+// listens on 127.0.0.1: host is 127.0.0.1 or a name that resolves to it,
+// "localhost").
+func startProtectedOn(t *testing.T, issuer, host string) *protectedUpstream {
+	t.Helper()
 	p := &protectedUpstream{}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "protected", Version: "1"}, nil)
 	mcp.AddTool(srv, &mcp.Tool{Name: "echo", InputSchema: map[string]any{"type": "object"}},
@@ -54,7 +63,8 @@ func startProtected(t *testing.T, issuer string) *protectedUpstream {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "echoed"}}}, nil, nil
 		})
 	ts := httptest.NewUnstartedServer(nil)
-	base := "http://" + ts.Listener.Addr().String()
+	_, port, _ := net.SplitHostPort(ts.Listener.Addr().String())
+	base := "http://" + net.JoinHostPort(host, port)
 	p.url = base + "/mcp"
 	v, err := oauth.New(&oauth.Options{Issuer: issuer, Audience: p.url})
 	if err != nil {
@@ -125,7 +135,14 @@ const serviceCallback = "http://127.0.0.1:1/callback"
 // grant walked without a browser.
 func connectService(t *testing.T, tokens upstream.TokenStore, server, url string) {
 	t.Helper()
-	hc, err := egress.New(nil).Client(url, nil, nil)
+	connectServiceVia(t, egress.New(nil), tokens, server, url)
+}
+
+// connectServiceVia is connectService through the egress guard g (an
+// operator's gatehouse connect runs under the config's allowedHosts).
+func connectServiceVia(t *testing.T, g *egress.Guard, tokens upstream.TokenStore, server, url string) {
+	t.Helper()
+	hc, err := g.Client(url, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,6 +176,7 @@ type userGateway struct {
 	as     *authserver.Server
 	up     *protectedUpstream
 	tokens upstream.TokenStore
+	db     string // the gateway's SQLite file (startUserGatewayOn)
 }
 
 func sum(tok string) string { s := sha256.Sum256([]byte(tok)); return hex.EncodeToString(s[:]) }

@@ -160,18 +160,11 @@ func (m *Manager) begin(w http.ResponseWriter, r *http.Request, name string) {
 // authorization discovers s's authorization server (RFC 9728 from the
 // server's 401, then RFC 8414 / OpenID), through the egress guard, and
 // returns the authorization URL without its state, and the pending state.
+// Every URL fetched is fetched with a client of the guard made for that
+// URL ([Manager.fetchClient]): its own host is checked against
+// allowedHosts before anything is sent, and every dial is checked.
 func (m *Manager) authorization(ctx context.Context, s *Server) (*url.URL, *pending, error) {
-	hc, err := m.guard.Client(s.URL, s.Headers, nil)
-	if err != nil {
-		return nil, nil, err
-	}
-	// The go-sdk's transports stop at the server's origin: the metadata may
-	// be elsewhere; this client goes anywhere egress allows.
-	open, err := m.guard.Client("https://any.invalid/", nil, nil)
-	if err != nil {
-		return nil, nil, err
-	}
-	prm, err := m.resourceMetadata(ctx, s, hc, open)
+	prm, err := m.resourceMetadata(ctx, s)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -179,7 +172,13 @@ func (m *Manager) authorization(ctx context.Context, s *Server) (*url.URL, *pend
 		return nil, nil, errors.New("its resource metadata names no authorization server")
 	}
 	issuer := prm.AuthorizationServers[0]
-	asm, err := auth.GetAuthServerMetadata(ctx, issuer, open)
+	// The metadata's well-known URLs are all on the issuer's origin.
+	hc, err := m.fetchClient("authorization server", issuer)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer hc.CloseIdleConnections()
+	asm, err := auth.GetAuthServerMetadata(ctx, issuer, hc)
 	if err != nil {
 		return nil, nil, fmt.Errorf("authorization server metadata: %w", err)
 	}
@@ -211,6 +210,20 @@ func (m *Manager) authorization(ctx context.Context, s *Server) (*url.URL, *pend
 		TokenURL: asm.TokenEndpoint, Resource: s.URL, Scopes: scopes}, nil
 }
 
+// fetchClient is the egress guard's client for fetching raw, what it is
+// named in errors (the authorization server, its token endpoint...): made
+// for raw's own origin, so its host is checked against allowedHosts before
+// anything is sent (an error that names the URL and the host), and every
+// dial, redirect included, is checked. It carries no configured header.
+// Close its idle connections when done.
+func (m *Manager) fetchClient(what, raw string) (*http.Client, error) {
+	hc, err := m.guard.Client(raw, nil, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", what, raw, err)
+	}
+	return hc, nil
+}
+
 func (m *Manager) oauthConfig(s *Server, authURL, tokenURL string, scopes []string) *oauth2.Config {
 	return &oauth2.Config{ClientID: s.ClientID, ClientSecret: s.ClientSecret, RedirectURL: m.redirectURL(), Scopes: scopes,
 		Endpoint: oauth2.Endpoint{AuthURL: authURL, TokenURL: tokenURL}}
@@ -218,8 +231,15 @@ func (m *Manager) oauthConfig(s *Server, authURL, tokenURL string, scopes []stri
 
 // resourceMetadata finds s's protected resource metadata: the 401's
 // resource_metadata, else the well-known URLs (path-inserted, then root).
-// Its resource must be s's URL.
-func (m *Manager) resourceMetadata(ctx context.Context, s *Server, hc, open *http.Client) (*oauthex.ProtectedResourceMetadata, error) {
+// Its resource must be s's URL. The 401 is asked of s with its headers;
+// each metadata URL is fetched with a client of its own
+// ([Manager.fetchClient]): the server's headers never go to it.
+func (m *Manager) resourceMetadata(ctx context.Context, s *Server) (*oauthex.ProtectedResourceMetadata, error) {
+	hc, err := m.guard.Client(s.URL, s.Headers, nil)
+	if err != nil {
+		return nil, fmt.Errorf("server %s: %w", s.URL, err)
+	}
+	defer hc.CloseIdleConnections()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.URL, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
 	if err != nil {
 		return nil, err
@@ -250,13 +270,24 @@ func (m *Manager) resourceMetadata(ctx context.Context, s *Server, hc, open *htt
 	urls = slices.Compact(append(urls, base+"/.well-known/oauth-protected-resource"))
 	var errs []error
 	for _, mu := range urls {
-		prm, err := oauthex.GetProtectedResourceMetadata(ctx, mu, s.URL, open)
+		prm, err := m.protectedResource(ctx, s, mu)
 		if err == nil {
 			return prm, nil
 		}
 		errs = append(errs, err)
 	}
 	return nil, fmt.Errorf("no usable protected resource metadata: %w", errors.Join(errs...))
+}
+
+// protectedResource fetches the protected resource metadata at mu; its
+// resource must be s's URL.
+func (m *Manager) protectedResource(ctx context.Context, s *Server, mu string) (*oauthex.ProtectedResourceMetadata, error) {
+	hc, err := m.fetchClient("resource metadata", mu)
+	if err != nil {
+		return nil, err
+	}
+	defer hc.CloseIdleConnections()
+	return oauthex.GetProtectedResourceMetadata(ctx, mu, s.URL, hc)
 }
 
 // checkEndpoint refuses an endpoint egress would refuse by its URL, or
@@ -337,11 +368,12 @@ func (m *Manager) callback(w http.ResponseWriter, r *http.Request) {
 		page(w, http.StatusBadGateway, "token endpoint: "+err.Error())
 		return
 	}
-	hc, err := m.guard.Client(p.TokenURL, nil, nil)
+	hc, err := m.fetchClient("token endpoint", p.TokenURL)
 	if err != nil {
-		page(w, http.StatusBadGateway, err.Error())
+		page(w, http.StatusBadGateway, err.Error()+"; nothing was connected.")
 		return
 	}
+	defer hc.CloseIdleConnections()
 	cfg := m.oauthConfig(s, "", p.TokenURL, p.Scopes)
 	tok, err := cfg.Exchange(context.WithValue(ctx, oauth2.HTTPClient, hc), code,
 		oauth2.VerifierOption(p.Verifier), oauth2.SetAuthURLParam("resource", p.Resource))
