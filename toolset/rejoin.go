@@ -2,78 +2,78 @@ package toolset
 
 import (
 	"context"
-	"log/slog"
-	"time"
 
 	"github.com/gatehouse-dev/gatehouse/diag"
 	"github.com/gatehouse-dev/gatehouse/toolset/internal/relist"
 )
 
-// A server its first listing could not reach (rule connection-failure) is
-// tried again while the Toolset is open, through the checks of a first
-// listing; skips the configuration decides never are (see Options.Recheck).
-
-// maxRetryWait is the longest wait between two tries of a server.
-const maxRetryWait = time.Minute
-
-// skipped is the listing of a server that is not served, logged: at Warn,
-// or at Debug while it is being retried (one Warn, no flood).
+// skipped is the listing of a server that is not served. Logged once by
+// startRetries at the first load, or by its tries (relist.Skipped) while
+// retried, or here (a served server's re-listing failed its checks).
 func (c *conn) skipped(d diag.Diagnostic) listing {
-	level := slog.LevelWarn
-	if c.quiet.Load() {
-		level = slog.LevelDebug
+	c.ts.mu.Lock()
+	loaded := c.ts.cat != nil
+	c.ts.mu.Unlock()
+	if loaded && !c.quiet.Load() {
+		c.ts.log.Warn("toolset: server skipped", "server", c.name, "rule", string(d.Rule), "reason", d.Message)
 	}
-	c.ts.log.Log(context.Background(), level, "toolset: server skipped", "server", c.name, "reason", d.Message)
 	return listing{diag: &d}
 }
 
-// retryable reports whether a server whose listing is l is tried again.
-func (c *conn) retryable(l listing) bool {
-	return !l.ok && !c.skip && !c.asleep && l.diag != nil && l.diag.Rule == diag.ConnectionFailure
-}
-
-// startRetries starts the tries of every server a load could not reach.
+// startRetries logs the skips of the first load (results: its listings)
+// and starts the tries of every server it could not reach.
 func (t *Toolset) startRetries(results []listing) {
-	most := maxRetryWait
-	if t.opts.Recheck > 0 {
-		most = min(most, t.opts.Recheck)
-	}
+	most := relist.Longest(t.opts.Recheck)
 	for i, c := range t.conns {
-		if c.retryable(results[i]) {
-			c.quiet.Store(true)
-			t.background(func() { relist.Retry(t.life, t.retrySem, most, c.rejoin) })
+		d := results[i].diag
+		for j := 0; c.skip && d == nil && j < len(t.static); j++ { // Open's diagnostic
+			if s := t.static[j]; s.Origin == c.name && s.Rule != diag.ServerNameCollision {
+				d = &s
+			}
+		}
+		if results[i].ok || d == nil {
+			continue
+		}
+		why := relist.WhyOf(c.skip, c.asleep, d.Rule == diag.ConnectionFailure)
+		if tries := relist.Skipped(t.log, c.name, string(d.Rule), d.Message, why, most); tries != nil {
+			c.quiet.Store(true) // its listing failures are its tries'
+			try := func(ctx context.Context) bool { return c.rejoin(ctx, tries) }
+			t.background(func() { relist.Retry(t.life, t.retrySem, most, try) })
 		}
 	}
 }
 
-// rejoin tries a skipped server once. It reports true when the server
-// needs no more tries: it was listed (by this try, a recheck, a
-// list_changed or a Retrust), or it failed for a reason retried no more.
-func (c *conn) rejoin(ctx context.Context) bool {
-	done, joined := c.rejoinLocked(ctx)
-	if joined {
+// rejoin tries a skipped server once. It reports true when it needs no more
+// tries: it is listed (by this try, a Retrust, a Reconcile) or refused.
+func (c *conn) rejoin(ctx context.Context, tries *relist.Tries) bool {
+	l, listed := c.rejoinLocked(ctx, tries)
+	if l.ok {
 		c.quiet.Store(false)
-		c.ts.log.Info("toolset: server connected; its tools are served", "server", c.name)
-		c.ts.changed()
-		c.ts.announceItems(c)
+		tries.Joined()
+		if listed {
+			c.ts.changed()
+			c.ts.announceItems(c)
+		}
+		return true
 	}
-	return done
+	return ctx.Err() != nil || tries.Failed(string(l.diag.Rule), l.diag.Message, l.diag.Rule == diag.ConnectionFailure)
 }
 
-func (c *conn) rejoinLocked(ctx context.Context) (done, joined bool) {
+// rejoinLocked makes one try under the listing lock (unless the server was
+// listed meanwhile) and applies its listing; listed: this try listed it.
+func (c *conn) rejoinLocked(ctx context.Context, tries *relist.Tries) (_ listing, listed bool) {
 	c.relistMu.Lock()
 	defer c.relistMu.Unlock()
-	if c.ts.listingOf(c).ok {
-		return true, false
+	if l := c.ts.listingOf(c); l.ok {
+		return l, false
 	}
+	tries.Try()
 	if c.srv.OAuth != nil && c.httpClient != nil {
-		// A fresh handler per try: a Server.OAuth factory's handler may
-		// remember what it found (identity/upstream's no longer
-		// remembers an empty store, but other factories may), and a
-		// server never served has no state worth keeping.
+		// A fresh handler per try: a factory's handler may remember what
+		// it found, and a server never served has no state worth keeping.
 		h, err := c.srv.OAuth(c.httpClient)
 		if err != nil {
-			return false, false
+			return c.skipped(diag.New(diag.ConnectionFailure, "7.2.2", c.name, "server %q is skipped: its OAuth handler: %v", c.name, err)), false
 		}
 		c.mu.Lock()
 		if c.session == nil { // none made it served meanwhile (HTTP reads oauth unlocked)
@@ -87,10 +87,10 @@ func (c *conn) rejoinLocked(ctx context.Context) (done, joined bool) {
 		if cur := c.ts.listingOf(c); ctx.Err() == nil && (cur.diag == nil || cur.diag.Message != l.diag.Message) {
 			c.ts.update(c, l) // Diagnostics says why now
 		}
-		return !c.retryable(l), false
+		return l, false
 	}
 	c.ts.update(c, l)
-	return true, true
+	return l, true
 }
 
 // dropSession closes and forgets the shared session, if any. Outside

@@ -17,6 +17,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/internal/fixture/testserver"
 	"github.com/gatehouse-dev/gatehouse/pin"
 	"github.com/gatehouse-dev/gatehouse/plugin"
+	"github.com/gatehouse-dev/gatehouse/toolset/internal/relist"
 )
 
 // freeAddr returns a 127.0.0.1 address nothing listens on: a port taken
@@ -162,8 +163,10 @@ func TestRetriedServerJudged(t *testing.T) {
 
 // TestRefusedServerNotRetried: a server the configuration refuses (an
 // egress refusal at dial time: its name resolves to a loopback address
-// it was not allowed) is never tried again, while a server that was only
-// unreachable is, with one Warn and then Debug lines.
+// it was not allowed; a stdio server where subprocesses are disallowed)
+// is never tried again, with one Warn that says so, while a server that
+// was only unreachable is, with one Warn that says it will be retried and
+// then one Debug line a try.
 func TestRefusedServerNotRetried(t *testing.T) {
 	// down accepts connections and closes them: each try is a dial.
 	down, err := net.Listen("tcp", "127.0.0.1:0")
@@ -199,10 +202,10 @@ func TestRefusedServerNotRetried(t *testing.T) {
 		t.Fatalf("diagnostics %v", ts.Diagnostics())
 	}
 	first := lookups.Load() // the first connection's dials
-	skips := func(server, level string) int {
+	count := func(server, level, msg string) int {
 		n := 0
 		for _, l := range strings.Split(logs.String(), "\n") {
-			if strings.Contains(l, "level="+level) && strings.Contains(l, `"toolset: server skipped"`) && strings.Contains(l, "server="+server) {
+			if strings.Contains(l, "level="+level) && strings.Contains(l, `msg="`+msg+`"`) && strings.Contains(l, "server="+server+" ") {
 				n++
 			}
 		}
@@ -210,17 +213,16 @@ func TestRefusedServerNotRetried(t *testing.T) {
 	}
 	// Two retries of the unreachable server: the refused one would have
 	// been tried as often.
-	waitFor(t, "two retries of the unreachable server", func() bool { return skips("flaky", "DEBUG") >= 2 })
+	waitFor(t, "two retries of the unreachable server", func() bool { return count("flaky", "DEBUG", relist.MsgTryFailed) >= 2 })
 	if n := lookups.Load(); n != first {
 		t.Errorf("the refused server's name was resolved %d times after the first connection (%d before)", n-first, first)
 	}
-	if w, d := skips("rebound", "WARN"), skips("rebound", "DEBUG"); w != 1 || d != 0 {
-		t.Errorf("refused server: %d warnings, %d debug lines", w, d)
+	for _, s := range []string{"rebound", "child"} {
+		if w, r, d := count(s, "WARN", relist.MsgNotRetried), count(s, "WARN", relist.MsgWillRetry), count(s, "DEBUG", relist.MsgTryFailed); w != 1 || r != 0 || d != 0 {
+			t.Errorf("refused server %s: %d not-retried warnings (want 1), %d will-retry, %d tries", s, w, r, d)
+		}
 	}
-	if w := skips("flaky", "WARN"); w != 1 {
-		t.Errorf("unreachable server: %d warnings; one, then debug", w)
-	}
-	if strings.Contains(logs.String(), "server=child") && skips("child", "DEBUG") > 0 {
-		t.Error("the disallowed stdio server was tried")
+	if w, n := count("flaky", "WARN", relist.MsgWillRetry), strings.Count(logs.String(), "level=WARN"); w != 1 || n != 3 {
+		t.Errorf("unreachable server: %d will-retry warnings (want 1), %d warnings in all (want 3: one a server)\n%s", w, n, logs.String())
 	}
 }
