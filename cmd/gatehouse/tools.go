@@ -46,7 +46,14 @@ func newToolsCmd() *cobra.Command {
 			"removed one reported (tool-drift diagnostics). `gatehouse trust SERVER` re-trusts a server.\n\n" +
 			"With --search, prints what the gateway's gatehouse__search_tools would answer a caller who may\n" +
 			"see every tool the config's tools.allow/tools.block let through: the tools that fit QUERY, best\n" +
-			"first (--limit, default the config's search.limit); --json prints its structured content.",
+			"first (--limit, default the config's search.limit); --json prints its structured content.\n\n" +
+			"Exit status: 0 when every server's tools are served; 1 when any server was skipped (not\n" +
+			"reachable, refused by the egress guard, not run by this configuration...): the output is\n" +
+			"printed in full first, then standard error names each skipped server and why, one a line;\n" +
+			"1 also when the command fails; 2 on a usage error. A server whose tools drifted (quarantined\n" +
+			"or withheld) is served and reported by its tool-drift diagnostics: it is not skipped, and\n" +
+			"the exit status is 0. An mcp.json entry the plugin loader rejects never becomes a server to\n" +
+			"connect: it is a diagnostic only (`gatehouse plugin check` reports it).",
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if configPath == "" && len(plugins) == 0 {
@@ -92,20 +99,31 @@ func newToolsCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			ds = append(ds, ts.Diagnostics()...)
+			skipped, err := skippedServers(cmd, ts, servers, ds)
+			if err != nil {
+				return err
+			}
 			if sq != nil {
-				return sq.run(cmd, ts, cfg, append(ds, ts.Diagnostics()...), asJSON)
+				err = sq.run(cmd, ts, cfg, ds, asJSON)
+			} else {
+				rep := toolsReport{Tools: tools, Diagnostics: ds, Store: redacted}
+				if rep.Tools == nil {
+					rep.Tools = []toolset.ToolInfo{}
+				}
+				if rep.Diagnostics == nil {
+					rep.Diagnostics = []diag.Diagnostic{}
+				}
+				if asJSON {
+					err = writeJSON(cmd.OutOrStdout(), rep)
+				} else {
+					err = writeToolsText(cmd, rep)
+				}
 			}
-			rep := toolsReport{Tools: tools, Diagnostics: append(ds, ts.Diagnostics()...), Store: redacted}
-			if rep.Tools == nil {
-				rep.Tools = []toolset.ToolInfo{}
+			if err != nil {
+				return err
 			}
-			if rep.Diagnostics == nil {
-				rep.Diagnostics = []diag.Diagnostic{}
-			}
-			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), rep)
-			}
-			return writeToolsText(cmd, rep)
+			return reportSkipped(cmd.ErrOrStderr(), skipped, len(servers))
 		},
 	}
 	cmd.Flags().StringVar(&configPath, "config", "", "gateway config file (YAML): its plugins, servers, allowedHosts and disclosure apply")
@@ -115,6 +133,62 @@ func newToolsCmd() *cobra.Command {
 	cmd.Flags().IntVar(&limit, "limit", 0, "with --search, the most tools to show (1 to 50; default the config's search.limit)")
 	cmd.Flags().StringVar(&storeDSN, "store", "", "store DSN (sqlite:PATH, postgres://...): record the catalogues and trust baselines there and report drift against them")
 	return cmd
+}
+
+// skipRules are the rules of the diagnostics that say why a server is not
+// served (the toolset's own and its egress guard's, and a plugin's server
+// entry refused at launch).
+var skipRules = []diag.Rule{diag.ConnectionFailure, diag.HostNotAllowed, diag.UnsafeAddress, diag.InvalidURL,
+	diag.InvalidHeader, diag.UnsupportedTransport, diag.PathEscapesPluginRoot, diag.InvalidServerEntry, diag.ReservedEnvName}
+
+// skippedServers returns one diagnostic per server of servers that ts does
+// not serve (not among its Upstreams), in order: the one of ds that says
+// why. A server whose tools drifted (quarantined or withheld) is served.
+func skippedServers(cmd *cobra.Command, ts *toolset.Toolset, servers []toolset.Server, ds []diag.Diagnostic) ([]diag.Diagnostic, error) {
+	ups, err := ts.Upstreams(cmd.Context())
+	if err != nil {
+		return nil, err
+	}
+	served := map[string]int{}
+	for _, u := range ups {
+		served[u.Name()]++
+	}
+	var out []diag.Diagnostic
+	used := make([]bool, len(ds))
+	for _, s := range servers {
+		name := s.Config.Name
+		if served[name] > 0 {
+			served[name]--
+			continue
+		}
+		d := diag.New(diag.ConnectionFailure, "", name, "server %q is not served", name)
+		for i, x := range ds {
+			if !used[i] && x.Origin == name && slices.Contains(skipRules, x.Rule) {
+				used[i], d = true, x
+				break
+			}
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// reportSkipped fails `gatehouse tools` (ExitFailure, after its output)
+// when any of its n servers was skipped (skippedServers), naming each with
+// why on a line of its own, escaped (it may quote a server's error).
+func reportSkipped(w io.Writer, skipped []diag.Diagnostic, n int) error {
+	if len(skipped) == 0 {
+		return nil
+	}
+	noun := "servers"
+	if n == 1 {
+		noun = "server"
+	}
+	fmt.Fprintf(w, "gatehouse: %d of %d %s skipped; their tools are not served:\n", len(skipped), n, noun)
+	for _, d := range skipped {
+		fmt.Fprintf(w, "  %s\n", escaped(d.String()))
+	}
+	return &exitError{code: ExitFailure}
 }
 
 // toolsStoreDSN chooses the store `gatehouse tools` persists to: --store;

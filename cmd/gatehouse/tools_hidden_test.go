@@ -62,7 +62,8 @@ func TestToolsTextShowsNoHiddenText(t *testing.T) {
 
 // A server that answers initialize with an error carrying a terminal
 // escape and a bidi control does not reach the operator's terminal with
-// them through `gatehouse tools`' diagnostics: they are printed escaped.
+// them through `gatehouse tools`' diagnostics, nor through the error that
+// names it skipped (exit 1): they are printed escaped.
 func TestToolsTextDiagnosticsEscaped(t *testing.T) {
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req struct {
@@ -83,15 +84,17 @@ func TestToolsTextDiagnosticsEscaped(t *testing.T) {
 	}
 	t.Setenv("GATEHOUSE_STORE", "")
 	code, out, errOut := run(t, "tools", "--config", cfg)
-	if code != 0 {
-		t.Fatalf("tools: exit %d: %s", code, errOut)
+	if code != ExitFailure {
+		t.Fatalf("tools: exit %d, want %d (the server is skipped): %s", code, ExitFailure, errOut)
 	}
-	for i, r := range out {
-		if r != '\n' && r != '\t' && !unicode.IsPrint(r) {
-			t.Fatalf("the output carries %U at byte %d: %q", r, i, out)
+	for name, text := range map[string]string{"output": out, "error": errOut} {
+		for i, r := range text {
+			if r != '\n' && r != '\t' && !unicode.IsPrint(r) {
+				t.Fatalf("the %s carries %U at byte %d: %q", name, r, i, text)
+			}
 		}
-	}
-	if !strings.Contains(out, `\x1b[2Jcleared \u202eevil \U000e0069`) {
-		t.Fatalf("output:\n%s", out)
+		if !strings.Contains(text, `\x1b[2Jcleared \u202eevil \U000e0069`) {
+			t.Fatalf("%s:\n%s", name, text)
+		}
 	}
 }
