@@ -237,8 +237,11 @@ const (
 	maxFileLines    = 700
 )
 
-// TestSizes: no package above maxPackageLines lines of non-test Go, no file
-// above maxFileLines.
+// TestSizes prints a warning for a package above maxPackageLines lines of
+// non-test Go and a file above maxFileLines. The figures are a prompt to
+// look, not a rule: a package is split along a concept, never to get
+// under a number (cutting packages at a line cap scattered one concept
+// over several). The seams are what TestArchitectureTable holds.
 func TestSizes(t *testing.T) {
 	root, modPath := moduleRoot(t)
 	pkgs, _ := goList(t, root)
@@ -252,11 +255,11 @@ func TestSizes(t *testing.T) {
 			n := bytes.Count(b, []byte("\n"))
 			total += n
 			if n > maxFileLines {
-				t.Errorf("%s/%s has %d lines, more than %d", strings.TrimPrefix(p.ImportPath, modPath+"/"), f, n, maxFileLines)
+				t.Logf("warning: %s/%s has %d lines, more than %d", strings.TrimPrefix(p.ImportPath, modPath+"/"), f, n, maxFileLines)
 			}
 		}
 		if total > maxPackageLines {
-			t.Errorf("package %s has %d lines of non-test Go, more than %d", strings.TrimPrefix(p.ImportPath, modPath+"/"), total, maxPackageLines)
+			t.Logf("warning: package %s has %d lines of non-test Go, more than %d", strings.TrimPrefix(p.ImportPath, modPath+"/"), total, maxPackageLines)
 		}
 	}
 }
