@@ -8,10 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"html"
+	"math"
 	"net/http"
 	"net/netip"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -50,10 +52,19 @@ type pending struct {
 // authorization server through the egress guard and sends the browser
 // there) and GET CallbackPath (the redirect back: state, PKCE, iss and the
 // browser checked, the code exchanged, the token set stored for the
-// flow's (server, subject)).
+// flow's (server, subject)). Requests are metered per client address
+// (Options.ConnectLimit): 429 past it.
 func (m *Manager) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("Referrer-Policy", "no-referrer")
+	if m.meter != nil {
+		if ok, wait := m.meter.allow(clientAddr(r), m.now()); !ok {
+			secs := int(math.Ceil(wait.Seconds()))
+			w.Header().Set("Retry-After", strconv.Itoa(secs))
+			page(w, http.StatusTooManyRequests, fmt.Sprintf("Too many connect requests from this address; try again in %d s.", secs))
+			return
+		}
+	}
 	if r.Method != http.MethodGet {
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return

@@ -112,6 +112,11 @@ type Options struct {
 	// FlowTTL is how long a connect URL, and then an authorization in
 	// progress, stays usable (default 10m).
 	FlowTTL time.Duration
+	// ConnectLimit is how many requests to /connect/* (connect URLs and
+	// callbacks) one client address may make a minute, in bursts of as
+	// many (an IPv6 address counts by its /64); past it the answer is 429
+	// with Retry-After. 0 is DefaultConnectLimit; negative: no limit.
+	ConnectLimit int
 	// AllowedHosts and LookupIP configure the egress guard (as the
 	// toolset's).
 	AllowedHosts []string
@@ -140,6 +145,7 @@ type Manager struct {
 	sessions map[key]*subjectSession
 	closed   bool
 	exch     map[exchangeKey]exchanged // exchanged tokens until their expiry
+	meter    *meter                    // /connect/* requests per client address
 }
 
 type key struct{ server, subject string }
@@ -177,6 +183,12 @@ func New(opts *Options) (*Manager, error) {
 	}
 	if m.o.FlowTTL <= 0 {
 		m.o.FlowTTL = DefaultFlowTTL
+	}
+	switch {
+	case m.o.ConnectLimit == 0:
+		m.meter = newMeter(DefaultConnectLimit)
+	case m.o.ConnectLimit > 0:
+		m.meter = newMeter(m.o.ConnectLimit)
 	}
 	if opts.Tokens == nil {
 		return nil, errors.New("upauth: a token store is required")
