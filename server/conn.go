@@ -65,6 +65,7 @@ type HTTPLimits struct {
 	// gateway is sized for 10,000 idle sessions). Beyond
 	// it, Serve accepts no more until one closes: the others wait in the
 	// kernel's backlog, while the open connections keep being served.
+	// A process with several listeners takes each one's from [SplitFDs].
 	MaxConns int
 }
 

@@ -1,0 +1,150 @@
+package server
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// serveListeners are the listeners of `gatehouse serve` with everything
+// configured: the MCP endpoint (its default cap), the console, the
+// metrics.
+func serveListeners() []Listener {
+	return []Listener{
+		{Name: "listen"},
+		{Name: "console.listen", Limits: HTTPLimits{MaxConns: 64}},
+		{Name: "metrics.listen", Limits: HTTPLimits{MaxConns: 64}},
+	}
+}
+
+func caps(b FDBudget) []int {
+	var out []int
+	for _, l := range b.Listeners {
+		out = append(out, l.Limits.MaxConns)
+	}
+	return out
+}
+
+// TestSplitFDs: the reserve is a quarter of the limit (at least 256); the
+// small listeners keep their caps and the MCP endpoint gets the rest, up
+// to what it asks for; at a limit that holds only the minimum, every
+// listener gets an equal share.
+func TestSplitFDs(t *testing.T) {
+	for _, tc := range []struct {
+		limit, reserve int
+		caps           []int
+	}{
+		{1 << 20, 1 << 18, []int{DefaultMaxConns, 64, 64}}, // systemd's and Docker's usual hard limit
+		{65536, 16384, []int{DefaultMaxConns, 64, 64}},
+		{20000, 5000, []int{14872, 64, 64}},
+		{4096, 1024, []int{2944, 64, 64}},
+		{1024, 256, []int{640, 64, 64}}, // the usual soft limit, when the hard one is no higher
+		{400, 256, []int{48, 48, 48}},
+		{304, 256, []int{16, 16, 16}}, // the least that holds three listeners
+	} {
+		b, err := SplitFDs(tc.limit, serveListeners()...)
+		if err != nil {
+			t.Fatalf("limit %d: %v", tc.limit, err)
+		}
+		if b.FDLimit != tc.limit || b.Reserve != tc.reserve || !slices.Equal(caps(b), tc.caps) {
+			t.Errorf("limit %d: reserve %d, caps %v; want %d, %v", tc.limit, b.Reserve, caps(b), tc.reserve, tc.caps)
+		}
+	}
+}
+
+// TestSplitFDsHoldsTheReserve: at every limit from the least that holds
+// the listeners up, the caps together leave the reserve free; no listener
+// gets more than it asks for, nor less than the minimum (or its ask); a
+// small listener loses its cap only when an equal share is below it; the
+// other limits the listeners asked for are kept.
+func TestSplitFDsHoldsTheReserve(t *testing.T) {
+	sets := [][]Listener{
+		serveListeners(),
+		{{Name: "listen", Limits: HTTPLimits{MaxConns: 100000}}},
+		{{Name: "a", Limits: HTTPLimits{MaxConns: 8}}, {Name: "b", Limits: HTTPLimits{MaxConns: 3000}}, {Name: "c", Limits: HTTPLimits{MaxConns: 500}}},
+	}
+	for _, ls := range sets {
+		ls[0].Limits.ReadTimeout = 7
+		for limit := 250; limit <= 200000; limit += 1 + limit/50 {
+			b, err := SplitFDs(limit, ls...)
+			if err != nil {
+				if !errors.Is(err, ErrFDLimit) {
+					t.Fatalf("limit %d: %v", limit, err)
+				}
+				continue
+			}
+			sum := 0
+			for i, l := range b.Listeners {
+				ask := ls[i].Limits.MaxConns
+				if ask == 0 {
+					ask = DefaultMaxConns
+				}
+				c := l.Limits.MaxConns
+				sum += c
+				if c > ask || c < min(ask, MinListenerConns) || l.Name != ls[i].Name {
+					t.Fatalf("limit %d: %s gets %d of %d", limit, l.Name, c, ask)
+				}
+				if c < ask && c < (limit-b.Reserve)/len(ls) {
+					t.Fatalf("limit %d: %s gets %d of %d, less than an equal share", limit, l.Name, c, ask)
+				}
+			}
+			if b.Reserve < MinFDReserve || b.Reserve < limit/4 || sum+b.Reserve > limit {
+				t.Fatalf("limit %d: reserve %d, caps %v", limit, b.Reserve, caps(b))
+			}
+			if b.Listeners[0].Limits.ReadTimeout != 7 {
+				t.Fatalf("limit %d: the other limits were not kept: %+v", limit, b.Listeners[0].Limits)
+			}
+		}
+	}
+}
+
+// TestSplitFDsTooSmall: a limit that cannot hold the reserve and the
+// minimum of every listener is ErrFDLimit, naming the limit, the
+// listeners and the limit that would do; that limit does, one less does
+// not.
+func TestSplitFDsTooSmall(t *testing.T) {
+	_, err := SplitFDs(300, serveListeners()...)
+	if !errors.Is(err, ErrFDLimit) {
+		t.Fatalf("limit 300: %v", err)
+	}
+	for _, want := range []string{"may open 300 files", "listen, console.listen, metrics.listen", "need 48", "raise the limit to 304 or more (ulimit -n)"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the error does not say %q: %v", want, err)
+		}
+	}
+	many := make([]Listener, 100) // past a limit of 1024, the reserve is a quarter
+	for i := range many {
+		many[i].Name = "l"
+	}
+	for _, ls := range [][]Listener{serveListeners(), many, {{Name: "small", Limits: HTTPLimits{MaxConns: 4}}}} {
+		floor := 0
+		for _, l := range ls {
+			ask := l.Limits.MaxConns
+			if ask == 0 {
+				ask = DefaultMaxConns
+			}
+			floor += min(ask, MinListenerConns)
+		}
+		least := minFDLimit(floor)
+		if _, err := SplitFDs(least, ls...); err != nil {
+			t.Errorf("%d listeners at the least limit %d: %v", len(ls), least, err)
+		}
+		if _, err := SplitFDs(least-1, ls...); !errors.Is(err, ErrFDLimit) {
+			t.Errorf("%d listeners at %d, under the least limit: %v", len(ls), least-1, err)
+		}
+	}
+}
+
+// TestSplitFDsUnknownLimit: without a limit (0: none known), every
+// listener keeps its ask (the default one filled in) and nothing is
+// reserved; a negative cap is refused.
+func TestSplitFDsUnknownLimit(t *testing.T) {
+	b, err := SplitFDs(0, serveListeners()...)
+	if err != nil || b.Reserve != 0 || !slices.Equal(caps(b), []int{DefaultMaxConns, 64, 64}) {
+		t.Errorf("unknown limit: %+v, %v", b, err)
+	}
+	if _, err := SplitFDs(1024, Listener{Name: "x", Limits: HTTPLimits{MaxConns: -1}}); !errors.Is(err, ErrInvalidLimits) {
+		t.Errorf("a negative cap: %v", err)
+	}
+}
