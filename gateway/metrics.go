@@ -50,10 +50,21 @@ func (g *Gateway) MetricsHandler() http.Handler {
 	return mux
 }
 
-// ServeMetrics serves MetricsHandler on ln until ctx ends.
+// ServeMetrics serves MetricsHandler on ln until ctx ends, with the
+// limits of Listeners().Metrics (the config's http: timeouts, and few
+// connections: scrapers).
 func (g *Gateway) ServeMetrics(ctx context.Context, ln net.Listener) error {
-	// The HTTP server's default limits, and few connections: scrapers.
-	hs, err := server.NewHTTPServer(g.MetricsHandler(), &server.HTTPLimits{MaxConns: 64})
+	ls, err := g.Listeners()
+	if err != nil {
+		return err
+	}
+	if g.cfg.Metrics == nil {
+		// Served without metrics.listen configured: the split has no
+		// share for it; it gets the cap it would have had.
+		ls.Metrics = ls.MCP
+		ls.Metrics.MaxConns = min(metricsMaxConns, ls.MCP.MaxConns)
+	}
+	hs, err := server.NewHTTPServer(g.MetricsHandler(), &ls.Metrics)
 	if err != nil {
 		return err
 	}

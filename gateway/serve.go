@@ -215,7 +215,9 @@ func (g *Gateway) Ready(ctx context.Context) Readiness {
 	return rep
 }
 
-// Serve serves HTTP on ln until ctx ends, then shuts down gracefully: it
+// Serve serves HTTP on ln until ctx ends, with the limits of
+// Listeners().MCP (the config's http: timeouts, http.maxConnections
+// within the process's file-descriptor limit), then shuts down gracefully: it
 // stops accepting connections and new calls (they get `unavailable`),
 // waits up to the config's shutdownTimeout for calls in flight (their
 // outcomes are journaled as usual), cancels the ones still running (a
@@ -226,12 +228,15 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 	if err != nil {
 		return err
 	}
-	hc := g.cfg.HTTP
-	hs, err := server.NewHTTPServer(h, &server.HTTPLimits{ReadTimeout: hc.ReadTimeout, WriteTimeout: hc.WriteTimeout,
-		IdleTimeout: hc.ConnIdleTimeout, MaxConns: hc.MaxConnections})
+	ls, err := g.Listeners()
 	if err != nil {
 		return err
 	}
+	hs, err := server.NewHTTPServer(h, &ls.MCP)
+	if err != nil {
+		return err
+	}
+	g.logListeners(ls)
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {
