@@ -112,6 +112,13 @@ func (m *Manager) begin(w http.ResponseWriter, r *http.Request, name string) {
 		page(w, http.StatusBadRequest, "This connect URL has no flow. Call the tool again for a new one.")
 		return
 	}
+	gone := func() {
+		page(w, http.StatusGone, "This connect URL was used or has expired. Call the tool again for a new one.")
+	}
+	if !validID(id) { // never a spent marker
+		gone()
+		return
+	}
 	f, ok, err := m.o.Flows.TakeFlow(ctx, id, m.now())
 	switch {
 	case err != nil:
@@ -119,13 +126,16 @@ func (m *Manager) begin(w http.ResponseWriter, r *http.Request, name string) {
 		page(w, http.StatusServiceUnavailable, "The gateway could not read this connect flow; try again later.")
 		return
 	case !ok || f.State != nil:
-		page(w, http.StatusGone, "This connect URL was used or has expired. Call the tool again for a new one.")
+		gone()
 		return
-	case f.Server != name:
+	}
+	// The flow is spent from here on, whatever happens; the replica that
+	// hands it out to the subject's refused calls is told so.
+	m.markSpent(ctx, f)
+	if f.Server != name {
 		page(w, http.StatusBadRequest, "This connect URL is for another server.")
 		return
 	}
-	// The flow is spent from here on, whatever happens.
 	if err := m.checkCaller(r, f.Subject); err != nil {
 		m.log.Warn("upauth: a connect URL used by another caller", "server", name)
 		page(w, http.StatusForbidden, err.Error()+"; nothing was connected.")

@@ -110,7 +110,8 @@ type Options struct {
 	// PublicURL/connect/callback.
 	PublicURL string
 	// FlowTTL is how long a connect URL, and then an authorization in
-	// progress, stays usable (default 10m).
+	// progress, stays usable (default 10m). A subject's refused calls get
+	// the same connect URL while more than half of it is left.
 	FlowTTL time.Duration
 	// ConnectLimit is how many requests to /connect/* (connect URLs and
 	// callbacks) one client address may make a minute, in bursts of as
@@ -145,6 +146,7 @@ type Manager struct {
 	sessions map[key]*subjectSession
 	closed   bool
 	exch     map[exchangeKey]exchanged // exchanged tokens until their expiry
+	open     map[key]*openFlow         // the connect flow handed out last (openflows.go)
 	meter    *meter                    // /connect/* requests per client address
 }
 
@@ -174,7 +176,8 @@ func New(opts *Options) (*Manager, error) {
 	if opts == nil {
 		return nil, errors.New("upauth: options are required")
 	}
-	m := &Manager{o: *opts, servers: map[string]*Server{}, sessions: map[key]*subjectSession{}, exch: map[exchangeKey]exchanged{}, log: opts.Logger, now: opts.Now}
+	m := &Manager{o: *opts, servers: map[string]*Server{}, sessions: map[key]*subjectSession{}, exch: map[exchangeKey]exchanged{},
+		open: map[key]*openFlow{}, log: opts.Logger, now: opts.Now}
 	if m.log == nil {
 		m.log = slog.New(slog.DiscardHandler)
 	}
@@ -311,9 +314,10 @@ func (m *Manager) ServiceOAuth(server string) func(hc *http.Client) (auth.OAuthH
 
 // Check (nil on a nil Manager) is the gate of a call to a user server for subject: nil when the
 // subject has a token set, else an auth_required refusal whose connect URL
-// starts a flow bound to subject. The store is read on every call, so a
-// revoked connection is refused at once (and the subject's session
-// closed).
+// starts a flow bound to subject: the one it handed out last while it is
+// open (unused, more than half of FlowTTL left), else a new one. The store
+// is read on every call, so a revoked connection is refused at once (and
+// the subject's session closed).
 func (m *Manager) Check(ctx context.Context, server, subject string) (*refusal.Error, error) {
 	if m == nil {
 		return nil, nil
@@ -330,16 +334,13 @@ func (m *Manager) Check(ctx context.Context, server, subject string) (*refusal.E
 		return nil, nil
 	}
 	m.drop(key{server, subject})
-	id, err := randomID()
+	id, left, err := m.openFlow(ctx, server, subject)
 	if err != nil {
 		return nil, err
 	}
-	if err := m.o.Flows.PutFlow(ctx, Flow{ID: id, Server: server, Subject: subject, ExpiresAt: m.now().Add(m.o.FlowTTL)}); err != nil {
-		return nil, fmt.Errorf("upauth: storing a connect flow: %w", err)
-	}
 	u := strings.TrimSuffix(m.o.PublicURL, "/") + ConnectPath + url.PathEscape(server) + "?flow=" + id
 	return &refusal.Error{Code: refusal.AuthRequired, ConnectURL: u,
-		Message: fmt.Sprintf("server %s needs your own account connected: open the connectURL (within %v, once), then retry the call", server, m.o.FlowTTL)}, nil
+		Message: fmt.Sprintf("server %s needs your own account connected: open the connectURL (within %v, once), then retry the call", server, left.Round(time.Second))}, nil
 }
 
 // CallTool sends a tools/call to server on subject's own upstream session
