@@ -168,7 +168,7 @@ func startGateway(t *testing.T, up *payServer) *servedGateway {
 	}
 	sctx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- Serve(sctx, ln, ch) }()
+	go func() { done <- Serve(sctx, ln, ch, nil) }()
 	t.Cleanup(func() {
 		stop()
 		if err := <-done; err != nil {

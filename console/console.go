@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/server"
 	"github.com/gatehouse-dev/gatehouse/store"
 )
 
@@ -267,11 +268,32 @@ func (c *console) action(fn func(http.ResponseWriter, *http.Request, *session)) 
 }
 
 // Serve serves h on ln until ctx ends, then shuts down: every request's
-// context derives from ctx, so the live-update streams end with it.
-func Serve(ctx context.Context, ln net.Listener, h http.Handler) error {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
-		BaseContext: func(net.Listener) context.Context { return ctx }}
+// context derives from ctx, so the live-update streams end with it. It
+// serves with server.NewHTTPServer, under limits (nil: the defaults of
+// server.HTTPLimits; a MaxConns of 0: DefaultMaxConns): a request's header
+// within 10s, the whole request within 30s, each write of an answer within
+// 30s, idle connections closed after 10s (the console's requests never
+// mark a connection authenticated), and at most MaxConns connections open,
+// further ones waiting in the kernel's backlog.
+func Serve(ctx context.Context, ln net.Listener, h http.Handler, limits *server.HTTPLimits) error {
+	var l server.HTTPLimits
+	if limits != nil {
+		l = *limits
+	}
+	if l.MaxConns == 0 {
+		l.MaxConns = DefaultMaxConns
+	}
+	srv, err := server.NewHTTPServer(h, &l)
+	if err != nil {
+		return err
+	}
+	srv.BaseContext = func(net.Listener) context.Context { return ctx }
 	errc := make(chan error, 1)
+// DefaultMaxConns caps the connections Serve holds open at once when its
+// limits set no MaxConns: operators with a browser each, and their
+// live-update streams (DefaultMaxStreams).
+const DefaultMaxConns = 64
+
 	go func() { errc <- srv.Serve(ln) }()
 	select {
 	case err := <-errc:
@@ -280,7 +302,7 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler) error {
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	err := srv.Shutdown(sctx)
+	err = srv.Shutdown(sctx)
 	if serr := <-errc; serr != nil && !errors.Is(serr, http.ErrServerClosed) && err == nil {
 		err = serr
 	}

@@ -403,7 +403,7 @@ func httpServer(t *testing.T, h http.Handler) string {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- Serve(ctx, ln, h) }()
+	go func() { done <- Serve(ctx, ln, h, nil) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {

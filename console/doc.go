@@ -12,7 +12,7 @@
 // audit trail's operators' chain under the operator's name.
 //
 //	h, err := console.New(&console.Options{Store: st, Admins: []console.Admin{{Name: "alice", SHA256: hash}}})
-//	err = console.Serve(ctx, ln, h) // until ctx ends
+//	err = console.Serve(ctx, ln, h, nil) // until ctx ends; nil: the default limits (server.NewHTTPServer)
 //
 // Security: operators log in with a token whose SHA-256 the config holds
 // (compared in constant time), or, with Options.VerifyAdmin, with an OAuth

@@ -72,6 +72,12 @@ type listenFunc func(network, address string) (net.Listener, error)
 // (or one session over stdin/stdout with stdio). Every listener is opened
 // through listen.
 func serveListeners(ctx context.Context, g *gateway.Gateway, cfg *gateway.Config, log *slog.Logger, stdio bool, listen listenFunc) error {
+	// One policy for every listener (gateway.Listeners): the http:
+	// timeouts, and a cap each within the file-descriptor limit. A limit
+	// too small for them stops the start here, before any listener.
+	if _, err := g.Listeners(); err != nil {
+		return err
+	}
 	if cfg.Metrics != nil {
 		mln, err := listen("tcp", cfg.Metrics.Listen)
 		if err != nil {
@@ -111,7 +117,8 @@ func serveListeners(ctx context.Context, g *gateway.Gateway, cfg *gateway.Config
 }
 
 // serveConsole serves the operator console (console.listen) over the
-// gateway's store until ctx ends or the returned stop is called.
+// gateway's store, with the limits of g.Listeners().Console, until ctx
+// ends or the returned stop is called.
 func serveConsole(ctx context.Context, g *gateway.Gateway, cfg *gateway.Config, log *slog.Logger, listen listenFunc) (stop func(), err error) {
 	admins := make([]console.Admin, 0, len(cfg.Console.Admins))
 	for _, a := range cfg.Console.Admins {
@@ -141,9 +148,13 @@ func serveConsole(ctx context.Context, g *gateway.Gateway, cfg *gateway.Config, 
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
+	ls, err := g.Listeners()
+	if err != nil {
+		return nil, err
+	}
 	go func() {
 		defer close(done)
-		if err := console.Serve(cctx, ln, h); err != nil {
+		if err := console.Serve(cctx, ln, h, &ls.Console); err != nil {
 			log.Error("gatehouse: console failed", "err", err)
 		}
 	}()
