@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -50,10 +51,10 @@ type pending struct {
 // ServeHTTP serves GET ConnectPath+NAME?flow=ID (the connect URL of an
 // auth_required: it takes the flow, discovers the upstream's
 // authorization server through the egress guard and sends the browser
-// there) and GET CallbackPath (the redirect back: state, PKCE, iss and the
-// browser checked, the code exchanged, the token set stored for the
-// flow's (server, subject)). Requests are metered per client address
-// (Options.ConnectLimit): 429 past it.
+// there) and GET CallbackPath (the redirect back: the browser checked
+// before the flow is taken, then state, PKCE and iss, the code exchanged,
+// the token set stored for the flow's (server, subject)). Requests are
+// metered per client address (Options.ConnectLimit): 429 past it.
 func (m *Manager) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("Referrer-Policy", "no-referrer")
@@ -115,7 +116,7 @@ func (m *Manager) begin(w http.ResponseWriter, r *http.Request, name string) {
 	gone := func() {
 		page(w, http.StatusGone, "This connect URL was used or has expired. Call the tool again for a new one.")
 	}
-	if !validID(id) { // never a spent marker
+	if !validID(id) { // never a state or a spent marker
 		gone()
 		return
 	}
@@ -159,11 +160,7 @@ func (m *Manager) begin(w http.ResponseWriter, r *http.Request, name string) {
 	}
 	sum := sha256.Sum256([]byte(nonce))
 	p.Cookie = sum[:]
-	state, err := randomID()
-	if err != nil {
-		page(w, http.StatusInternalServerError, "no randomness")
-		return
-	}
+	state := stateOf(nonce)
 	raw, _ := json.Marshal(p)
 	if err := m.o.Flows.PutFlow(ctx, Flow{ID: state, Server: name, Subject: f.Subject, State: raw, ExpiresAt: m.now().Add(m.o.FlowTTL)}); err != nil {
 		m.log.Warn("upauth: storing an authorization in progress", "server", name, "err", err)
@@ -327,12 +324,45 @@ func checkEndpoint(g *egress.Guard, raw string) error {
 	return nil
 }
 
+// stateOf is the OAuth state of the authorization a browser holding the
+// cookie nonce began: "s." and the SHA-256 of the nonce, base64url. The
+// state goes through the authorization server and back in URLs, the nonce
+// stays in the browser's cookie: the callback checks one against the
+// other before it takes the flow (the flow's sealed state holds the
+// nonce's hash too). The prefix keeps states and connect flow IDs apart:
+// a connect URL cannot take an authorization in progress (validID), a
+// callback cannot take a connect flow (validState).
+func stateOf(nonce string) string {
+	sum := sha256.Sum256([]byte(nonce))
+	return statePrefix + base64.RawURLEncoding.EncodeToString(sum[:])
+}
+
+const statePrefix = "s."
+
+// validState reports whether state is one stateOf makes.
+func validState(state string) bool {
+	rest, ok := strings.CutPrefix(state, statePrefix)
+	return ok && validID(rest)
+}
+
 func (m *Manager) callback(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	q := r.URL.Query()
 	state := q.Get("state")
-	if state == "" {
+	switch {
+	case state == "":
 		page(w, http.StatusBadRequest, "The authorization response has no state.")
+		return
+	case !validState(state):
+		page(w, http.StatusBadRequest, "Unknown, used or expired state: nothing was connected. Call the tool again for a new connect URL.")
+		return
+	}
+	// The browser first: a request without the cookie of the browser that
+	// began this flow is refused before the flow is taken, so it cannot
+	// spend another's flow.
+	c, err := r.Cookie(cookieName)
+	if err != nil || subtle.ConstantTimeCompare([]byte(stateOf(c.Value)), []byte(state)) != 1 {
+		page(w, http.StatusForbidden, "This browser did not start this flow; nothing was connected.")
 		return
 	}
 	f, ok, err := m.o.Flows.TakeFlow(ctx, state, m.now())
@@ -352,11 +382,6 @@ func (m *Manager) callback(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := m.checkCaller(r, f.Subject); err != nil {
 		page(w, http.StatusForbidden, err.Error()+"; nothing was connected.")
-		return
-	}
-	c, err := r.Cookie(cookieName)
-	if err != nil {
-		page(w, http.StatusForbidden, "This browser did not start this flow; nothing was connected.")
 		return
 	}
 	sum := sha256.Sum256([]byte(c.Value))

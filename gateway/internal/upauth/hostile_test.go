@@ -211,9 +211,13 @@ func TestCallbackChecks(t *testing.T) {
 	if rec := get(m, cb("never-issued", h.issuer), c); rec.Code != http.StatusBadRequest {
 		t.Fatalf("a forged state: %d", rec.Code)
 	}
-	// A connect flow's ID is not a state (and is spent by the attempt).
-	if rec := get(m, cb(strings.SplitN(flowURL(t, m, "alice"), "flow=", 2)[1], h.issuer), c); rec.Code != http.StatusBadRequest {
+	// A connect flow's ID is not a state (and is not taken by the attempt).
+	u := flowURL(t, m, "alice")
+	if rec := get(m, cb(strings.SplitN(u, "flow=", 2)[1], h.issuer), c); rec.Code != http.StatusBadRequest {
 		t.Fatalf("a flow ID as the state: %d", rec.Code)
+	}
+	if rec := get(m, u); rec.Code != http.StatusFound {
+		t.Fatalf("the flow after its ID was tried as a state: %d", rec.Code)
 	}
 	if set, _ := tokens.Token(context.Background(), "up", "alice"); set != nil || h.tokenRequests.Load() != 0 {
 		t.Fatalf("stored %v; %d token requests", set, h.tokenRequests.Load())

@@ -37,7 +37,7 @@ func spentID(id string) string { return "spent." + id }
 
 // validID reports whether id is a connect flow ID as randomID makes them:
 // 32 bytes, base64url without padding. A connect URL with anything else
-// (a spent marker) is refused before the store is asked.
+// (a state, a spent marker) is refused before the store is asked.
 func validID(id string) bool {
 	if len(id) != 43 {
 		return false
