@@ -267,6 +267,11 @@ func (c *console) action(fn func(http.ResponseWriter, *http.Request, *session)) 
 	}
 }
 
+// DefaultMaxConns caps the connections Serve holds open at once when its
+// limits set no MaxConns: operators with a browser each, and their
+// live-update streams (DefaultMaxStreams).
+const DefaultMaxConns = 64
+
 // Serve serves h on ln until ctx ends, then shuts down: every request's
 // context derives from ctx, so the live-update streams end with it. It
 // serves with server.NewHTTPServer, under limits (nil: the defaults of
@@ -289,11 +294,6 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, limits *server.
 	}
 	srv.BaseContext = func(net.Listener) context.Context { return ctx }
 	errc := make(chan error, 1)
-// DefaultMaxConns caps the connections Serve holds open at once when its
-// limits set no MaxConns: operators with a browser each, and their
-// live-update streams (DefaultMaxStreams).
-const DefaultMaxConns = 64
-
 	go func() { errc <- srv.Serve(ln) }()
 	select {
 	case err := <-errc:
