@@ -29,12 +29,24 @@
 // # Checkpoints
 //
 // A Writer checkpoints its chain every CheckpointEvery entries or
-// CheckpointInterval, and at Close: (chain, seq, hash, time), signed with
-// Ed25519 when it holds a key. The hashes alone prove nothing against
-// someone who can rewrite the database (they can recompute every hash);
-// a signed checkpoint does, up to its seq, for whoever holds the public
-// key. Retention (Retain) deletes a chain's start only behind a checkpoint,
-// from which the rest still verifies.
+// CheckpointInterval, and at Close (and a chain that has none gets its
+// first within FirstCheckpoint): (chain, seq, hash, time), signed with
+// Ed25519 when it holds a key. The operators' commands checkpoint the
+// operators' chain after each entry (AppendCheckpointed). The hashes alone
+// prove nothing against someone who can rewrite the database (they can
+// recompute every hash); a signed checkpoint does, up to its seq, for
+// whoever holds the public key. A signed checkpoint also links to the
+// checkpoint before it in its chain (its seq and CheckpointDigest, in the
+// signature: SignLinked, LinkOf), so a checkpoint deleted or replaced in
+// the middle is found; those written before links (a bare signature) still
+// verify. Retention (Retain) deletes a chain's start only behind a
+// checkpoint, from which the rest still verifies.
+//
+// What a store writer can still do unseen is cut a chain's end together
+// with its checkpoints, or delete a chain whole: a head kept outside the
+// store (LatestHead, Head.Marshal, ParseHead; `gatehouse audit head`)
+// catches both when given to Verify (VerifyOptions.ExpectHead), as
+// VerifyOptions.ExpectChains catches the second.
 //
 // # Never dropped
 //

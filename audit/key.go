@@ -6,13 +6,10 @@ import (
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/base64"
-	"encoding/binary"
 	"encoding/hex"
 	"encoding/pem"
 	"errors"
 	"fmt"
-
-	"github.com/gatehouse-dev/gatehouse/store"
 )
 
 // ErrKey is wrapped by every error about a key's text.
@@ -110,40 +107,4 @@ func MarshalPublicKey(k ed25519.PublicKey) ([]byte, error) {
 func KeyID(pub ed25519.PublicKey) string {
 	sum := sha256.Sum256(pub)
 	return hex.EncodeToString(sum[:8])
-}
-
-const checkpointDomain = "gatehouse/audit/checkpoint/v1"
-
-// checkpointMessage is what a checkpoint's signature covers: its chain,
-// seq, hash and time, length-prefixed.
-func checkpointMessage(c store.AuditCheckpoint) []byte {
-	b := appendString(nil, checkpointDomain)
-	b = appendString(b, c.Chain)
-	b = binary.BigEndian.AppendUint64(b, uint64(c.Seq))
-	b = appendString(b, c.Hash)
-	b = binary.BigEndian.AppendUint64(b, uint64(msOf(c.At)))
-	return b
-}
-
-// Sign returns c signed with k (c.At rounded to the millisecond first).
-func Sign(k ed25519.PrivateKey, c store.AuditCheckpoint) store.AuditCheckpoint {
-	if !c.At.IsZero() {
-		c.At = Round(store.AuditEntry{At: c.At}).At
-	}
-	c.KeyID = KeyID(k.Public().(ed25519.PublicKey))
-	c.Signature = ed25519.Sign(k, checkpointMessage(c))
-	return c
-}
-
-// VerifyCheckpoint checks that c is signed by pub.
-func VerifyCheckpoint(pub ed25519.PublicKey, c store.AuditCheckpoint) error {
-	switch {
-	case len(c.Signature) == 0:
-		return errors.New("the checkpoint is not signed")
-	case c.KeyID != KeyID(pub):
-		return fmt.Errorf("the checkpoint is signed by key %s, not by the given key %s", c.KeyID, KeyID(pub))
-	case !ed25519.Verify(pub, checkpointMessage(c), c.Signature):
-		return fmt.Errorf("the checkpoint's signature does not verify with key %s", KeyID(pub))
-	}
-	return nil
 }

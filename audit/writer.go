@@ -38,7 +38,13 @@ type WriterOptions struct {
 	// written since, and at Close. 0 means 10,000 entries and 5 minutes.
 	CheckpointEvery    int
 	CheckpointInterval time.Duration
-	// Key signs the checkpoints; nil leaves them unsigned.
+	// FirstCheckpoint is how soon a chain that has no checkpoint at all
+	// (a new one, or one whose writer died before its first) gets one
+	// once it holds entries: until then `audit verify --public-key`
+	// refuses it (nothing proves it). 0 means 30 seconds.
+	FirstCheckpoint time.Duration
+	// Key signs the checkpoints, each linked to the one before (SignLinked);
+	// nil leaves them unsigned.
 	Key ed25519.PrivateKey
 	// CloseTimeout bounds how long Close retries a store that fails. 0
 	// means 10 seconds.
@@ -81,9 +87,11 @@ type Writer struct {
 	hmu     sync.Mutex
 	head    store.AuditHead
 	sinceCP int
-	// The loop's own state.
+	// The loop's own state: prev is the chain's latest checkpoint (nil
+	// when it has none), which the next one links to.
 	lastCP      time.Time
 	checkpointN int
+	prev        *store.AuditCheckpoint
 }
 
 // NewWriter reads the chain's head and starts the writer.
@@ -107,6 +115,9 @@ func NewWriter(ctx context.Context, st store.AuditStore, o *WriterOptions) (*Wri
 	if w.o.CheckpointInterval <= 0 {
 		w.o.CheckpointInterval = 5 * time.Minute
 	}
+	if w.o.FirstCheckpoint <= 0 {
+		w.o.FirstCheckpoint = 30 * time.Second
+	}
 	if w.o.CloseTimeout <= 0 {
 		w.o.CloseTimeout = 10 * time.Second
 	}
@@ -119,6 +130,13 @@ func NewWriter(ctx context.Context, st store.AuditStore, o *WriterOptions) (*Wri
 	head, err := st.AuditHead(ctx, w.o.Chain)
 	if err != nil {
 		return nil, fmt.Errorf("audit: reading the head of chain %q: %w", w.o.Chain, err)
+	}
+	cps, err := st.AuditCheckpoints(ctx, w.o.Chain)
+	if err != nil {
+		return nil, fmt.Errorf("audit: reading the checkpoints of chain %q: %w", w.o.Chain, err)
+	}
+	if len(cps) > 0 {
+		w.prev = &cps[len(cps)-1]
 	}
 	w.head, w.lastCP = head, w.o.Now()
 	w.linked, _ = st.(store.AuditJournalStore)
@@ -235,6 +253,14 @@ func (w *Writer) loop() {
 	defer close(w.done)
 	tick := time.NewTicker(w.o.CheckpointInterval)
 	defer tick.Stop()
+	// first wakes the loop while the chain has no checkpoint at all.
+	first := time.NewTimer(w.o.FirstCheckpoint)
+	defer first.Stop()
+	firstC := first.C
+	if w.prev != nil {
+		first.Stop()
+		firstC = nil
+	}
 	batch := make([]store.AuditEntry, 0, w.o.Batch)
 	var flushes []chan error
 	linger := time.NewTimer(time.Hour)
@@ -247,6 +273,16 @@ func (w *Writer) loop() {
 		case it, ok = <-w.ch:
 		case <-tick.C:
 			w.checkpoint(false)
+			continue
+		case <-firstC:
+			if w.prev == nil {
+				w.checkpoint(true)
+			}
+			if w.prev == nil {
+				first.Reset(w.o.FirstCheckpoint)
+			} else {
+				firstC = nil
+			}
 			continue
 		}
 		if !ok {
@@ -422,25 +458,50 @@ func (w *Writer) commitLinked(batch []store.AuditEntry) error {
 // be waiting for mu behind senders that wait for this loop.
 func (w *Writer) isClosed() bool { return w.closing.Load() }
 
-// checkpoint records (and signs) the head when entries were written since
-// the last one, and final or the count or interval says so.
-func (w *Writer) checkpoint(final bool) {
+// checkpoint records (and signs, linked to the chain's checkpoint before)
+// the head when entries were written since the last one, and force (Close,
+// or a chain's first checkpoint) or the count or interval says so.
+func (w *Writer) checkpoint(force bool) {
 	w.hmu.Lock()
 	head, since := w.head, w.sinceCP
 	w.hmu.Unlock()
 	if since == 0 || head.Last == 0 {
 		return
 	}
-	if !final && since < w.o.CheckpointEvery && w.o.Now().Sub(w.lastCP) < w.o.CheckpointInterval {
+	if !force && since < w.o.CheckpointEvery && w.o.Now().Sub(w.lastCP) < w.o.CheckpointInterval {
 		return
-	}
-	c := store.AuditCheckpoint{Chain: w.o.Chain, Seq: head.Last, Hash: head.Hash, At: w.o.Now()}
-	if w.o.Key != nil {
-		c = Sign(w.o.Key, c)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := w.st.PutAuditCheckpoint(ctx, c); err != nil && !errors.Is(err, store.ErrConflict) {
+	c := store.AuditCheckpoint{Chain: w.o.Chain, Seq: head.Last, Hash: head.Hash, At: w.o.Now()}
+	prev := w.prev
+	if prev != nil && prev.Seq >= c.Seq {
+		// Another writer of the chain (a misconfiguration) checkpointed
+		// past this head: link to what precedes it.
+		cps, err := w.st.AuditCheckpoints(ctx, w.o.Chain)
+		if err != nil {
+			w.o.Logger.Error("audit: checkpoint failed", "chain", w.o.Chain, "seq", c.Seq, "err", err)
+			return
+		}
+		prev = latestBefore(cps, c.Seq)
+	}
+	if w.o.Key != nil {
+		c = SignLinked(w.o.Key, c, prev)
+	}
+	err := w.st.PutAuditCheckpoint(ctx, c)
+	switch {
+	case err == nil:
+		w.prev = &c
+	case errors.Is(err, store.ErrConflict):
+		// Another writer checkpointed this seq: the next one links to
+		// that one, as stored.
+		cps, rerr := w.st.AuditCheckpoints(ctx, w.o.Chain)
+		if rerr != nil {
+			w.o.Logger.Error("audit: checkpoint failed", "chain", w.o.Chain, "seq", c.Seq, "err", rerr)
+			return
+		}
+		w.prev = latestBefore(cps, c.Seq+1)
+	default:
 		w.o.Logger.Error("audit: checkpoint failed", "chain", w.o.Chain, "seq", c.Seq, "err", err)
 		return
 	}

@@ -342,7 +342,8 @@ func (r *Relay) quarantinedTemplate(uri string, raw bool) (*toolset.Upstream, st
 
 // readResource reads a resource from the server that publishes its URI
 // (or a template matching it). An unknown or hidden URI gets the
-// resource-not-found error.
+// resource-not-found error. The answer's cacheScope is the upstream's, or
+// "private" when it states none.
 func (r *Relay) readResource(ctx context.Context, caller *Caller, params *mcp.ReadResourceParams, allow allowFunc) (*mcp.ReadResourceResult, error) {
 	u, err := r.resolveURI(ctx, params.URI, allow)
 	if err != nil {
@@ -356,6 +357,11 @@ func (r *Relay) readResource(ctx context.Context, caller *Caller, params *mcp.Re
 		res, err = s.ReadResource(ctx, &p)
 		return err
 	})
+	if res != nil && res.CacheScope == "" { // read for this caller: private unless the upstream says otherwise
+		c := *res
+		c.CacheScope = "private"
+		res = &c
+	}
 	return res, err
 }
 
