@@ -79,6 +79,11 @@ type Options struct {
 	// page's verification reads (as `gatehouse audit verify
 	// --public-key`).
 	AuditKey ed25519.PublicKey
+	// AuditSigningKey, when set, signs the checkpoint of the operators'
+	// chain written after each action (the gateway's audit.signingKeyFile
+	// or signingKeyEnv); nil writes an unsigned one, or none when the
+	// store's checkpoints are signed (audit.AppendCheckpointed).
+	AuditSigningKey ed25519.PrivateKey
 	// SessionTTL is how long a login lasts; 0 means DefaultSessionTTL.
 	SessionTTL time.Duration
 	// SecureCookies marks the session cookie Secure over plain HTTP too
@@ -110,6 +115,7 @@ type console struct {
 	servers  func(context.Context) []ServerStatus
 	verify   func(context.Context, string) (string, time.Time, error)
 	auditKey ed25519.PublicKey
+	signKey  ed25519.PrivateKey
 	ttl      time.Duration
 	secure   bool
 	poll     time.Duration
@@ -144,7 +150,7 @@ func New(o *Options) (http.Handler, error) {
 	if len(o.Admins) == 0 && o.VerifyAdmin == nil {
 		return nil, errors.New("console: at least one admin (Options.Admins) or Options.VerifyAdmin is required: nobody could log in")
 	}
-	c := &console{st: o.Store, servers: o.Servers, verify: o.VerifyAdmin, auditKey: o.AuditKey, ttl: o.SessionTTL, secure: o.SecureCookies,
+	c := &console{st: o.Store, servers: o.Servers, verify: o.VerifyAdmin, auditKey: o.AuditKey, signKey: o.AuditSigningKey, ttl: o.SessionTTL, secure: o.SecureCookies,
 		poll: o.Poll, log: o.Logger, now: o.Now, maxStr: int64(o.MaxStreams), sessions: map[[32]byte]*session{}}
 	seen := map[string]bool{}
 	for i, a := range o.Admins {

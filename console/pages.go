@@ -225,10 +225,15 @@ func (c *console) decide(w http.ResponseWriter, r *http.Request, s *session) {
 	http.Redirect(w, r, "/approvals", http.StatusSeeOther)
 }
 
-// record appends an operator's action to the operators' chain.
+// record appends an operator's action to the operators' chain and
+// checkpoints the chain at it (signed with Options.AuditSigningKey).
 func (c *console) record(ctx context.Context, e store.AuditEntry) {
 	e.At = c.now()
-	if _, err := audit.AppendOne(context.WithoutCancel(ctx), c.st, audit.OperatorChain, e); err != nil {
+	_, err := audit.AppendCheckpointed(context.WithoutCancel(ctx), c.st, audit.OperatorChain, e, c.signKey)
+	switch {
+	case errors.Is(err, audit.ErrNotCheckpointed):
+		c.log.Warn("console: the audit trail recorded an operator's action without a checkpoint", "kind", e.Kind, "operator", e.Subject, "err", err)
+	case err != nil:
 		c.log.Error("console: the audit trail did not record an operator's action", "kind", e.Kind, "operator", e.Subject, "err", err)
 	}
 }
