@@ -142,16 +142,16 @@ func serveConsole(ctx context.Context, g *gateway.Gateway, cfg *gateway.Config, 
 	if err != nil {
 		return nil, err
 	}
+	ls, err := g.Listeners()
+	if err != nil {
+		return nil, err
+	}
 	ln, err := listen("tcp", cfg.Console.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("listening on %s (console.listen): %w", cfg.Console.Listen, err)
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
-	ls, err := g.Listeners()
-	if err != nil {
-		return nil, err
-	}
 	go func() {
 		defer close(done)
 		if err := console.Serve(cctx, ln, h, &ls.Console); err != nil {
