@@ -99,7 +99,7 @@ func newRunsPurgeCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			auditOperator(cmd.Context(), st, cmd.ErrOrStderr(), store.AuditEntry{Kind: audit.KindPurge, Subject: defaultOperator(),
+			auditOperator(cmd.Context(), &sf, st, cmd.ErrOrStderr(), store.AuditEntry{Kind: audit.KindPurge, Subject: defaultOperator(),
 				Outcome: "ok", Detail: audit.Detail(map[string]any{"subject": subject, "rows": n})})
 			_, err = fmt.Fprintf(cmd.OutOrStdout(), "purged %d rows of subject %q\n", n, subject)
 			return err
@@ -281,7 +281,7 @@ func newDecideCmd(approve bool) *cobra.Command {
 			case err != nil:
 				return err
 			}
-			auditOperator(cmd.Context(), st, cmd.ErrOrStderr(), store.AuditEntry{Kind: audit.KindApprovalDecided, Subject: by,
+			auditOperator(cmd.Context(), &sf, st, cmd.ErrOrStderr(), store.AuditEntry{Kind: audit.KindApprovalDecided, Subject: by,
 				Server: a.Server, Tool: a.Tool, ArgsDigest: audit.ArgsDigest(a.Args), Outcome: string(a.State),
 				Detail: audit.Detail(map[string]any{"approvalId": a.ID, "caller": a.Owner})})
 			_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s: %s by %s (%s %s of %s)\n", a.ID, a.State, a.DecidedBy, a.Tool, argsText(a.Args), dash(a.Owner))

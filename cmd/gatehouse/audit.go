@@ -4,20 +4,23 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/gatehouse-dev/gatehouse/audit"
+	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/store"
 )
 
 func newAuditCmd() *cobra.Command {
 	return groupCmd("audit", "Verify or export the audit trail in the store",
-		newAuditVerifyCmd(), newAuditExportCmd(), newAuditKeygenCmd())
+		newAuditVerifyCmd(), newAuditHeadCmd(), newAuditExportCmd(), newAuditKeygenCmd())
 }
 
 // auditVerifyJSON is `audit verify --json`.
@@ -35,6 +38,10 @@ type auditChainJSON struct {
 	Entries     int64  `json:"entries"`
 	Checkpoints int    `json:"checkpoints"`
 	Signed      int    `json:"signed"`
+	Linked      int    `json:"linked"`
+	// HeadSeq is the seq of the --expect-head checkpoint found in the
+	// chain (0 when the head names no such chain).
+	HeadSeq int64 `json:"headSeq,omitempty"`
 }
 
 type auditProblemJSON struct {
@@ -45,18 +52,37 @@ type auditProblemJSON struct {
 
 func newAuditVerifyCmd() *cobra.Command {
 	var sf storeFlags
-	var keyFile, chain string
+	var keyFile, chain, headFile string
+	var expect []string
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "verify [--public-key FILE] [--chain C]",
+		Use:   "verify [--public-key FILE] [--chain C] [--expect-chain C]... [--expect-head FILE]",
 		Short: "Check every chain of the audit trail; exit 1 with the first broken entry",
 		Long: "verify reads every chain of the audit trail in order and checks each entry's hash, its link to the\n" +
-			"entry before, that no entry is missing and that a chain cut by retention starts after a checkpoint.\n" +
-			"With --public-key (the Ed25519 key of the gateway's audit.signingKey, PEM or base64), every\n" +
-			"checkpoint must carry a signature by that key. Exit 0 when everything verifies, 1 with the first\n" +
-			"broken entry (chain, seq, what is wrong) otherwise.",
+			"entry before, that no entry is missing, that a chain cut by retention starts after a checkpoint, and\n" +
+			"that every checkpoint a later one links to is still there. With --public-key (the Ed25519 key of the\n" +
+			"gateway's audit.signingKey, PEM or base64), every checkpoint must carry a signature by that key and\n" +
+			"every chain at least one checkpoint. --expect-chain names a chain that must be there; --expect-head\n" +
+			"a file written by `gatehouse audit head`, whose chains must be there and still hold its checkpoints\n" +
+			"(a chain whose end was cut with its checkpoints fails). Exit 0 when everything verifies, 1 with the\n" +
+			"first broken entry (chain, seq, what is wrong) otherwise.",
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			var head *audit.Head
+			if headFile != "" {
+				b, err := readBounded(headFile, audit.MaxHeadFile)
+				if err != nil {
+					return usagef("--expect-head: %v", err)
+				}
+				if head, err = audit.ParseHead(b); err != nil {
+					return usagef("--expect-head %s: %v", headFile, err)
+				}
+			}
+			for _, c := range expect {
+				if c == "" {
+					return usagef("--expect-chain needs a chain's name")
+				}
+			}
 			var pub ed25519.PublicKey
 			if keyFile != "" {
 				b, err := os.ReadFile(keyFile)
@@ -72,7 +98,7 @@ func newAuditVerifyCmd() *cobra.Command {
 				return err
 			}
 			defer st.Close()
-			res, err := audit.Verify(cmd.Context(), st, &audit.VerifyOptions{PublicKey: pub, Chain: chain})
+			res, err := audit.Verify(cmd.Context(), st, &audit.VerifyOptions{PublicKey: pub, Chain: chain, ExpectChains: expect, ExpectHead: head})
 			if err != nil {
 				return err
 			}
@@ -81,7 +107,7 @@ func newAuditVerifyCmd() *cobra.Command {
 				out.KeyID = audit.KeyID(pub)
 			}
 			for _, c := range res.Chains {
-				out.Chains = append(out.Chains, auditChainJSON{c.Chain, c.First, c.Last, c.Entries, c.Checkpoints, c.Signed})
+				out.Chains = append(out.Chains, auditChainJSON{c.Chain, c.First, c.Last, c.Entries, c.Checkpoints, c.Signed, c.Linked, c.HeadSeq})
 			}
 			if p := res.Problem; p != nil {
 				out.Problem = &auditProblemJSON{p.Chain, p.Seq, p.What}
@@ -103,6 +129,8 @@ func newAuditVerifyCmd() *cobra.Command {
 	sf.add(cmd)
 	cmd.Flags().StringVar(&keyFile, "public-key", "", "the Ed25519 public key every checkpoint must be signed by (PEM or base64)")
 	cmd.Flags().StringVar(&chain, "chain", "", "verify this chain only")
+	cmd.Flags().StringArrayVar(&expect, "expect-chain", nil, "a chain that must be in the store (repeatable): one deleted whole fails")
+	cmd.Flags().StringVar(&headFile, "expect-head", "", "a head file of `gatehouse audit head`: its chains must be there and still hold its checkpoints")
 	cmd.Flags().BoolVar(&asJSON, "json", false, `print {"ok", "chains", "problem"}`)
 	return cmd
 }
@@ -112,6 +140,12 @@ func printVerify(w io.Writer, out auditVerifyJSON, signed bool) {
 		sig := ""
 		if signed {
 			sig = fmt.Sprintf(", %d signed by key %s", c.Signed, out.KeyID)
+		}
+		if c.Linked > 0 {
+			sig += fmt.Sprintf(", %d linked", c.Linked)
+		}
+		if c.HeadSeq > 0 {
+			sig += fmt.Sprintf(", holds the head's checkpoint at seq %d", c.HeadSeq)
 		}
 		fmt.Fprintf(w, "chain %s: seq %d-%d, %d entries, %d checkpoints%s\n", c.Chain, c.First, c.Last, c.Entries, c.Checkpoints, sig)
 	}
@@ -207,11 +241,133 @@ func newAuditKeygenCmd() *cobra.Command {
 	return cmd
 }
 
+// newAuditHeadCmd is `audit head`: the latest signed checkpoint of every
+// chain, to keep outside the store.
+func newAuditHeadCmd() *cobra.Command {
+	var sf storeFlags
+	var out string
+	cmd := &cobra.Command{
+		Use:   "head [--out FILE]",
+		Short: "Write the latest signed checkpoint of every chain (JSON), to keep outside the store",
+		Long: "head writes the latest signed checkpoint of every chain of the audit trail (chain, seq, hash, time,\n" +
+			"key ID, signature) as JSON, to stdout or to --out FILE (replaced whole). Keep it where the store's\n" +
+			"writers cannot reach, and later run `gatehouse audit verify --expect-head FILE`: a chain deleted, or\n" +
+			"cut at its end together with its checkpoints, or rewritten since, then fails. Run `audit verify\n" +
+			"--public-key` first: head records what the store holds. A chain with no signed checkpoint is\n" +
+			"named on stderr and left out; when no chain has one, head writes nothing and exits 1.",
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			st, err := sf.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			head, unsigned, err := audit.LatestHead(cmd.Context(), st, time.Now())
+			if err != nil {
+				return err
+			}
+			for _, c := range unsigned {
+				fmt.Fprintf(cmd.ErrOrStderr(), "gatehouse: warning: chain %q has no signed checkpoint: not in the head\n", c)
+			}
+			if len(head.Chains) == 0 {
+				return errors.New("no chain of the audit trail has a signed checkpoint: nothing to write (sign checkpoints with audit.signingKeyFile or audit.signingKeyEnv)")
+			}
+			b, err := head.Marshal()
+			if err != nil {
+				return err
+			}
+			if out == "" {
+				_, err = cmd.OutOrStdout().Write(b)
+				return err
+			}
+			return writeFileAtomic(out, b)
+		},
+	}
+	sf.add(cmd)
+	cmd.Flags().StringVar(&out, "out", "", "write the head to FILE (replacing it whole) instead of stdout")
+	return cmd
+}
+
+// writeFileAtomic writes b to path through a temporary file in its folder
+// renamed over it, so that a reader sees the old file or the new one.
+func writeFileAtomic(path string, b []byte) error {
+	fh, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(fh.Name())
+	if _, err := fh.Write(b); err != nil {
+		fh.Close()
+		return err
+	}
+	if err := fh.Chmod(0o644); err != nil {
+		fh.Close()
+		return err
+	}
+	if err := fh.Sync(); err != nil {
+		fh.Close()
+		return err
+	}
+	if err := fh.Close(); err != nil {
+		return err
+	}
+	return os.Rename(fh.Name(), path)
+}
+
+// readBounded reads a file of at most limit bytes (one more is read, so
+// that ParseHead can say the file is too large).
+func readBounded(path string, limit int64) ([]byte, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer fh.Close()
+	return io.ReadAll(io.LimitReader(fh, limit+1))
+}
+
+// operatorKey reads the key that signs the audit checkpoints, from the
+// config the command reads (--config, or the default one in the working
+// directory): audit.signingKeyFile or audit.signingKeyEnv. Nil when the
+// config names none.
+func operatorKey(sf *storeFlags) (ed25519.PrivateKey, error) {
+	cfg, err := sf.loadConfig()
+	if err != nil {
+		return nil, fmt.Errorf("reading the config for the audit signing key: %w", err)
+	}
+	return auditSigningKey(cfg)
+}
+
+// auditSigningKey reads cfg's audit.signingKeyFile or audit.signingKeyEnv
+// (nil when neither is set).
+func auditSigningKey(cfg *gateway.Config) (ed25519.PrivateKey, error) {
+	return audit.ReadSigningKey(cfg.Audit.SigningKeyFile, cfg.Audit.SigningKeyEnv)
+}
+
 // auditOperator appends an operator's action (a decision, a trust, a
-// purge) to the operators' chain. The action is done: a failure to record
-// it is reported, not undone.
-func auditOperator(ctx context.Context, st store.AuditStore, stderr io.Writer, e store.AuditEntry) {
-	if _, err := audit.AppendOne(ctx, st, audit.OperatorChain, e); err != nil {
+// purge) to the operators' chain, and checkpoints the chain at it, signed
+// with the key of the command's config (operatorKey). The action is done: a
+// failure to record it is reported, not undone. A config that names a key
+// the command cannot read (a file readable by the gateway only, a variable
+// unset here) is said so, and the entry is still appended, without a
+// checkpoint: an unsigned checkpoint would make `audit verify --public-key`
+// refuse the operators' chain for good, while an entry after the last
+// checkpoint is covered by the next signed one. A config that names no key
+// gives an unsigned checkpoint, unless the store's checkpoints are signed
+// (audit.AppendCheckpointed).
+func auditOperator(ctx context.Context, sf *storeFlags, st store.AuditStore, stderr io.Writer, e store.AuditEntry) {
+	key, kerr := operatorKey(sf)
+	if kerr != nil {
+		fmt.Fprintf(stderr, "gatehouse: warning: the audit signing key cannot be read (%v): the %s is recorded without a signed checkpoint (run the command as a user who can read the gateway's key, with its --config)\n", kerr, e.Kind)
+		if _, err := audit.AppendOne(ctx, st, audit.OperatorChain, e); err != nil {
+			fmt.Fprintf(stderr, "gatehouse: warning: the audit trail did not record the %s: %v\n", e.Kind, err)
+		}
+		return
+	}
+	_, err := audit.AppendCheckpointed(ctx, st, audit.OperatorChain, e, key)
+	switch {
+	case errors.Is(err, audit.ErrNotCheckpointed):
+		fmt.Fprintf(stderr, "gatehouse: warning: the audit trail recorded the %s without a checkpoint: %v (give the command the gateway's config, --config, so that it signs with its key)\n", e.Kind, err)
+	case err != nil:
 		fmt.Fprintf(stderr, "gatehouse: warning: the audit trail did not record the %s: %v\n", e.Kind, err)
 	}
 }

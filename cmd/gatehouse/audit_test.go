@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
 	"database/sql"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -25,6 +27,8 @@ import (
 type auditDB struct {
 	dsn  string
 	exec func(t *testing.T, stmt string)
+	// blob is b as an SQL literal of the database's bytes type.
+	blob func(b []byte) string
 }
 
 // onAuditStores runs f on a fresh SQLite file and a fresh PostgreSQL
@@ -42,7 +46,7 @@ func onAuditStores(t *testing.T, f func(t *testing.T, db auditDB)) {
 			if _, err := db.Exec(stmt); err != nil {
 				t.Fatalf("%s: %v", stmt, err)
 			}
-		}})
+		}, blob: func(b []byte) string { return "X'" + hex.EncodeToString(b) + "'" }})
 	})
 	t.Run("postgres", func(t *testing.T) {
 		dsn := pgtest.Schema(t, "cli_audit", "the audit tampering tests on PostgreSQL")
@@ -57,14 +61,23 @@ func onAuditStores(t *testing.T, f func(t *testing.T, db auditDB)) {
 			if _, err := c.Exec(ctx, stmt); err != nil {
 				t.Fatalf("%s: %v", stmt, err)
 			}
-		}})
+		}, blob: func(b []byte) string { return `'\x` + hex.EncodeToString(b) + "'::bytea" }})
 	})
 }
 
+// trail is what writeTrail wrote, as stored.
+type trail struct {
+	gw, op       []store.AuditEntry      // the entries of gw/t and of the operators' chain
+	gwCPs, opCPs []store.AuditCheckpoint // their checkpoints
+}
+
 // writeTrail writes six entries to chain gw/t through a Writer signing
-// with key (its one checkpoint, at Close, is at seq 6) and two to the
-// operators' chain, and returns the entries of gw/t as stored.
-func writeTrail(t *testing.T, dsn string, key ed25519.PrivateKey) []store.AuditEntry {
+// with key, a checkpoint after the third (its first, linked to none) and
+// one at Close (at seq 6, linked to 3), and three operators' entries (an
+// approval decided, a trust, a purge), each checkpointed and signed as
+// the operators' commands do (at 1, 2 and 3, each linked to the one
+// before).
+func writeTrail(t *testing.T, dsn string, key ed25519.PrivateKey) trail {
 	t.Helper()
 	ctx := context.Background()
 	st, err := openStore(ctx, dsn, true)
@@ -72,7 +85,7 @@ func writeTrail(t *testing.T, dsn string, key ed25519.PrivateKey) []store.AuditE
 		t.Fatal(err)
 	}
 	defer st.Close()
-	w, err := audit.NewWriter(ctx, st, &audit.WriterOptions{Chain: "gw/t", Instance: "t", Key: key})
+	w, err := audit.NewWriter(ctx, st, &audit.WriterOptions{Chain: "gw/t", Instance: "t", Key: key, CheckpointEvery: 3, Batch: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,20 +95,31 @@ func writeTrail(t *testing.T, dsn string, key ed25519.PrivateKey) []store.AuditE
 		if err := w.Append(ctx, e); err != nil {
 			t.Fatal(err)
 		}
+		if err := w.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{audit.KindApprovalDecided, audit.KindPurge} {
-		if _, err := audit.AppendOne(ctx, st, audit.OperatorChain, store.AuditEntry{Kind: k, Subject: "ops@host", Outcome: "approved"}); err != nil {
+	for _, e := range []store.AuditEntry{
+		{Kind: audit.KindApprovalDecided, Subject: "carol@ops", Tool: "transfer", Outcome: "approved"},
+		{Kind: audit.KindTrust, Subject: "ops@host", Server: "bank", Outcome: "trusted"},
+		{Kind: audit.KindPurge, Subject: "ops@host", Outcome: "ok"},
+	} {
+		if _, err := audit.AppendCheckpointed(ctx, st, audit.OperatorChain, e, key); err != nil {
 			t.Fatal(err)
 		}
 	}
-	es, err := st.ReadAuditChain(ctx, "gw/t", 0, 0)
-	if err != nil || len(es) != 6 {
-		t.Fatalf("%d entries, %v", len(es), err)
+	var tr trail
+	tr.gw, _ = st.ReadAuditChain(ctx, "gw/t", 0, 0)
+	tr.op, _ = st.ReadAuditChain(ctx, audit.OperatorChain, 0, 0)
+	tr.gwCPs, _ = st.AuditCheckpoints(ctx, "gw/t")
+	tr.opCPs, err = st.AuditCheckpoints(ctx, audit.OperatorChain)
+	if err != nil || len(tr.gw) != 6 || len(tr.op) != 3 || len(tr.gwCPs) != 2 || tr.gwCPs[0].Seq != 3 || len(tr.opCPs) != 3 {
+		t.Fatalf("trail: %d+%d entries, checkpoints %+v %+v, %v", len(tr.gw), len(tr.op), tr.gwCPs, tr.opCPs, err)
 	}
-	return es
+	return tr
 }
 
 func pubFile(t *testing.T, k ed25519.PrivateKey) string {
@@ -113,87 +137,204 @@ func pubFile(t *testing.T, k ed25519.PrivateKey) string {
 
 func lit(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
+// rewrite is the strongest rewrite of a chain by someone who can write the
+// database and knows the algorithms but not the key: from entry from on,
+// each entry edited by edit and every hash recomputed and relinked; every
+// checkpoint from there made to name the new hash, and every link of a
+// linked checkpoint's signature made to name the new digest of the
+// checkpoint it links to. Only the signatures tell.
+func rewrite(t *testing.T, db auditDB, es []store.AuditEntry, cps []store.AuditCheckpoint, from int64, edit func(*store.AuditEntry)) {
+	t.Helper()
+	chain := es[0].Chain
+	head := store.AuditHead{Chain: chain, Last: from - 1}
+	if from > 1 {
+		head.Hash = es[from-2].Hash
+	}
+	hashAt := map[int64]string{}
+	for _, e := range es[from-1:] {
+		edit(&e)
+		e = audit.Link(e, head)
+		head.Last, head.Hash = e.Seq, e.Hash
+		hashAt[e.Seq] = e.Hash
+		db.exec(t, fmt.Sprintf(`UPDATE audit_log SET subject = %s, outcome = %s, prev_hash = %s, hash = %s WHERE chain = %s AND seq = %d`,
+			lit(e.Subject), lit(e.Outcome), lit(e.PrevHash), lit(e.Hash), lit(chain), e.Seq))
+	}
+	digestAt := map[int64][32]byte{}
+	for _, c := range cps {
+		if h, ok := hashAt[c.Seq]; ok {
+			c.Hash = h
+		}
+		if l, ok := audit.LinkOf(c); ok && l.Seq > 0 {
+			c.Signature = append([]byte(nil), c.Signature...)
+			d := digestAt[l.Seq]
+			copy(c.Signature[9:41], d[:])
+		}
+		digestAt[c.Seq] = audit.CheckpointDigest(c)
+		db.exec(t, fmt.Sprintf(`UPDATE audit_checkpoints SET hash = %s, signature = %s WHERE chain = %s AND seq = %d`,
+			lit(c.Hash), db.blob(c.Signature), lit(chain), c.Seq))
+	}
+}
+
+// insertEntry inserts e, hashed and linked as given, in SQL.
+func insertEntry(t *testing.T, db auditDB, e store.AuditEntry) {
+	t.Helper()
+	db.exec(t, fmt.Sprintf(`INSERT INTO audit_log (chain, seq, at, kind, subject, server, tool, args_digest, outcome, duration_us, instance, prev_hash, hash)
+VALUES (%s, %d, %d, %s, %s, '', '', '', %s, 0, '', %s, %s)`, lit(e.Chain), e.Seq, e.At.UnixMilli(), lit(e.Kind), lit(e.Subject), lit(e.Outcome), lit(e.PrevHash), lit(e.Hash)))
+}
+
+// caught is the first broken entry verify names; a zero caught means the
+// tampering passes unseen.
+type caught struct {
+	chain string
+	seq   int64
+	what  string
+}
+
 // TestAuditVerifyCatchesTampering: each kind of tampering, done in SQL on
 // the real database, makes `gatehouse audit verify` exit 1 naming the
-// chain, the first broken entry and what is wrong.
+// chain, the first broken entry and what is wrong, with the flags that
+// catch it; with the others it passes (what docs/audit.md's table says,
+// row by row). Before tampering, `gatehouse audit head --out` keeps the
+// head that --expect-head reads.
 func TestAuditVerifyCatchesTampering(t *testing.T) {
 	const where = `chain = 'gw/t'`
+	const opWhere = `chain = 'operator'`
 	cases := []struct {
 		name   string
-		tamper func(t *testing.T, db auditDB, es []store.AuditEntry)
-		seq    int64
-		what   string
-		signed bool // caught only with the public key
+		tamper func(t *testing.T, db auditDB, tr trail)
+		// what plain verify, verify --public-key and verify --expect-head
+		// (without the key) say; with both flags, the key's answer, else
+		// the head's.
+		plain, key, head caught
+		// expectChain, when set, is caught by --expect-chain too.
+		expectChain caught
 	}{
-		{"edit", func(t *testing.T, db auditDB, _ []store.AuditEntry) {
-			db.exec(t, `UPDATE audit_log SET outcome = 'denied' WHERE `+where+` AND seq = 3`)
-		}, 3, "edited", false},
-		{"delete", func(t *testing.T, db auditDB, _ []store.AuditEntry) {
-			db.exec(t, `DELETE FROM audit_log WHERE `+where+` AND seq = 3`)
-		}, 3, "missing", false},
-		{"insert", func(t *testing.T, db auditDB, es []store.AuditEntry) {
+		{name: "an entry edited", tamper: func(t *testing.T, db auditDB, _ trail) {
+			db.exec(t, `UPDATE audit_log SET outcome = 'denied' WHERE `+where+` AND seq = 2`)
+		}, plain: caught{"gw/t", 2, "edited"}, key: caught{"gw/t", 2, "edited"}, head: caught{"gw/t", 2, "edited"}},
+		{name: "an entry deleted", tamper: func(t *testing.T, db auditDB, _ trail) {
+			db.exec(t, `DELETE FROM audit_log WHERE `+where+` AND seq = 2`)
+		}, plain: caught{"gw/t", 2, "missing"}, key: caught{"gw/t", 2, "missing"}, head: caught{"gw/t", 2, "missing"}},
+		{name: "an entry inserted", tamper: func(t *testing.T, db auditDB, tr trail) {
 			// The strongest insert: room made by renumbering, the new entry
 			// hashed and linked exactly as a writer would.
-			db.exec(t, `UPDATE audit_log SET seq = -seq - 1 WHERE `+where+` AND seq >= 3`)
+			db.exec(t, `UPDATE audit_log SET seq = -seq - 1 WHERE `+where+` AND seq >= 5`)
 			db.exec(t, `UPDATE audit_log SET seq = -seq WHERE `+where+` AND seq < 0`)
-			e := audit.Link(store.AuditEntry{At: es[1].At, Kind: audit.KindCall, Subject: "mallory", Outcome: "ok"},
-				store.AuditHead{Chain: "gw/t", Last: 2, Hash: es[1].Hash})
-			db.exec(t, fmt.Sprintf(`INSERT INTO audit_log (chain, seq, at, kind, subject, server, tool, args_digest, outcome, duration_us, instance, prev_hash, hash)
-VALUES ('gw/t', 3, %d, 'call', 'mallory', '', '', '', 'ok', 0, '', %s, %s)`, e.At.UnixMilli(), lit(e.PrevHash), lit(e.Hash)))
-		}, 4, "inserted", false},
-		{"reorder", func(t *testing.T, db auditDB, _ []store.AuditEntry) {
-			db.exec(t, `UPDATE audit_log SET seq = -seq WHERE `+where+` AND seq IN (3, 4)`)
-			db.exec(t, `UPDATE audit_log SET seq = CASE seq WHEN -3 THEN 4 ELSE 3 END WHERE `+where+` AND seq < 0`)
-		}, 3, "moved", false},
-		{"truncation without a checkpoint", func(t *testing.T, db auditDB, _ []store.AuditEntry) {
+			insertEntry(t, db, audit.Link(store.AuditEntry{At: tr.gw[3].At, Kind: audit.KindCall, Subject: "mallory", Outcome: "ok"},
+				store.AuditHead{Chain: "gw/t", Last: 4, Hash: tr.gw[3].Hash}))
+		}, plain: caught{"gw/t", 6, "inserted"}, key: caught{"gw/t", 6, "inserted"}, head: caught{"gw/t", 6, "inserted"}},
+		{name: "two entries swapped", tamper: func(t *testing.T, db auditDB, _ trail) {
+			db.exec(t, `UPDATE audit_log SET seq = -seq WHERE `+where+` AND seq IN (4, 5)`)
+			db.exec(t, `UPDATE audit_log SET seq = CASE seq WHEN -4 THEN 5 ELSE 4 END WHERE `+where+` AND seq < 0`)
+		}, plain: caught{"gw/t", 4, "moved"}, key: caught{"gw/t", 4, "moved"}, head: caught{"gw/t", 4, "moved"}},
+		{name: "the start deleted without a checkpoint", tamper: func(t *testing.T, db auditDB, _ trail) {
 			db.exec(t, `DELETE FROM audit_log WHERE `+where+` AND seq < 3`)
-		}, 3, "no checkpoint at seq 2", false},
-		{"truncation of the end", func(t *testing.T, db auditDB, _ []store.AuditEntry) {
+		}, plain: caught{"gw/t", 3, "no checkpoint at seq 2"}, key: caught{"gw/t", 3, "no checkpoint at seq 2"}, head: caught{"gw/t", 3, "no checkpoint at seq 2"}},
+		{name: "the end deleted, its checkpoint left", tamper: func(t *testing.T, db auditDB, _ trail) {
 			db.exec(t, `DELETE FROM audit_log WHERE `+where+` AND seq >= 5`)
-		}, 5, "deleted from its end", false},
-		{"rewrite with every hash recomputed", func(t *testing.T, db auditDB, es []store.AuditEntry) {
-			// Someone who can write the database and knows the algorithm:
-			// entries 3-6 rewritten and rehashed, the checkpoint's hash
-			// moved along. Only the checkpoint's signature tells.
-			head := store.AuditHead{Chain: "gw/t", Last: 2, Hash: es[1].Hash}
-			for _, e := range es[2:] {
-				e.Subject = "mallory"
-				e = audit.Link(e, head)
+		}, plain: caught{"gw/t", 5, "deleted from its end"}, key: caught{"gw/t", 5, "deleted from its end"}, head: caught{"gw/t", 5, "deleted from its end"}},
+		{name: "a rewrite with every hash recomputed", tamper: func(t *testing.T, db auditDB, tr trail) {
+			rewrite(t, db, tr.gw, tr.gwCPs, 4, func(e *store.AuditEntry) { e.Subject = "mallory" })
+		}, key: caught{"gw/t", 6, "does not verify"}, head: caught{"gw/t", 6, "not the one the head file's checkpoint names"}},
+		{name: "an operator's decision rewritten", tamper: func(t *testing.T, db auditDB, tr trail) {
+			// Who approved, and the chain after it, rewritten; the
+			// checkpoints and their links moved along.
+			rewrite(t, db, tr.op, tr.opCPs, 1, func(e *store.AuditEntry) {
+				if e.Seq == 1 {
+					e.Subject = "mallory"
+				}
+			})
+		}, key: caught{"operator", 1, "does not verify"}, head: caught{"operator", 3, "not the one the head file's checkpoint names"}},
+		{name: "an operator's decision edited", tamper: func(t *testing.T, db auditDB, _ trail) {
+			db.exec(t, `UPDATE audit_log SET subject = 'mallory' WHERE `+opWhere+` AND seq = 1`)
+		}, plain: caught{"operator", 1, "edited"}, key: caught{"operator", 1, "edited"}, head: caught{"operator", 1, "edited"}},
+		{name: "the newest operator's entry rewritten, its checkpoint deleted", tamper: func(t *testing.T, db auditDB, tr trail) {
+			rewrite(t, db, tr.op, nil, 3, func(e *store.AuditEntry) { e.Outcome = "nothing" })
+			db.exec(t, `DELETE FROM audit_checkpoints WHERE `+opWhere+` AND seq = 3`)
+		}, head: caught{"operator", 3, "not the one the head file's checkpoint names"}},
+		{name: "a fake replica's chain added", tamper: func(t *testing.T, db auditDB, tr trail) {
+			head := store.AuditHead{Chain: "gw/fake"}
+			for i := range 3 {
+				e := audit.Link(store.AuditEntry{At: tr.gw[i].At, Kind: audit.KindCall, Subject: "mallory", Outcome: "ok"}, head)
+				insertEntry(t, db, e)
 				head.Last, head.Hash = e.Seq, e.Hash
-				db.exec(t, fmt.Sprintf(`UPDATE audit_log SET subject = 'mallory', prev_hash = %s, hash = %s WHERE `+where+` AND seq = %d`,
-					lit(e.PrevHash), lit(e.Hash), e.Seq))
 			}
-			db.exec(t, fmt.Sprintf(`UPDATE audit_checkpoints SET hash = %s WHERE `+where+` AND seq = 6`, lit(head.Hash)))
-		}, 6, "does not verify", true},
+		}, key: caught{"gw/fake", 1, "the chain has no checkpoint"}},
+		{name: "a chain's end cut with its checkpoints", tamper: func(t *testing.T, db auditDB, _ trail) {
+			db.exec(t, `DELETE FROM audit_log WHERE `+where+` AND seq >= 4`)
+			db.exec(t, `DELETE FROM audit_checkpoints WHERE `+where+` AND seq >= 4`)
+		}, head: caught{"gw/t", 4, "ends at seq 3, before seq 6 of the head file's checkpoint"}},
+		{name: "a checkpoint in the middle deleted", tamper: func(t *testing.T, db auditDB, _ trail) {
+			db.exec(t, `DELETE FROM audit_checkpoints WHERE `+where+` AND seq = 3`)
+		}, plain: caught{"gw/t", 3, "missing, yet the checkpoint at seq 6 links to it"}, key: caught{"gw/t", 3, "missing, yet the checkpoint at seq 6 links to it"},
+			head: caught{"gw/t", 3, "missing, yet the checkpoint at seq 6 links to it"}},
+		{name: "a checkpoint in the middle deleted, the next one's link rewritten", tamper: func(t *testing.T, db auditDB, tr trail) {
+			db.exec(t, `DELETE FROM audit_checkpoints WHERE `+where+` AND seq = 3`)
+			sig := append([]byte(nil), tr.gwCPs[1].Signature...)
+			clear(sig[1:41]) // links to none
+			db.exec(t, `UPDATE audit_checkpoints SET signature = `+db.blob(sig)+` WHERE `+where+` AND seq = 6`)
+		}, key: caught{"gw/t", 6, "does not verify"}, head: caught{"gw/t", 6, "the store's checkpoint is not the head file's: replaced"}},
+		{name: "every checkpoint of a chain deleted", tamper: func(t *testing.T, db auditDB, _ trail) {
+			db.exec(t, `DELETE FROM audit_checkpoints WHERE `+opWhere)
+		}, key: caught{"operator", 1, "the chain has no checkpoint"}, head: caught{"operator", 3, "the head file's checkpoint is no longer in the store: deleted"}},
+		{name: "a whole chain deleted", tamper: func(t *testing.T, db auditDB, _ trail) {
+			db.exec(t, `DELETE FROM audit_log WHERE `+opWhere)
+			db.exec(t, `DELETE FROM audit_checkpoints WHERE `+opWhere)
+		}, head: caught{"operator", 0, "the chain is missing"}, expectChain: caught{"operator", 0, "the chain is missing: it was expected (--expect-chain)"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			onAuditStores(t, func(t *testing.T, db auditDB) {
 				_, key, _ := ed25519.GenerateKey(rand.Reader)
-				es := writeTrail(t, db.dsn, key)
+				tr := writeTrail(t, db.dsn, key)
 				pub := pubFile(t, key)
-				if code, out, errOut := run(t, "audit", "verify", "--store", db.dsn, "--public-key", pub); code != 0 || !strings.Contains(out, "ok: the audit trail verifies") {
+				headFile := filepath.Join(t.TempDir(), "head.json")
+				if code, out, errOut := run(t, "audit", "head", "--store", db.dsn, "--out", headFile); code != 0 || out != "" || errOut != "" {
+					t.Fatalf("audit head: exit %d\n%s%s", code, out, errOut)
+				}
+				all := []string{"--public-key", pub, "--expect-head", headFile, "--expect-chain", "gw/t", "--expect-chain", "operator"}
+				if code, out, errOut := run(t, append([]string{"audit", "verify", "--store", db.dsn}, all...)...); code != 0 || !strings.Contains(out, "ok: the audit trail verifies") {
 					t.Fatalf("before tampering: exit %d\n%s%s", code, out, errOut)
 				}
-				tc.tamper(t, db, es)
-				args := []string{"audit", "verify", "--store", db.dsn}
-				if tc.signed {
-					// Without the key, the rewritten chain is consistent:
-					// the hashes alone cannot tell (docs/audit.md).
-					if code, out, errOut := run(t, args...); code != 0 {
-						t.Fatalf("a consistent rewrite caught without the key? exit %d %s%s", code, out, errOut)
-					}
-					args = append(args, "--public-key", pub)
+				tc.tamper(t, db, tr)
+				both := tc.key
+				if both.what == "" {
+					both = tc.head
 				}
-				code, out, errOut := run(t, args...)
-				want := fmt.Sprintf(`chain "gw/t", seq %d: `, tc.seq)
-				if code != ExitFailure || !strings.Contains(errOut, want) || !strings.Contains(errOut, tc.what) ||
-					!strings.Contains(out, fmt.Sprintf("BROKEN chain gw/t seq %d", tc.seq)) {
-					t.Fatalf("verify after %s: exit %d, want 1 with %q and %q\nstdout: %s\nstderr: %s", tc.name, code, want, tc.what, out, errOut)
+				for _, v := range []struct {
+					flags []string
+					want  caught
+				}{
+					{nil, tc.plain},
+					{[]string{"--public-key", pub}, tc.key},
+					{[]string{"--expect-head", headFile}, tc.head},
+					{[]string{"--public-key", pub, "--expect-head", headFile}, both},
+					{[]string{"--expect-chain", "operator"}, tc.expectChain.or(tc.plain)},
+				} {
+					code, out, errOut := run(t, append([]string{"audit", "verify", "--store", db.dsn}, v.flags...)...)
+					if v.want.what == "" {
+						if code != 0 {
+							t.Errorf("verify %v after %s: exit %d, want it unseen (0)\nstdout: %s\nstderr: %s", v.flags, tc.name, code, out, errOut)
+						}
+						continue
+					}
+					want := fmt.Sprintf(`chain %q, seq %d: `, v.want.chain, v.want.seq)
+					if code != ExitFailure || !strings.Contains(errOut, want) || !strings.Contains(errOut, v.want.what) ||
+						!strings.Contains(out, fmt.Sprintf("BROKEN chain %s seq %d", v.want.chain, v.want.seq)) {
+						t.Errorf("verify %v after %s: exit %d, want 1 with %q and %q\nstdout: %s\nstderr: %s", v.flags, tc.name, code, want, v.want.what, out, errOut)
+					}
 				}
 			})
 		})
 	}
+}
+
+// or is c, or d when c is zero.
+func (c caught) or(d caught) caught {
+	if c.what == "" {
+		return d
+	}
+	return c
 }
 
 // TestAuditVerifyRefusesAnotherKey: checkpoints signed by the gateway's key
@@ -209,7 +350,7 @@ func TestAuditVerifyRefusesAnotherKey(t *testing.T) {
 		if err := json.Unmarshal([]byte(out), &got); err != nil {
 			t.Fatalf("%v: %s", err, out)
 		}
-		if code != ExitFailure || got.OK || got.Problem == nil || got.Problem.Chain != "gw/t" || got.Problem.Seq != 6 ||
+		if code != ExitFailure || got.OK || got.Problem == nil || got.Problem.Chain != "gw/t" || got.Problem.Seq != 3 ||
 			!strings.Contains(got.Problem.What, "signed by key "+audit.KeyID(key.Public().(ed25519.PublicKey))) {
 			t.Fatalf("exit %d %+v %s", code, got.Problem, errOut)
 		}
@@ -222,7 +363,7 @@ func TestAuditExport(t *testing.T) {
 	writeTrail(t, dsn, key)
 	code, out, errOut := run(t, "audit", "export", "--store", dsn, "--since", "1h")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if code != 0 || len(lines) != 8 {
+	if code != 0 || len(lines) != 9 {
 		t.Fatalf("export: exit %d, %d lines\n%s%s", code, len(lines), out, errOut)
 	}
 	var first audit.JSONEntry
@@ -324,6 +465,164 @@ func TestOperatorActionsAudited(t *testing.T) {
 			t.Fatalf("details %s %s", es[0].Detail, es[1].Detail)
 		}
 		if code, out, errOut := run(t, "audit", "verify", "--store", db.dsn); code != 0 {
+			t.Fatalf("verify: exit %d %s%s", code, out, errOut)
+		}
+	})
+}
+
+// TestAuditHeadCommand: `audit head` writes the latest signed checkpoint
+// of every chain, to stdout or replacing --out whole; a chain without one
+// is named on stderr and left out, and with none at all nothing is written
+// (exit 1). A head file verify cannot read is a usage error naming it.
+func TestAuditHeadCommand(t *testing.T) {
+	dir := t.TempDir()
+	dsn := "sqlite:" + filepath.Join(dir, "gh.db")
+	_, key, _ := ed25519.GenerateKey(rand.Reader)
+	tr := writeTrail(t, dsn, key)
+	code, out, errOut := run(t, "audit", "head", "--store", dsn)
+	if code != 0 || errOut != "" {
+		t.Fatalf("head: exit %d %s", code, errOut)
+	}
+	h, err := audit.ParseHead([]byte(out))
+	if err != nil || len(h.Chains) != 2 || h.Chains[0].Chain != "gw/t" || h.Chains[0].Seq != 6 || h.Chains[0].Hash != tr.gw[5].Hash ||
+		h.Chains[1].Chain != audit.OperatorChain || h.Chains[1].Seq != 3 || !bytes.Equal(h.Chains[1].Signature, tr.opCPs[2].Signature) {
+		t.Fatalf("head %v\n%s", err, out)
+	}
+	if time.Since(h.Written) > time.Minute {
+		t.Fatalf("written %v", h.Written)
+	}
+	file := filepath.Join(dir, "head.json")
+	if err := os.WriteFile(file, []byte("an older head, longer than the new one"+strings.Repeat(".", 4096)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := run(t, "audit", "head", "--store", dsn, "--out", file); code != 0 {
+		t.Fatalf("head --out: exit %d %s", code, errOut)
+	}
+	b, _ := os.ReadFile(file)
+	if _, err := audit.ParseHead(b); err != nil {
+		t.Fatalf("the file written: %v\n%s", err, b)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, ".head.json.*")); len(left) != 0 {
+		t.Fatalf("temporary files left: %v", left)
+	}
+
+	// A chain with no signed checkpoint is named and left out.
+	st := openDSN(t, dsn)
+	if _, err := audit.AppendOne(context.Background(), st, "gw/unsigned", store.AuditEntry{Kind: audit.KindCall, Outcome: "ok"}); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut = run(t, "audit", "head", "--store", dsn)
+	if h, err := audit.ParseHead([]byte(out)); code != 0 || err != nil || len(h.Chains) != 2 || !strings.Contains(errOut, `chain "gw/unsigned" has no signed checkpoint: not in the head`) {
+		t.Fatalf("an unsigned chain: exit %d %v %s", code, err, errOut)
+	}
+	// No signed checkpoint at all.
+	dsn2 := "sqlite:" + filepath.Join(dir, "unsigned.db")
+	st2 := openDSN(t, dsn2)
+	if _, err := audit.AppendCheckpointed(context.Background(), st2, audit.OperatorChain, store.AuditEntry{Kind: audit.KindPurge, Outcome: "ok"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut = run(t, "audit", "head", "--store", dsn2, "--out", filepath.Join(dir, "none.json"))
+	if code != ExitFailure || out != "" || !strings.Contains(errOut, "no chain of the audit trail has a signed checkpoint") {
+		t.Fatalf("nothing signed: exit %d %q %s", code, out, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "none.json")); !os.IsNotExist(err) {
+		t.Fatalf("a head without chains was written: %v", err)
+	}
+
+	// verify --expect-head with a file it cannot use.
+	bad := filepath.Join(dir, "bad.json")
+	os.WriteFile(bad, []byte(`{"format": "gatehouse-audit-head/1", "written": "2026-03-01T12:00:00Z", "chains": []}`), 0o600)
+	for name, tc := range map[string]struct {
+		args []string
+		want string
+	}{
+		"missing": {[]string{"--expect-head", filepath.Join(dir, "absent.json")}, "--expect-head: open " + filepath.Join(dir, "absent.json")},
+		"bad":     {[]string{"--expect-head", bad}, "--expect-head " + bad + ": audit: bad head file: chains is empty"},
+		"empty":   {[]string{"--expect-chain", ""}, "--expect-chain needs a chain's name"},
+	} {
+		code, _, errOut := run(t, append([]string{"audit", "verify", "--store", dsn}, tc.args...)...)
+		if code != ExitUsage || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%s: exit %d %s, want 2 and %q", name, code, errOut, tc.want)
+		}
+	}
+}
+
+// TestOperatorActionsSigned: with the gateway's config (--config naming
+// audit.signingKeyFile), an approval decided, a trust and a purge each
+// checkpoint the operators' chain, signed and linked, and verify
+// --public-key passes. A config naming a key this command cannot read
+// records the action anyway, without a checkpoint, and says so; a command
+// without the config (no key) on a store whose checkpoints are signed
+// writes no unsigned checkpoint, and says so.
+func TestOperatorActionsSigned(t *testing.T) {
+	onAuditStores(t, func(t *testing.T, db auditDB) {
+		ctx := context.Background()
+		dir := t.TempDir()
+		_, key, _ := ed25519.GenerateKey(rand.Reader)
+		pemKey, _ := audit.MarshalPrivateKey(key)
+		if err := os.WriteFile(filepath.Join(dir, "audit.key"), pemKey, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		config := func(name, keyFile string) string {
+			p := filepath.Join(dir, name)
+			if err := os.WriteFile(p, fmt.Appendf(nil, "store: %q\naudit: {signingKeyFile: %s}\n", db.dsn, keyFile), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			return p
+		}
+		withKey, noKeyFile := config("gh.yaml", "audit.key"), config("elsewhere.yaml", "absent.key")
+		fx := seedDrift(t, db.dsn)
+		st := openDSN(t, db.dsn)
+		for i := range 3 {
+			if _, _, err := st.CreateApproval(ctx, store.Approval{ID: fmt.Sprintf("apr_%016d", i), RecordKey: store.RecordKey{Scope: "gateway", RunID: "r", ToolCallID: fmt.Sprint(i)},
+				Server: "bank", Tool: "pay", ArgsFingerprint: "f", Args: json.RawMessage(`{}`), Owner: "alice", State: store.ApprovalPending}, 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, cmd := range [][]string{
+			{"approvals", "approve", "apr_0000000000000000", "--by", "carol@ops"},
+			{"trust", "pay", "--listing", fx.listing},
+			{"runs", "purge", "--subject", "nobody"},
+		} {
+			if code, out, errOut := run(t, append(cmd, "--config", withKey)...); code != 0 || errOut != "" {
+				t.Fatalf("%v: exit %d\n%s%s", cmd, code, out, errOut)
+			}
+		}
+		cps, err := st.AuditCheckpoints(ctx, audit.OperatorChain)
+		if err != nil || len(cps) != 3 {
+			t.Fatalf("checkpoints %+v %v", cps, err)
+		}
+		for i, c := range cps {
+			l, ok := audit.LinkOf(c)
+			if c.Seq != int64(i+1) || !ok || audit.VerifyCheckpoint(key.Public().(ed25519.PublicKey), c) != nil || (i > 0 && l.Seq != int64(i)) {
+				t.Fatalf("checkpoint %d: %+v link %+v", i, c, l)
+			}
+		}
+		pub := pubFile(t, key)
+		if code, out, errOut := run(t, "audit", "verify", "--config", withKey, "--public-key", pub); code != 0 || !strings.Contains(out, "chain operator: seq 1-3, 3 entries, 3 checkpoints, 3 signed") {
+			t.Fatalf("verify: exit %d %s%s", code, out, errOut)
+		}
+
+		// The key named but not readable here: recorded, not checkpointed.
+		code, _, errOut := run(t, "approvals", "deny", "apr_0000000000000001", "--by", "carol@ops", "--config", noKeyFile)
+		if code != 0 || !strings.Contains(errOut, "gatehouse: warning: the audit signing key cannot be read (audit.signingKeyFile "+filepath.Join(dir, "absent.key")) ||
+			!strings.Contains(errOut, "the approval.decided is recorded without a signed checkpoint") {
+			t.Fatalf("unreadable key: exit %d %s", code, errOut)
+		}
+		// No config, so no key, on a signed store: no unsigned checkpoint.
+		code, _, errOut = run(t, "approvals", "approve", "apr_0000000000000002", "--by", "carol@ops", "--store", db.dsn)
+		if code != 0 || !strings.Contains(errOut, "recorded the approval.decided without a checkpoint") || !strings.Contains(errOut, "--config") {
+			t.Fatalf("no key: exit %d %s", code, errOut)
+		}
+		if es, _ := st.ReadAuditChain(ctx, audit.OperatorChain, 0, 0); len(es) != 5 || es[3].Outcome != "denied" || es[4].Outcome != "approved" {
+			t.Fatalf("operator entries %+v", es)
+		}
+		if cps, _ := st.AuditCheckpoints(ctx, audit.OperatorChain); len(cps) != 3 {
+			t.Fatalf("checkpoints after the unsigned actions: %+v", cps)
+		}
+		// The chain still verifies with the key: entries 4 and 5 wait for
+		// the next signed checkpoint.
+		if code, out, errOut := run(t, "audit", "verify", "--store", db.dsn, "--public-key", pub); code != 0 {
 			t.Fatalf("verify: exit %d %s%s", code, out, errOut)
 		}
 	})

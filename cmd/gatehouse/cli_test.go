@@ -149,7 +149,7 @@ func TestGroupCommands(t *testing.T) {
 	groups := map[string][]string{
 		"runs":        {"list", "purge"},
 		"approvals":   {"list", "approve", "deny"},
-		"audit":       {"verify", "export", "keygen"},
+		"audit":       {"verify", "head", "export", "keygen"},
 		"connections": {"list", "revoke", "rekey"},
 		"drift":       {"list", "show"},
 		"plugin":      {"check"},

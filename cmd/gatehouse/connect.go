@@ -120,7 +120,7 @@ func newConnectCmd() *cobra.Command {
 				}
 				n++
 			}
-			auditOperator(ctx, st, cmd.ErrOrStderr(), store.AuditEntry{Kind: audit.KindConnectionsConnect, Subject: defaultOperator(),
+			auditOperator(ctx, &sf, st, cmd.ErrOrStderr(), store.AuditEntry{Kind: audit.KindConnectionsConnect, Subject: defaultOperator(),
 				Server: name, Outcome: "ok", Detail: audit.Detail(map[string]any{"subject": "", "tools": n})})
 			_, err = fmt.Fprintf(cmd.OutOrStdout(), "connected %s: the service connection is in the vault (%d tools listed)\n", name, n)
 			return err

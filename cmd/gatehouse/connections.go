@@ -107,7 +107,7 @@ func newConnectionsListCmd() *cobra.Command {
 				}
 				out = append(out, j)
 			}
-			auditOperator(cmd.Context(), st, cmd.ErrOrStderr(), store.AuditEntry{Kind: audit.KindConnectionsList,
+			auditOperator(cmd.Context(), &sf, st, cmd.ErrOrStderr(), store.AuditEntry{Kind: audit.KindConnectionsList,
 				Subject: defaultOperator(), Outcome: "ok", Detail: audit.Detail(map[string]any{"subject": subject, "connections": len(out)})})
 			if asJSON {
 				return writeJSON(cmd.OutOrStdout(), map[string]any{"connections": out})
@@ -210,7 +210,7 @@ func newConnectionsRevokeCmd() *cobra.Command {
 			if all {
 				detail["all"] = true
 			}
-			auditOperator(ctx, st, cmd.ErrOrStderr(), store.AuditEntry{Kind: audit.KindConnectionsRevoke, Subject: defaultOperator(),
+			auditOperator(ctx, &sf, st, cmd.ErrOrStderr(), store.AuditEntry{Kind: audit.KindConnectionsRevoke, Subject: defaultOperator(),
 				Server: server, Outcome: "ok", Detail: audit.Detail(detail)})
 			of := ""
 			if server != "" {
@@ -277,7 +277,7 @@ func newConnectionsRekeyCmd() *cobra.Command {
 			if rerr != nil {
 				outcome = "error"
 			}
-			auditOperator(cmd.Context(), st, cmd.ErrOrStderr(), store.AuditEntry{Kind: audit.KindConnectionsRekey, Subject: defaultOperator(),
+			auditOperator(cmd.Context(), &sf, st, cmd.ErrOrStderr(), store.AuditEntry{Kind: audit.KindConnectionsRekey, Subject: defaultOperator(),
 				Outcome: outcome, Detail: audit.Detail(map[string]any{"rekeyed": n, "key": ks.CurrentID()})})
 			fmt.Fprintf(cmd.OutOrStdout(), "re-encrypted %d connections under key %s\n", n, ks.CurrentID())
 			if rerr != nil {

@@ -94,7 +94,7 @@ func newTrustCmd() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("trust %s: %w", args[0], err)
 			}
-			auditOperator(cmd.Context(), st, cmd.ErrOrStderr(), store.AuditEntry{Kind: audit.KindTrust, Subject: defaultOperator(),
+			auditOperator(cmd.Context(), &sf, st, cmd.ErrOrStderr(), store.AuditEntry{Kind: audit.KindTrust, Subject: defaultOperator(),
 				Server: args[0], Outcome: "trusted", Detail: audit.Detail(map[string]any{"listing": "as published now"})})
 			if asJSON {
 				return writeJSON(cmd.OutOrStdout(), rec)
@@ -157,7 +157,7 @@ func trustListing(cmd *cobra.Command, sf *storeFlags, arg, fp string, asJSON boo
 	case err != nil:
 		return fmt.Errorf("trust %s --listing %s: %w", arg, fp, err)
 	}
-	auditOperator(ctx, st, cmd.ErrOrStderr(), store.AuditEntry{Kind: audit.KindTrust, Subject: defaultOperator(),
+	auditOperator(ctx, sf, st, cmd.ErrOrStderr(), store.AuditEntry{Kind: audit.KindTrust, Subject: defaultOperator(),
 		Server: srv.Name, Outcome: "trusted", Detail: audit.Detail(map[string]any{"listing": fp, "serverId": srv.ID})})
 	cs, perr := parseChanges(o.Changes)
 	if asJSON {
