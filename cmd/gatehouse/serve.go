@@ -130,8 +130,14 @@ func serveConsole(ctx context.Context, g *gateway.Gateway, cfg *gateway.Config, 
 			return g.VerifyAdmin(ctx, token, *scope)
 		}
 	}
+	// The key of the gateway's checkpoints signs the operators' chain's too
+	// (the gateway read it already, unless audit.enabled is false).
+	signKey, err := auditSigningKey(cfg)
+	if err != nil {
+		log.Warn("gatehouse: the console's audit checkpoints are not signed: the key cannot be read", "err", err)
+	}
 	h, err := console.New(&console.Options{Store: g.Store(), Admins: admins, VerifyAdmin: verify, SessionTTL: cfg.Console.SessionTTL,
-		SecureCookies: cfg.Console.SecureCookies, Logger: log, AuditKey: g.AuditPublicKey(),
+		SecureCookies: cfg.Console.SecureCookies, Logger: log, AuditKey: g.AuditPublicKey(), AuditSigningKey: signKey,
 		Servers: func(ctx context.Context) []console.ServerStatus {
 			var out []console.ServerStatus
 			for _, s := range g.Ready(ctx).Servers {
