@@ -20,6 +20,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/identity/upstream"
 	"github.com/gatehouse-dev/gatehouse/identity/vault"
+	"github.com/gatehouse-dev/gatehouse/server"
 	"github.com/gatehouse-dev/gatehouse/store"
 )
 
@@ -143,12 +144,35 @@ func inlineURL(cfg *gateway.Config, name string) (string, map[string]string, err
 	return "", nil, usagef("no servers: entry %q in the config", name)
 }
 
+// callbackMaxConns caps the callback listener's connections: one browser.
+const callbackMaxConns = 16
+
+// callbackLimits are the callback listener's: the listener policy of
+// every listener (server.NewHTTPServer's timeouts, a cap within the
+// process's file-descriptor limit), its cap callbackMaxConns.
+func callbackLimits() (server.HTTPLimits, error) {
+	lim := server.HTTPLimits{MaxConns: callbackMaxConns}
+	fd, err := server.FDLimit()
+	if err != nil {
+		return lim, err
+	}
+	b, err := server.SplitFDs(fd, server.Listener{Name: "--listen", Limits: lim})
+	if err != nil {
+		return lim, err
+	}
+	return b.Listeners[0].Limits, nil
+}
+
 // loopbackFetch prints the authorization URL and waits for the browser's
 // redirect to redirect, served on ln.
 func loopbackFetch(ln net.Listener, redirect string, out io.Writer) upstream.Fetcher {
 	return func(ctx context.Context, _ *http.Client, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
 		got := make(chan *auth.AuthorizationResult, 1)
-		srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		lim, err := callbackLimits()
+		if err != nil {
+			return nil, err
+		}
+		srv, err := server.NewHTTPServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Path != "/callback" {
 				http.NotFound(w, r)
 				return
@@ -165,7 +189,10 @@ func loopbackFetch(ln net.Listener, redirect string, out io.Writer) upstream.Fet
 			case got <- res:
 			default:
 			}
-		})}
+		}), &lim)
+		if err != nil {
+			return nil, err
+		}
 		done := make(chan struct{})
 		go func() { defer close(done); _ = srv.Serve(ln) }()
 		defer func() {
