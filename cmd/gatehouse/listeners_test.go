@@ -68,15 +68,17 @@ type countedConn struct {
 	once sync.Once
 }
 
+// Close counts the connection closed, then closes it, so that its client
+// sees it closed only once it is counted (and the server's limit gives its
+// slot to another connection only after Close returns).
 func (c *countedConn) Close() error {
-	err := c.Conn.Close()
 	c.once.Do(func() {
-		c.l.open.Add(-1)
 		c.l.mu.Lock()
 		c.l.lives = append(c.l.lives, time.Since(c.at))
 		c.l.mu.Unlock()
+		c.l.open.Add(-1)
 	})
-	return err
+	return c.Conn.Close()
 }
 
 // TestListenerFlood floods each listener of `gatehouse serve` in turn
