@@ -207,7 +207,7 @@ func TestAuditSignedCheckpoints(t *testing.T) {
 			}
 			defer st2.Close()
 			res, err := audit.Verify(ctx, st2, &audit.VerifyOptions{PublicKey: key.Public().(ed25519.PublicKey)})
-			if err != nil || res.Problem != nil || len(res.Chains) != 1 || res.Chains[0].Entries != 3 || res.Chains[0].Signed != 1 {
+			if err != nil || res.Problem != nil || len(res.Chains) != 1 || res.Chains[0].Entries != 3 || res.Chains[0].Signed < 1 { // the first checkpoint (30 s after the first entry) may come before the one at shutdown
 				t.Fatalf("verify: %v %+v %+v", err, res.Problem, res.Chains)
 			}
 			_, other, _ := ed25519.GenerateKey(rand.Reader)
