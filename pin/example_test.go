@@ -57,5 +57,5 @@ func ExampleCompare() {
 	// transactions withheld history false
 	// transfer quarantined  false
 	// wire withheld  false
-	// Quarantined by Gatehouse: the contract of tool transfer on server bank changed after it was trusted, so its description and schema are withheld and calls to it are refused. An operator can review the change and re-trust the server with: gatehouse trust bank
+	// Quarantined by Gatehouse: the contract of tool transfer on server bank changed after it was trusted, so its description and schema are withheld and calls to it are refused until an operator reviews the change (gatehouse drift show bank, which prints the listing's FINGERPRINT) and accepts exactly the reviewed listing (gatehouse trust bank --listing FINGERPRINT).
 }

@@ -5,12 +5,14 @@ import (
 	"testing"
 )
 
-// templateOf replaces the two sanitized names in a description with fixed
-// markers, leaving only what Gatehouse wrote.
+// templateOf replaces the sanitized names in a description with fixed
+// markers, leaving only what Gatehouse wrote. (A sanitized name holds no
+// space, so it cannot fake the words around it.)
 func templateOf(desc, server, tool string) string {
 	s, t := SanitizeName(server), SanitizeName(tool)
-	desc = strings.ReplaceAll(desc, "tool "+t+" on server "+s, "tool T on server S")
-	return strings.TrimSuffix(desc, "gatehouse trust "+s) + "gatehouse trust S"
+	return strings.NewReplacer("tool "+t+" on server "+s+" ", "tool T on server S ",
+		"(gatehouse drift show "+s+", ", "(gatehouse drift show S, ",
+		"(gatehouse trust "+s+" --listing ", "(gatehouse trust S --listing ").Replace(desc)
 }
 
 // A hostile server names its tool to smuggle instructions into the model's
@@ -18,8 +20,8 @@ func templateOf(desc, server, tool string) string {
 // [A-Za-z0-9_.-] token.
 func TestQuarantineDescriptionHostile(t *testing.T) {
 	want := QuarantineDescription("bank", "transfer")
-	if !strings.Contains(want, "gatehouse trust bank") || !strings.Contains(want, "transfer") {
-		t.Fatalf("description lacks the names: %q", want)
+	if !strings.Contains(want, TrustRemedy("bank", "")) || !strings.Contains(want, "tool transfer on server bank") {
+		t.Fatalf("description lacks the names or the remedy: %q", want)
 	}
 	template := templateOf(want, "bank", "transfer")
 	hostile := []struct{ server, tool string }{
@@ -51,7 +53,7 @@ func TestQuarantineDescriptionHostile(t *testing.T) {
 		if templateOf(got, h.server, h.tool) != template {
 			t.Fatalf("%q: text outside the names differs:\n%q\n%q", h.tool, templateOf(got, h.server, h.tool), template)
 		}
-		if len(got) > len(template)+3*maxNameLen {
+		if len(got) > len(template)+4*maxNameLen {
 			t.Fatalf("%q: description unbounded (%d bytes)", h.tool, len(got))
 		}
 	}
