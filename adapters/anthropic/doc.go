@@ -31,6 +31,7 @@
 //		if err != nil {
 //			return err
 //		}
+//		defer journal.Close() // its executor stopped in the store
 //		client := sdk.NewClient() // ANTHROPIC_API_KEY
 //		res, err := loop.Run(ctx, loop.Options{
 //			RunID: "ticket-123", Journal: journal, Tools: tools, Prompt: "Refund order 42.",
@@ -78,6 +79,13 @@
 // approval_required. None of them is a Go error: only run_busy (another
 // process drives the run) and a journal that cannot record are. Through
 // loop.Run, a call needing approval pauses the run (Result.Paused).
+//
+// After a restart: the journal (on a SQLite file, or PostgreSQL with
+// durable.JournalOptions.StoreDSN) takes the dead process's executor
+// instance of the store, so a call the dead process left at the server is
+// in_doubt at once, never sent twice; run_busy then means another copy of
+// the agent still holds a call of the run: retry it with backoff
+// (Example_restart).
 //
 // # Names and schemas
 //

@@ -6,10 +6,12 @@
 //	tools, err := loop.ToolsetTools(ctx, ts)
 //	st, err := sqlite.Open(ctx, "agent.db", nil)
 //	journal, err := durable.NewJournal(st, &durable.JournalOptions{Approvals: st})
+//	defer journal.Close()
 //	cm, err := openai.NewChatModel(ctx, &openai.ChatModelConfig{APIKey: key, Model: "gpt-4.1"}) // eino-ext
 //
 //	// The durable loop drives the eino model: after a crash, the same call
-//	// resumes the run, asks the model nothing it answered, repeats no effect.
+//	// resumes the run, asks the model nothing it answered, repeats no effect
+//	// (a call the dead process left at the server is in_doubt at once).
 //	res, err := loop.Run(ctx, loop.Options{RunID: "ticket-7", Journal: journal,
 //		Model: eino.NewModel(cm), Tools: tools, Prompt: "Refund order 42."})
 //
@@ -50,6 +52,13 @@
 // same run) and a journal that cannot record are. Execute does the same
 // for an assistant message outside a ToolsNode and also returns the
 // loop.Outcomes (codes, approval IDs).
+//
+// After a restart: the journal (on a SQLite file, or PostgreSQL with
+// durable.JournalOptions.StoreDSN) takes the dead process's executor
+// instance of the store, so a call the dead process left at the server is
+// in_doubt at once, never sent twice; run_busy then means another copy of
+// the agent still holds a call of the run: retry it with backoff
+// (Example_restart).
 //
 // # Schemas
 //

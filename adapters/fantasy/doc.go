@@ -8,12 +8,14 @@
 //	tools, err := loop.ToolsetTools(ctx, ts)
 //	st, err := sqlite.Open(ctx, "agent.db", nil)
 //	journal, err := durable.NewJournal(st, &durable.JournalOptions{Approvals: st})
+//	defer journal.Close()
 //	provider, err := openai.New(openai.WithAPIKey(key)) // charm.land/fantasy/providers/openai
 //	lm, err := provider.LanguageModel(ctx, "gpt-4.1")
 //
 //	// The durable loop drives the fantasy model: after a crash, the same
 //	// call resumes the run, asks the model nothing it answered, repeats no
-//	// effect.
+//	// effect (a call the dead process left at the server is in_doubt at
+//	// once).
 //	res, err := loop.Run(ctx, loop.Options{RunID: "ticket-7", Journal: journal,
 //		Model: ghfantasy.NewModel(lm, nil), Tools: tools, Prompt: "Refund order 42."})
 //
@@ -49,6 +51,13 @@
 // the same run) and a journal that cannot record are. Execute does the
 // same for a response's calls outside an agent (one tool message, result
 // parts in call order) and also returns the loop.Outcomes.
+//
+// After a restart: the journal (on a SQLite file, or PostgreSQL with
+// durable.JournalOptions.StoreDSN) takes the dead process's executor
+// instance of the store, so a call the dead process left at the server is
+// in_doubt at once, never sent twice; run_busy then means another copy of
+// the agent still holds a call of the run: retry it with backoff
+// (Example_restart).
 //
 // # Schemas
 //

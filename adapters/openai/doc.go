@@ -11,11 +11,18 @@
 //	tools, err := loop.ToolsetTools(ctx, ts)                // or loop.SessionTools for a gateway session
 //	st, err := sqlite.Open(ctx, "agent.db", nil)
 //	journal, err := durable.NewJournal(st, &durable.JournalOptions{Approvals: st})
+//	defer journal.Close()
 //	model := openai.NewResponsesModel(oai.NewClient(), "gpt-5") // OPENAI_API_KEY; or NewChatModel
 //	res, err := loop.Run(ctx, loop.Options{RunID: "ticket-42", Journal: journal,
 //		Model: model, Tools: tools, Prompt: "Refund order 42."})
 //	// killed mid-run? The same loop.Run resumes: recorded turns are not
-//	// asked again, recorded calls not sent again.
+//	// asked again, recorded calls not sent again, and a call the killed
+//	// process left at the server is in_doubt at once (the journal takes
+//	// its executor instance of the store), never sent twice.
+//
+// run_busy, the one refusal returned as an error, means another copy of
+// the agent still holds a call of the run: retry it with backoff
+// (Example_restart shows the loop); in_doubt is for someone to decide.
 //
 // # What it gives
 //
