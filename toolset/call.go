@@ -85,7 +85,7 @@ func (t *Toolset) callable(cat *catalog, name string) (*entry, error) {
 	if e.info.State == Quarantined {
 		s := pin.SanitizeName(e.info.Server)
 		return nil, &Error{Code: CodeQuarantined, Server: e.info.Server, Tool: name,
-			Err: fmt.Errorf("MCP tool %s is quarantined: its contract on server %s changed after it was trusted, so calls are refused until an operator reviews the change and re-trusts the server (gatehouse trust %s)", name, s, s)}
+			Err: fmt.Errorf("MCP tool %s is quarantined: its contract on server %s changed after it was trusted, so calls are refused until %s", name, s, pin.TrustRemedy(s, ""))}
 	}
 	return e, nil
 }

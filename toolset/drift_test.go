@@ -209,7 +209,7 @@ func TestDriftQuarantineWithholdRemoveRenameRetrust(t *testing.T) {
 	// Calls: quarantined refused, removed withdrawn, trusted works.
 	_, err = ts.Call(ctxT(t), "bank__transfer", map[string]any{"from": "a"}, CallInfo{})
 	var te *Error
-	if !errors.Is(err, ErrQuarantined) || !errors.As(err, &te) || !strings.Contains(te.Reason(), "re-trusts the server") || strings.Contains(err.Error(), "POISON") {
+	if !errors.Is(err, ErrQuarantined) || !errors.As(err, &te) || !strings.Contains(te.Reason(), pin.TrustRemedy("bank", "")) || strings.Contains(err.Error(), "POISON") {
 		t.Fatalf("call quarantined: %v", err)
 	}
 	_, err = ts.Call(ctxT(t), "bank__old", nil, CallInfo{})

@@ -45,8 +45,8 @@ func (c *conn) relistSoon() {
 func quarantinedItem(c *conn, k stored.Kind, name string) error {
 	sname := pin.SanitizeName(c.name)
 	return &Error{Code: CodeQuarantined, Server: c.name, Err: &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
-		Message: fmt.Sprintf("%s %s of server %s changed after it was trusted, so it is withheld and its requests are refused until an operator re-trusts the server: gatehouse trust %s",
-			k.Noun(), pin.SanitizeName(name), sname, sname)}}
+		Message: fmt.Sprintf("%s %s of server %s changed after it was trusted, so it is withheld and its requests are refused until %s",
+			k.Noun(), pin.SanitizeName(name), sname, pin.TrustRemedy(sname, ""))}}
 }
 
 // announceItems tells SessionHooks.ListChanged that a server's prompts and

@@ -44,8 +44,8 @@ func newDriftListCmd() *cobra.Command {
 		Short: "List the servers with unreviewed drift: the observed listing, when and by which instance it was seen, and its changes",
 		Long: "Reads the store only (no server is connected). A server has unreviewed drift when an instance's latest\n" +
 			"listing of it, made since its baseline was last trusted, differs from that baseline; the latest such\n" +
-			"observation is shown. Review one with `gatehouse drift show SERVER` and accept exactly what you\n" +
-			"reviewed with `gatehouse trust SERVER --listing FINGERPRINT`.\n\n" +
+			"observation is shown, and under the table what to do next for each: " + helpRemedy() + ".\n" +
+			"A server's changed tools stay quarantined, and its new ones withheld, until then.\n\n" +
 			"The skills of a plugin are pinned like a server's tools, under the row \"skills:<plugin>\": a skill\n" +
 			"whose SKILL.md or files changed on disk, or one the plugin gained, is listed here as a change of kind\n" +
 			"\"skill\" (and withheld until trusted: `gatehouse trust skills:<plugin> --listing FINGERPRINT`).\n\n" +
@@ -117,8 +117,23 @@ func writeDriftTable(w io.Writer, servers []driftServerJSON) error {
 	if len(servers) == 0 {
 		fmt.Fprintln(tw, "(no unreviewed drift)")
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(servers) > 0 {
+		fmt.Fprintln(w)
+	}
+	for _, s := range servers {
+		if _, err := fmt.Fprintf(w, "Next for %s: %s.\n", oneLine(s.ID), pin.TrustRemedy(oneLine(s.ID), oneLine(s.Listing))); err != nil {
+			return err
+		}
+	}
+	return nil
 }
+
+// helpRemedy is pin.TrustRemedy as the commands' help writes it, for any
+// server.
+func helpRemedy() string { return pin.TrustRemedy("SERVER", "") }
 
 // unreviewed picks, for each server, the latest of its open observations
 // (as OpenObservations returns them: ascending ID) that drifted, sorted by
@@ -169,7 +184,10 @@ func newDriftShowCmd() *cobra.Command {
 		Long: "Reads the store only (no server is connected). Prints the observed listing's fingerprint, when and by\n" +
 			"which instance it was seen, and each change against the trusted baseline: descriptions line by line,\n" +
 			"schemas and annotations field by field. Characters that hide or reorder text (zero-width, bidi\n" +
-			"controls, tag characters, controls, invalid UTF-8) are shown as escapes like ⟦U+200B⟧.\n\n" +
+			"controls, tag characters, controls, invalid UTF-8) are shown as escapes like ⟦U+200B⟧. New text\n" +
+			"with such characters, or worded like an instruction to a model (\"ignore previous instructions\",\n" +
+			"\"you must\", \"do not tell\", data sent to an address), is listed under Concerns: read it closely.\n" +
+			"Last, what to do next: " + pin.TrustRemedy("SERVER", "") + ".\n\n" +
 			"SERVER is the server's name, or its store row ID when several servers share the name;\n" +
 			"\"skills:<plugin>\" for the skills of a plugin (a skill's SKILL.md and files are shown by hash).",
 		Args: exactArgs(1, "one SERVER (a server name or store row ID)"),
@@ -210,6 +228,7 @@ func newDriftShowCmd() *cobra.Command {
 				return err
 			}
 			fmt.Fprintln(out)
+			writeConcerns(out, cs)
 			if latest := open[len(open)-1]; latest.ID != o.ID {
 				// unreviewed picked the latest that drifted: this one did not.
 				_, err = fmt.Fprintf(out, "Note: the server's latest observation is a later listing %s, seen by %s at %s, which matches the\n"+
@@ -217,12 +236,32 @@ func newDriftShowCmd() *cobra.Command {
 					oneLine(latest.SeenBy), latest.SeenAt.UTC().Format(time.RFC3339))
 				return err
 			}
-			_, err = fmt.Fprintf(out, "To accept exactly this listing: gatehouse trust %s --listing %s\n", oneLine(srv.ID), oneLine(o.Listing))
+			_, err = fmt.Fprintf(out, "Next: %s.\n", pin.TrustRemedy(oneLine(srv.ID), oneLine(o.Listing)))
 			return err
 		},
 	}
 	sf.add(cmd)
 	return cmd
+}
+
+// writeConcerns lists the concerns of the changes' new text
+// (pin.ChangeConcerns), a blank line after them; nothing when there are
+// none.
+func writeConcerns(w io.Writer, cs []pin.Change) {
+	var lines []string
+	for _, c := range cs {
+		for _, k := range pin.ChangeConcerns(c) {
+			lines = append(lines, "  ! "+pin.RenderConcern(c, k)+"\n")
+		}
+	}
+	if len(lines) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "Concerns: the new text has hidden characters or reads like an instruction to a model; read it closely:")
+	for _, l := range lines {
+		_, _ = io.WriteString(w, l)
+	}
+	fmt.Fprintln(w)
 }
 
 // oneLine is pin.Visible for a table cell or a message: TAB and LF are

@@ -43,7 +43,7 @@ func newToolsCmd() *cobra.Command {
 			"With a store (--store, or the config's store when --config is given, or $GATEHOUSE_STORE; it is\n" +
 			"created when there is none), each server's catalogue is recorded, its tool contracts are pinned\n" +
 			"on first sight, and drift is reported: a changed tool is quarantined, a new one withheld, a\n" +
-			"removed one reported (tool-drift diagnostics). `gatehouse trust SERVER` re-trusts a server.\n\n" +
+			"removed one reported (tool-drift diagnostics). They are served once " + helpRemedy() + ".\n\n" +
 			"With --search, prints what the gateway's gatehouse__search_tools would answer a caller who may\n" +
 			"see every tool the config's tools.allow/tools.block let through: the tools that fit QUERY, best\n" +
 			"first (--limit, default the config's search.limit); --json prints its structured content.\n\n" +

@@ -37,7 +37,8 @@ func newTrustCmd() *cobra.Command {
 			"review that first.\n\n" +
 			"Without --listing, connects to one MCP server of the given plugins and config, lists it, replaces the\n" +
 			"server's trust baseline in the store with what it publishes now, and prints the changes that accepted\n" +
-			"and what it recorded (the server could change between a review and this; --listing cannot).\n\n" +
+			"and what it recorded: whatever the server publishes at that moment, a change made after your review\n" +
+			"included (--listing cannot). For drift, the safe way is always: " + helpRemedy() + ".\n\n" +
 			"Either way quarantined tools become active and withheld ones visible, here and in every process that\n" +
 			"watches the store (a running `gatehouse serve` notices within seconds).\n\n" +
 			"SERVER is the server's name, or its store row ID (\"<plugin>/<server>\", or \"config:<server>\"\n" +
@@ -105,7 +106,7 @@ func newTrustCmd() *cobra.Command {
 	sf.add(cmd)
 	cmd.Flags().StringArrayVar(&plugins, "plugin", nil, "a plugin directory (repeatable)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print what was trusted as one JSON object")
-	cmd.Flags().StringVar(&listing, "listing", "", "trust exactly this observed listing (its fingerprint, from `gatehouse drift list`); connects nothing")
+	cmd.Flags().StringVar(&listing, "listing", "", "trust exactly this observed listing: its FINGERPRINT, as gatehouse drift show and drift list print it; connects nothing")
 	return cmd
 }
 
@@ -197,9 +198,9 @@ func staleError(who, id, fp string, latest store.Observation) error {
 			"and it matches the trusted baseline", fp, who, oneLine(latest.Listing), oneLine(latest.SeenBy),
 			latest.SeenAt.UTC().Format(time.RFC3339))
 	}
-	return fmt.Errorf("nothing changed: listing %s is not the latest observation of %s; the latest is %s, seen by %s at %s: "+
-		"review it with `gatehouse drift show %s`", fp, who, oneLine(latest.Listing), oneLine(latest.SeenBy),
-		latest.SeenAt.UTC().Format(time.RFC3339), oneLine(id))
+	return fmt.Errorf("nothing changed: listing %s is not the latest observation of %s; the latest is %s, seen by %s at %s; "+
+		"next, %s", fp, who, oneLine(latest.Listing), oneLine(latest.SeenBy),
+		latest.SeenAt.UTC().Format(time.RFC3339), pin.TrustRemedy(oneLine(id), oneLine(latest.Listing)))
 }
 
 // writeTrustRecord prints what a plain `gatehouse trust` accepted (the

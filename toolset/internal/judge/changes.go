@@ -133,8 +133,8 @@ func Enforce(server, self string, v *Verdict, obs []store.Observation) ([]Event,
 				enforced[c.Name] = true
 			}
 			ev := Event{Kind: c.Kind, Decision: d, Message: fmt.Sprintf(
-				"the contract of %s %s on server %s changed after it was trusted, as instance %s observed at %s; it is quarantined on every instance until an operator re-trusts the server: gatehouse drift show %s",
-				noun, pin.SanitizeName(c.Name), sname, pin.SanitizeName(o.SeenBy), o.SeenAt.UTC().Format(time.RFC3339), sname)}
+				"the contract of %s %s on server %s changed after it was trusted, as instance %s observed at %s; it is quarantined on every instance until %s",
+				noun, pin.SanitizeName(c.Name), sname, pin.SanitizeName(o.SeenBy), o.SeenAt.UTC().Format(time.RFC3339), pin.TrustRemedy(sname, ""))}
 			evs = append(evs, ev)
 			v.Events = append(v.Events, ev)
 		}

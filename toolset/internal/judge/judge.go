@@ -76,18 +76,18 @@ func Judge(server string, fp Prints, tb stored.Baseline, exists bool) Verdict {
 		switch d.Action {
 		case pin.Quarantined:
 			if d.Conflict {
-				msg = fmt.Sprintf("server %s publishes tool %s more than once with different contracts; it is quarantined until the server is re-trusted", sname, tname)
+				msg = fmt.Sprintf("server %s publishes tool %s more than once with different contracts; it is quarantined until %s", sname, tname, pin.TrustRemedy(sname, ""))
 			} else {
-				msg = fmt.Sprintf("the contract of tool %s on server %s changed after it was trusted; it is quarantined (our description, an empty schema, calls refused) until an operator re-trusts the server: gatehouse drift show %s", tname, sname, sname)
+				msg = fmt.Sprintf("the contract of tool %s on server %s changed after it was trusted; it is quarantined (our description, an empty schema, calls refused) until %s", tname, sname, pin.TrustRemedy(sname, ""))
 			}
 		case pin.Withheld:
 			switch {
 			case d.RenamedFrom != "":
-				msg = fmt.Sprintf("tool %s of server %s was renamed to %s (same contract); the new name is withheld until an operator re-trusts the server: gatehouse drift show %s", pin.SanitizeName(d.RenamedFrom), sname, tname, sname)
+				msg = fmt.Sprintf("tool %s of server %s was renamed to %s (same contract); the new name is withheld until %s", pin.SanitizeName(d.RenamedFrom), sname, tname, pin.TrustRemedy(sname, ""))
 			case d.Conflict:
 				msg = fmt.Sprintf("server %s publishes tool %s more than once with different contracts; it is withheld", sname, tname)
 			default:
-				msg = fmt.Sprintf("server %s published a new tool %s after it was trusted; it is withheld until an operator re-trusts the server: gatehouse drift show %s", sname, tname, sname)
+				msg = fmt.Sprintf("server %s published a new tool %s after it was trusted; it is withheld until %s", sname, tname, pin.TrustRemedy(sname, ""))
 			}
 		case pin.Removed:
 			v.Removed = append(v.Removed, d.Tool)
@@ -107,7 +107,7 @@ func Judge(server string, fp Prints, tb stored.Baseline, exists bool) Verdict {
 	if tb.Instructions != "" && fp.Instructions != "" && tb.Instructions != fp.Instructions {
 		v.Events = append(v.Events, Event{Kind: pin.ChangeInstructions,
 			Decision: pin.Decision{Action: pin.Quarantined, Fingerprint: fp.Instructions, BaselineFingerprint: tb.Instructions},
-			Message:  fmt.Sprintf("the instructions of server %s changed after they were trusted (instructions never reach the model); re-trust the server to record them: gatehouse drift show %s", sname, sname)})
+			Message:  fmt.Sprintf("the instructions of server %s changed after they were trusted (instructions never reach the model); they are recorded when %s", sname, pin.TrustRemedy(sname, ""))})
 	}
 	return v
 }
@@ -131,15 +131,15 @@ func judgeItems(server string, v *Verdict, k stored.Kind, it Items) {
 		switch d.Action {
 		case pin.Quarantined:
 			if d.Conflict {
-				msg = fmt.Sprintf("server %s publishes %s %s more than once with different contents; it is quarantined until the server is re-trusted", sname, noun, iname)
+				msg = fmt.Sprintf("server %s publishes %s %s more than once with different contents; it is quarantined until %s", sname, noun, iname, pin.TrustRemedy(sname, ""))
 			} else {
-				msg = fmt.Sprintf("the %s %s on server %s changed after it was trusted; it is quarantined (not listed, its requests refused) until an operator re-trusts the server: gatehouse drift show %s", noun, iname, sname, sname)
+				msg = fmt.Sprintf("the %s %s on server %s changed after it was trusted; it is quarantined (not listed, its requests refused) until %s", noun, iname, sname, pin.TrustRemedy(sname, ""))
 			}
 		case pin.Withheld:
 			if d.Conflict {
 				msg = fmt.Sprintf("server %s publishes %s %s more than once with different contents; it is withheld", sname, noun, iname)
 			} else {
-				msg = fmt.Sprintf("server %s published a new %s %s after it was trusted; it is withheld until an operator re-trusts the server: gatehouse drift show %s", sname, noun, iname, sname)
+				msg = fmt.Sprintf("server %s published a new %s %s after it was trusted; it is withheld until %s", sname, noun, iname, pin.TrustRemedy(sname, ""))
 			}
 		case pin.Removed:
 			msg = fmt.Sprintf("server %s no longer publishes its trusted %s %s; it is dropped", sname, noun, iname)
