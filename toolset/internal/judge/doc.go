@@ -10,6 +10,8 @@
 //	tb, _ := stored.ParseBaseline(baseline)
 //	v := judge.Judge(server, fp, tb, true)             // decisions, events
 //	judge.Enforce(server, &v, openObservations)        // the fleet's record
+//	v.Quarantines()                                    // a trusted name with another contract
+//	fp.Lists(other)                                    // another session's listing is this one (no prints)
 //	changes := judge.Changes(fp, baseline, v)          // what an operator reviews
 //	entries := judge.Entries(fp)                       // the listing as a baseline
 //	id := judge.ListingFingerprint(fp)                 // names it

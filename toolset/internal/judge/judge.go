@@ -186,6 +186,31 @@ func (v *Verdict) Drifted() bool {
 	return false
 }
 
+// Quarantines reports whether the verdict quarantines a tool, prompt or
+// resource template: a trusted name published with another contract (or
+// twice, with different ones). Items added or removed, or that cannot be
+// fingerprinted, are withheld or dropped rather than served otherwise;
+// changed instructions are reported, never served to a model.
+func (v *Verdict) Quarantines() bool {
+	quarantines := func(m map[string]pin.Decision) bool {
+		for _, d := range m {
+			if d.Action == pin.Quarantined {
+				return true
+			}
+		}
+		return false
+	}
+	if quarantines(v.Decisions) {
+		return true
+	}
+	for _, it := range v.Items {
+		if quarantines(it.Decisions) {
+			return true
+		}
+	}
+	return false
+}
+
 // Same reports whether two verdicts decide alike: the same decisions for
 // every tool, prompt and template, the same items enforced from the
 // fleet's record, and the same events. Re-applying a record that changes

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"reflect"
 	"sort"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -59,6 +60,48 @@ func Fingerprint(server string, p published.Listing) Prints {
 			templates: byName(p.Templates, func(x *mcp.ResourceTemplate) string { return x.URITemplate })}
 	}
 	return fp
+}
+
+// Lists reports, without fingerprinting l, whether l is the listing fp
+// was made from: the same instructions, and the same tools, prompts and
+// resource templates, equal as decoded (reflect.DeepEqual), by name. Then
+// l's prints are fp's. It answers false whenever it cannot tell cheaply (a
+// name listed twice, a kind listed in one and not the other): fingerprint
+// l then.
+func (fp *Prints) Lists(l published.Listing) bool {
+	if l.Instructions != fp.Instructions || !same(l.Tools, fp.tools, len(fp.Tools)+len(fp.Rejected), func(t *mcp.Tool) string { return t.Name }) {
+		return false
+	}
+	p, t := &fp.Items[stored.Prompt], &fp.Items[stored.Template]
+	if l.PromptsListed != p.Listed || l.TemplatesListed != t.Listed {
+		return false
+	}
+	return (!p.Listed || same(l.Prompts, p.prompts, len(p.Prints)+len(p.Rejected), func(x *mcp.Prompt) string { return x.Name })) &&
+		(!t.Listed || same(l.Templates, t.templates, len(t.Prints)+len(t.Rejected), func(x *mcp.ResourceTemplate) string { return x.URITemplate }))
+}
+
+// same reports whether listed holds exactly the items of index (by name,
+// equal as decoded), each once; count is how many items index was made
+// from (more than its length when one was listed twice).
+func same[T any](listed []*T, index map[string]*T, count int, name func(*T) string) bool {
+	if len(listed) != count || len(index) != count {
+		return false
+	}
+	seen := make(map[string]bool, len(listed))
+	for _, x := range listed {
+		if x == nil {
+			return false
+		}
+		n := name(x)
+		if seen[n] {
+			return false
+		}
+		seen[n] = true
+		if y := index[n]; y == nil || !reflect.DeepEqual(x, y) {
+			return false
+		}
+	}
+	return true
 }
 
 // FromCatalogue fingerprints a stored catalogue's tools, taking the pins
