@@ -100,9 +100,17 @@ func (t *Toolset) callTarget(ctx context.Context, tg Target, args any, info Call
 	if err := u.Authorize(ctx); err != nil {
 		return nil, err
 	}
+	gen := u.Generation()
 	sess, err := u.Session(ctx)
 	if err != nil {
 		return nil, fail(CodeConnectionFailed, err)
+	}
+	if u.Generation() != gen {
+		// A new session was listed and judged first: the tool may have
+		// changed with it.
+		if err := t.Recheck(tg); err != nil {
+			return nil, err
+		}
 	}
 	for attempt := 0; ; attempt++ {
 		// A fresh params value per attempt: the go-sdk writes into Meta.

@@ -384,9 +384,17 @@ type conn struct {
 	token      atomic.Pointer[string] // current bearer, served by the egress hook
 	oauth      auth.OAuthHandler      // Server.OAuth's, on the transport
 
+	// others paces the re-judging of the server's sessions other than the
+	// shared one that announced a changed list (*mcp.ClientSession ->
+	// *relist.Pacer, while one is queued or running; sessions.go).
+	others sync.Map
+
 	mu      sync.Mutex
 	session *mcp.ClientSession
-	closed  bool
+	// unjudged: session was connected and its listing not judged yet
+	// (current judges it before handing it out).
+	unjudged bool
+	closed   bool
 }
 
 func (c *conn) prepareHTTP(guard *egress.Guard) error {
@@ -460,6 +468,9 @@ func (c *conn) connectAndList(ctx context.Context) listing {
 		return c.skipped(diag.New(diag.ConnectionFailure, "7.2.2", c.name, "server %q is skipped: %v", c.name, err))
 	}
 	l := c.record(ctx, p, judge.Fingerprint(c.name, p))
+	if l.ok {
+		c.judgedNow(sess)
+	}
 	c.logDrift(&l)
 	return l
 }
@@ -503,8 +514,32 @@ func (c *conn) connectLocked(ctx context.Context) (*mcp.ClientSession, error) {
 		// size is logged, at debug level.
 		c.ts.log.Debug("toolset: server instructions withheld", "server", c.name, "bytes", len(res.Instructions))
 	}
-	c.session = sess
+	c.session, c.unjudged = sess, true
 	return sess, nil
+}
+
+// judgedNow records that sess, if it is still the shared session, had its
+// listing judged: current hands it out from now on.
+func (c *conn) judgedNow(sess *mcp.ClientSession) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.session == sess {
+		c.unjudged = false
+	}
+}
+
+// judgedSession returns the shared session unless its listing is still to
+// be judged (nil then). A woken server's, not reconciled yet, is returned
+// as it is: its tools are judged before its first call (Target), its
+// prompts and templates as they are listed (Upstream.AdmitPrompts).
+func (c *conn) judgedSession() *mcp.ClientSession {
+	c.mu.Lock()
+	s, unjudged := c.session, c.unjudged
+	c.mu.Unlock()
+	if s != nil && unjudged && !c.ts.pending(c) {
+		return nil
+	}
+	return s
 }
 
 func (c *conn) transport(ctx context.Context) (mcp.Transport, error) {
@@ -526,61 +561,86 @@ func (c *conn) transport(ctx context.Context) (mcp.Transport, error) {
 	return transport.Remote(c.ts.life, cfg, c.httpClient, c.sdkClient, c.oauth)
 }
 
-// current returns the live session, connecting if there is none.
+// current returns the shared session, judged: when there is none (a
+// reconnect that failed) one is connected, listed and judged first, as a
+// reconnect's is; one connected and not judged yet is judged now. A woken
+// server not reconciled yet is connected as before (see judgedSession).
 func (c *conn) current(ctx context.Context) (*mcp.ClientSession, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.session != nil {
-		return c.session, nil
+	if s := c.judgedSession(); s != nil {
+		return s, nil
 	}
-	ctx, cancel := c.connectContext(ctx)
-	defer cancel()
-	return c.connectLocked(ctx)
+	if c.ts.pending(c) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.session != nil {
+			return c.session, nil
+		}
+		ctx, cancel := c.connectContext(ctx)
+		defer cancel()
+		return c.connectLocked(ctx)
+	}
+	return c.reconnect(ctx, nil)
 }
 
-// reconnect replaces old with a new session, unless another caller already
-// did.
+// reconnect replaces old (nil: none) with a new session, listed and judged
+// before it is returned, unless another caller already did. A session
+// connected but not judged yet is judged in place.
 func (c *conn) reconnect(ctx context.Context, old *mcp.ClientSession) (*mcp.ClientSession, error) {
-	sess, relisted, err := c.reconnectLocked(ctx, old)
+	sess, made, relisted, drop, err := c.reconnectLocked(ctx, old)
+	if drop != nil {
+		_ = drop.Close() // outside c.mu: closing waits for handlers, which take it
+	}
 	if relisted {
 		c.ts.changed()
-		if f := c.ts.hooks().Reconnected; f != nil && !c.ts.isClosed() {
+		if f := c.ts.hooks().Reconnected; made && f != nil && !c.ts.isClosed() {
 			f(c.up)
 		}
 	}
 	return sess, err
 }
 
-func (c *conn) reconnectLocked(ctx context.Context, old *mcp.ClientSession) (_ *mcp.ClientSession, relisted bool, _ error) {
+// reconnectLocked is reconnect under c.mu. made: a new session was
+// connected; relisted: its listing was judged and applied; drop: a session
+// that failed its listing, to be closed.
+func (c *conn) reconnectLocked(ctx context.Context, old *mcp.ClientSession) (_ *mcp.ClientSession, made, relisted bool, drop *mcp.ClientSession, _ error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.session != old && c.session != nil {
-		return c.session, false, nil
+	if c.session != old && c.session != nil && !c.unjudged {
+		return c.session, false, false, nil, nil
 	}
-	if c.session != nil {
-		_ = c.session.Close()
-		c.session = nil
-	}
-	c.ts.log.Info("toolset: reconnecting", "server", c.name)
 	ctx, cancel := c.connectContext(ctx)
 	defer cancel()
-	sess, err := c.connectLocked(ctx)
-	if err != nil {
-		return nil, false, err
+	if c.session == old || c.session == nil {
+		if c.session != nil {
+			_ = c.session.Close()
+			c.session = nil
+		}
+		c.ts.log.Info("toolset: reconnecting", "server", c.name)
+		if _, err := c.connectLocked(ctx); err != nil {
+			return nil, false, false, nil, err
+		}
+		made = true
 	}
 	// A new session may be a new server: re-list and judge its contracts
-	// before it serves calls.
+	// before it serves calls. One that fails is not kept: the next use
+	// connects afresh, and judges that one.
+	sess := c.session
+	fail := func(err error) (*mcp.ClientSession, bool, bool, *mcp.ClientSession, error) {
+		c.session = nil
+		return nil, made, false, sess, err
+	}
 	p, err := published.List(ctx, sess)
 	if err != nil {
-		return nil, false, err
+		return fail(err)
 	}
 	l := c.record(ctx, p, judge.Fingerprint(c.name, p))
 	if !l.ok {
-		return nil, false, errors.New(l.diag.Message)
+		return fail(errors.New(l.diag.Message))
 	}
+	c.unjudged = false
 	c.logDrift(&l)
 	c.ts.update(c, l)
-	return sess, true, nil
+	return sess, made, true, nil, nil
 }
 
 func (c *conn) close() error {

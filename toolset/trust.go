@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/gatehouse-dev/gatehouse/diag"
 	"github.com/gatehouse-dev/gatehouse/pin"
 	"github.com/gatehouse-dev/gatehouse/plugin"
@@ -267,7 +269,7 @@ func (t *Toolset) Retrust(ctx context.Context, server string) (TrustRecord, erro
 	defer c.relistMu.Unlock()
 	lctx, cancel := c.connectContext(ctx)
 	defer cancel()
-	p, err := c.list(lctx)
+	p, sess, err := c.list(lctx)
 	if err != nil {
 		return TrustRecord{}, &Error{Code: CodeConnectionFailed, Server: c.name, Err: err}
 	}
@@ -299,6 +301,7 @@ func (t *Toolset) Retrust(ctx context.Context, server string) (TrustRecord, erro
 	c.ts.log.Info("toolset: server re-trusted", "server", c.name, "id", c.id, "tools", len(rec.Tools), "changes", len(changes))
 	l := c.record(ctx, p, fp)
 	if l.ok {
+		c.judgedNow(sess)
 		t.update(c, l)
 		defer t.announceItems(c)
 		defer t.changed() // after relistMu is released
@@ -306,13 +309,16 @@ func (t *Toolset) Retrust(ctx context.Context, server string) (TrustRecord, erro
 	return rec, nil
 }
 
-// list connects (or reuses the live session) and lists the server's tools.
-func (c *conn) list(ctx context.Context) (published.Listing, error) {
+// list connects (or reuses the live session) and lists the server's
+// tools, returning the session it listed (judgedNow, once its listing was
+// judged).
+func (c *conn) list(ctx context.Context) (published.Listing, *mcp.ClientSession, error) {
 	sess, err := c.connect(ctx)
 	if err != nil {
-		return published.Listing{}, err
+		return published.Listing{}, nil, err
 	}
-	return published.List(ctx, sess)
+	p, err := published.List(ctx, sess)
+	return p, sess, err
 }
 
 // Pinned reports a tool's trusted and current contract fingerprints

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -105,11 +106,15 @@ func (u *Upstream) ProjectedName(remote string) string {
 	return projection.Name(u.c.prefix, remote)
 }
 
-// Live returns the server's shared session, or nil when it has none now.
-func (u *Upstream) Live() *mcp.ClientSession { return u.c.liveSession() }
+// Live returns the server's shared session, or nil when it has none now
+// (or has one whose listing is not judged yet: Session judges it).
+func (u *Upstream) Live() *mcp.ClientSession { return u.c.judgedSession() }
 
-// Session returns the server's shared session, connecting it when it has
-// none (a woken server is connected on first use). ctx bounds the
+// Session returns the server's shared session. When it has none (a woken
+// server's first use, a reconnect that failed) one is connected, and its
+// tools (and prompts and templates) are listed and judged against their
+// trust baseline before it is returned, as Reconnect's are: a route made
+// before may be refused now (Toolset.Recheck, Generation). ctx bounds the
 // connection; its values never reach the session.
 func (u *Upstream) Session(ctx context.Context) (*mcp.ClientSession, error) {
 	return u.c.current(transport.WithoutValues(ctx))
@@ -137,8 +142,14 @@ func (u *Upstream) Authorize(ctx context.Context) error {
 // transport built as the shared one is (the egress guard, the bearer
 // token, a new stdio child), bounded by Options.ConnectTimeout. tap, when
 // set, receives each notification the session reads, in wire order (see
-// SessionHooks.Notification). The session is the caller's to close; the
-// Toolset does not list or judge through it.
+// SessionHooks.Notification). The session is the caller's to close.
+//
+// The new session's listing is judged (Judge) before it is returned: a
+// session refused there is closed and the error is Judge's (CodeQuarantined
+// when its listing drifted; the drift is recorded and its changed tools
+// quarantined for every caller). When the session announces a changed list
+// it is judged again (Changed), and closed if refused: its next request
+// fails as on a lost session.
 func (u *Upstream) Connect(ctx context.Context, client *mcp.Client, tap func(method string, params json.RawMessage)) (*mcp.ClientSession, error) {
 	c := u.c
 	ctx = transport.WithoutValues(ctx)
@@ -151,9 +162,22 @@ func (u *Upstream) Connect(ctx context.Context, client *mcp.Client, tap func(met
 	if err != nil {
 		return nil, err
 	}
-	s, err := client.Connect(cctx, &transport.Tapped{Inner: tr, Tap: tap}, c.ts.sessionOptions())
+	var own atomic.Pointer[mcp.ClientSession]
+	watch := func(method string, params json.RawMessage) {
+		if s := own.Load(); s != nil && listChanged(method) {
+			c.sessionChanged(s)
+		}
+		if tap != nil {
+			tap(method, params)
+		}
+	}
+	s, err := client.Connect(cctx, &transport.Tapped{Inner: tr, Tap: watch}, c.ts.sessionOptions())
 	if err != nil {
 		return nil, fmt.Errorf("connecting: %w", err)
+	}
+	own.Store(s)
+	if err := u.Judge(cctx, s); err != nil {
+		return nil, err
 	}
 	return s, nil
 }

@@ -235,7 +235,7 @@ func (c *conn) reconcileLocked(ctx context.Context, onlyPending, queued bool) er
 	if err := c.refreshToken(lctx); err != nil {
 		return c.reconcileFailed(fmt.Errorf("auth: %w", err))
 	}
-	p, err := c.list(lctx)
+	p, sess, err := c.list(lctx)
 	if err != nil {
 		var pe *plugin.Error
 		if errors.As(err, &pe) {
@@ -247,12 +247,14 @@ func (c *conn) reconcileLocked(ctx context.Context, onlyPending, queued bool) er
 	if cur := c.ts.listingOf(c); cur.ok && !cur.pending && cur.diag == nil && cur.print == judge.ListingFingerprint(fp) {
 		// The same listing as the last one: nothing to judge, record or
 		// announce (a recheck of a quiet server costs one listing).
+		c.judgedNow(sess)
 		return errNothingToDo
 	}
 	l := c.record(lctx, p, fp)
 	if !l.ok {
 		return c.reconcileFailed(errors.New(l.diag.Message))
 	}
+	c.judgedNow(sess)
 	c.logDrift(&l)
 	c.ts.update(c, l)
 	return nil
