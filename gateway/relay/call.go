@@ -104,9 +104,17 @@ func (r *Relay) CallTool(ctx context.Context, tg toolset.Target, c Call) (*mcp.C
 		token, release = r.newProgressToken(st, u.Name(), c.ProgressToken)
 		defer release()
 	}
+	gen := u.Generation()
 	sess, dedicated, err := r.sessionFor(ctx, u, st)
 	if err != nil {
-		return nil, fail(toolset.CodeConnectionFailed, err)
+		return nil, sessionErr(u, tg.Tool, err)
+	}
+	if u.Generation() != gen {
+		// A session was judged on its way (the shared one connected anew,
+		// a caller's own): the tool may have changed with it.
+		if err := r.ts.Recheck(tg); err != nil {
+			return nil, err
+		}
 	}
 	for attempt := 0; ; attempt++ {
 		meta, err := c.meta()
@@ -146,11 +154,23 @@ func (r *Relay) CallTool(ctx context.Context, tg toolset.Target, c Call) (*mcp.C
 			}
 		}
 		if sess, dedicated, err = r.sessionFor(ctx, u, st); err != nil {
-			return nil, fail(toolset.CodeConnectionFailed, fmt.Errorf("reconnecting: %w", err))
+			return nil, sessionErr(u, tg.Tool, fmt.Errorf("reconnecting: %w", err))
 		}
 		// The new session's listing may have changed the tool.
 		if err := r.ts.Recheck(tg); err != nil {
 			return nil, err
 		}
 	}
+}
+
+// sessionErr is the error of a request whose upstream session could not be
+// had: the refusal of a session whose listing is not the trusted one
+// (toolset.Upstream.Judge: CodeQuarantined, nothing was sent), else a
+// failed connection.
+func sessionErr(u *toolset.Upstream, tool string, err error) error {
+	var te *toolset.Error
+	if errors.As(err, &te) && te.Code == toolset.CodeQuarantined {
+		return &toolset.Error{Code: te.Code, Server: u.Name(), Tool: tool, Err: te.Err}
+	}
+	return &toolset.Error{Code: toolset.CodeConnectionFailed, Server: u.Name(), Tool: tool, Err: err}
 }

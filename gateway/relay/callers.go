@@ -26,7 +26,11 @@ import (
 // gets its own upstream session per server, created on first use,
 // advertising the same client capabilities: whatever that upstream session
 // sends (sampling, elicitation, roots, log messages) belongs to this
-// caller. Other callers share the server's one session, and what a shared
+// caller. Such a session is judged against the server's trusted contracts
+// before anything goes through it, and again when it announces a changed
+// list (toolset.Upstream.Connect): one that publishes a trusted tool with
+// another contract is refused (quarantined), and its drift quarantines the
+// tool for every caller. Other callers share the server's one session, and what a shared
 // session sends is routed by what identifies its caller: progress tokens
 // (rewritten per call), resource subscriptions, and the context of a multi
 // round-trip request.
@@ -120,6 +124,13 @@ func (r *Relay) newDedicatedClient(st *callerState) *mcp.Client {
 				r.dropped(r.serverOf(h, req.Session), DroppedResourceUpdated)
 			}
 		},
+		// A changed list has the session judged again (toolset.Upstream.
+		// Connect reads the announcement as it is read); these ask for the
+		// announcements, which a server at 2026-07-28 sends only to a
+		// session subscribed to them.
+		ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) {},
+		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) {},
+		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) {},
 	}
 	if c.Sampling != nil {
 		o.CreateMessageWithToolsHandler = func(ctx context.Context, req *mcp.CreateMessageWithToolsRequest) (*mcp.CreateMessageWithToolsResult, error) {
@@ -389,7 +400,7 @@ func (r *Relay) forward(ctx context.Context, u *toolset.Upstream, st *callerStat
 	for attempt := 0; ; attempt++ {
 		sess, dedicated, err := r.sessionFor(ctx, u, st)
 		if err != nil {
-			return &toolset.Error{Code: toolset.CodeConnectionFailed, Server: u.Name(), Err: err}
+			return sessionErr(u, "", err)
 		}
 		err = op(sess)
 		if err == nil || ctx.Err() != nil || attempt > 0 || !toolset.SessionLost(err) {
