@@ -127,10 +127,25 @@ type Options struct {
 	// credentials that do not verify. A request whose subject is not the
 	// flow's is refused.
 	Subject func(r *http.Request) (subject string, ok bool, err error)
+	// Judge, when set, judges each subject's upstream session against its
+	// server's trusted contracts: before its first call, and again when it
+	// announces a changed tool list. A session it refuses is closed and the
+	// call is answered with its error.
+	Judge SessionJudge
 	// Logger receives what the manager logs (never a token). Nil discards.
 	Logger *slog.Logger
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
+}
+
+// SessionJudge judges a server's sessions other than its shared one (the
+// gateway's toolset: toolset.Upstream.Judge and Changed, by server name).
+type SessionJudge interface {
+	// JudgeSession lists sess and judges it: nil, or why it is refused
+	// (it is closed then).
+	JudgeSession(ctx context.Context, server string, sess *mcp.ClientSession) error
+	// SessionChanged has sess judged again, in the background.
+	SessionChanged(server string, sess *mcp.ClientSession)
 }
 
 // Manager authorizes the gateway toward its upstreams per [Options]. Its
@@ -460,9 +475,22 @@ func (m *Manager) connect(ctx context.Context, s *Server, k key, ss *subjectSess
 		}
 		t.OAuthHandler = h
 	}
-	c := mcp.NewClient(&mcp.Implementation{Name: "gatehouse", Version: "0.1.0"}, &mcp.ClientOptions{Logger: m.log})
+	o := &mcp.ClientOptions{Logger: m.log}
+	if j := m.o.Judge; j != nil {
+		o.ToolListChangedHandler = func(_ context.Context, r *mcp.ToolListChangedRequest) { j.SessionChanged(s.Name, r.Session) }
+	}
+	c := mcp.NewClient(&mcp.Implementation{Name: "gatehouse", Version: "0.1.0"}, o)
 	// The session outlives the call that made it.
-	return c.Connect(context.WithoutCancel(ctx), t, nil)
+	sess, err := c.Connect(context.WithoutCancel(ctx), t, nil)
+	if err != nil || m.o.Judge == nil {
+		return sess, err
+	}
+	// Judged before its first call: a server's new session may serve
+	// other contracts than the shared one it was trusted through.
+	if err := m.o.Judge.JudgeSession(ctx, s.Name, sess); err != nil {
+		return nil, err
+	}
+	return sess, nil
 }
 
 // drop closes and forgets k's session.

@@ -38,6 +38,8 @@ type Wiring struct {
 	// Verify verifies a bearer token as the MCP endpoint does (the
 	// subject of a /connect request that carries one).
 	Verify auth.TokenVerifier
+	// Judge judges the subjects' sessions (Options.Judge).
+	Judge  SessionJudge
 	Logger *slog.Logger
 	Now    func() time.Time
 }
@@ -96,7 +98,7 @@ func FromConfig(cfg *config.Config, servers []toolset.Server, w Wiring) (*Manage
 	}
 	m, err := New(&Options{Servers: list, Tokens: w.Tokens, Flows: w.Flows,
 		PublicURL: cfg.Connect.PublicURL, FlowTTL: cfg.Connect.FlowTTL, AllowedHosts: cfg.AllowedHosts,
-		Subject: subject, Logger: w.Logger, Now: w.Now})
+		Subject: subject, Judge: w.Judge, Logger: w.Logger, Now: w.Now})
 	if err != nil {
 		return nil, err
 	}
@@ -138,9 +140,12 @@ func (m *Manager) Send(ctx context.Context, tg toolset.Target, c relay.Call, sub
 	}
 	res, err := m.CallTool(ctx, name, subject, callerToken, p)
 	var se *SessionError
+	var te *toolset.Error
 	switch {
 	case err == nil:
 		return res, nil
+	case errors.As(err, &te) && te.Code == toolset.CodeQuarantined: // the session's listing drifted (Options.Judge): nothing was sent
+		return nil, &toolset.Error{Code: te.Code, Server: name, Tool: tg.Tool, Err: te.Err}
 	case errors.Is(err, ErrNoCallerToken):
 		return nil, &refusal.Error{Code: refusal.Denied, Err: err,
 			Message: fmt.Sprintf("server %s needs the caller's OAuth token to exchange; this caller has none", name)}
