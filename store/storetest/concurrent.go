@@ -168,7 +168,7 @@ func concurrentRound(s store.Store, w, r int) error {
 		return step("Claim", err)
 	}
 	if !claimed {
-		return fmt.Errorf("Claim of %v: not claimed, and no one else claims it", key)
+		return fmt.Errorf("the claim of %v was not taken, and no one else claims it", key)
 	}
 	if err := step("RenewLease", s.RenewLease(ctx, key, exID, now.Add(2*time.Minute))); err != nil {
 		return err
@@ -246,7 +246,7 @@ func concurrentRound(s store.Store, w, r int) error {
 		return err
 	}
 	if _, ok, err := s.Connection(ctx, id, subject); err != nil || !ok {
-		return fmt.Errorf("Connection: found %v, %w", ok, err)
+		return fmt.Errorf("reading the connection back: found %v, %w", ok, err)
 	}
 	if _, err := s.LeaseRefresh(ctx, id, subject, "cc", now.Add(time.Minute)); err != nil {
 		return step("LeaseRefresh", err)
