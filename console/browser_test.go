@@ -270,9 +270,10 @@ func shot(t *testing.T, ctx context.Context, name string) {
 // logs in, sees the pending approval of a real caller's keyed call with
 // its arguments, approves it, and the caller's retry runs once (effects
 // counted at the upstream); then the upstream changes a tool's description
-// (with markup in it), the gateway's recheck records the drift, the drift
-// page shows it without a reload, as text, the operator trusts exactly
-// that listing, and the tool is served again. Both actions are on the
+// (with markup and a hidden character in it), the gateway's recheck
+// records the drift, the drift page shows it without a reload, as text,
+// marked, the operator trusts exactly that listing in two steps
+// (trustFlagged), and the tool is served again. Both actions are on the
 // audit trail under the operator's name.
 func TestBrowserApproveAndTrust(t *testing.T) {
 	ctx := chromium(t)
@@ -298,10 +299,13 @@ func TestBrowserApproveAndTrust(t *testing.T) {
 	run(t, ctx, "log in", chromedp.SendKeys(chromedp.CSS("#token"), aliceToken), chromedp.Click(chromedp.CSS("#login")),
 		chromedp.WaitVisible(chromedp.CSS("tr.approval")))
 	row := text(t, ctx, "tr.approval")
-	for _, want := range []string{"pay__transfer", "transfer-1", `"to": "acct-9"`, `"amount": 250`} {
+	for _, want := range []string{"pay__transfer", "transfer-1", `"to": "acct-9"`, `"amount": 250`, "Transfers money.", "Not quarantined."} {
 		if !strings.Contains(row, want) {
 			t.Fatalf("the approval row lacks %s: %q", want, row)
 		}
+	}
+	if s := text(t, ctx, "tr.approval td.run"); s == "" || s == "-" {
+		t.Fatalf("the approval row shows no run: %q", s)
 	}
 	shot(t, ctx, "approvals")
 	run(t, ctx, "approve", chromedp.Click(chromedp.CSS("tr.approval button.approve")), chromedp.WaitVisible(chromedp.CSS("#no-pending")),
@@ -346,8 +350,7 @@ func TestBrowserApproveAndTrust(t *testing.T) {
 		t.Fatalf("charge after drift: %s, %d charges", c, up.charges.Load())
 	}
 	shown := text(t, ctx, "section.drift code.listing")
-	run(t, ctx, "trust", chromedp.Click(chromedp.CSS("section.drift button.trust")), chromedp.WaitVisible(chromedp.CSS("#no-drift")),
-		chromedp.WaitVisible(chromedp.CSS("p.flash.ok")))
+	trustFlagged(t, ctx, cs)
 	if s := text(t, ctx, "p.flash.ok"); !strings.Contains(s, "Trusted listing "+shown) {
 		t.Fatalf("after trust: %q", s)
 	}
@@ -385,6 +388,63 @@ func TestBrowserApproveAndTrust(t *testing.T) {
 	if err := ctx.Err(); errors.Is(err, context.Canceled) {
 		t.Fatal(err)
 	}
+}
+
+// trustFlagged walks the two steps of trusting the flagged drift on the
+// page (its new description hides a U+200B): the page marks it; the form
+// cannot be sent without the server's name (the browser holds it back,
+// and the console refuses it when the browser's check is bypassed); a
+// wrong name is refused; the name typed survives a live refresh of the
+// page (a caller's new approval, meanwhile); with it the listing is
+// trusted.
+func trustFlagged(t *testing.T, ctx context.Context, cs *mcp.ClientSession) {
+	t.Helper()
+	if s := text(t, ctx, "section.drift div.concerns"); !strings.Contains(s, "Read this closely") ||
+		!strings.Contains(s, `tool charge: characters that hide or reorder text: "U+200B"`) {
+		t.Fatalf("the drift is not marked: %q", s)
+	}
+	if s := text(t, ctx, "section.drift form.confirm label"); !strings.Contains(s, "type the server's name, pay") {
+		t.Fatalf("the form does not ask for the name: %q", s)
+	}
+	run(t, ctx, "trust without the name", chromedp.Click(chromedp.CSS("section.drift button.trust")))
+	missing, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.querySelector("section.drift input.confirm").validity.valueMissing`))
+	if err != nil || !missing {
+		t.Fatalf("the browser did not hold the form back: %v %v", missing, err)
+	}
+	// posted runs a step that posts the page's form and waits for the page
+	// that answers it (not the one posted from, which may show the same).
+	posted := func(what string, steps ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		run(t, ctx, what, append([]chromedp.Action[chromedp.Void]{chromedp.Evaluate[chromedp.Void](`document.body.dataset.posted = "1"`)}, steps...)...)
+		waitFor(t, what, func() bool {
+			fresh, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.readyState === "complete" && document.body.dataset.posted === undefined`))
+			return err == nil && fresh
+		})
+	}
+	posted("trust without the name, the browser's check bypassed",
+		chromedp.Evaluate[chromedp.Void](`(() => { const f = document.querySelector("section.drift form.confirm"); f.noValidate = true; f.requestSubmit(); })()`))
+	if s := text(t, ctx, "p.flash.error"); !strings.Contains(s, "Not trusted") || !strings.Contains(s, "type the server's name, pay") {
+		t.Fatalf("after a trust without the name: %q", s)
+	}
+	posted("trust with a wrong name", chromedp.SendKeys(chromedp.CSS("section.drift input.confirm"), "pa"),
+		chromedp.Click(chromedp.CSS("section.drift button.trust")))
+	if s := text(t, ctx, "p.flash.error"); !strings.Contains(s, "Not trusted") || text(t, ctx, "section.drift div.concerns") == "" {
+		t.Fatalf("after a trust with a wrong name: %q", s)
+	}
+	run(t, ctx, "type the name", chromedp.SendKeys(chromedp.CSS("section.drift input.confirm"), "pay"),
+		chromedp.Evaluate[chromedp.Void](`document.querySelector("main").dataset.before = "1"`))
+	if c := callCode(t, cs, "pay__transfer", map[string]any{"to": "acct-10", "amount": 1}, "transfer-2"); c != "approval_required" {
+		t.Fatalf("a second transfer: %s", c)
+	}
+	waitFor(t, "the live refresh", func() bool {
+		gone, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.querySelector("main").dataset.before === undefined`))
+		return err == nil && gone
+	})
+	if v, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector("section.drift input.confirm").value`)); err != nil || v != "pay" {
+		t.Fatalf("the name typed after the live refresh: %q %v", v, err)
+	}
+	run(t, ctx, "trust with the name", chromedp.Click(chromedp.CSS("section.drift button.trust")), chromedp.WaitVisible(chromedp.CSS("#no-drift")),
+		chromedp.WaitVisible(chromedp.CSS("p.flash.ok")))
 }
 
 // TestBrowserCrossSiteFormRefused: a page on another origin of the same

@@ -157,10 +157,12 @@ func (c *console) pending(ctx context.Context) ([]store.Approval, error) {
 	return slices.DeleteFunc(as, func(a store.Approval) bool { return a.Expired(now) }), nil
 }
 
-// approvalView is one approval as the page shows it.
+// approvalView is one approval as the page shows it: with its key, and
+// its tool as the store knows it now (description, quarantine).
 type approvalView struct {
 	store.Approval
 	Key string
+	Now toolNow
 }
 
 func keyOf(a store.Approval) string {
@@ -181,13 +183,18 @@ func (c *console) approvalsPage(w http.ResponseWriter, r *http.Request, s *sessi
 		c.fail(w, r, s, "approvals", err)
 		return
 	}
+	ix, err := c.toolIndex(r.Context())
+	if err != nil {
+		c.fail(w, r, s, "approvals", err)
+		return
+	}
 	var pv, dv []approvalView
 	for _, a := range pending {
-		pv = append(pv, approvalView{a, keyOf(a)})
+		pv = append(pv, approvalView{a, keyOf(a), ix.of(a.Server, a.Tool)})
 	}
 	for _, a := range slices.Backward(all) {
 		if a.State != store.ApprovalPending && len(dv) < 20 {
-			dv = append(dv, approvalView{a, keyOf(a)})
+			dv = append(dv, approvalView{a, keyOf(a), ix.of(a.Server, a.Tool)})
 		}
 	}
 	c.render(w, r, http.StatusOK, "approvals", s, map[string]any{"Pending": pv, "Decided": dv})
@@ -246,6 +253,10 @@ type driftView struct {
 	Diff      string
 	Trustable bool
 	Latest    store.Observation
+	// Concerns are the concerns of the new text (concernLines); with any,
+	// trusting takes Confirm, the server's name, typed.
+	Concerns []string
+	Confirm  string
 }
 
 func (c *console) driftPage(w http.ResponseWriter, r *http.Request, s *session) {
@@ -283,6 +294,7 @@ func (c *console) drift(ctx context.Context) ([]driftView, error) {
 			v.Server.ID = o.ServerID
 		}
 		v.Trustable = v.Latest.ID == o.ID
+		v.Concerns, v.Confirm = concernLines(o.Changes), confirmName(v.Server)
 		var cs []pin.Change
 		if err := json.Unmarshal(o.Changes, &cs); err != nil {
 			v.Summary, v.Diff = "(unreadable)", "the changes of observation "+strconv.FormatInt(o.ID, 10)+" are not JSON: the store row is damaged"
@@ -325,6 +337,22 @@ func (c *console) trust(w http.ResponseWriter, r *http.Request, s *session) {
 	id, fp := r.PostForm.Get("server"), r.PostForm.Get("listing")
 	if id == "" || !isFingerprint(fp) {
 		http.Error(w, "bad request: give a server row ID and the listing fingerprint shown (64 hex digits)", http.StatusBadRequest)
+		return
+	}
+	// A listing whose new text has concerns takes a second, deliberate
+	// step: the server's name typed. Checked here, on what the store
+	// holds for that listing, not on what the form says of it.
+	need, name, err := c.flagged(r.Context(), id, fp)
+	if err != nil {
+		s.say("error", "The trust was not recorded: "+err.Error())
+		http.Redirect(w, r, "/drift", http.StatusSeeOther)
+		return
+	}
+	if need && strings.TrimSpace(r.PostForm.Get("confirm")) != name {
+		s.say("error", fmt.Sprintf("Not trusted: listing %s of %s has new text with hidden characters or wording like an "+
+			"instruction to a model. Read it closely; to trust it, type the server's name, %s, in the field beside the button. Nothing changed.",
+			fp, pin.Visible(name), pin.Visible(name)))
+		http.Redirect(w, r, "/drift", http.StatusSeeOther)
 		return
 	}
 	o, err := c.st.TrustListing(r.Context(), id, fp)

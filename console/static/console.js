@@ -6,7 +6,8 @@
 // shows (p[data-said]) stay on it. A page that is leaving (a form posted,
 // the page hidden for another) stops refreshing, so its refresh cannot
 // race the page that follows it; one shown again from the back-forward
-// cache loads itself afresh.
+// cache loads itself afresh. What the operator typed in a field marked
+// data-keep survives the swap.
 (function () {
   "use strict";
   var body = document.body;
@@ -46,7 +47,11 @@
           for (var i = 0; i < shown.length; i++) {
             next.insertBefore(document.importNode(shown[i], true), first);
           }
+          var refocus = keepTyped(cur, next);
           cur.replaceWith(document.adoptNode(next));
+          if (refocus) {
+            refocus.focus();
+          }
         }
         if (doc.body && doc.body.dataset.state) {
           body.dataset.state = doc.body.dataset.state;
@@ -60,6 +65,26 @@
           refresh();
         }
       });
+  }
+  // keepTyped carries what the operator typed in the page's fields marked
+  // data-keep (a flagged drift's confirmation) to the same field of the
+  // page that replaces it, and returns that field when it had the focus.
+  function keepTyped(cur, next) {
+    var refocus = null;
+    var typed = cur.querySelectorAll("input[data-keep]");
+    for (var i = 0; i < typed.length; i++) {
+      var key = typed[i].dataset.keep;
+      var fresh = next.querySelectorAll("input[data-keep]");
+      for (var j = 0; j < fresh.length; j++) {
+        if (fresh[j].dataset.keep === key) {
+          fresh[j].value = typed[i].value;
+          if (document.activeElement === typed[i]) {
+            refocus = fresh[j];
+          }
+        }
+      }
+    }
+    return refocus;
   }
   var es = new EventSource("/events");
   function leave() {
