@@ -50,7 +50,7 @@ const (
 // Hidden text: a character Visible would escape (control, format, private
 // use, unassigned, line and paragraph separators, default-ignorables,
 // variation selectors beyond a single one after a symbol, bytes that are
-// not UTF-8). Tag characters (U+E0020–U+E007E), which spell ASCII no
+// not UTF-8), but for a CR before an LF. Tag characters (U+E0020–U+E007E), which spell ASCII no
 // reader sees, are reported as such and read as the letters they spell.
 //
 // Instruction-like wording is looked for in the text as a model reads it
@@ -201,6 +201,8 @@ func readHidden(s string, out *concerns) string {
 			b.WriteRune(r - 0xE0000)
 		case r == escOpen || r == escClose || !hidden(r):
 			b.WriteRune(r)
+		case r == '\r' && i < len(s) && s[i] == '\n':
+			// CRLF: a line break written the Windows way, hiding nothing.
 		case (r == 0xFE0E || r == 0xFE0F) && unicode.Is(unicode.S, prev):
 			// One variation selector after a symbol: an emoji's.
 			b.WriteRune(r)
