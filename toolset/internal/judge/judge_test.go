@@ -230,7 +230,9 @@ func TestQuarantines(t *testing.T) {
 // a tool's contract, the instructions, a prompt, a name listed twice, a
 // kind not listed.
 func TestLists(t *testing.T) {
-	v1 := func() published.Listing { return listing(tool("charge", "Charges a card."), tool("refund", "Refunds.")) }
+	v1 := func() published.Listing {
+		return listing(tool("charge", "Charges a card."), tool("refund", "Refunds."))
+	}
 	fp := Fingerprint("pay", v1())
 	if !fp.Lists(v1()) {
 		t.Fatal("the same listing is not told")
