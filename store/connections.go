@@ -19,6 +19,14 @@ type Connection struct {
 	Sealed []byte
 	// KeyID names the key that sealed it.
 	KeyID string
+	// Account is the upstream account the token set is for, as the
+	// gateway learned it when the connection was made through a connect
+	// flow (the upstream ID token's sub, else its userinfo's); '' when
+	// unknown (service connections, older rows). It is plaintext, for
+	// `gatehouse connections list`. PutConnection with an empty Account
+	// keeps the stored one (a token refresh does not know it); SwapConnection
+	// never changes it.
+	Account string
 	// CreatedAt is when the connection was first stored (kept by later
 	// puts); UpdatedAt when it was last written. Both are filled from the
 	// store's clock when zero and stored to the millisecond.
@@ -45,8 +53,8 @@ type ConnectFlow struct {
 // atomic across processes sharing the store.
 type ConnectionStore interface {
 	// PutConnection inserts or replaces the connection of (c.Server,
-	// c.Subject). A replaced row keeps its CreatedAt. ErrInvalid for an
-	// empty Server or Sealed.
+	// c.Subject). A replaced row keeps its CreatedAt, and its Account when
+	// c.Account is empty. ErrInvalid for an empty Server or Sealed.
 	PutConnection(ctx context.Context, c Connection) error
 	// SwapConnection replaces the connection of (c.Server, c.Subject) only
 	// if its Sealed still equals old (compare-and-swap; Rekey uses it so a

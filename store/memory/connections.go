@@ -54,6 +54,9 @@ func (m *Store) PutConnection(ctx context.Context, c store.Connection) error {
 	k := connKey{c.Server, c.Subject}
 	if old, ok := m.conns.rows[k]; ok {
 		c.CreatedAt = old.CreatedAt
+		if c.Account == "" {
+			c.Account = old.Account
+		}
 	}
 	m.conns.rows[k] = c
 	return nil

@@ -12,12 +12,12 @@ import (
 
 var _ store.ConnectionStore = (*Store)(nil)
 
-const connCols = `server, subject, sealed, key_id, created_at, updated_at`
+const connCols = `server, subject, sealed, key_id, created_at, updated_at, account`
 
 func scanConn(r Row) (store.Connection, error) {
 	var c store.Connection
 	var created, updated int64
-	if err := r.Scan(&c.Server, &c.Subject, &c.Sealed, &c.KeyID, &created, &updated); err != nil {
+	if err := r.Scan(&c.Server, &c.Subject, &c.Sealed, &c.KeyID, &created, &updated, &c.Account); err != nil {
 		return store.Connection{}, err
 	}
 	c.Sealed = norm.Bytes(c.Sealed)
@@ -31,9 +31,10 @@ func (s *Store) PutConnection(ctx context.Context, c store.Connection) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.db.Exec(ctx, `INSERT INTO connections (`+connCols+`) VALUES ($1, $2, $3, $4, $5, $6)
-ON CONFLICT (subject, server) DO UPDATE SET sealed = excluded.sealed, key_id = excluded.key_id, updated_at = excluded.updated_at`,
-		c.Server, c.Subject, c.Sealed, c.KeyID, norm.MS(c.CreatedAt), norm.MS(c.UpdatedAt))
+	_, err = s.db.Exec(ctx, `INSERT INTO connections (`+connCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7)
+ON CONFLICT (subject, server) DO UPDATE SET sealed = excluded.sealed, key_id = excluded.key_id, updated_at = excluded.updated_at,
+account = CASE WHEN excluded.account = '' THEN connections.account ELSE excluded.account END`,
+		c.Server, c.Subject, c.Sealed, c.KeyID, norm.MS(c.CreatedAt), norm.MS(c.UpdatedAt), c.Account)
 	if err != nil {
 		return fmt.Errorf("store: put connection %s/%q: %w", c.Server, c.Subject, err)
 	}

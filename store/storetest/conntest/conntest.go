@@ -42,6 +42,7 @@ func Run(t *testing.T, open Opener) {
 		{"List", testList},
 		{"Delete", testDelete},
 		{"Swap", testSwap},
+		{"Account", testAccount},
 		{"Purge", testPurge},
 		{"Lease", testLease},
 		{"LeaseRace", testLeaseRace},
@@ -229,6 +230,52 @@ func testSwap(t *testing.T, s, other store.Store) {
 	}
 	if _, ok := get(t, s, "gh", "nobody"); ok {
 		t.Fatal("Swap created a row")
+	}
+}
+
+// testAccount: a connection's Account is stored and read back (by the
+// other store too, and listed); a put with an empty Account keeps the
+// stored one (a refresh), a put with another replaces it; a swap (rekey)
+// keeps it; a deleted row's account goes with it.
+func testAccount(t *testing.T, s, other store.Store) {
+	ctx := ctxT(t)
+	c := conn("gh", "alice", "blob-1")
+	c.Account = "octocat#1234"
+	put(t, s, c)
+	if got, ok := get(t, other, "gh", "alice"); !ok || got.Account != "octocat#1234" {
+		t.Fatalf("Account read back = %+v, %v", got, ok)
+	}
+	cs, err := other.Connections(ctx, "alice")
+	if err != nil || len(cs) != 1 || cs[0].Account != "octocat#1234" {
+		t.Fatalf("Connections = %+v, %v", cs, err)
+	}
+	put(t, s, conn("gh", "alice", "blob-2")) // a refresh: no account
+	if got, _ := get(t, other, "gh", "alice"); got.Account != "octocat#1234" || string(got.Sealed) != "blob-2" {
+		t.Fatalf("after a put without an account: %+v", got)
+	}
+	c = conn("gh", "alice", "blob-3")
+	c.Account = "other"
+	put(t, s, c)
+	if got, _ := get(t, other, "gh", "alice"); got.Account != "other" {
+		t.Fatalf("after a put with another account: %+v", got)
+	}
+	if ok, err := other.SwapConnection(ctx, conn("gh", "alice", "blob-4"), []byte("blob-3")); err != nil || !ok {
+		t.Fatalf("Swap = %v, %v", ok, err)
+	}
+	if got, _ := get(t, s, "gh", "alice"); got.Account != "other" {
+		t.Fatalf("after a swap: %+v", got)
+	}
+	if _, err := s.DeleteConnections(ctx, "gh", "alice"); err != nil {
+		t.Fatal(err)
+	}
+	put(t, s, conn("gh", "alice", "blob-5"))
+	if got, _ := get(t, other, "gh", "alice"); got.Account != "" {
+		t.Fatalf("a new row after a delete kept the old account: %+v", got)
+	}
+	// The service connection has none.
+	put(t, s, conn("gh", "", "svc"))
+	if got, _ := get(t, other, "gh", ""); got.Account != "" {
+		t.Fatalf("service connection: %+v", got)
 	}
 }
 
