@@ -1,6 +1,6 @@
 // Package diag defines the diagnostics Gatehouse reports about plugins,
 // server configurations and connections, and the fixed rule names of
-// CONTRACTS.md §1.
+// docs/reference/diagnostics.md.
 //
 //	res := plugin.Load("plugins/acme")
 //	for _, d := range res.Diagnostics {
@@ -20,10 +20,10 @@ import (
 	"strings"
 )
 
-// Rule names a class of diagnostic. The set is fixed by CONTRACTS.md §1.
+// Rule names a class of diagnostic. The set is fixed by docs/reference/diagnostics.md.
 type Rule string
 
-// The rules of CONTRACTS.md §1. The comment on each says what happens to the
+// The rules of docs/reference/diagnostics.md. The comment on each says what happens to the
 // thing it is about.
 const (
 	ManifestMissing          Rule = "manifest-missing"           // plugin rejected
@@ -52,7 +52,7 @@ const (
 	ToolDrift                Rule = "tool-drift"                 // quarantined, withheld or logged
 )
 
-// Rules lists every rule of CONTRACTS.md §1 in table order.
+// Rules lists every rule of docs/reference/diagnostics.md in table order.
 func Rules() []Rule {
 	return []Rule{
 		ManifestMissing, ManifestInvalid, UnsupportedSchemaVersion, InvalidName,
@@ -64,7 +64,7 @@ func Rules() []Rule {
 	}
 }
 
-// Known reports whether r is one of the rules of CONTRACTS.md §1.
+// Known reports whether r is one of the rules of docs/reference/diagnostics.md.
 func (r Rule) Known() bool {
 	for _, k := range Rules() {
 		if k == r {
@@ -74,7 +74,7 @@ func (r Rule) Known() bool {
 	return false
 }
 
-// Diagnostic is one finding. Its JSON form is fixed by CONTRACTS.md §1.
+// Diagnostic is one finding. Its JSON form is fixed by docs/reference/diagnostics.md.
 type Diagnostic struct {
 	// Section names the Agent Plugins 1.0.0 clause ("5.2", "7.2.1", ...),
 	// or is empty for runtime rules.

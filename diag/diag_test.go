@@ -18,7 +18,7 @@ func TestJSONShape(t *testing.T) {
 }
 
 func TestRulesAreTheContract(t *testing.T) {
-	// CONTRACTS.md §1 lists exactly these 24 rules; a rename breaks users.
+	// docs/reference/diagnostics.md lists exactly these 24 rules; a rename breaks users.
 	want := []string{
 		"manifest-missing", "manifest-invalid", "unsupported-schema-version", "invalid-name",
 		"unknown-field", "extensions-not-an-object", "path-escapes-plugin-root", "component-wrong-kind",

@@ -89,7 +89,7 @@
 // expires (JournalOptions.ApprovalTTL); once the call's record is swept,
 // the same call needs a new approval. A subject's pending approvals are
 // bounded (JournalOptions.MaxPendingApprovals). Every refusal is a *refusal.Error (package refusal:
-// the codes and shape of CONTRACTS.md §4; its Result is the tool-result
+// the codes and shape of docs/reference/refusals.md; its Result is the tool-result
 // form), found with refusal.As; a refusal recorded as a call's outcome
 // replays as the same refusal (RecordedError). Tool, Invoke and GoTool
 // route Go functions (and, with loop.ToolsetCall, toolset tools) through

@@ -5,7 +5,7 @@ import "github.com/gatehouse-dev/gatehouse/gateway/internal/config"
 // The configuration lives in gateway/internal/config; these names are its
 // public face. docs/gateway.md lists every key and its default.
 type (
-	// Config is the gateway configuration of CONTRACTS.md §4. It is read
+	// Config is the gateway configuration of docs/gateway.md (Config fields). It is read
 	// from YAML (JSON is valid YAML); unknown fields are errors, so a typo
 	// never silently disables a protection. Build one with LoadConfig or
 	// ParseConfig, which apply the defaults and validate every field.

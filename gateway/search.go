@@ -19,7 +19,7 @@ import (
 // replaces the answer to tools/list, nothing else, so a tool the list
 // does not show is called by name through the one pipeline.
 
-// SearchToolName is the gateway's tool search tool (CONTRACTS.md §4): it
+// SearchToolName is the gateway's tool search tool (docs/reference/wire.md): it
 // takes {"query": string, "limit": int} and answers structuredContent
 // {"tools": [{"name", "description", "inputSchema", "score"}]}, best first.
 const SearchToolName = stablelist.Name

@@ -12,7 +12,7 @@ import (
 )
 
 // expected is the expected.json of a conformance case: the shape of
-// `gatehouse plugin check --json` (CONTRACTS.md §2) without messages.
+// `gatehouse plugin check --json` (docs/reference/cli.md) without messages.
 type expected struct {
 	OK          bool     `json:"ok"`
 	Name        string   `json:"name"`

@@ -15,7 +15,7 @@
 // diagnostics say why) or a loaded plugin with its manifest, its valid skills
 // and its valid MCP server configurations, plus a diagnostic for everything
 // that was skipped or ignored. Diagnostics use the rule names of
-// CONTRACTS.md §1 (package diag). Nothing is connected or executed.
+// docs/reference/diagnostics.md (package diag). Nothing is connected or executed.
 //
 // # Guarantees
 //

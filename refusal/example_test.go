@@ -10,7 +10,7 @@ import (
 )
 
 // A refusal as the tool result a model or an MCP client receives
-// (CONTRACTS.md §4).
+// (docs/reference/refusals.md).
 func ExampleError_Result() {
 	e := &refusal.Error{Code: refusal.ApprovalRequired, Retryable: true, ApprovalID: "apr_2f1c0e9b8a7d6c5e",
 		Message: "the call to bank__transfer needs an operator's approval"}

@@ -1,6 +1,6 @@
 // Package refusal is what Gatehouse answers instead of running a tool call:
 // a code from one closed set, a sentence, and the tool result that carries
-// both to the caller (CONTRACTS.md §4).
+// both to the caller (docs/reference/refusals.md).
 //
 //	err := &refusal.Error{Code: refusal.RateLimited, Retryable: true,
 //		RetryAfter: 2 * time.Second, Message: "too many calls; retry in 2s"}
@@ -21,12 +21,12 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Code names why a call was refused. The values are fixed by CONTRACTS.md
-// §4: they are the "code" of a refusal's structured content, the "[code]"
+// Code names why a call was refused. The values are fixed by
+// docs/reference/refusals.md: they are the "code" of a refusal's structured content, the "[code]"
 // its text begins with, and the outcome label of the gateway's metrics.
 type Code string
 
-// The refusal codes, in the order of CONTRACTS.md §4.
+// The refusal codes, in the order of docs/reference/refusals.md.
 const (
 	// RunBusy: another executor holds a live claim on the same key.
 	// Retryable: retry the same call with the same key.
@@ -62,7 +62,7 @@ const (
 	AuthRequired Code = "auth_required"
 )
 
-// Codes lists every refusal code, in the order of CONTRACTS.md §4.
+// Codes lists every refusal code, in the order of docs/reference/refusals.md.
 func Codes() []Code {
 	return []Code{RunBusy, KeyReused, RateLimited, ApprovalRequired, ApprovalDenied,
 		Quarantined, ToolWithdrawn, InDoubt, Denied, CallLimit, Unavailable, AuthRequired}
@@ -80,7 +80,7 @@ func (c Code) Known() bool {
 
 // Error is a structured refusal: the journal, a guard or the gateway
 // refused the call (the tool itself did not answer). Result turns it into
-// the tool result of CONTRACTS.md §4. Find it in an error chain with As.
+// the tool result of docs/reference/refusals.md. Find it in an error chain with As.
 type Error struct {
 	// Code is one of the codes above.
 	Code Code
@@ -136,7 +136,7 @@ func (e *Error) Text() string {
 	return text
 }
 
-// Result returns the refusal as a tool result (CONTRACTS.md §4): IsError
+// Result returns the refusal as a tool result (docs/reference/refusals.md): IsError
 // true, one text content Text(), and structured content {"code",
 // "retryable"} plus "approvalId", "retryAfterMs" and "connectURL" when set. The
 // underlying Err is left out: it may hold details the caller must not see.

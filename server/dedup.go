@@ -34,7 +34,7 @@ func unitOfWork(subject Subject, tool, key string, req *mcp.CallToolRequest) (ru
 
 // dedup runs the call at most once per unit of work through the journal.
 // Refusals (run_busy, key_reused, in_doubt) are tool results of
-// CONTRACTS.md §4.
+// docs/reference/refusals.md.
 func (s *Server) dedup(ctx context.Context, next mcp.MethodHandler, method string, req *mcp.CallToolRequest, subject Subject, key string) (mcp.Result, error) {
 	name := req.Params.Name
 	runID, callID := unitOfWork(subject, name, key, req)

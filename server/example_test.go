@@ -104,7 +104,7 @@ func Example() {
 			return
 		}
 		if sc, ok := res.StructuredContent.(map[string]any); ok && sc["code"] != nil {
-			fmt.Println("refused:", sc["code"]) // a refusal of CONTRACTS.md §4
+			fmt.Println("refused:", sc["code"]) // a refusal of docs/reference/refusals.md
 			return
 		}
 		fmt.Println(res.IsError, res.Content[0].(*mcp.TextContent).Text)

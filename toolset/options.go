@@ -190,7 +190,7 @@ const (
 )
 
 // ToolInfo is one tool as an agent sees it. Its JSON form is the tool object
-// of `gatehouse tools --json` (CONTRACTS.md §3).
+// of `gatehouse tools --json` (docs/reference/cli.md).
 type ToolInfo struct {
 	// Name is the projected, provider-legal name; calls use it.
 	Name string `json:"name"`

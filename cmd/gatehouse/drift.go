@@ -21,7 +21,7 @@ func newDriftCmd() *cobra.Command {
 		newDriftListCmd(), newDriftShowCmd())
 }
 
-// driftServerJSON is one server in `drift list --json` (CONTRACTS.md §4).
+// driftServerJSON is one server in `drift list --json` (docs/reference/cli.md).
 type driftServerJSON struct {
 	// Server is the configured name, ID the store row ID.
 	Server string `json:"server"`

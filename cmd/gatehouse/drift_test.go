@@ -166,7 +166,7 @@ func noRawHidden(t *testing.T, out string) {
 	}
 }
 
-// TestDriftListJSON: the JSON of CONTRACTS.md §4, exactly: only pay (the
+// TestDriftListJSON: the JSON of docs/reference/cli.md, exactly: only pay (the
 // server whose latest open observation drifted), its row, listing, when
 // and by whom, and its changes as recorded.
 func TestDriftListJSON(t *testing.T) {

@@ -9,7 +9,7 @@
 //	go run ./cmd/gatehouse approvals list
 //
 // Run `gatehouse --help` for every command. The command shapes are a
-// contract (CONTRACTS.md §2–§4); the commands are tested in process
+// contract (docs/reference); the commands are tested in process
 // (Main).
 package main
 

@@ -18,7 +18,7 @@ func newPluginCmd() *cobra.Command {
 		newPluginCheckCmd())
 }
 
-// checkReport is the --json shape of `gatehouse plugin check` (CONTRACTS.md §2).
+// checkReport is the --json shape of `gatehouse plugin check` (docs/reference/cli.md).
 type checkReport struct {
 	OK          bool              `json:"ok"`
 	Name        string            `json:"name"`
@@ -80,7 +80,7 @@ func newPluginCheckCmd() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object (CONTRACTS.md §2)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object (docs/reference/cli.md)")
 	return cmd
 }
 

@@ -21,7 +21,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/toolset"
 )
 
-// toolsReport is the --json shape of `gatehouse tools` (CONTRACTS.md §3).
+// toolsReport is the --json shape of `gatehouse tools` (docs/reference/cli.md).
 type toolsReport struct {
 	Tools       []toolset.ToolInfo `json:"tools"`
 	Diagnostics []diag.Diagnostic  `json:"diagnostics"`
@@ -128,7 +128,7 @@ func newToolsCmd() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&configPath, "config", "", "gateway config file (YAML): its plugins, servers, allowedHosts and disclosure apply")
 	cmd.Flags().StringArrayVar(&plugins, "plugin", nil, "a plugin directory (repeatable)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object (CONTRACTS.md §3; with --search, the search's structured content)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object (docs/reference/cli.md; with --search, the search's structured content)")
 	cmd.Flags().StringVar(&query, "search", "", "print what gatehouse__search_tools would answer for QUERY")
 	cmd.Flags().IntVar(&limit, "limit", 0, "with --search, the most tools to show (1 to 50; default the config's search.limit)")
 	cmd.Flags().StringVar(&storeDSN, "store", "", "store DSN (sqlite:PATH, postgres://...): record the catalogues and trust baselines there and report drift against them")

@@ -10,7 +10,7 @@
 //	hits, err := f.Find(gen, tools, "open a pull request", 8, allow) // gen: grows with the map; tools: its tools
 //	res := f.Call(gen, tools, args, metatool.DefaultLimit, allow)      // the meta-tool's answer to a call
 //
-// The search answer is the one CONTRACTS.md §4 gives: structuredContent
+// The search answer is the one docs/reference/wire.md gives: structuredContent
 // {"tools": [{"name", "description", "inputSchema", "score"}]}, best first,
 // and the same tools as text for clients that read only text. Scores are
 // rounded to two decimals: they are computed over the whole index, visible

@@ -22,7 +22,7 @@ const (
 	// the mcp__ namespace of the toolset's own tools beside
 	// mcp__describe_tool.
 	AgentSearchName = "mcp__search_tools"
-	// GatewaySearchName is the gateway's (CONTRACTS.md §4).
+	// GatewaySearchName is the gateway's (docs/reference/wire.md).
 	GatewaySearchName = "gatehouse__search_tools"
 )
 
@@ -54,7 +54,7 @@ type Tool struct {
 	Contract string
 }
 
-// A Hit is one tool found, in the answer's shape (CONTRACTS.md §4).
+// A Hit is one tool found, in the answer's shape (docs/reference/wire.md).
 type Hit struct {
 	// Name is the tool's name: call it by that name.
 	Name string `json:"name"`

@@ -12,7 +12,7 @@ import (
 
 // Defaults of audit.
 const (
-	// DefaultAuditRetain is audit.retain's default (CONTRACTS.md §4).
+	// DefaultAuditRetain is audit.retain's default (docs/gateway.md, Config fields).
 	DefaultAuditRetain = 90 * 24 * time.Hour
 	// DefaultAuditCheckpoint is audit.checkpoint's default.
 	DefaultAuditCheckpoint = 5 * time.Minute

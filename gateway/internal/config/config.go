@@ -1,4 +1,4 @@
-// Package config is the gateway's configuration (CONTRACTS.md §4): its
+// Package config is the gateway's configuration (docs/gateway.md, Config fields): its
 // types, their defaults, and the parser that reads them from YAML and
 // validates every field, so that a mistake is a *Error naming the file, the
 // field and the fix before anything starts. Package gateway re-exports it
@@ -42,7 +42,7 @@ const (
 	DefaultMaxSessionsPerSubject = 16
 )
 
-// Config is the gateway configuration of CONTRACTS.md §4. It is read from
+// Config is the gateway configuration of docs/gateway.md (Config fields). It is read from
 // YAML (JSON is valid YAML); unknown fields are errors, so a typo never
 // silently disables a protection.
 type Config struct {

@@ -12,7 +12,7 @@ import (
 
 // Defaults and bounds of console.
 const (
-	// DefaultConsoleListen is console.listen's default (CONTRACTS.md §4).
+	// DefaultConsoleListen is console.listen's default (docs/gateway.md, Config fields).
 	DefaultConsoleListen = "127.0.0.1:8081"
 	// DefaultConsoleSessionTTL is console.sessionTTL's default.
 	DefaultConsoleSessionTTL = 8 * time.Hour

@@ -1,5 +1,5 @@
 // Package stablelist is the gateway's stable tools/list (tool search,
-// CONTRACTS.md §4): whether a caller gets it, and what it holds. A caller
+// docs/reference/wire.md): whether a caller gets it, and what it holds. A caller
 // who gets it sees gatehouse__search_tools and the disclosure.alwaysLoad
 // tools it may see, sorted by name: the same list for every caller who may
 // see the same tools, whatever other tools come and go behind it. Every

@@ -50,8 +50,8 @@
 // so label values come from small, closed sets that the gateway controls:
 // a tool is a projected tool name, or [UnknownTool] for a name that is not
 // one (a caller-chosen name never becomes a label value); an outcome is an
-// Outcome constant ([OutcomeOK], ...) or a refusal code from CONTRACTS.md
-// §4; a server is a name from the operator's configuration; a drift kind
+// Outcome constant ([OutcomeOK], ...) or a refusal code of
+// docs/reference/refusals.md; a server is a name from the operator's configuration; a drift kind
 // is a Drift constant ([DriftQuarantined], ...); a cap is a Capped
 // constant ([CappedServer], [CappedSubject]). As a last line of defence
 // each instrument keeps at most 10,000 series (the SDK's cardinality

@@ -12,7 +12,7 @@ import (
 )
 
 // Outcome label values of gatehouse_calls_total. A call the gateway refuses
-// is counted under its refusal code from CONTRACTS.md §4, verbatim
+// is counted under its refusal code from docs/reference/refusals.md, verbatim
 // ("rate_limited", "approval_required", "denied", ...), so the outcome set
 // stays the closed set of codes defined in code.
 const (
