@@ -79,8 +79,37 @@ func (c *Config) checkOAuth() error {
 		return c.errf("auth.oauth.scopesClaim", `use "scope" (a space-separated string, RFC 9068) or "scp" (an array, e.g. Entra ID, Okta)`,
 			"%q is not a scopes claim", o.ScopesClaim)
 	}
+	if l := o.Login; l != nil {
+		if err := c.checkLogin(l); err != nil {
+			return err
+		}
+	}
 	if in := o.Introspection; in != nil {
 		return c.checkIntrospection(in)
+	}
+	return nil
+}
+
+// checkLogin checks auth.oauth.login.
+func (c *Config) checkLogin(l *Login) error {
+	const f = "auth.oauth.login"
+	switch {
+	case l.ClientSecret != "":
+		return c.errf(f+".clientSecret", "put the secret in an environment variable and name it in clientSecretEnv, such as GATEHOUSE_LOGIN_SECRET",
+			"a client secret is never written in the config file")
+	case l.ClientID == "":
+		return c.errf(f+".clientID", "give the gateway's OpenID client id at auth.oauth.issuer (redirect URI: connect.publicURL + /connect/login)",
+			"clientID is required")
+	}
+	for _, r := range l.ClientID {
+		if r < 0x20 || r == 0x7f {
+			return c.errf(f+".clientID", "use the client id exactly as the authorization server shows it",
+				"%q has a control character", l.ClientID)
+		}
+	}
+	if l.ClientSecretEnv != "" && !envName(l.ClientSecretEnv) {
+		return c.errf(f+".clientSecretEnv", "name an environment variable (letters, digits and _, not starting with a digit); the secret itself goes in that variable",
+			"%q is not an environment variable name", l.ClientSecretEnv)
 	}
 	return nil
 }

@@ -222,6 +222,25 @@ type OAuth struct {
 	// three base64url parts) at the authorization server's RFC 7662
 	// endpoint; without it they are refused.
 	Introspection *Introspection `yaml:"introspection" json:"introspection"`
+	// Login is the gateway's OpenID Connect client at Issuer: a connect
+	// URL's browser logs in with it to prove it is the OAuth subject the
+	// URL was made for (docs/gateway.md, connect flows). Without it, an
+	// OAuth subject's connect URL is refused with a page naming it.
+	Login *Login `yaml:"login" json:"login"`
+}
+
+// Login configures the gateway's OpenID Connect client at auth.oauth.issuer
+// (auth.oauth.login): the authorization-code grant with PKCE, redirect URI
+// connect.publicURL + /connect/login.
+type Login struct {
+	// ClientID is the gateway's client id at the issuer.
+	ClientID string `yaml:"clientID" json:"clientID"`
+	// ClientSecretEnv names the environment variable that holds the
+	// client's secret; empty for a public client (PKCE alone).
+	ClientSecretEnv string `yaml:"clientSecretEnv" json:"clientSecretEnv"`
+	// ClientSecret is never accepted: it is declared only so that a secret
+	// written in the file is refused by name, with the way to fix it.
+	ClientSecret string `yaml:"clientSecret" json:"-"`
 }
 
 // Introspection configures the RFC 7662 endpoint that checks opaque access

@@ -195,6 +195,15 @@ func TestConfigErrors(t *testing.T) {
 		{"introspection secret env with digit first", "auth: {resource: 'https://gw.example.com/mcp', oauth: {issuer: 'https://idp.example.com', introspection: {url: 'https://idp.example.com/i', clientID: gw, clientSecretEnv: 1GW}}}\n", "auth.oauth.introspection.clientSecretEnv", "not an environment variable name"},
 		{"introspection unknown field", "auth: {resource: 'https://gw.example.com/mcp', oauth: {issuer: 'https://idp.example.com', introspection: {url: 'https://idp.example.com/i', clientID: gw, clientSecretEnv: GW, secret: x}}}\n", "", "secret"},
 		{"introspection not a map", "auth: {resource: 'https://gw.example.com/mcp', oauth: {issuer: 'https://idp.example.com', introspection: 'https://idp.example.com/i'}}\n", "", "cannot unmarshal"},
+		{"login secret in the file", "auth: {resource: 'https://gw.example.com/mcp', oauth: {issuer: 'https://idp.example.com', login: {clientID: gw, clientSecret: hunter2}}}\n", "auth.oauth.login.clientSecret", "never written in the config file"},
+		{"login secret beside its env", "auth: {resource: 'https://gw.example.com/mcp', oauth: {issuer: 'https://idp.example.com', login: {clientID: gw, clientSecretEnv: GW_LOGIN, clientSecret: hunter2}}}\n", "auth.oauth.login.clientSecret", "never written"},
+		{"login without client", "auth: {resource: 'https://gw.example.com/mcp', oauth: {issuer: 'https://idp.example.com', login: {clientSecretEnv: GW_LOGIN}}}\n", "auth.oauth.login.clientID", "required"},
+		{"login empty", "auth: {resource: 'https://gw.example.com/mcp', oauth: {issuer: 'https://idp.example.com', login: {}}}\n", "auth.oauth.login.clientID", "required"},
+		{"login client with control", "auth: {resource: 'https://gw.example.com/mcp', oauth: {issuer: 'https://idp.example.com', login: {clientID: \"g\\u0001w\"}}}\n", "auth.oauth.login.clientID", "control character"},
+		{"login secret env not a name", "auth: {resource: 'https://gw.example.com/mcp', oauth: {issuer: 'https://idp.example.com', login: {clientID: gw, clientSecretEnv: 'GW-LOGIN'}}}\n", "auth.oauth.login.clientSecretEnv", "not an environment variable name"},
+		{"login secret env with digit first", "auth: {resource: 'https://gw.example.com/mcp', oauth: {issuer: 'https://idp.example.com', login: {clientID: gw, clientSecretEnv: 1GW}}}\n", "auth.oauth.login.clientSecretEnv", "not an environment variable name"},
+		{"login unknown field", "auth: {resource: 'https://gw.example.com/mcp', oauth: {issuer: 'https://idp.example.com', login: {clientID: gw, redirectURI: x}}}\n", "", "redirectURI"},
+		{"login not a map", "auth: {resource: 'https://gw.example.com/mcp', oauth: {issuer: 'https://idp.example.com', login: gw}}\n", "", "cannot unmarshal"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -258,6 +267,8 @@ func FuzzParseConfig(f *testing.F) {
 	f.Add([]byte("auth: {resource: 'http://127.0.0.1:8080/mcp#f', oauth: {issuer: 'http://[::1]:9/x?q', jwksURL: 'ftp://a'}}"))
 	f.Add([]byte("auth: {resource: 'https://gw/mcp', oauth: {issuer: 'https://i', subjectClaim: exp, requiredScopes: ['tool:a', 'a\\\"b']}, tokens: [{sha256: '00', subject: 'https://i#a'}]}"))
 	f.Add([]byte("auth: {resource: 'https://gw/mcp', oauth: {issuer: 'https://i', introspection: {url: 'https://i/introspect', clientID: gw, clientSecretEnv: GW_SECRET}}}"))
+	f.Add([]byte("auth: {resource: 'https://gw/mcp', oauth: {issuer: 'https://i', login: {clientID: gw, clientSecretEnv: GW_LOGIN}}}"))
+	f.Add([]byte("auth: {resource: 'https://gw/mcp', oauth: {issuer: 'https://i', login: {clientID: \"a\\u0001\", clientSecretEnv: '9X', clientSecret: s}}}"))
 	f.Add([]byte("auth: {resource: 'https://gw/mcp', oauth: {issuer: 'https://i', introspection: {url: 'http://i/x#y', clientID: \"a\\u0001\", clientSecretEnv: '9X', clientSecret: s}}}"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := Parse(data, "f.yaml", "/srv")
@@ -412,5 +423,18 @@ func TestOAuthConfig(t *testing.T) {
 	in := c.Auth.OAuth.Introspection
 	if in == nil || in.URL != "https://idp.example.com/oauth2/introspect?tenant=a" || in.ClientID != "gatehouse gw" || in.ClientSecretEnv != "GATEHOUSE_INTROSPECTION_SECRET" || in.ClientSecret != "" {
 		t.Errorf("introspection kept: %+v", in)
+	}
+	if c.Auth.OAuth.Login != nil {
+		t.Errorf("login without being configured: %+v", c.Auth.OAuth.Login)
+	}
+	c, err = Parse([]byte("auth:\n  resource: https://gw.example.com/mcp\n  oauth:\n    issuer: https://idp.example.com\n    login: {clientID: 'gatehouse gw', clientSecretEnv: GATEHOUSE_LOGIN_SECRET}\n"), "x", "/srv")
+	if err != nil {
+		t.Fatalf("login: %v", err)
+	}
+	if l := c.Auth.OAuth.Login; l == nil || l.ClientID != "gatehouse gw" || l.ClientSecretEnv != "GATEHOUSE_LOGIN_SECRET" || l.ClientSecret != "" {
+		t.Errorf("login kept: %+v", l)
+	}
+	if _, err := Parse([]byte("auth:\n  resource: https://gw.example.com/mcp\n  oauth:\n    issuer: https://idp.example.com\n    login: {clientID: gw}\n"), "x", "/srv"); err != nil {
+		t.Errorf("login of a public client: %v", err)
 	}
 }

@@ -185,6 +185,10 @@ func (c *Config) checkServerAuth(name, typ, serverURL string, a ServerAuth) erro
 		return c.errf("connect.publicURL", "set connect.publicURL to the gateway's base URL as browsers reach it, such as https://gw.example.com",
 			"servers.%s has auth: user, which hands out connect URLs on the gateway", name)
 	}
+	if a.Mode == AuthUser && (name == "callback" || name == "login") {
+		return c.errf(f, "rename the server: /connect/callback and /connect/login are the gateway's redirect URIs, not connect URLs",
+			"a server with auth: user cannot be named %q", name)
+	}
 	return c.checkUpstreamOAuth(f+".oauth", a.OAuth)
 }
 

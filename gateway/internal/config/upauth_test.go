@@ -66,6 +66,8 @@ func TestServerAuthErrors(t *testing.T) {
 		{"bad scope", gh + "    auth: service\n    oauth: {clientID: a, scopes: ['a b']}\n", "servers.gh.oauth.scopes[0]", "not a scope"},
 		{"user without publicURL", gh + "    auth: user\n    oauth: {clientID: a}\n", "connect.publicURL", "auth: user"},
 		{"user with exchange", pub + gh + "    auth: user\n    oauth: {clientID: a}\n    exchange: {tokenURL: 'https://i/t', clientID: a}\n", "servers.gh.exchange", "with auth: user"},
+		{"user server named login", pub + "servers:\n  login:\n    type: streamable-http\n    url: https://a.example.com/mcp\n    auth: user\n    oauth: {clientID: a}\n", "servers.login", "cannot be named"},
+		{"user server named callback", pub + "servers:\n  callback:\n    type: streamable-http\n    url: https://a.example.com/mcp\n    auth: user\n    oauth: {clientID: a}\n", "servers.callback", "cannot be named"},
 		{"exchange with oauth", gh + "    auth: exchange\n    oauth: {clientID: a}\n", "servers.gh.oauth", "with auth: exchange"},
 		{"exchange without block", gh + "    auth: exchange\n", "servers.gh.exchange.tokenURL", "required"},
 		{"exchange http token url", gh + "    auth: exchange\n    exchange: {tokenURL: 'http://idp.example.com/t', clientID: a}\n", "servers.gh.exchange.tokenURL", "not loopback"},
