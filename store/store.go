@@ -223,8 +223,9 @@ type ApprovalState string
 //
 // Pending, approved and denied approvals are live until their ExpiresAt;
 // expired is written when a store notices (CreateApproval for the same
-// call retires an expired one) and is final. Used and expired approvals
-// never authorize anything again.
+// call retires an expired one) or when the approval was asked under
+// another contract of its tool than the call's (SupersedeApproval), and
+// is final. Used and expired approvals never authorize anything again.
 const (
 	ApprovalPending  ApprovalState = "pending"
 	ApprovalApproved ApprovalState = "approved"
@@ -270,6 +271,14 @@ type Approval struct {
 	Server          string
 	Tool            string
 	ArgsFingerprint string
+	// Contract is the fingerprint (pin.ToolFingerprint) of the tool's
+	// trusted contract (its name, title, description, schemas and
+	// annotations) when the approval was asked: the operator decides on
+	// the call of that tool. "" when it is unknown: the caller knew no
+	// contract, or the approval was recorded before contracts were
+	// stored. A call whose tool now has another contract is not
+	// authorized by it (see SupersedeApproval).
+	Contract string
 	// Args are the call's arguments as sent (JSON), for the operator to
 	// see. Nil for approvals recorded before they were stored.
 	Args []byte
@@ -332,6 +341,16 @@ type ApprovalStore interface {
 	// fails with ErrNotFound, ErrExpired, or ErrNotApproved (pending,
 	// denied, or already used: an approval is spent once).
 	UseApproval(ctx context.Context, id string, now time.Time) (Approval, error)
+	// SupersedeApproval moves a live approval (pending, approved or
+	// denied, expired or not) whose Contract is not contract to expired
+	// (compare-and-swap): it was asked under another contract of its
+	// tool than the one the call now has, and answers for the call no
+	// more; CreateApproval for the call then records a new one. It
+	// reports whether it moved it: false, with a nil error, when the
+	// approval is no longer live or has that contract (a concurrent call
+	// superseded or spent it). ErrNotFound when there is no such
+	// approval.
+	SupersedeApproval(ctx context.Context, id, contract string) (bool, error)
 	// SweepApprovals deletes the approvals whose ExpiresAt is non-zero and
 	// at or before now, whatever their state, and returns how many.
 	SweepApprovals(ctx context.Context, now time.Time) (int64, error)

@@ -167,6 +167,24 @@ func (m *Store) UseApproval(ctx context.Context, id string, now time.Time) (stor
 	return cloneApproval(a), nil
 }
 
+// SupersedeApproval implements store.ApprovalStore.
+func (m *Store) SupersedeApproval(ctx context.Context, id, contract string) (bool, error) {
+	if err := m.lock(ctx); err != nil {
+		return false, err
+	}
+	defer m.mu.Unlock()
+	a, ok := m.approvals[id]
+	if !ok {
+		return false, norm.NotFound("approval %q", id)
+	}
+	if !a.State.Live() || a.Contract == contract {
+		return false, nil
+	}
+	a.State = store.ApprovalExpired
+	m.approvals[id] = a
+	return true, nil
+}
+
 // SweepApprovals implements store.ApprovalStore.
 func (m *Store) SweepApprovals(ctx context.Context, now time.Time) (int64, error) {
 	if err := m.lock(ctx); err != nil {

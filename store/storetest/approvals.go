@@ -361,3 +361,131 @@ func testApprovalRace(t *testing.T, s store.Store) {
 		t.Fatalf("%d decisions won, want exactly 1", wins)
 	}
 }
+
+// testApprovalContract: an approval keeps the contract of its tool it was
+// asked under; SupersedeApproval retires a live one (pending, approved or
+// denied, and one asked before contracts were stored) whose contract is
+// not the call's, once, and never a used or expired one or one with the
+// call's contract; the call then asks again.
+func testApprovalContract(t *testing.T, s store.Store) {
+	ctx := ctxT(t)
+	a := approval("ca", "r", "ca", "alice")
+	a.Contract = "contract-A"
+	if got := get3(s.CreateApproval(ctx, a, 0)).ok(t); got.Contract != "contract-A" {
+		t.Fatalf("CreateApproval returned contract %q", got.Contract)
+	}
+	if g := get(s.GetApproval(ctx, "ca")).ok(t); g.Contract != "contract-A" {
+		t.Fatalf("GetApproval contract %q", g.Contract)
+	}
+	if g := get(s.GetApprovalByCall(ctx, key("r", "ca"))).ok(t); g.Contract != "contract-A" {
+		t.Fatalf("GetApprovalByCall contract %q", g.Contract)
+	}
+	for _, g := range get(s.ListApprovals(ctx, store.ApprovalPending)).ok(t) {
+		if g.ID == "ca" && g.Contract != "contract-A" {
+			t.Fatalf("ListApprovals contract %q", g.Contract)
+		}
+	}
+	// The call's live approval is returned whatever contract the new
+	// request names: telling them apart is the caller's (SupersedeApproval).
+	other := approval("ca-x", "r", "ca", "alice")
+	other.Contract = "contract-B"
+	if g, created, err := s.CreateApproval(ctx, other, 0); err != nil || created || g.ID != "ca" || g.Contract != "contract-A" {
+		t.Fatalf("CreateApproval with another contract = %+v, %v, %v", g, created, err)
+	}
+
+	_, err := s.SupersedeApproval(ctx, "nope", "contract-B")
+	wantErr(t, err, store.ErrNotFound)
+	if moved := get(s.SupersedeApproval(ctx, "ca", "contract-A")).ok(t); moved {
+		t.Fatal("SupersedeApproval with the approval's own contract moved it")
+	}
+	if g := get(s.GetApproval(ctx, "ca")).ok(t); g.State != store.ApprovalPending {
+		t.Fatalf("after a refused supersede: %+v", g)
+	}
+	if moved := get(s.SupersedeApproval(ctx, "ca", "contract-B")).ok(t); !moved {
+		t.Fatal("SupersedeApproval with another contract did not move it")
+	}
+	if g := get(s.GetApproval(ctx, "ca")).ok(t); g.State != store.ApprovalExpired || g.Contract != "contract-A" {
+		t.Fatalf("superseded approval = %+v", g)
+	}
+	_, err = s.GetApprovalByCall(ctx, key("r", "ca"))
+	wantErr(t, err, store.ErrNotFound)
+	_, err = s.DecideApproval(ctx, "ca", true, "ops", at(time.Minute))
+	wantErr(t, err, store.ErrAlreadyDecided)
+	if moved := get(s.SupersedeApproval(ctx, "ca", "contract-C")).ok(t); moved {
+		t.Fatal("SupersedeApproval moved an expired approval")
+	}
+	// The call asks again, under its contract.
+	if g, created, err := s.CreateApproval(ctx, other, 0); err != nil || !created || g.ID != "ca-x" || g.Contract != "contract-B" {
+		t.Fatalf("ask again = %+v, %v, %v", g, created, err)
+	}
+	if g := get(s.GetApprovalByCall(ctx, key("r", "ca"))).ok(t); g.ID != "ca-x" || g.Contract != "contract-B" {
+		t.Fatalf("live approval after asking again = %+v", g)
+	}
+
+	// Approved and denied ones are superseded too; a superseded approved
+	// one authorizes nothing.
+	for _, approve := range []bool{true, false} {
+		id := fmt.Sprint("cd-", approve)
+		d := approval(id, "r", id, "alice")
+		d.Contract = "contract-A"
+		get3(s.CreateApproval(ctx, d, 0)).ok(t)
+		get(s.DecideApproval(ctx, id, approve, "ops", at(time.Minute))).ok(t)
+		if moved := get(s.SupersedeApproval(ctx, id, "contract-B")).ok(t); !moved {
+			t.Fatalf("%s: decided approval not superseded", id)
+		}
+		g := get(s.GetApproval(ctx, id)).ok(t)
+		if g.State != store.ApprovalExpired || len(g.Decisions) != 1 {
+			t.Fatalf("%s: superseded = %+v", id, g)
+		}
+		_, err := s.UseApproval(ctx, id, at(2*time.Minute))
+		wantErr(t, err, store.ErrNotApproved)
+	}
+	// One asked before contracts were stored ("") has another contract
+	// than any the call names.
+	old := approval("c-old", "r", "c-old", "alice")
+	get3(s.CreateApproval(ctx, old, 0)).ok(t)
+	if g := get(s.GetApproval(ctx, "c-old")).ok(t); g.Contract != "" {
+		t.Fatalf("approval without a contract reads back %q", g.Contract)
+	}
+	if moved := get(s.SupersedeApproval(ctx, "c-old", "contract-A")).ok(t); !moved {
+		t.Fatal("approval without a contract not superseded")
+	}
+	// A used approval stays used.
+	u := approval("c-used", "r", "c-used", "alice")
+	u.Contract = "contract-A"
+	get3(s.CreateApproval(ctx, u, 0)).ok(t)
+	get(s.DecideApproval(ctx, "c-used", true, "ops", at(time.Minute))).ok(t)
+	get(s.UseApproval(ctx, "c-used", at(2*time.Minute))).ok(t)
+	if moved := get(s.SupersedeApproval(ctx, "c-used", "contract-B")).ok(t); moved {
+		t.Fatal("used approval superseded")
+	}
+	if g := get(s.GetApproval(ctx, "c-used")).ok(t); g.State != store.ApprovalUsed {
+		t.Fatalf("used approval after supersede = %+v", g)
+	}
+
+	// Concurrent supersedes of one approval: exactly one moves it.
+	r := approval("c-race", "r", "c-race", "alice")
+	r.Contract = "contract-A"
+	get3(s.CreateApproval(ctx, r, 0)).ok(t)
+	get(s.DecideApproval(ctx, "c-race", true, "ops", at(time.Minute))).ok(t)
+	const n = 8
+	moved := make([]bool, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { moved[i], errs[i] = s.SupersedeApproval(ctx, "c-race", "contract-B") })
+	}
+	wg.Wait()
+	wins := 0
+	for i := range n {
+		if errs[i] != nil {
+			t.Fatalf("concurrent supersede: %v", errs[i])
+		}
+		if moved[i] {
+			wins++
+		}
+	}
+	if wins != 1 {
+		t.Fatalf("%d concurrent supersedes moved the approval, want 1", wins)
+	}
+}

@@ -50,7 +50,7 @@ func CheckApprovalsFromV2(t *testing.T, s store.Store, now time.Time) {
 	}
 	for id, st := range want {
 		a := byID[id]
-		if a.State != st || !a.ExpiresAt.Equal(a.CreatedAt.Add(24*time.Hour)) || a.Args != nil || a.Owner != "alice" || a.ArgsFingerprint == "" {
+		if a.State != st || !a.ExpiresAt.Equal(a.CreatedAt.Add(24*time.Hour)) || a.Args != nil || a.Owner != "alice" || a.ArgsFingerprint == "" || a.Contract != "" {
 			t.Errorf("%s after migration = %+v, want state %s", id, a, st)
 		}
 		if decided := id != "apr_pending"; decided != (len(a.Decisions) == 1) {

@@ -75,6 +75,7 @@ func Run(t *testing.T, open Opener) {
 		{"ApprovalExpiry", testApprovalExpiry},
 		{"ApprovalPendingBound", testApprovalBound},
 		{"ApprovalCreateRace", testApprovalCreateRace},
+		{"ApprovalContract", testApprovalContract},
 		{"Timestamps", testTimestamps},
 		{"Executors", testExecutors},
 		{"ExecutorValidation", testExecutorValidation},

@@ -11,7 +11,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/store/internal/norm"
 )
 
-const approvalCols = `id, scope, run_id, tool_call_id, server, tool, args_fingerprint, args, caller_key, reason, owner, state, created_at, expires_at, decided_at, decided_by, used_at`
+const approvalCols = `id, scope, run_id, tool_call_id, server, tool, args_fingerprint, args, caller_key, reason, owner, state, created_at, expires_at, decided_at, decided_by, used_at, contract`
 
 // liveStates is the SQL list of the states store.ApprovalState.Live
 // accepts (the partial unique index approvals_live uses the same).
@@ -28,7 +28,7 @@ func scanApproval(r Row) (store.Approval, error) {
 	var args []byte
 	var created, expires, decided, used int64
 	if err := r.Scan(&a.ID, &a.Scope, &a.RunID, &a.ToolCallID, &a.Server, &a.Tool, &a.ArgsFingerprint, &args, &a.CallerKey,
-		&a.Reason, &a.Owner, &st, &created, &expires, &decided, &a.DecidedBy, &used); err != nil {
+		&a.Reason, &a.Owner, &st, &created, &expires, &decided, &a.DecidedBy, &used, &a.Contract); err != nil {
 		return store.Approval{}, err
 	}
 	a.State = store.ApprovalState(st)
@@ -112,10 +112,10 @@ FROM approvals WHERE owner = $1 AND state = 'pending' AND `+notExpired(2), a.Own
 				return norm.TooManyPending(a.Owner, maxPending, next)
 			}
 		}
-		n, err := tx.Exec(ctx, `INSERT INTO approvals (`+approvalCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
+		n, err := tx.Exec(ctx, `INSERT INTO approvals (`+approvalCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
 ON CONFLICT DO NOTHING`,
 			a.ID, a.Scope, a.RunID, a.ToolCallID, a.Server, a.Tool, a.ArgsFingerprint, a.Args, a.CallerKey, a.Reason, a.Owner,
-			string(a.State), norm.MS(a.CreatedAt), norm.MS(a.ExpiresAt), int64(0), "", int64(0))
+			string(a.State), norm.MS(a.CreatedAt), norm.MS(a.ExpiresAt), int64(0), "", int64(0), a.Contract)
 		if err != nil {
 			return err
 		}
@@ -286,6 +286,22 @@ WHERE id = $1 AND state = 'approved' AND `+notExpired(2)+` RETURNING `+approvalC
 		return store.Approval{}, fmt.Errorf("store: use approval %q: %w", id, err)
 	}
 	return a, nil
+}
+
+// SupersedeApproval implements store.ApprovalStore: one compare-and-swap
+// UPDATE (a read to tell an absent approval from one that did not move).
+func (s *Store) SupersedeApproval(ctx context.Context, id, contract string) (bool, error) {
+	n, err := s.db.Exec(ctx, `UPDATE approvals SET state = 'expired' WHERE id = $1 AND state IN `+liveStates+` AND contract <> $2`, id, contract)
+	if err != nil {
+		return false, fmt.Errorf("store: supersede approval %q: %w", id, err)
+	}
+	if n == 1 {
+		return true, nil
+	}
+	if _, err := s.GetApproval(ctx, id); err != nil {
+		return false, err
+	}
+	return false, nil
 }
 
 // SweepApprovals implements store.ApprovalStore. Decisions go with their
