@@ -130,3 +130,35 @@ func (m *Manager) exchangeListing(s *Server) func(hc *http.Client) (auth.OAuthHa
 		return &gatewayCredentials{src: cc.TokenSource(context.WithValue(context.Background(), oauth2.HTTPClient, th))}, nil
 	}
 }
+
+// bearerKey carries, in a call's context, the exchanged token of that call.
+type bearerKey struct{}
+
+// withBearer returns ctx carrying bearer, the token exchanged for the
+// caller's own token: the requests of a call made with it (the tools/call
+// POST, a resumption of its stream) carry that token, whatever token
+// another call of the same subject on the same session was exchanged for.
+func withBearer(ctx context.Context, bearer string) context.Context {
+	if bearer == "" {
+		return ctx
+	}
+	return context.WithValue(ctx, bearerKey{}, bearer)
+}
+
+// exchangedHeader is the dynamic header of an exchange server's
+// per-subject session: the Authorization of the call a request belongs to
+// (its context, [withBearer]); for a request of no call (the session's
+// notifications, a background listing, its closing DELETE), the token the
+// subject's last call was exchanged for.
+func (ss *subjectSession) exchangedHeader(r *http.Request) http.Header {
+	b, _ := r.Context().Value(bearerKey{}).(string)
+	if b == "" {
+		if p := ss.bearer.Load(); p != nil {
+			b = *p
+		}
+	}
+	if b == "" {
+		return nil
+	}
+	return http.Header{"Authorization": {"Bearer " + b}}
+}

@@ -172,8 +172,8 @@ type subjectSession struct {
 	once sync.Once
 	sess *mcp.ClientSession
 	err  error
-	// bearer is the exchanged token the session's requests carry
-	// (exchange mode), set before each call.
+	// bearer is the exchanged token of the subject's last call (exchange
+	// mode): the one requests of no call carry (exchangedHeader).
 	bearer atomic.Pointer[string]
 	used   atomic.Int64 // Unix ns of its last use, for the bound
 }
@@ -375,6 +375,7 @@ func (m *Manager) CallTool(ctx context.Context, server, subject, callerToken str
 		if bearer, err = m.exchange(ctx, s, subject, callerToken); err != nil {
 			return nil, err
 		}
+		ctx = withBearer(ctx, bearer) // this call's requests carry its own token
 	}
 	for attempt := 0; ; attempt++ {
 		sess, err := m.session(ctx, s, k, bearer)
@@ -453,14 +454,10 @@ func (m *Manager) session(ctx context.Context, s *Server, k key, bearer string) 
 func (m *Manager) connect(ctx context.Context, s *Server, k key, ss *subjectSession) (*mcp.ClientSession, error) {
 	var dynamic func(*http.Request) http.Header
 	if s.Mode == Exchange {
-		// The exchanged token, on every request to the server's origin
-		// (the egress guard binds dynamic headers to it).
-		dynamic = func(*http.Request) http.Header {
-			if b := ss.bearer.Load(); b != nil {
-				return http.Header{"Authorization": {"Bearer " + *b}}
-			}
-			return nil
-		}
+		// The exchanged token of the call a request belongs to, on every
+		// request to the server's origin (the egress guard binds dynamic
+		// headers to it).
+		dynamic = ss.exchangedHeader
 	}
 	hc, err := m.guard.Client(s.URL, s.Headers, dynamic)
 	if err != nil {
