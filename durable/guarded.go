@@ -76,6 +76,16 @@ func (j *Journal) maxPending() int {
 //     the call's record is swept, the same call asks for a new approval.
 //     A call whose arguments, owner, server or tool differ from the live
 //     approval of its key answers key_reused and never runs on it;
+//   - an approval is for the contract of the tool it was asked under: a
+//     call with a Call.Contract other than the live approval's (its
+//     tool's description, schema or annotations changed and an operator
+//     trusted the change since; or the approval was asked without a
+//     contract) supersedes it (store.ApprovalStore.SupersedeApproval:
+//     expired, whether pending, approved or denied: the operator judged
+//     another tool) and asks a new approval, approval_required with a new
+//     ID whose message names the superseded one. An approval asked under
+//     the old contract never authorizes a call under the new one. A call
+//     with no contract ("") binds nothing;
 //   - a subject with JournalOptions.MaxPendingApprovals pending approvals
 //     gets rate_limited (retryable, retryAfter: when its first pending
 //     approval expires) instead of another one;
@@ -208,12 +218,13 @@ func (j *Journal) approval(ctx context.Context, c Call, key store.RecordKey, fp,
 	if callerKey == c.IdempotencyKey() {
 		callerKey = ""
 	}
-	for range 3 {
+	superseded := "" // the approval of another contract this call retired, if any
+	for range 4 {
 		now := j.o.Clock()
 		a, _, err := j.o.Approvals.CreateApproval(ctx, store.Approval{
 			ID: newApprovalID(), RecordKey: key, Server: c.Server, Tool: c.Tool, ArgsFingerprint: fp,
-			Args: c.Args, CallerKey: callerKey, Reason: reason, Owner: c.Owner, State: store.ApprovalPending,
-			CreatedAt: now, ExpiresAt: now.Add(j.approvalTTL()),
+			Contract: c.Contract, Args: c.Args, CallerKey: callerKey, Reason: reason, Owner: c.Owner,
+			State: store.ApprovalPending, CreatedAt: now, ExpiresAt: now.Add(j.approvalTTL()),
 		}, j.maxPending())
 		if le := (*store.PendingLimitError)(nil); errors.As(err, &le) {
 			e := &refusal.Error{Code: refusal.RateLimited, Retryable: true, Err: err,
@@ -229,6 +240,16 @@ func (j *Journal) approval(ctx context.Context, c Call, key store.RecordKey, fp,
 		if a.ArgsFingerprint != fp || a.Owner != c.Owner || a.Server != c.Server || a.Tool != c.Tool {
 			return answer{}, false, &refusal.Error{Code: refusal.KeyReused, ApprovalID: a.ID,
 				Message: fmt.Sprintf("key %s was used for another call awaiting approval; use a new tool call ID", c.IdempotencyKey())}
+		}
+		if c.Contract != "" && a.Contract != c.Contract {
+			// Asked under another contract of the tool: it answers for
+			// this call no more, whatever its state. A concurrent call
+			// may have retired (or spent) it first: read again.
+			if _, err := j.o.Approvals.SupersedeApproval(ctx, a.ID, c.Contract); err != nil && !errors.Is(err, store.ErrNotFound) {
+				return answer{}, false, fmt.Errorf("durable: supersede approval %s: %w", a.ID, err)
+			}
+			superseded = a.ID
+			continue
 		}
 		switch a.State {
 		case store.ApprovalApproved:
@@ -252,11 +273,14 @@ func (j *Journal) approval(ctx context.Context, c Call, key store.RecordKey, fp,
 			if a.Reason != "" {
 				msg += ": " + a.Reason
 			}
+			if superseded != "" {
+				msg += fmt.Sprintf("; the tool's contract changed since approval %s was asked, so it was asked again", superseded)
+			}
 			msg += fmt.Sprintf(" (approval %s); once approved, retry the same call with the same key", a.ID)
 			return answer{}, false, &refusal.Error{Code: refusal.ApprovalRequired, Retryable: true, ApprovalID: a.ID, Message: msg}
 		}
 	}
-	return answer{}, false, fmt.Errorf("durable: the approval of %s keeps expiring as it is read; retry", c.IdempotencyKey())
+	return answer{}, false, fmt.Errorf("durable: the approval of %s keeps expiring or being superseded as it is read; retry", c.IdempotencyKey())
 }
 
 // SweepApprovals deletes the approvals whose expiry has passed (pending,

@@ -174,6 +174,16 @@ type Call struct {
 	// RunID:ToolCallID (a gateway derives those from it). It is shown to
 	// operators with an approval and is not part of the journal key.
 	Key string
+	// Contract is the fingerprint of the tool's trusted contract as the
+	// caller's toolset knows it now (toolset.ToolInfo.Contract, a
+	// pin.ToolFingerprint); "" when it is unknown. It is not part of the
+	// fingerprint. An approval is bound to it (store.Approval.Contract):
+	// a live approval of the call's key asked under another contract,
+	// pending, approved or denied, or asked before contracts were
+	// recorded, is superseded and the call asks a new approval (see
+	// Guarded). "" binds nothing: the call is answered by the live
+	// approval of its key whatever contract that was asked under.
+	Contract string
 	// Audit, when set, is the call's audit entry, written in the same
 	// transaction as the call's completion when the journal's store is a
 	// store.AuditJournalStore. Nil: no entry.
