@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/gatehouse-dev/gatehouse/audit"
+	"github.com/gatehouse-dev/gatehouse/pin"
 	"github.com/gatehouse-dev/gatehouse/store"
 )
 
@@ -63,7 +65,7 @@ func newRunsListCmd() *cobra.Command {
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "RUN\tSCOPE\tSUBJECT\tCALLS\tSUCCEEDED\tFAILED\tIN DOUBT\tSTARTED\tLAST")
 			for _, r := range out {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\n", r.RunID, dash(r.Scope), dash(r.Subject),
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\n", cell(r.RunID), cell(dash(r.Scope)), cell(dash(r.Subject)),
 					r.Calls, r.Succeeded, r.Failed, r.InDoubt, r.Started, r.LastAt.Format(time.RFC3339))
 			}
 			if len(out) == 0 {
@@ -224,8 +226,8 @@ func newApprovalsListCmd() *cobra.Command {
 				if a.Args != nil {
 					args = string(a.Args)
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.ID, a.State, dash(a.Subject), a.Tool, a.Key,
-					a.AskedAt.Format(time.RFC3339), expires, dash(a.DecidedBy), args)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", cell(a.ID), a.State, cell(dash(a.Subject)), cell(a.Tool), cell(a.Key),
+					a.AskedAt.Format(time.RFC3339), expires, cell(dash(a.DecidedBy)), cell(args))
 			}
 			if len(out) == 0 {
 				fmt.Fprintln(tw, "(no approvals)")
@@ -289,7 +291,7 @@ func newDecideCmd(approve bool) *cobra.Command {
 		},
 	}
 	sf.add(cmd)
-	cmd.Flags().StringVar(&by, "by", defaultOperator(), "who decides (recorded with the decision; default user@host)")
+	cmd.Flags().StringVar(&by, "by", defaultOperator(), "the `NAME` of who decides, recorded with the decision")
 	return cmd
 }
 
@@ -312,6 +314,19 @@ func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// cell is s as one cell of a table printed for people: what callers and
+// servers chose (keys, subjects, arguments) with every invisible,
+// reordering or hidden character shown as an escape (pin.Visible, as the
+// console shows them), and TAB and LF escaped too, so a value cannot break
+// its row or pass for another column.
+func cell(s string) string {
+	s = pin.Visible(s)
+	if strings.ContainsAny(s, "\t\n") {
+		s = strings.NewReplacer("\t", "⟦U+0009⟧", "\n", "⟦U+000A⟧").Replace(s)
+	}
+	return s
 }
 
 func dash(s string) string {

@@ -143,3 +143,43 @@ func TestStoreDSNErrors(t *testing.T) {
 		t.Fatalf("exit %d stderr %q", code, errOut)
 	}
 }
+
+// TestApprovalsListShowsHiddenCharacters: what a caller chose (its key,
+// its arguments) reaches the operator's terminal with every hidden or
+// reordering character escaped, as the console shows it; a TAB or LF
+// cannot break the table's row.
+func TestApprovalsListShowsHiddenCharacters(t *testing.T) {
+	dsn := "sqlite:" + filepath.Join(t.TempDir(), "gh.db")
+	ctx := context.Background()
+	st, err := openStore(ctx, dsn, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = st.CreateApproval(ctx, store.Approval{
+		ID: "apr_h", RecordKey: store.RecordKey{Scope: "gw", RunID: "run-h", ToolCallID: "c"},
+		Server: "bank", Tool: "bank__transfer", ArgsFingerprint: "fp", Reason: "requires approval", Owner: "mallory",
+		Args:      []byte("{\"to\":\"acme\u202e\u2066evil\u2069\",\"memo\":\"pay\u200bnow\"}"),
+		CallerKey: "k\tfake-column\nsecond-row", State: store.ApprovalPending, ExpiresAt: time.Now().Add(time.Hour),
+	}, 0)
+	st.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := run(t, "approvals", "list", "--store", dsn)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"⟦U+202E⟧", "⟦U+2066⟧", "⟦U+2069⟧", "pay⟦U+200B⟧now", "k⟦U+0009⟧fake-column⟦U+000A⟧second-row"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("approvals list does not show %q:\n%s", want, out)
+		}
+	}
+	for _, hidden := range []string{"\u202e", "\u2066", "\u200b", "\tfake", "\nsecond"} {
+		if strings.Contains(out, hidden) {
+			t.Errorf("approvals list printed %q raw:\n%s", hidden, out)
+		}
+	}
+	if lines := strings.Count(strings.TrimSpace(out), "\n") + 1; lines != 2 {
+		t.Errorf("approvals list printed %d lines, want a header and one row:\n%s", lines, out)
+	}
+}

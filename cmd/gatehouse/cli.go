@@ -39,7 +39,7 @@ func (e *exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root := newRootCmd(stdout, stderr)
 	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return ExitOK
 	}
@@ -50,7 +50,11 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stderr, "gatehouse: %v\n", err)
 	var ue *usageError
 	if errors.As(err, &ue) {
-		fmt.Fprintf(stderr, "Run 'gatehouse --help' for usage.\n")
+		path := "gatehouse"
+		if cmd != nil {
+			path = cmd.CommandPath()
+		}
+		fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", path)
 		return ExitUsage
 	}
 	return exitInternal
@@ -65,6 +69,8 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 			"hardened MCP endpoint (gatehouse serve) with a durable journal under every call.",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// --version prints what `gatehouse version` prints.
+		Version: versionString(),
 		// A bare `gatehouse` is a usage error, not a success.
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -72,6 +78,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 			return usagef("a command is required")
 		},
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })

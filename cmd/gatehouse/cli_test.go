@@ -180,6 +180,47 @@ func TestVersion(t *testing.T) {
 	if code != 0 || !strings.HasPrefix(out, "gatehouse ") || !strings.Contains(out, runtime.Version()) {
 		t.Fatalf("exit %d, out %q", code, out)
 	}
+	// --version prints the same line, and nothing else.
+	if code, flag, _ := run(t, "--version"); code != 0 || flag != out {
+		t.Fatalf("--version: exit %d, out %q; want %q", code, flag, out)
+	}
+}
+
+// TestUsageNamesTheCommand: a usage error points at the help of the
+// command that was run, not at the root's.
+func TestUsageNamesTheCommand(t *testing.T) {
+	for args, want := range map[string]string{
+		"trust":                     "Run 'gatehouse trust --help' for usage.",
+		"trust --bogus x":           "Run 'gatehouse trust --help' for usage.",
+		"approvals approve":         "Run 'gatehouse approvals approve --help' for usage.",
+		"drift list --no-such-flag": "Run 'gatehouse drift list --help' for usage.",
+		"no-such-command":           "Run 'gatehouse --help' for usage.",
+	} {
+		code, _, errOut := run(t, strings.Fields(args)...)
+		if code != 2 || !strings.Contains(errOut, want) {
+			t.Errorf("%s: exit %d, stderr %q; want 2 and %q", args, code, errOut, want)
+		}
+	}
+}
+
+// TestFlagValueNames: flags show what their value is, once: --listing
+// takes a FINGERPRINT (not the words of its help text), --by a NAME with
+// one default.
+func TestFlagValueNames(t *testing.T) {
+	_, out, _ := run(t, "trust", "--help")
+	if !strings.Contains(out, "--listing FINGERPRINT ") {
+		t.Errorf("trust --help does not name --listing's value FINGERPRINT:\n%s", out)
+	}
+	_, out, _ = run(t, "approvals", "approve", "--help")
+	line := ""
+	for l := range strings.Lines(out) {
+		if strings.Contains(l, "--by") {
+			line = l
+		}
+	}
+	if !strings.Contains(line, "--by NAME ") || strings.Count(line, "default") != 1 {
+		t.Errorf("approvals approve --help: --by line %q: want its value named NAME and one default", line)
+	}
 }
 
 // TestBinaryExampleplugin builds the real binary and checks the example

@@ -106,7 +106,7 @@ func newTrustCmd() *cobra.Command {
 	sf.add(cmd)
 	cmd.Flags().StringArrayVar(&plugins, "plugin", nil, "a plugin directory (repeatable)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print what was trusted as one JSON object")
-	cmd.Flags().StringVar(&listing, "listing", "", "trust exactly this observed listing: its FINGERPRINT, as gatehouse drift show and drift list print it; connects nothing")
+	cmd.Flags().StringVar(&listing, "listing", "", "trust exactly this observed listing: its `FINGERPRINT`, as gatehouse drift show and drift list print it; connects nothing")
 	return cmd
 }
 
