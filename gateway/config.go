@@ -1,6 +1,10 @@
 package gateway
 
-import "github.com/gatehouse-dev/gatehouse/gateway/internal/config"
+import (
+	"log/slog"
+
+	"github.com/gatehouse-dev/gatehouse/gateway/internal/config"
+)
 
 // The configuration lives in gateway/internal/config; these names are its
 // public face. docs/gateway.md lists every key and its default.
@@ -81,4 +85,16 @@ func LoadConfig(path string) (*Config, error) { return config.Load(path) }
 // *ConfigError.
 func ParseConfig(data []byte, file, dir string) (*Config, error) {
 	return config.Parse(data, file, dir)
+}
+
+// warnUnprotected logs one warning for each protection the config leaves
+// off, naming the config field that turns it on. (No auth is warned of
+// where the listener is chosen: it keeps the gateway on loopback.)
+func warnUnprotected(log *slog.Logger, cfg *Config) {
+	if cfg.RateLimit == nil {
+		log.Warn("gateway: not protected: rate limit (rateLimit is not set): a caller may call without limit; set rateLimit: {maxCalls: N, window: 60s}")
+	}
+	if cfg.Sessions.MaxPerSubject <= 0 {
+		log.Warn("gateway: not protected: sessions per subject (sessions.maxPerSubject is not set): a caller may open sessions without limit; set sessions: {maxPerSubject: N}")
+	}
 }

@@ -377,6 +377,7 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 	if rl := cfg.RateLimit; rl != nil {
 		so.RateLimit = &server.RateLimit{MaxCalls: rl.MaxCalls, Window: rl.Window, Counters: g.st}
 	}
+		OwnWarnings:        true, // warnUnprotected names the config's fields
 	g.srv, err = server.New(so)
 	if err != nil {
 		return fail(fmt.Errorf("gateway: %w", err))
@@ -387,6 +388,7 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 	// within trustEvery; the watcher ends with the gateway.
 	g.trust.start()
 	if len(g.loaded) > 0 {
+	warnUnprotected(log, cfg)
 		g.trust.bg.Go(func() { _ = skillTrust.Run(g.life.ctx) })
 	}
 

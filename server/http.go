@@ -98,7 +98,7 @@ func (s *Server) Handler(opts *HTTPOptions) (http.Handler, error) {
 	h = markConn(h)
 	if o.Verifier != nil {
 		h = withWWWAuthenticate(auth.RequireBearerToken(o.Verifier, o.Bearer)(h))
-	} else {
+	} else if !s.opts.OwnWarnings {
 		s.logger.Warn("server: not protected: HTTP credentials (HTTPOptions.Verifier is not set): requests carry no verified token; serve on loopback only")
 	}
 	h = limitBody(h, o.MaxBodyBytes)

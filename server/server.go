@@ -211,6 +211,12 @@ type Options struct {
 	// Clock is the time source of the rate limit's windows. Nil means
 	// time.Now.
 	Clock func() time.Time
+	// OwnWarnings leaves the warnings about protections left unset to the
+	// program: New and the HTTP handler do not log them. Set it when the
+	// Server is configured from settings of the program's own, which it
+	// names in its warnings (the gateway names its config fields, such as
+	// rateLimit, not these Options).
+	OwnWarnings bool
 }
 
 // Server is an MCP server with identity, authorization, rate limits and
@@ -290,6 +296,9 @@ func New(opts Options) (*Server, error) {
 // warnOpen logs one warning per protection left unset.
 func (s *Server) warnOpen() {
 	o := s.opts
+	if o.OwnWarnings {
+		return
+	}
 	if o.Identify == nil {
 		s.logger.Warn("server: not protected: caller identity (Options.Identify is not set): every caller is the same anonymous subject")
 	}

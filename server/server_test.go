@@ -611,6 +611,18 @@ func TestLoudWhenOpen(t *testing.T) {
 	if w := quiet.warnings(); len(w) != 0 {
 		t.Fatalf("fully protected server warned: %v", w)
 	}
+
+	// OwnWarnings: an open server whose program warns in its own words
+	// logs none of them, at New or when serving HTTP without a verifier.
+	var own logCapture
+	s, err = New(Options{Tools: testTools(&effects{}, nil), Journal: j, Logger: own.logger(), OwnWarnings: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	callTool(t, connect(t, serveHTTP(t, s, nil), "tok-alice"), "whoami", nil, nil)
+	if w := own.warnings(); len(w) != 0 {
+		t.Fatalf("OwnWarnings: the server warned: %v", w)
+	}
 }
 
 func TestNewRejectsBadOptions(t *testing.T) {
