@@ -40,6 +40,13 @@ type ServerAuth struct {
 	OAuth *UpstreamOAuth
 	// Exchange is the token exchange (exchange).
 	Exchange *TokenExchange
+	// SharedContent (servers.NAME.sharedContent, user and exchange only)
+	// declares that the server's resources, prompts and completions are
+	// the same whoever asks: they are read through the shared session
+	// (the service connection, or the gateway's own token) for every
+	// caller, connected or not. Without it they are each subject's own,
+	// read on the subject's own session like its tool calls.
+	SharedContent bool
 }
 
 // UpstreamOAuth is servers.NAME.oauth: the client the gateway registered
@@ -102,9 +109,9 @@ func (c Connect) RedirectURL() string {
 	return strings.TrimSuffix(c.PublicURL, "/") + ConnectCallbackPath
 }
 
-// splitAuth takes the auth, oauth and exchange keys out of a servers:
-// entry (they are not mcp.json's) into e.Auth, strictly: unknown keys in
-// oauth or exchange are errors.
+// splitAuth takes the auth, oauth, exchange and sharedContent keys out of
+// a servers: entry (they are not mcp.json's) into e.Auth, strictly:
+// unknown keys in oauth or exchange are errors.
 func (e *ServerEntry) splitAuth(m map[string]any) error {
 	if v, ok := m["auth"]; ok {
 		s, ok := v.(string)
@@ -113,6 +120,14 @@ func (e *ServerEntry) splitAuth(m map[string]any) error {
 		}
 		e.Auth.Mode = s
 		delete(m, "auth")
+	}
+	if v, ok := m["sharedContent"]; ok {
+		b, ok := v.(bool)
+		if !ok {
+			return fmt.Errorf("sharedContent must be true or false")
+		}
+		e.Auth.SharedContent = b
+		delete(m, "sharedContent")
 	}
 	for _, k := range []string{"oauth", "exchange"} {
 		v, ok := m[k]
@@ -157,6 +172,10 @@ func (e *ServerEntry) splitAuth(m map[string]any) error {
 // its type and url.
 func (c *Config) checkServerAuth(name, typ, serverURL string, a ServerAuth) error {
 	f := "servers." + name
+	if a.SharedContent && a.Mode != AuthUser && a.Mode != AuthExchange {
+		return c.errf(f+".sharedContent", "remove sharedContent: it is for auth: user or exchange, whose content is otherwise each caller's own",
+			"sharedContent without auth: user or exchange")
+	}
 	switch a.Mode {
 	case "":
 		if a.OAuth != nil || a.Exchange != nil {

@@ -14,7 +14,7 @@ func TestServerAuthConfig(t *testing.T) {
 	src := "connect: {publicURL: 'https://gw.example.com', flowTTL: 5m}\n" + gh +
 		"    auth: user\n    oauth: {clientID: gw, clientSecretEnv: GH_SECRET, scopes: [repo, 'read:org']}\n" +
 		"  svc:\n    type: streamable-http\n    url: 'https://svc.example.com/mcp'\n    auth: service\n    oauth: {clientMetadataURL: 'https://gw.example.com/client.json'}\n" +
-		"  ex:\n    type: streamable-http\n    url: 'https://ex.example.com/mcp'\n    auth: exchange\n    exchange: {tokenURL: 'https://idp.example.com/token', clientID: gw, clientSecretEnv: EX_SECRET, audience: 'https://ex.example.com/mcp'}\n" +
+		"  ex:\n    type: streamable-http\n    url: 'https://ex.example.com/mcp'\n    auth: exchange\n    exchange: {tokenURL: 'https://idp.example.com/token', clientID: gw, clientSecretEnv: EX_SECRET, audience: 'https://ex.example.com/mcp'}\n    sharedContent: true\n" +
 		"  plain:\n    type: streamable-http\n    url: 'https://plain.example.com/mcp'\n"
 	c, err := Parse([]byte(src), "gh.yaml", "/srv")
 	if err != nil {
@@ -29,6 +29,9 @@ func TestServerAuthConfig(t *testing.T) {
 	}
 	if x := a["ex"].Exchange; x == nil || x.TokenURL != "https://idp.example.com/token" || x.Audience != "https://ex.example.com/mcp" {
 		t.Fatalf("exchange %+v", x)
+	}
+	if !a["ex"].SharedContent || a["gh"].SharedContent {
+		t.Fatalf("sharedContent: ex %v, gh %v", a["ex"].SharedContent, a["gh"].SharedContent)
 	}
 	if c.Connect.FlowTTL != 5*time.Minute || c.Connect.RedirectURL() != "https://gw.example.com/connect/callback" {
 		t.Fatalf("connect %+v", c.Connect)
@@ -83,6 +86,9 @@ func TestServerAuthErrors(t *testing.T) {
 		{"flowTTL short", "connect: {flowTTL: 5s}\n", "connect.flowTTL", "too short"},
 		{"flowTTL long", "connect: {flowTTL: 2h}\n", "connect.flowTTL", "out of range"},
 		{"flowTTL negative", "connect: {flowTTL: -1m}\n", "connect.flowTTL", "out of range"},
+		{"sharedContent without auth", gh + "    sharedContent: true\n", "servers.gh.sharedContent", "without auth: user or exchange"},
+		{"sharedContent with service", gh + "    auth: service\n    oauth: {clientID: a}\n    sharedContent: true\n", "servers.gh.sharedContent", "without auth: user or exchange"},
+		{"sharedContent not a bool", gh + "    sharedContent: 'yes'\n", "", "sharedContent must be true or false"},
 		{"connect unknown key", "connect: {publicUrl: 'https://gw.example.com'}\n", "", "publicUrl"},
 	}
 	for _, tc := range cases {

@@ -75,6 +75,10 @@ type Server struct {
 	TokenURL, Audience, Resource string
 	// Headers are the server's static headers, sent to its origin only.
 	Headers map[string]string
+	// SharedContent (user, exchange) makes the server's resources,
+	// prompts and completions the same for every caller: read through the
+	// shared session, not each subject's own ([Manager.OwnContent]).
+	SharedContent bool
 }
 
 // Flow is a pending connect flow: created with auth_required (State
@@ -359,36 +363,18 @@ func (m *Manager) Check(ctx context.Context, server, subject string) (*refusal.E
 }
 
 // CallTool sends a tools/call to server on subject's own upstream session
-// (created on first use; user mode: with subject's token from the vault,
-// refreshed there; exchange mode: with callerToken exchanged). A lost
-// session is re-established once. Errors of the connection are wrapped
-// in [SessionError].
+// ([Manager.WithSession]: created on first use; user mode: with subject's
+// token from the vault, refreshed there; exchange mode: with callerToken
+// exchanged). A lost session is re-established once. Errors of the
+// connection are wrapped in [SessionError].
 func (m *Manager) CallTool(ctx context.Context, server, subject, callerToken string, p *mcp.CallToolParams) (*mcp.CallToolResult, error) {
-	s := m.servers[server]
-	if s == nil || !m.PerSubject(server) {
-		return nil, fmt.Errorf("upauth: server %q has no per-subject auth", server)
-	}
-	k := key{server, subject}
-	var bearer string
-	if s.Mode == Exchange {
+	var res *mcp.CallToolResult
+	err := m.WithSession(ctx, server, subject, callerToken, func(ctx context.Context, sess *mcp.ClientSession) error {
 		var err error
-		if bearer, err = m.exchange(ctx, s, subject, callerToken); err != nil {
-			return nil, err
-		}
-		ctx = withBearer(ctx, bearer) // this call's requests carry its own token
-	}
-	for attempt := 0; ; attempt++ {
-		sess, err := m.session(ctx, s, k, bearer)
-		if err != nil {
-			return nil, &SessionError{Server: server, Err: err}
-		}
-		res, err := sess.CallTool(ctx, p)
-		if err == nil || ctx.Err() != nil || attempt > 0 || !lost(err) {
-			return res, err
-		}
-		m.log.Info("upauth: session lost; reconnecting once", "server", server, "err", err)
-		m.drop(k)
-	}
+		res, err = sess.CallTool(ctx, p)
+		return err
+	})
+	return res, err
 }
 
 // SessionError is a per-subject upstream session that could not be made.

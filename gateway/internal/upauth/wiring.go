@@ -76,7 +76,7 @@ func FromConfig(cfg *config.Config, servers []toolset.Server, w Wiring) (*Manage
 		if !ok || s.Config.PluginName != "" {
 			continue
 		}
-		us := Server{Name: s.Config.Name, URL: s.Config.URL, Mode: a.Mode, Headers: s.Config.Headers}
+		us := Server{Name: s.Config.Name, URL: s.Config.URL, Mode: a.Mode, Headers: s.Config.Headers, SharedContent: a.SharedContent}
 		secretEnv := ""
 		if o := a.OAuth; o != nil {
 			us.ClientID, us.ClientMetadataURL, us.Scopes, secretEnv = o.ClientID, o.ClientMetadataURL, o.Scopes, o.ClientSecretEnv
