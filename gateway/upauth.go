@@ -2,14 +2,19 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"log/slog"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/bearer"
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/upauth"
 	"github.com/gatehouse-dev/gatehouse/gateway/relay"
+	"github.com/gatehouse-dev/gatehouse/refusal"
 	"github.com/gatehouse-dev/gatehouse/toolset"
 )
 
@@ -69,3 +74,66 @@ func (j sessionJudge) SessionChanged(server string, sess *mcp.ClientSession) {
 		u.Changed(sess)
 	}
 }
+
+// subjectContent reaches the content of the servers with auth: user or
+// exchange (relay.Options.Subjects): a caller's resources/read,
+// prompts/get and completion/complete of such a server go on its
+// subject's own upstream session, behind the gate of its tool calls
+// (upauth.Manager.Check: auth_required with a connect URL until the
+// subject connects; the store read on every request, so a revoked
+// connection is refused at once). The shared (service) session only
+// lists the catalog, unless the server has sharedContent.
+type subjectContent struct {
+	m   *upauth.Manager
+	log *slog.Logger
+}
+
+func (c subjectContent) Own(server string) bool { return c.m.OwnContent(server) }
+
+func (c subjectContent) Do(ctx context.Context, server, subject string, req mcp.Request, op func(context.Context, *mcp.ClientSession) error) error {
+	r, err := c.m.Check(ctx, server, subject)
+	if err != nil {
+		c.log.Error("gateway: reading a subject's connection; request refused", "server", server, "err", err)
+		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the caller's connection to the server could not be read; the request was not forwarded"}
+	}
+	if r != nil {
+		return refusalRPC(r)
+	}
+	var token string // the caller's own (exchange)
+	if ex := req.GetExtra(); ex != nil {
+		token = callerToken(ex.TokenInfo)
+	}
+	err = c.m.WithSession(ctx, server, subject, token, op)
+	var se *upauth.SessionError
+	var te *toolset.Error
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, upauth.ErrNoCallerToken):
+		return refusalRPC(&refusal.Error{Code: refusal.Denied, Err: err,
+			Message: fmt.Sprintf("server %s needs the caller's OAuth token to exchange; this caller has none", server)})
+	case errors.As(err, &te) && te.Code == toolset.CodeQuarantined: // the session's listing drifted: nothing was sent
+		return te
+	case errors.As(err, &se):
+		return &toolset.Error{Code: toolset.CodeConnectionFailed, Server: server, Err: se.Err}
+	}
+	return err // the upstream's answer (a JSON-RPC error passed on)
+}
+
+// refusalRPC is a refusal as the JSON-RPC error of a forwarded request
+// (CodeRefusedRPC).
+func refusalRPC(r *refusal.Error) *jsonrpc.Error {
+	data, _ := json.Marshal(r.Result().StructuredContent)
+	return &jsonrpc.Error{Code: CodeRefusedRPC, Message: r.Text(), Data: data}
+}
+
+// CodeRefusedRPC is the JSON-RPC error code of a forwarded request (not a
+// tools/call: resources/read, prompts/get, completion/complete) that the
+// gateway refused before it reached an upstream, for a refusal other than
+// rate_limited (CodeRateLimitedRPC): auth_required (the caller has not
+// connected its own account to a server with auth: user; data carries the
+// connectURL) or denied (a server with auth: exchange, a caller without an
+// OAuth token). Its message is the refusal's text and its data the
+// refusal's structured content ({"code", "retryable", "connectURL"}), as
+// a refused tools/call carries them.
+const CodeRefusedRPC = -32032

@@ -157,7 +157,7 @@ func TestHiddenTextNotForwarded(t *testing.T) {
 	if err == nil || unknown == nil || strings.ReplaceAll(err.Error(), "steal", "nope") != unknown.Error() {
 		t.Fatalf("get docs__steal: %v; want as unknown as %v", err, unknown)
 	}
-	if _, err := r.getPrompt(ctx, nil, &mcp.GetPromptParams{Name: "docs__steal"}, nil); !isCode(err, jsonrpc.CodeInvalidParams) {
+	if _, err := r.getPrompt(ctx, nil, &mcp.GetPromptParams{Name: "docs__steal"}, nil, asker{}); !isCode(err, jsonrpc.CodeInvalidParams) {
 		t.Fatalf("relay get docs__steal: %v", err)
 	}
 	for _, uri := range []string{"docs://pa\u200Bge/1", "docs://static/\u2066b"} {

@@ -59,7 +59,7 @@ func (r *Relay) ServerOptions(so *mcp.ServerOptions) *mcp.ServerOptions {
 		if err := r.limit(ctx, req, r.isLocal(req), "completion/complete"); err != nil {
 			return nil, err
 		}
-		return r.complete(ctx, sess.caller, req.Params, allow)
+		return r.complete(ctx, sess.caller, req.Params, allow, asker{req, r.isLocal(req)})
 	}
 	return so
 }
@@ -122,7 +122,7 @@ func (r *Relay) middleware(local bool) mcp.Middleware {
 				}
 				_, done := r.Begin(ctx, req)
 				defer done()
-				return r.readResource(ctx, sess.caller, p, allow)
+				return r.readResource(ctx, sess.caller, p, allow, asker{req, local})
 			case "prompts/list":
 				_, allow := r.callerOf(ctx, req, local)
 				if err := r.limit(ctx, req, local, method); err != nil {
@@ -144,7 +144,7 @@ func (r *Relay) middleware(local bool) mcp.Middleware {
 				}
 				_, done := r.Begin(ctx, req)
 				defer done()
-				return r.getPrompt(ctx, sess.caller, p, allow)
+				return r.getPrompt(ctx, sess.caller, p, allow, asker{req, local})
 			case "logging/setLevel":
 				// Counted: a level may open an upstream session per server.
 				if err := r.limit(ctx, req, local, method); err != nil {

@@ -108,7 +108,7 @@ func templateNames(t *testing.T, r *Relay) []string {
 }
 
 func getPrompt(r *Relay, ctx context.Context, name string) (string, error) {
-	res, err := r.getPrompt(ctx, nil, &mcp.GetPromptParams{Name: name, Arguments: map[string]string{"topic": "x"}}, nil)
+	res, err := r.getPrompt(ctx, nil, &mcp.GetPromptParams{Name: name, Arguments: map[string]string{"topic": "x"}}, nil, asker{})
 	if err != nil {
 		return "", err
 	}
@@ -192,18 +192,18 @@ func TestPromptDriftWithheldUntilRetrust(t *testing.T) {
 		t.Fatalf("drifted text listed: %s", b)
 	}
 	_, err = r.complete(ctx, nil, &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/prompt", Name: "docs__greet"},
-		Argument: mcp.CompleteParamsArgument{Name: "topic", Value: "a"}}, nil)
+		Argument: mcp.CompleteParamsArgument{Name: "topic", Value: "a"}}, nil, asker{})
 	isQuarantined(t, "complete greet", err)
 	// A caller that may not see the server gets the unknown-prompt answer.
 	hidden := allowFunc(func(string) bool { return false })
-	if _, err := r.getPrompt(ctx, nil, &mcp.GetPromptParams{Name: "docs__greet"}, hidden); err == nil || errors.Is(err, toolset.ErrQuarantined) {
+	if _, err := r.getPrompt(ctx, nil, &mcp.GetPromptParams{Name: "docs__greet"}, hidden, asker{}); err == nil || errors.Is(err, toolset.ErrQuarantined) {
 		t.Fatalf("hidden server's quarantined prompt: %v", err)
 	}
 	if got, err := getPrompt(r, ctx, "docs__summarize"); err != nil || got != "Summarizes a text." {
 		t.Fatalf("get summarize = %q, %v", got, err)
 	}
 	cr, err := r.complete(ctx, nil, &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/prompt", Name: "docs__summarize"},
-		Argument: mcp.CompleteParamsArgument{Name: "topic", Value: "a"}}, nil)
+		Argument: mcp.CompleteParamsArgument{Name: "topic", Value: "a"}}, nil, asker{})
 	if err != nil || len(cr.Completion.Values) != 1 || cr.Completion.Values[0] != "summarize" {
 		t.Fatalf("complete summarize = %+v, %v", cr, err)
 	}
@@ -300,10 +300,10 @@ func TestTemplateDriftIsolatedFromTools(t *testing.T) {
 		t.Fatalf("templates after the change = %v", got)
 	}
 	_, err = r.complete(ctx, nil, &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/resource", URI: "docs://page/{id}"},
-		Argument: mcp.CompleteParamsArgument{Name: "id", Value: "1"}}, nil)
+		Argument: mcp.CompleteParamsArgument{Name: "id", Value: "1"}}, nil, asker{})
 	isQuarantined(t, "complete the changed template", err)
 	cr, err := r.complete(ctx, nil, &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/resource", URI: "docs://user/{id}"},
-		Argument: mcp.CompleteParamsArgument{Name: "id", Value: "1"}}, nil)
+		Argument: mcp.CompleteParamsArgument{Name: "id", Value: "1"}}, nil, asker{})
 	if err != nil || len(cr.Completion.Values) != 1 || cr.Completion.Values[0] != "docs://user/{id}" {
 		t.Fatalf("complete the trusted template = %+v, %v", cr, err)
 	}

@@ -45,14 +45,15 @@ func (r *Relay) resolvePrompt(ctx context.Context, name string, allow allowFunc)
 	return pr, nil
 }
 
-// getPrompt gets a prompt by its projected name.
-func (r *Relay) getPrompt(ctx context.Context, caller *Caller, params *mcp.GetPromptParams, allow allowFunc) (*mcp.GetPromptResult, error) {
+// getPrompt gets a prompt by its projected name, for from
+// (forwardContent).
+func (r *Relay) getPrompt(ctx context.Context, caller *Caller, params *mcp.GetPromptParams, allow allowFunc, from asker) (*mcp.GetPromptResult, error) {
 	pr, err := r.resolvePrompt(ctx, params.Name, allow)
 	if err != nil {
 		return nil, err
 	}
 	var res *mcp.GetPromptResult
-	err = r.forward(ctx, pr.up, r.callerState(caller), func(s *mcp.ClientSession) error {
+	err = r.forwardContent(ctx, pr.up, r.callerState(caller), from, func(ctx context.Context, s *mcp.ClientSession) error {
 		p := *params
 		p.Name = pr.remote
 		p.Meta = forwardMeta(params.Meta)
@@ -64,8 +65,9 @@ func (r *Relay) getPrompt(ctx context.Context, caller *Caller, params *mcp.GetPr
 }
 
 // complete forwards completion/complete to the server of the prompt (by
-// projected name) or resource template (by URI template) it refers to.
-func (r *Relay) complete(ctx context.Context, caller *Caller, params *mcp.CompleteParams, allow allowFunc) (*mcp.CompleteResult, error) {
+// projected name) or resource template (by URI template) it refers to,
+// for from (forwardContent).
+func (r *Relay) complete(ctx context.Context, caller *Caller, params *mcp.CompleteParams, allow allowFunc, from asker) (*mcp.CompleteResult, error) {
 	if params == nil || params.Ref == nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "missing ref"}
 	}
@@ -109,7 +111,7 @@ func (r *Relay) complete(ctx context.Context, caller *Caller, params *mcp.Comple
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown ref type %q", ref.Type)}
 	}
 	var res *mcp.CompleteResult
-	err := r.forward(ctx, u, r.callerState(caller), func(s *mcp.ClientSession) error {
+	err := r.forwardContent(ctx, u, r.callerState(caller), from, func(ctx context.Context, s *mcp.ClientSession) error {
 		var err error
 		res, err = s.Complete(ctx, &p)
 		return err

@@ -33,7 +33,7 @@ func TestLateRequestOfAnEndedSessionRegistersNothing(t *testing.T) {
 	waitFor(t, "the session to end", func() bool { return r.liveSessions() == 0 })
 
 	// The request that outlived its session reaches the relay now.
-	_, err := r.readResource(ctxT(t), caller, &mcp.ReadResourceParams{URI: "up://r"}, nil)
+	_, err := r.readResource(ctxT(t), caller, &mcp.ReadResourceParams{URI: "up://r"}, nil, asker{})
 	var te *toolset.Error
 	if !errors.As(err, &te) || te.Code != toolset.CodeConnectionFailed {
 		t.Errorf("read of an ended dedicated caller: %v, want a connection_failed error", err)

@@ -36,6 +36,14 @@ type Options struct {
 	// error refuses it and is the answer. tools/list is not limited (it
 	// is answered from the tool map).
 	Limit func(ctx context.Context, subject, method string) error
+	// Subjects, when set, holds the servers whose content is each
+	// subject's own: their resources/read, prompts/get and
+	// completion/complete go on the session Subjects gives for the
+	// caller's subject, and their resources/subscribe is refused (see
+	// SubjectContent). Their lists (resources/list,
+	// resources/templates/list, prompts/list: the catalog, judged for
+	// drift) still come from their shared sessions. Nil: none.
+	Subjects SubjectContent
 	// Stateless tells that the HTTP server serves without sessions: each
 	// request is a session of its own, so no HTTP caller gets upstream
 	// sessions of its own, whatever it advertises or asks

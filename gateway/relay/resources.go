@@ -341,16 +341,17 @@ func (r *Relay) quarantinedTemplate(uri string, raw bool) (*toolset.Upstream, st
 }
 
 // readResource reads a resource from the server that publishes its URI
-// (or a template matching it). An unknown or hidden URI gets the
-// resource-not-found error. The answer's cacheScope is the upstream's, or
-// "private" when it states none.
-func (r *Relay) readResource(ctx context.Context, caller *Caller, params *mcp.ReadResourceParams, allow allowFunc) (*mcp.ReadResourceResult, error) {
+// (or a template matching it), for from (forwardContent: a server whose
+// content is each subject's own is read on the subject's own session).
+// An unknown or hidden URI gets the resource-not-found error. The
+// answer's cacheScope is the upstream's, or "private" when it states none.
+func (r *Relay) readResource(ctx context.Context, caller *Caller, params *mcp.ReadResourceParams, allow allowFunc, from asker) (*mcp.ReadResourceResult, error) {
 	u, err := r.resolveURI(ctx, params.URI, allow)
 	if err != nil {
 		return nil, err
 	}
 	var res *mcp.ReadResourceResult
-	err = r.forward(ctx, u, r.callerState(caller), func(s *mcp.ClientSession) error {
+	err = r.forwardContent(ctx, u, r.callerState(caller), from, func(ctx context.Context, s *mcp.ClientSession) error {
 		p := *params
 		p.Meta = forwardMeta(params.Meta)
 		var err error
@@ -369,11 +370,16 @@ func (r *Relay) readResource(ctx context.Context, caller *Caller, params *mcp.Re
 // are held on the server's shared session, whoever subscribes (a caller
 // with upstream sessions of its own too): one upstream subscription serves
 // every subscriber, and an update is the server's, about its resource,
-// for the sessions subscribed to it (onResourceUpdated).
+// for the sessions subscribed to it (onResourceUpdated). A server whose
+// content is each subject's own (Options.Subjects) is refused
+// (subscribeOwn): its shared session reads as nobody's account.
 func (r *Relay) subscribe(ctx context.Context, caller *Caller, uri string, allow allowFunc) error {
 	u, err := r.resolveURI(ctx, uri, allow)
 	if err != nil {
 		return err
+	}
+	if r.own(u) {
+		return subscribeOwn(u)
 	}
 	st := r.callerState(caller)
 	// Subscribing and the last unsubscribing of a server's URIs take
@@ -407,11 +413,15 @@ func (r *Relay) subscribe(ctx context.Context, caller *Caller, uri string, allow
 }
 
 // unsubscribe ends the caller's subscription (upstream too when it was
-// the last subscriber).
+// the last subscriber). A server whose content is each subject's own has
+// none (subscribe): nothing is sent.
 func (r *Relay) unsubscribe(ctx context.Context, caller *Caller, uri string, allow allowFunc) error {
 	u, err := r.resolveURI(ctx, uri, allow)
 	if err != nil {
 		return err
+	}
+	if r.own(u) {
+		return nil
 	}
 	st := r.callerState(caller)
 	mu := r.lock(u) // see subscribe

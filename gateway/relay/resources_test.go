@@ -66,7 +66,7 @@ func (rs *routedServer) unsubscribed() []string {
 
 func readText(t *testing.T, r *Relay, uri string, allow allowFunc) (string, error) {
 	t.Helper()
-	res, err := r.readResource(ctxT(t), nil, &mcp.ReadResourceParams{URI: uri}, allow)
+	res, err := r.readResource(ctxT(t), nil, &mcp.ReadResourceParams{URI: uri}, allow, asker{})
 	if err != nil {
 		return "", err
 	}
@@ -131,14 +131,14 @@ func TestForwardRouting(t *testing.T) {
 	if err != nil || len(ps) != 2 || ps[0].Name != "a__greet" || ps[1].Name != "b__greet" {
 		t.Fatalf("prompts = %v, %v", ps, err)
 	}
-	gp, err := r.getPrompt(ctx, nil, &mcp.GetPromptParams{Name: "b__greet"}, nil)
+	gp, err := r.getPrompt(ctx, nil, &mcp.GetPromptParams{Name: "b__greet"}, nil, asker{})
 	if err != nil || gp.Messages[0].Content.(*mcp.TextContent).Text != "from b" {
 		t.Fatalf("get b__greet = %v, %v", gp, err)
 	}
-	if _, err := r.getPrompt(ctx, nil, &mcp.GetPromptParams{Name: "b__greet"}, allowFunc(func(s string) bool { return s == "a" })); err == nil {
+	if _, err := r.getPrompt(ctx, nil, &mcp.GetPromptParams{Name: "b__greet"}, allowFunc(func(s string) bool { return s == "a" }), asker{}); err == nil {
 		t.Fatal("got a hidden server's prompt")
 	}
-	if _, err := r.getPrompt(ctx, nil, &mcp.GetPromptParams{Name: "greet"}, nil); err == nil {
+	if _, err := r.getPrompt(ctx, nil, &mcp.GetPromptParams{Name: "greet"}, nil, asker{}); err == nil {
 		t.Fatal("got a prompt by its remote name")
 	}
 }
@@ -154,7 +154,7 @@ func TestForwardPromptCollisionWithheld(t *testing.T) {
 	if err != nil || len(ps) != 2 || ps[0].Name != "b__greet" || ps[1].Name != "greet" {
 		t.Fatalf("prompts = %v, %v", names(ps), err)
 	}
-	if gp, err := r.getPrompt(ctxT(t), nil, &mcp.GetPromptParams{Name: "greet"}, nil); err != nil || gp.Messages[0].Content.(*mcp.TextContent).Text != "from a" {
+	if gp, err := r.getPrompt(ctxT(t), nil, &mcp.GetPromptParams{Name: "greet"}, nil, asker{}); err != nil || gp.Messages[0].Content.(*mcp.TextContent).Text != "from a" {
 		t.Fatalf("get greet = %v, %v", gp, err)
 	}
 
@@ -165,11 +165,11 @@ func TestForwardPromptCollisionWithheld(t *testing.T) {
 	if err != nil || len(ps) != 0 {
 		t.Fatalf("colliding prompts listed: %v, %v", names(ps), err)
 	}
-	if _, err := r.getPrompt(ctxT(t), nil, &mcp.GetPromptParams{Name: "greet"}, nil); err == nil {
+	if _, err := r.getPrompt(ctxT(t), nil, &mcp.GetPromptParams{Name: "greet"}, nil, asker{}); err == nil {
 		t.Fatal("got a colliding prompt")
 	}
 	// Completion refers to prompts by projected name: withheld too.
-	if _, err := r.complete(ctxT(t), nil, &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/prompt", Name: "greet"}}, nil); err == nil {
+	if _, err := r.complete(ctxT(t), nil, &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/prompt", Name: "greet"}}, nil, asker{}); err == nil {
 		t.Fatal("completed a colliding prompt")
 	}
 }
@@ -239,7 +239,7 @@ func TestForwardCallerIsolation(t *testing.T) {
 	// A dedicated caller has an upstream session of its own.
 	before := sessions(a.srv)
 	d := &Caller{id: "d", dedicated: true, capabilities: &mcp.ClientCapabilities{}}
-	if _, err := r.readResource(ctx, d, &mcp.ReadResourceParams{URI: "x://r"}, nil); err != nil {
+	if _, err := r.readResource(ctx, d, &mcp.ReadResourceParams{URI: "x://r"}, nil, asker{}); err != nil {
 		t.Fatal(err)
 	}
 	if n := sessions(a.srv); n != before+1 {
@@ -259,7 +259,7 @@ func TestForwardCallerIsolation(t *testing.T) {
 
 	// A released caller cannot come back through its dedicated path.
 	var te *toolset.Error
-	if _, err := r.readResource(ctx, d, &mcp.ReadResourceParams{URI: "x://r"}, nil); !errors.As(err, &te) || te.Code != toolset.CodeConnectionFailed {
+	if _, err := r.readResource(ctx, d, &mcp.ReadResourceParams{URI: "x://r"}, nil, asker{}); !errors.As(err, &te) || te.Code != toolset.CodeConnectionFailed {
 		t.Fatalf("read by a released dedicated caller: %v, want a connection_failed error", err)
 	}
 	if n := sessions(a.srv); n != before {
