@@ -45,6 +45,13 @@ const (
 	// KindConnectionsConnect is an operator's `gatehouse connect SERVER`:
 	// the service connection stored; Detail holds the tools listed.
 	KindConnectionsConnect = "connections.connect"
+	// KindConnectFlow is the end of a subject's connect flow (a connect
+	// URL opened in a browser): Subject the flow's subject, Server the
+	// upstream, Outcome "connected" (its token set stored) or
+	// "another_identity" (the browser proved another subject: nothing
+	// stored, the flow spent); Detail holds the proof ("token", "openid",
+	// "none") and, when connected, the upstream account ('' unknown).
+	KindConnectFlow = "connect.flow"
 	// KindConfigReload is the configuration read again. Gatehouse has no
 	// reload today; the kind is reserved.
 	KindConfigReload = "config.reload"

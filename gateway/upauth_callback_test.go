@@ -33,14 +33,9 @@ func TestCallbackWrongCookieKeepsFlow(t *testing.T) {
 			}
 			return nil
 		}}
-		resp, err := c.Get(u)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		cb := resp.Header.Get("Location")
+		code, _, cb := openConnect(t, c, u, "", token)
 		if !strings.HasPrefix(cb, e.url+"/connect/callback?") {
-			t.Fatalf("stopped at %d %s", resp.StatusCode, cb)
+			t.Fatalf("stopped at %d %s", code, cb)
 		}
 		c.CheckRedirect = nil
 		return c, cb

@@ -3,7 +3,6 @@ package gateway
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -90,14 +89,8 @@ func startUserGatewayOn(t *testing.T, s userSetup) *userGateway {
 func browseBody(t *testing.T, u string) (int, string) {
 	t.Helper()
 	jar, _ := cookiejar.New(nil)
-	c := &http.Client{Jar: jar, Timeout: 30 * time.Second}
-	resp, err := c.Get(u)
-	if err != nil {
-		t.Fatalf("browsing %s: %v", u, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	code, body, _ := openConnect(t, &http.Client{Jar: jar, Timeout: 30 * time.Second}, u, "", aliceToken)
+	return code, body
 }
 
 // TestUserModeAllowedHosts: the connect flow of an auth: user server,

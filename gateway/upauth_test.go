@@ -7,12 +7,15 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"html"
 	"io"
 	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
+	"net/url"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -251,19 +254,59 @@ func connectURL(t *testing.T, res *mcp.CallToolResult) string {
 // status.
 func browse(t *testing.T, u, bearer string) int {
 	t.Helper()
+	proof := bearer
+	if proof == "" {
+		proof = aliceToken // a browser without credentials: alice's, whose URLs these tests walk
+	}
+	return walk(t, u, bearer, proof)
+}
+
+// walk opens u in a browser (a client with a cookie jar that follows
+// redirects), sending bearer when set; see openConnect. It returns the
+// last status.
+func walk(t *testing.T, u, bearer, proof string) int {
+	t.Helper()
 	jar, _ := cookiejar.New(nil)
-	c := &http.Client{Jar: jar, Timeout: 30 * time.Second}
+	code, _, _ := openConnect(t, &http.Client{Jar: jar, Timeout: 30 * time.Second}, u, bearer, proof)
+	return code
+}
+
+// openConnect opens u with c, sending bearer when set. A connect URL's
+// page is answered by its form, POSTed from the page's origin with proof
+// in its token field (a static subject's proof), as a person would. It
+// returns the last answer's status, body and Location.
+func openConnect(t *testing.T, c *http.Client, u, bearer, proof string) (int, string, string) {
+	t.Helper()
+	do := func(req *http.Request) (int, string, string) {
+		if bearer != "" {
+			req.Header.Set("Authorization", "Bearer "+bearer)
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatalf("browsing %s: %v", req.URL, err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b), resp.Header.Get("Location")
+	}
 	req, _ := http.NewRequest(http.MethodGet, u, nil)
-	if bearer != "" {
-		req.Header.Set("Authorization", "Bearer "+bearer)
+	code, body, loc := do(req)
+	pu, _ := url.Parse(u)
+	if code != http.StatusOK || !strings.HasPrefix(pu.Path, "/connect/") || !strings.Contains(body, `name="csrf"`) {
+		return code, body, loc
 	}
-	resp, err := c.Do(req)
-	if err != nil {
-		t.Fatalf("browsing %s: %v", u, err)
+	csrf := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(body)
+	if csrf == nil {
+		t.Fatalf("the connect page has no form token: %s", body)
 	}
-	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, resp.Body)
-	return resp.StatusCode
+	form := url.Values{"flow": {pu.Query().Get("flow")}, "csrf": {html.UnescapeString(csrf[1])}}
+	if proof != "" {
+		form.Set("token", proof)
+	}
+	req, _ = http.NewRequest(http.MethodPost, pu.Scheme+"://"+pu.Host+pu.Path, strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", pu.Scheme+"://"+pu.Host)
+	return do(req)
 }
 
 // startUserGateway starts the authorization server, the protected

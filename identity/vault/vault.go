@@ -227,6 +227,27 @@ func (v *Vault) PutToken(ctx context.Context, server, subject string, t *upstrea
 	return v.st.PutConnection(ctx, store.Connection{Server: server, Subject: subject, Sealed: sealed, KeyID: id})
 }
 
+// PutConnected stores t as the connection of (server, subject) made
+// through a connect flow, recording account, the upstream account it is
+// for (store.Connection.Account). With account unknown ("") the row is
+// deleted first, so that a connection made anew never shows the account
+// of the one it replaces.
+func (v *Vault) PutConnected(ctx context.Context, server, subject string, t *upstream.TokenSet, account string) error {
+	if t == nil {
+		return errors.New("vault: PutConnected of a nil token set")
+	}
+	id, sealed, err := v.sealSet(server, subject, t)
+	if err != nil {
+		return err
+	}
+	if account == "" {
+		if _, err := v.st.DeleteConnections(ctx, server, subject); err != nil {
+			return err
+		}
+	}
+	return v.st.PutConnection(ctx, store.Connection{Server: server, Subject: subject, Sealed: sealed, KeyID: id, Account: account})
+}
+
 // DeleteToken implements [upstream.TokenStore].
 func (v *Vault) DeleteToken(ctx context.Context, server, subject string) error {
 	if server == "" {

@@ -208,6 +208,20 @@ func (r *Recorder) Upstream(srv string, lost bool) {
 	r.append(store.AuditEntry{Kind: audit.KindConnection, Server: srv, Outcome: outcome})
 }
 
+// ConnectFlow records the end of a subject's connect flow
+// (audit.KindConnectFlow): outcome "connected" with the upstream account,
+// or "another_identity"; proof is how the browser proved its subject.
+func (r *Recorder) ConnectFlow(subject, server, outcome, account, proof string) {
+	if r == nil {
+		return
+	}
+	detail := map[string]any{"proof": proof}
+	if outcome == "connected" {
+		detail["account"] = account
+	}
+	r.append(store.AuditEntry{Kind: audit.KindConnectFlow, Subject: subject, Server: server, Outcome: outcome, Detail: audit.Detail(detail)})
+}
+
 // Drift records a new drift event.
 func (r *Recorder) Drift(ev toolset.DriftEvent) {
 	if r == nil {

@@ -17,15 +17,15 @@ func TestConnectURLTakesNoState(t *testing.T) {
 	h := startHostile(t)
 	m := userManager(t, h, NewMemoryFlows(), testclock.New(time.Now()), -1)
 	u := flowURL(t, m, "alice")
-	rec := get(m, u)
-	if rec.Code != http.StatusFound {
+	rec := open(m, u)
+	if rec.Code != http.StatusSeeOther {
 		t.Fatalf("begin: %d", rec.Code)
 	}
 	loc, _ := url.Parse(rec.Header().Get("Location"))
 	state := loc.Query().Get("state")
 	id := strings.SplitN(u, "flow=", 2)[1]
 	for _, bad := range []string{state, spentID(id)} {
-		if rec := get(m, ConnectPath+"up?flow="+url.QueryEscape(bad)); rec.Code != http.StatusGone {
+		if rec := open(m, ConnectPath+"up?flow="+url.QueryEscape(bad)); rec.Code != http.StatusGone {
 			t.Fatalf("%s as a flow: %d", bad, rec.Code)
 		}
 	}
@@ -44,8 +44,8 @@ func TestWrongCookieSpendsNothing(t *testing.T) {
 	h := startHostile(t)
 	m := userManager(t, h, NewMemoryFlows(), testclock.New(time.Now()), -1)
 	begin := func(subject string) (string, *http.Cookie) {
-		rec := get(m, flowURL(t, m, subject))
-		if rec.Code != http.StatusFound {
+		rec := open(m, flowURL(t, m, subject))
+		if rec.Code != http.StatusSeeOther {
 			t.Fatalf("begin: %d", rec.Code)
 		}
 		loc, _ := url.Parse(rec.Header().Get("Location"))

@@ -30,6 +30,9 @@ import (
 const (
 	ConnectPath  = "/connect/"
 	CallbackPath = "/connect/callback"
+	// LoginPath is the redirect URI of the OpenID login at
+	// auth.oauth.issuer (login.go). No server is named callback or login.
+	LoginPath = "/connect/login"
 )
 
 // cookieName binds an authorization in progress to the browser that
@@ -46,15 +49,33 @@ type pending struct {
 	Resource string   `json:"res"`
 	Scopes   []string `json:"sc"`
 	Cookie   []byte   `json:"ck"` // SHA-256 of the browser's nonce
+	// JWKS is the authorization server's jwks_uri (the upstream ID token's
+	// keys), OpenID whether openid was asked for; Proof how the browser
+	// proved its subject (for the audit trail).
+	JWKS   string `json:"jwks,omitempty"`
+	OpenID bool   `json:"oidc,omitempty"`
+	Proof  string `json:"proof,omitempty"`
 }
 
-// ServeHTTP serves GET ConnectPath+NAME?flow=ID (the connect URL of an
-// auth_required: it takes the flow, discovers the upstream's
-// authorization server through the egress guard and sends the browser
-// there) and GET CallbackPath (the redirect back: the browser checked
-// before the flow is taken, then state, PKCE and iss, the code exchanged,
-// the token set stored for the flow's (server, subject)). Requests are
-// metered per client address (Options.ConnectLimit): 429 past it.
+// ServeHTTP serves the connect flow of a user server (prove.go):
+//
+//   - GET ConnectPath+NAME?flow=ID, the connect URL of an auth_required:
+//     a page naming the gateway and the server, with a form (nothing is
+//     taken, nobody is redirected);
+//   - POST ConnectPath+NAME, that form, same-origin only: takes the flow
+//     and has the browser prove it is the flow's subject (a static token
+//     in the form, or an OpenID login at auth.oauth.issuer whose redirect
+//     comes back to GET LoginPath); a proof of another subject spends the
+//     flow; a proven one is sent to the upstream's authorization server
+//     (discovered through the egress guard) with prompt=consent;
+//   - GET CallbackPath, the upstream's redirect back: the browser checked
+//     before the flow is taken, then state, PKCE and iss, the code
+//     exchanged, the upstream account read (the ID token's sub, else
+//     userinfo's) and the token set stored for the flow's (server,
+//     subject), recorded in the audit trail (Options.Record).
+//
+// Requests are metered per client address (Options.ConnectLimit): 429
+// past it.
 func (m *Manager) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("Referrer-Policy", "no-referrer")
@@ -66,12 +87,15 @@ func (m *Manager) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if r.Method != http.MethodGet {
-		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
-		return
-	}
-	if r.URL.Path == CallbackPath {
+	switch {
+	case r.URL.Path == CallbackPath && r.Method == http.MethodGet:
 		m.callback(w, r)
+		return
+	case r.URL.Path == LoginPath && r.Method == http.MethodGet:
+		m.loginCallback(w, r)
+		return
+	case r.URL.Path == CallbackPath || r.URL.Path == LoginPath:
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
 	name, ok := strings.CutPrefix(r.URL.Path, ConnectPath)
@@ -79,7 +103,14 @@ func (m *Manager) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	m.begin(w, r, name)
+	switch r.Method {
+	case http.MethodGet:
+		m.connectPage(w, r, name)
+	case http.MethodPost:
+		m.begin(w, r, name)
+	default:
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+	}
 }
 
 // page answers a person with a short text page.
@@ -91,7 +122,7 @@ func page(w http.ResponseWriter, code int, msg string) {
 
 // checkCaller refuses a request whose credentials name another subject
 // than the flow's (or do not verify). A request without credentials (a
-// browser) passes: the single-use URL is its proof.
+// browser) passes here: it proves its subject by the form (prove.go).
 func (m *Manager) checkCaller(r *http.Request, subject string) error {
 	if m.o.Subject == nil {
 		return nil
@@ -106,21 +137,33 @@ func (m *Manager) checkCaller(r *http.Request, subject string) error {
 	return nil
 }
 
+// begin serves the POST of the connect page: the form checked (same
+// origin, the page's form token) before the flow is taken, so a cross-site
+// POST spends nothing; then the flow taken and the browser's proof of its
+// subject asked for.
 func (m *Manager) begin(w http.ResponseWriter, r *http.Request, name string) {
 	ctx := r.Context()
-	id := r.URL.Query().Get("flow")
-	if id == "" {
-		page(w, http.StatusBadRequest, "This connect URL has no flow. Call the tool again for a new one.")
+	if err := m.sameOrigin(r); err != nil {
+		page(w, http.StatusForbidden, err.Error()+"; nothing was done.")
+		return
+	}
+	form, err := parseProofForm(r.Header.Get("Content-Type"), http.MaxBytesReader(w, r.Body, maxFormBody+1))
+	if err != nil {
+		page(w, http.StatusBadRequest, "The connect form does not read ("+strings.TrimPrefix(err.Error(), errForm.Error()+": ")+"); nothing was done.")
+		return
+	}
+	if err := checkFormToken(r, form.CSRF); err != nil {
+		page(w, http.StatusForbidden, err.Error()+"; open the connect URL again.")
 		return
 	}
 	gone := func() {
 		page(w, http.StatusGone, "This connect URL was used or has expired. Call the tool again for a new one.")
 	}
-	if !validID(id) { // never a state or a spent marker
+	if !validID(form.Flow) { // never a state or a spent marker
 		gone()
 		return
 	}
-	f, ok, err := m.o.Flows.TakeFlow(ctx, id, m.now())
+	f, ok, err := m.o.Flows.TakeFlow(ctx, form.Flow, m.now())
 	switch {
 	case err != nil:
 		m.log.Warn("upauth: taking a connect flow", "err", err)
@@ -147,10 +190,47 @@ func (m *Manager) begin(w http.ResponseWriter, r *http.Request, name string) {
 		page(w, http.StatusNotFound, "No server by that name connects accounts.")
 		return
 	}
+	p := m.o.Prove
+	switch {
+	case p == nil: // no auth: the one local subject
+		m.toUpstream(w, r, s, f.Subject, proofNone)
+	case p.StaticSubject != nil && p.StaticSubject(f.Subject):
+		got, ok := "", false
+		if form.Token != "" && p.StaticToken != nil {
+			got, ok = p.StaticToken(form.Token)
+		}
+		if !ok || got != f.Subject {
+			m.anotherIdentity(w, f, proofToken)
+			return
+		}
+		m.toUpstream(w, r, s, f.Subject, proofToken)
+	case p.OAuthIssuer != "" && strings.HasPrefix(f.Subject, p.OAuthIssuer+"#"):
+		if p.Login == nil {
+			m.log.Warn("upauth: an OAuth subject's connect flow, and auth.oauth.login is not configured", "server", name)
+			page(w, http.StatusServiceUnavailable, "This gateway cannot check who you are at "+p.OAuthIssuer+
+				": its operator must configure auth.oauth.login (the gateway's OpenID client there). Nothing was connected.")
+			return
+		}
+		if form.Token != "" { // an OAuth caller proves itself by logging in, never by a token posted
+			m.anotherIdentity(w, f, proofToken)
+			return
+		}
+		m.login(w, r, s, f)
+	default:
+		m.log.Warn("upauth: a connect flow whose subject cannot prove itself", "server", name)
+		page(w, http.StatusForbidden, "This connect URL's identity cannot be proven by a browser here; nothing was connected.")
+	}
+}
+
+// toUpstream sends a browser proven to be subject's to s's authorization
+// server, with prompt=consent: a new authorization in progress stored
+// under a state bound to a cookie set now.
+func (m *Manager) toUpstream(w http.ResponseWriter, r *http.Request, s *Server, subject, proof string) {
+	ctx := r.Context()
 	authURL, p, err := m.authorization(ctx, s)
 	if err != nil {
-		m.log.Warn("upauth: discovering the authorization server", "server", name, "err", err)
-		page(w, http.StatusBadGateway, fmt.Sprintf("The authorization server of %s could not be used: %v", name, err))
+		m.log.Warn("upauth: discovering the authorization server", "server", s.Name, "err", err)
+		page(w, http.StatusBadGateway, fmt.Sprintf("The authorization server of %s could not be used: %v", s.Name, err))
 		return
 	}
 	nonce, err := randomID()
@@ -160,10 +240,11 @@ func (m *Manager) begin(w http.ResponseWriter, r *http.Request, name string) {
 	}
 	sum := sha256.Sum256([]byte(nonce))
 	p.Cookie = sum[:]
+	p.Proof = proof
 	state := stateOf(nonce)
 	raw, _ := json.Marshal(p)
-	if err := m.o.Flows.PutFlow(ctx, Flow{ID: state, Server: name, Subject: f.Subject, State: raw, ExpiresAt: m.now().Add(m.o.FlowTTL)}); err != nil {
-		m.log.Warn("upauth: storing an authorization in progress", "server", name, "err", err)
+	if err := m.o.Flows.PutFlow(ctx, Flow{ID: state, Server: s.Name, Subject: subject, State: raw, ExpiresAt: m.now().Add(m.o.FlowTTL)}); err != nil {
+		m.log.Warn("upauth: storing an authorization in progress", "server", s.Name, "err", err)
 		page(w, http.StatusServiceUnavailable, "The gateway could not store this flow; try again later.")
 		return
 	}
@@ -171,16 +252,18 @@ func (m *Manager) begin(w http.ResponseWriter, r *http.Request, name string) {
 		Secure: strings.HasPrefix(m.o.PublicURL, "https:"), SameSite: http.SameSiteLaxMode, MaxAge: int(m.o.FlowTTL.Seconds())})
 	q := authURL.Query()
 	q.Set("state", state)
+	q.Set("prompt", "consent")
 	authURL.RawQuery = q.Encode()
-	http.Redirect(w, r, authURL.String(), http.StatusFound)
+	http.Redirect(w, r, authURL.String(), http.StatusSeeOther)
 }
 
 // authorization discovers s's authorization server (RFC 9728 from the
 // server's 401, then RFC 8414 / OpenID), through the egress guard, and
 // returns the authorization URL without its state, and the pending state.
-// Every URL fetched is fetched with a client of the guard made for that
-// URL ([Manager.fetchClient]): its own host is checked against
-// allowedHosts before anything is sent, and every dial is checked.
+// Every URL fetched is fetched with a client of the guard
+// ([Manager.learntClient]): its own host is checked against allowedHosts
+// before anything is sent, and every dial is checked as for s's own URL
+// (a remote server's metadata does not reach the gateway's loopback).
 func (m *Manager) authorization(ctx context.Context, s *Server) (*url.URL, *pending, error) {
 	prm, err := m.resourceMetadata(ctx, s)
 	if err != nil {
@@ -191,7 +274,7 @@ func (m *Manager) authorization(ctx context.Context, s *Server) (*url.URL, *pend
 	}
 	issuer := prm.AuthorizationServers[0]
 	// The metadata's well-known URLs are all on the issuer's origin.
-	hc, err := m.fetchClient("authorization server", issuer)
+	hc, err := m.learntClient("authorization server", s, issuer)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -207,7 +290,7 @@ func (m *Manager) authorization(ctx context.Context, s *Server) (*url.URL, *pend
 		return nil, nil, fmt.Errorf("authorization server %s does not support PKCE S256", issuer)
 	}
 	for _, e := range []struct{ what, u string }{{"authorization endpoint", asm.AuthorizationEndpoint}, {"token endpoint", asm.TokenEndpoint}} {
-		if err := checkEndpoint(m.guard, e.u); err != nil {
+		if err := m.checkLearnt(s, e.u); err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", e.what, err)
 		}
 	}
@@ -218,6 +301,11 @@ func (m *Manager) authorization(ctx context.Context, s *Server) (*url.URL, *pend
 	if slices.Contains(asm.ScopesSupported, "offline_access") && !slices.Contains(scopes, "offline_access") {
 		scopes = append(slices.Clone(scopes), "offline_access")
 	}
+	// openid, when the server offers it: its ID token names the account
+	// connected (recorded with the connection).
+	if slices.Contains(asm.ScopesSupported, "openid") && !slices.Contains(scopes, "openid") {
+		scopes = append(slices.Clone(scopes), "openid")
+	}
 	verifier := oauth2.GenerateVerifier()
 	cfg := m.oauthConfig(s, asm.AuthorizationEndpoint, asm.TokenEndpoint, scopes)
 	u, err := url.Parse(cfg.AuthCodeURL("", oauth2.S256ChallengeOption(verifier), oauth2.SetAuthURLParam("resource", s.URL)))
@@ -225,7 +313,7 @@ func (m *Manager) authorization(ctx context.Context, s *Server) (*url.URL, *pend
 		return nil, nil, err
 	}
 	return u, &pending{Verifier: verifier, Issuer: asm.Issuer, IssParam: asm.AuthorizationResponseIssParameterSupported,
-		TokenURL: asm.TokenEndpoint, Resource: s.URL, Scopes: scopes}, nil
+		TokenURL: asm.TokenEndpoint, Resource: s.URL, Scopes: scopes, JWKS: asm.JWKSURI, OpenID: slices.Contains(scopes, "openid")}, nil
 }
 
 // fetchClient is the egress guard's client for fetching raw, what it is
@@ -233,7 +321,10 @@ func (m *Manager) authorization(ctx context.Context, s *Server) (*url.URL, *pend
 // for raw's own origin, so its host is checked against allowedHosts before
 // anything is sent (an error that names the URL and the host), and every
 // dial, redirect included, is checked. It carries no configured header.
-// Close its idle connections when done.
+// Close its idle connections when done. raw unlocks loopback when it is a
+// loopback literal: for a URL the operator configured (the gateway's own
+// issuer); one learnt from an upstream's metadata is fetched with
+// [Manager.learntClient].
 func (m *Manager) fetchClient(what, raw string) (*http.Client, error) {
 	hc, err := m.guard.Client(raw, nil, nil)
 	if err != nil {
@@ -250,8 +341,8 @@ func (m *Manager) oauthConfig(s *Server, authURL, tokenURL string, scopes []stri
 // resourceMetadata finds s's protected resource metadata: the 401's
 // resource_metadata, else the well-known URLs (path-inserted, then root).
 // Its resource must be s's URL. The 401 is asked of s with its headers;
-// each metadata URL is fetched with a client of its own
-// ([Manager.fetchClient]): the server's headers never go to it.
+// each metadata URL is fetched with a client without them
+// ([Manager.learntClient]): the server's headers never go to it.
 func (m *Manager) resourceMetadata(ctx context.Context, s *Server) (*oauthex.ProtectedResourceMetadata, error) {
 	hc, err := m.guard.Client(s.URL, s.Headers, nil)
 	if err != nil {
@@ -300,7 +391,7 @@ func (m *Manager) resourceMetadata(ctx context.Context, s *Server) (*oauthex.Pro
 // protectedResource fetches the protected resource metadata at mu; its
 // resource must be s's URL.
 func (m *Manager) protectedResource(ctx context.Context, s *Server, mu string) (*oauthex.ProtectedResourceMetadata, error) {
-	hc, err := m.fetchClient("resource metadata", mu)
+	hc, err := m.learntClient("resource metadata", s, mu)
 	if err != nil {
 		return nil, err
 	}
@@ -322,6 +413,13 @@ func checkEndpoint(g *egress.Guard, raw string) error {
 		}
 	}
 	return nil
+}
+
+// AccountTokens is a TokenStore that records the upstream account of a
+// connection made through a connect flow (the vault:
+// store.Connection.Account). account "" is unknown.
+type AccountTokens interface {
+	PutConnected(ctx context.Context, server, subject string, t *upstream.TokenSet, account string) error
 }
 
 // stateOf is the OAuth state of the authorization a browser holding the
@@ -410,11 +508,11 @@ func (m *Manager) callback(w http.ResponseWriter, r *http.Request) {
 		page(w, http.StatusNotFound, "No such server.")
 		return
 	}
-	if err := checkEndpoint(m.guard, p.TokenURL); err != nil {
+	if err := m.checkLearnt(s, p.TokenURL); err != nil {
 		page(w, http.StatusBadGateway, "token endpoint: "+err.Error())
 		return
 	}
-	hc, err := m.fetchClient("token endpoint", p.TokenURL)
+	hc, err := m.learntClient("token endpoint", s, p.TokenURL)
 	if err != nil {
 		page(w, http.StatusBadGateway, err.Error()+"; nothing was connected.")
 		return
@@ -434,12 +532,23 @@ func (m *Manager) callback(w http.ResponseWriter, r *http.Request) {
 	}
 	set := &upstream.TokenSet{AccessToken: tok.AccessToken, TokenType: tok.TokenType, RefreshToken: tok.RefreshToken, Expiry: tok.Expiry,
 		Scopes: p.Scopes, TokenURL: p.TokenURL, ClientID: s.ClientID, ClientSecret: s.ClientSecret}
-	if err := m.o.Tokens.PutToken(ctx, s.Name, f.Subject, set); err != nil {
+	account := m.upstreamAccount(ctx, s, &p, tok)
+	if ac, ok := m.o.Tokens.(AccountTokens); ok {
+		err = ac.PutConnected(ctx, s.Name, f.Subject, set, account)
+	} else {
+		err = m.o.Tokens.PutToken(ctx, s.Name, f.Subject, set)
+	}
+	if err != nil {
 		m.log.Warn("upauth: storing a connection", "server", s.Name, "err", err)
 		page(w, http.StatusServiceUnavailable, "The gateway could not store the connection; try again.")
 		return
 	}
 	m.drop(key{s.Name, f.Subject})
-	m.log.Info("upauth: connected", "server", s.Name)
-	page(w, http.StatusOK, fmt.Sprintf("Connected to %s. You can close this window and retry the call.", s.Name))
+	m.log.Info("upauth: connected", "server", s.Name, "account", account)
+	m.record(ConnectEvent{Subject: f.Subject, Server: s.Name, Outcome: OutcomeConnected, Account: account, Proof: p.Proof})
+	msg := fmt.Sprintf("Connected to %s. You can close this window and retry the call.", s.Name)
+	if account != "" {
+		msg = fmt.Sprintf("Connected to %s as %s. You can close this window and retry the call.", s.Name, account)
+	}
+	page(w, http.StatusOK, msg)
 }

@@ -89,7 +89,7 @@ func TestRefusalsShareAFlow(t *testing.T) {
 	}
 
 	// Opened on replica B: A hands out a new URL.
-	if rec := get(b, first); rec.Code != http.StatusFound {
+	if rec := open(b, first); rec.Code != http.StatusSeeOther {
 		t.Fatalf("opening the URL on B: %d %s", rec.Code, rec.Body.String())
 	}
 	second, _ := check(a, "alice")
@@ -99,12 +99,12 @@ func TestRefusalsShareAFlow(t *testing.T) {
 	if third, _ := check(a, "alice"); third != second {
 		t.Fatalf("the new URL was not kept: %s, %s", second, third)
 	}
-	if rec := get(a, first); rec.Code != http.StatusGone {
+	if rec := open(a, first); rec.Code != http.StatusGone {
 		t.Fatalf("the used URL again: %d", rec.Code)
 	}
 
 	// Opened on A itself: the same.
-	if rec := get(a, second); rec.Code != http.StatusFound {
+	if rec := open(a, second); rec.Code != http.StatusSeeOther {
 		t.Fatalf("opening the URL on A: %d", rec.Code)
 	}
 	third, _ := check(a, "alice")
@@ -118,7 +118,7 @@ func TestRefusalsShareAFlow(t *testing.T) {
 	if fourth == third || !strings.Contains(msg, "within 10m0s") {
 		t.Fatalf("half a TTL later: %s %q", fourth, msg)
 	}
-	if rec := get(b, third); rec.Code != http.StatusFound {
+	if rec := open(b, third); rec.Code != http.StatusSeeOther {
 		t.Fatalf("the older URL before it expired: %d", rec.Code)
 	}
 }

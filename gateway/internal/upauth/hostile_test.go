@@ -92,6 +92,34 @@ func get(m *Manager, target string, cookies ...*http.Cookie) *httptest.ResponseR
 	return rec
 }
 
+// open opens a connect URL (target) as a browser does: GET its page, then
+// POST its form from the gateway's origin with the page's cookie, and
+// returns the POST's answer (or the page's, when it is not 200). fields
+// are added to the form (token: a static subject's proof).
+func open(m *Manager, target string, fields ...string) *httptest.ResponseRecorder {
+	rec := get(m, target)
+	if rec.Code != http.StatusOK {
+		return rec
+	}
+	u, _ := url.Parse(target)
+	form := url.Values{"flow": {u.Query().Get("flow")}}
+	for _, c := range rec.Result().Cookies() {
+		if c.Name == formCookie {
+			form.Set("csrf", c.Value)
+		}
+	}
+	for i := 0; i+1 < len(fields); i += 2 {
+		form.Set(fields[i], fields[i+1])
+	}
+	req := httptest.NewRequest(http.MethodPost, u.Path, strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", origin(m.o.PublicURL))
+	req.AddCookie(&http.Cookie{Name: formCookie, Value: form.Get("csrf")})
+	post := httptest.NewRecorder()
+	m.ServeHTTP(post, req)
+	return post
+}
+
 func flowURL(t *testing.T, m *Manager, subject string) string {
 	t.Helper()
 	r, err := m.Check(context.Background(), "up", subject)
@@ -147,7 +175,7 @@ func TestHostileMetadata(t *testing.T) {
 			tc.set(h)
 			tokens := &upstream.MemoryTokens{}
 			m := newManager(t, h, tokens)
-			rec := get(m, flowURL(t, m, "alice"))
+			rec := open(m, flowURL(t, m, "alice"))
 			if rec.Code != http.StatusBadGateway || !strings.Contains(rec.Body.String(), tc.want) {
 				t.Fatalf("got %d %q; want 502 mentioning %q", rec.Code, rec.Body.String(), tc.want)
 			}
@@ -170,8 +198,8 @@ func TestCallbackChecks(t *testing.T) {
 	tokens := &upstream.MemoryTokens{}
 	m := newManager(t, h, tokens)
 	begin := func() (state string, c *http.Cookie) {
-		rec := get(m, flowURL(t, m, "alice"))
-		if rec.Code != http.StatusFound {
+		rec := open(m, flowURL(t, m, "alice"))
+		if rec.Code != http.StatusSeeOther {
 			t.Fatalf("begin: %d %s", rec.Code, rec.Body.String())
 		}
 		loc, err := url.Parse(rec.Header().Get("Location"))
@@ -216,7 +244,7 @@ func TestCallbackChecks(t *testing.T) {
 	if rec := get(m, cb(strings.SplitN(u, "flow=", 2)[1], h.issuer), c); rec.Code != http.StatusBadRequest {
 		t.Fatalf("a flow ID as the state: %d", rec.Code)
 	}
-	if rec := get(m, u); rec.Code != http.StatusFound {
+	if rec := open(m, u); rec.Code != http.StatusSeeOther {
 		t.Fatalf("the flow after its ID was tried as a state: %d", rec.Code)
 	}
 	if set, _ := tokens.Token(context.Background(), "up", "alice"); set != nil || h.tokenRequests.Load() != 0 {
@@ -238,8 +266,8 @@ func TestTokenEndpointResolvesPrivate(t *testing.T) {
 	}
 	tokens := &upstream.MemoryTokens{}
 	m := newManager(t, h, tokens)
-	rec := get(m, flowURL(t, m, "alice"))
-	if rec.Code != http.StatusFound {
+	rec := open(m, flowURL(t, m, "alice"))
+	if rec.Code != http.StatusSeeOther {
 		t.Fatalf("begin: %d %s", rec.Code, rec.Body.String())
 	}
 	loc, _ := url.Parse(rec.Header().Get("Location"))

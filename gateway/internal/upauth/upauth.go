@@ -131,6 +131,12 @@ type Options struct {
 	// credentials that do not verify. A request whose subject is not the
 	// flow's is refused.
 	Subject func(r *http.Request) (subject string, ok bool, err error)
+	// Prove is how a connect URL's browser proves it is the flow's
+	// subject (prove.go); nil only without auth (one local subject).
+	Prove *Prove
+	// Record, when set, is told each connect flow's end: a connection
+	// made, or a proof of another identity (the audit trail).
+	Record func(ConnectEvent)
 	// Judge, when set, judges each subject's upstream session against its
 	// server's trusted contracts: before its first call, and again when it
 	// announces a changed tool list. A session it refuses is closed and the

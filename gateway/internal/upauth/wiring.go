@@ -2,6 +2,9 @@ package upauth
 
 import (
 	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -39,7 +42,10 @@ type Wiring struct {
 	// subject of a /connect request that carries one).
 	Verify auth.TokenVerifier
 	// Judge judges the subjects' sessions (Options.Judge).
-	Judge  SessionJudge
+	Judge SessionJudge
+	// Record is told each connect flow's end (Options.Record: the audit
+	// trail).
+	Record func(ConnectEvent)
 	Logger *slog.Logger
 	Now    func() time.Time
 }
@@ -96,9 +102,21 @@ func FromConfig(cfg *config.Config, servers []toolset.Server, w Wiring) (*Manage
 	if cfg.Auth != nil && w.Verify != nil {
 		subject = func(r *http.Request) (string, bool, error) { return bearerSubject(r, w.Verify) }
 	}
+	prove, err := proveFromConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if prove != nil && prove.OAuthIssuer != "" && prove.Login == nil && w.Logger != nil {
+		for _, s := range list {
+			if s.Mode == User {
+				w.Logger.Warn("upauth: auth.oauth.login is not configured: OAuth callers cannot connect their accounts to servers with auth: user (their connect URLs say so)",
+					"server", s.Name)
+			}
+		}
+	}
 	m, err := New(&Options{Servers: list, Tokens: w.Tokens, Flows: w.Flows,
 		PublicURL: cfg.Connect.PublicURL, FlowTTL: cfg.Connect.FlowTTL, AllowedHosts: cfg.AllowedHosts,
-		Subject: subject, Judge: w.Judge, Logger: w.Logger, Now: w.Now})
+		Subject: subject, Prove: prove, Record: w.Record, Judge: w.Judge, Logger: w.Logger, Now: w.Now})
 	if err != nil {
 		return nil, err
 	}
@@ -108,6 +126,60 @@ func FromConfig(cfg *config.Config, servers []toolset.Server, w Wiring) (*Manage
 		}
 	}
 	return m, nil
+}
+
+// proveFromConfig is how a connect URL's browser proves its subject under
+// cfg.Auth (nil without auth): a static subject by its token (its SHA-256
+// compared with auth.tokens' in constant time, as the MCP endpoint does),
+// an OAuth subject by logging in with auth.oauth.login. A login secret's
+// environment variable that is empty is a *config.Error.
+func proveFromConfig(cfg *config.Config) (*Prove, error) {
+	a := cfg.Auth
+	if a == nil {
+		return nil, nil
+	}
+	type entry struct {
+		sum     [sha256.Size]byte
+		subject string
+	}
+	var tokens []entry
+	static := map[string]bool{}
+	for _, t := range a.Tokens {
+		var e entry
+		b, _ := hex.DecodeString(t.SHA256) // validated by the config
+		copy(e.sum[:], b)
+		e.subject = t.Subject
+		tokens = append(tokens, e)
+		static[t.Subject] = true
+	}
+	p := &Prove{StaticSubject: func(s string) bool { return static[s] }}
+	if len(tokens) > 0 {
+		p.StaticToken = func(token string) (string, bool) {
+			sum := sha256.Sum256([]byte(token))
+			match := -1
+			for i := range tokens { // no early exit
+				if subtle.ConstantTimeCompare(sum[:], tokens[i].sum[:]) == 1 {
+					match = i
+				}
+			}
+			if match < 0 {
+				return "", false
+			}
+			return tokens[match].subject, true
+		}
+	}
+	if o := a.OAuth; o != nil {
+		p.OAuthIssuer = o.Issuer
+		if l := o.Login; l != nil {
+			p.Login = &Login{Issuer: o.Issuer, ClientID: l.ClientID, SubjectClaim: o.SubjectClaim, JWKSURL: o.JWKSURL}
+			if env := l.ClientSecretEnv; env != "" {
+				if p.Login.ClientSecret = os.Getenv(env); p.Login.ClientSecret == "" {
+					return nil, config.Errorf(cfg, "auth.oauth.login.clientSecretEnv", "set the environment variable "+env+" to the login client's secret", "%s is empty", env)
+				}
+			}
+		}
+	}
+	return p, nil
 }
 
 // bearerSubject is the subject of a request's bearer token (ok=false
