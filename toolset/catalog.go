@@ -91,7 +91,7 @@ func (t *Toolset) build(results []listing, prev *catalog) *catalog {
 			all = append(all, &entry{conn: c, full: p.Full, output: p.Output, info: ToolInfo{
 				Name: p.Name, Server: c.name, Plugin: c.srv.Config.PluginName, RemoteName: p.Remote, Title: p.Title,
 				Description: p.Description, InputSchema: projection.ReduceSchema(p.Full, tier), Disclosure: tier,
-				State: state, Annotations: p.Annotations, ContractHash: p.ContractHash, ServerID: c.id,
+				State: state, Annotations: p.Annotations, ContractHash: p.ContractHash, Contract: p.Contract, ServerID: c.id,
 			}})
 		}
 		if len(ptools) > 0 {

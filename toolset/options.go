@@ -220,6 +220,13 @@ type ToolInfo struct {
 	// name, title, description, input and output schema and annotations, as
 	// the server sent them.
 	ContractHash string `json:"contractHash,omitempty"`
+	// Contract is the fingerprint (pin.ToolFingerprint) of the tool's
+	// trusted contract: for an active tool the one it publishes (the
+	// baseline's, or first seen), for a quarantined one the baseline's.
+	// An approval of a call of the tool is bound to it
+	// (durable.Call.Contract): after a trust that changes it, the call
+	// asks again. Empty for the toolset's own tools.
+	Contract string `json:"contract,omitempty"`
 }
 
 // Summary describes one tool for guards and UIs (see Describe): its full

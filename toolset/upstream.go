@@ -280,6 +280,9 @@ type Target struct {
 	Upstream *Upstream
 	// Remote is the tool's name on its server.
 	Remote string
+	// Contract is the fingerprint of the tool's trusted contract when it
+	// was routed (ToolInfo.Contract).
+	Contract string
 }
 
 // Target routes a call of the tool registered under name, refusing it as
@@ -317,7 +320,7 @@ func (t *Toolset) Target(ctx context.Context, name string) (Target, error) {
 			return Target{}, err
 		}
 	}
-	return Target{Tool: name, Upstream: e.conn.up, Remote: e.info.RemoteName}, nil
+	return Target{Tool: name, Upstream: e.conn.up, Remote: e.info.RemoteName, Contract: e.info.Contract}, nil
 }
 
 // Recheck reports whether the target still stands after its server's

@@ -184,6 +184,9 @@ func (e *Executor) call(ctx context.Context, c ToolCall, journalID string) (Outc
 	}
 	dc := durable.Call{RunID: e.opts.RunID, ToolCallID: journalID, Server: t.Server, Tool: t.Name,
 		RemoteName: t.RemoteName, Args: args, Owner: e.opts.Owner}
+	if t.Contract != nil {
+		dc.Contract = t.Contract(ctx)
+	}
 	res, _, err := e.opts.Journal.Guarded(ctx, dc, e.guard, func(ctx context.Context, key string) (*mcp.CallToolResult, error) {
 		res, err := t.Call(ctx, args, key)
 		if err != nil {

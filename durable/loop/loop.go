@@ -111,6 +111,13 @@ type Tool struct {
 	Server string
 	// RemoteName is the tool's name on its server (informational).
 	RemoteName string
+	// Contract, when set, returns the fingerprint of the tool's trusted
+	// contract now (durable.Call.Contract), asked before each call: an
+	// approval of a call is bound to it, so a call made after the tool's
+	// contract changed (and the change was trusted) asks a new approval
+	// instead of running on one given under the old contract.
+	// ToolsetTools sets it; nil, or "", binds nothing.
+	Contract func(ctx context.Context) string
 	// Call performs the call. idempotencyKey is "runID:toolCallID"; an MCP
 	// tool sends it as _meta.idempotencyKey so the server can dedup too.
 	// A result with IsError is a failure the model is told about and that

@@ -57,7 +57,9 @@ func SessionTools(ctx context.Context, cs *mcp.ClientSession, server, prefix str
 // a model should see it: sanitized descriptions, schemas at their
 // disclosure tier, quarantined tools refused by the toolset) as Tools.
 // Calls go through the toolset, which sends the idempotency key as
-// _meta.idempotencyKey.
+// _meta.idempotencyKey. Each tool's Contract is ToolsetContract: an
+// approval is bound to the contract the toolset trusts when the call is
+// made.
 func ToolsetTools(ctx context.Context, ts *toolset.Toolset) ([]Tool, error) {
 	infos, err := ts.Tools(ctx)
 	if err != nil {
@@ -76,9 +78,25 @@ func ToolsetTools(ctx context.Context, ts *toolset.Toolset) ([]Tool, error) {
 			Server:      ti.Server,
 			RemoteName:  ti.RemoteName,
 			Call:        ToolsetCall(ts, ti.Name),
+			Contract:    ToolsetContract(ts, ti.Name),
 		})
 	}
 	return out, nil
+}
+
+// ToolsetContract returns the Contract of the toolset tool registered
+// under name: the fingerprint of its trusted contract as the toolset
+// holds it when asked (toolset.Target), "" when the toolset refuses the
+// tool (quarantined, withdrawn, unknown; its call is refused the same way
+// without being sent).
+func ToolsetContract(ts *toolset.Toolset, name string) func(ctx context.Context) string {
+	return func(ctx context.Context) string {
+		tg, err := ts.Target(ctx, name)
+		if err != nil {
+			return ""
+		}
+		return tg.Contract
+	}
 }
 
 // ToolsetCall returns the Call of the toolset tool registered under name:

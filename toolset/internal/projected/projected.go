@@ -41,6 +41,10 @@ type Tool struct {
 	Full, Output map[string]any
 	// ContractHash is stored.ContractHash of the tool as published.
 	ContractHash string
+	// Contract is the pin.ToolFingerprint of the tool's trusted contract:
+	// the published one of a callable tool (trusted or new, so the same),
+	// the baseline's of a quarantined one.
+	Contract string
 	// Quarantined says the tool's contract changed after it was trusted:
 	// it is listed with the stand-in and its calls are refused.
 	Quarantined bool
@@ -76,7 +80,7 @@ func Listing(s Server, tools []*mcp.Tool, decisions map[string]pin.Decision, bud
 			continue // a binding string hides characters: shown neither sanitized nor as sent
 		}
 		p := Tool{Name: name, Remote: tool.Name, Title: projection.Sanitize(tool.Title), Description: projection.Sanitize(tool.Description),
-			Annotations: sanitizeAnnotations(tool.Annotations), ContractHash: stored.ContractHash(tool),
+			Annotations: sanitizeAnnotations(tool.Annotations), ContractHash: stored.ContractHash(tool), Contract: d.Fingerprint,
 			Full: projection.InputSchema(tool.InputSchema), Output: projection.SanitizeSchema(projection.SchemaMap(tool.OutputSchema))}
 		if d.Action == pin.Quarantined {
 			// Nothing the server wrote about this tool reaches the
@@ -86,6 +90,7 @@ func Listing(s Server, tools []*mcp.Tool, decisions map[string]pin.Decision, bud
 			p.Title, p.Annotations = "", nil
 			p.Description = pin.QuarantineDescription(s.Name, tool.Name)
 			p.Quarantined = true
+			p.Contract = d.BaselineFingerprint
 		}
 		out = append(out, p)
 		prompt = append(prompt, projection.Tool{Name: name, Server: s.Name, RemoteName: tool.Name,
