@@ -25,7 +25,7 @@ const (
 const StderrMessage = "upstream stderr"
 
 // stderrLog writes a child's stderr to a logger as data: each line is the
-// value of one attribute ("line") of one record, so a child that prints a
+// value of one attribute ("line") of one INFO record, so a child that prints a
 // log line of its own (JSON, ANSI escapes, a fake level) produces a string
 // the handler quotes, never a record. Lines are bounded (StderrLineMax) and
 // so is their rate.
@@ -108,5 +108,7 @@ func (w *stderrLog) emitLocked() {
 		attrs = append(attrs, slog.Int("dropped", w.dropped))
 		w.dropped = 0
 	}
-	w.log.LogAttrs(context.Background(), slog.LevelWarn, StderrMessage, attrs...)
+	// INFO: stderr is where MCP stdio servers write their logs (the
+	// specification says so); a line is not a fault of the server's.
+	w.log.LogAttrs(context.Background(), slog.LevelInfo, StderrMessage, attrs...)
 }

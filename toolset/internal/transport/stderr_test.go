@@ -44,7 +44,7 @@ func TestStderrLogLines(t *testing.T) {
 		t.Fatalf("%d records, want %d", len(rs), len(want))
 	}
 	for i, r := range rs {
-		if r["msg"] != StderrMessage || r["line"] != want[i] {
+		if r["msg"] != StderrMessage || r["line"] != want[i] || r["level"] != "INFO" {
 			t.Errorf("record %d: %.100v", i, r)
 		}
 		if (r["truncated"] == true) != (i == 3) {
