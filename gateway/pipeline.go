@@ -268,8 +268,11 @@ func (p *pipeline) call(ctx context.Context, req *callRequest) (out callOutcome)
 	var raw durable.RawResult // a fresh answer's bytes (the byte sender's)
 	if req.key != "" {
 		runID, callID = unitOfWork(subject, req.tool, req.key)
+		// Contract: the tool's trusted contract as the served map holds it
+		// (no store read); an approval is bound to it, so after a trust
+		// that changes it the call asks again.
 		c := durable.Call{RunID: runID, ToolCallID: callID, Server: info.Server, Tool: req.tool,
-			RemoteName: info.RemoteName, Args: req.args, Owner: string(subject), Key: req.key}
+			RemoteName: info.RemoteName, Args: req.args, Owner: string(subject), Key: req.key, Contract: info.Contract}
 		c.Audit = p.keyedAudit(subject, req, info.Server, start)
 		keyed = c.Audit
 		res, raw, out.replayed, err = p.journal.GuardedRaw(ctx, c, p.guard, effect)
