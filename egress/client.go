@@ -69,15 +69,7 @@ func (g *Guard) Client(endpoint string, headers map[string]string, dynamic func(
 		conf[ck] = []string{v}
 	}
 	t := g.base.Clone()
-	// A loopback literal is dialed without a list only by a client made
-	// for one: the operator wrote a local address. A client made for any
-	// other endpoint does not reach loopback through a URL it was not made
-	// for (a redirect, an SSE endpoint event, a token endpoint learnt from
-	// metadata and requested through it).
-	_, local := loopbackLiteral(u.Hostname())
-	t.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
-		return g.dialContext(ctx, network, addr, local)
-	}
+	t.DialContext = g.dialContext
 	rt := &roundTripper{
 		t:       t,
 		origin:  originOf(u),
@@ -186,9 +178,8 @@ func (g *Guard) checkRedirect(req *http.Request, via []*http.Request) error {
 }
 
 // dialContext is every client's Transport.DialContext. addr is the URL's
-// host:port (the transport never has a proxy). local: the client was made
-// for a loopback literal, which unlocks loopback literals.
-func (g *Guard) dialContext(ctx context.Context, network, addr string, local bool) (net.Conn, error) {
+// host:port (the transport never has a proxy).
+func (g *Guard) dialContext(ctx context.Context, network, addr string) (net.Conn, error) {
 	host, portStr, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, fmt.Errorf("egress: bad dial address %q: %w", addr, err)
@@ -203,7 +194,7 @@ func (g *Guard) dialContext(ctx context.Context, network, addr string, local boo
 	}
 	var addrs []netip.Addr
 	if a, err := netip.ParseAddr(host); err == nil {
-		if lit, ok := loopbackLiteral(host); ok && local {
+		if lit, ok := loopbackLiteral(host); ok {
 			return g.dialAddrs(ctx, network, host, []netip.Addr{lit}, uint16(port))
 		}
 		addrs = []netip.Addr{a}

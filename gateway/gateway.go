@@ -230,10 +230,7 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 
 	// Whose token goes to the servers with auth: (upauth.go).
 	if g.upauth, err = upauth.FromConfig(cfg, servers, upauth.Wiring{Tokens: o.UpstreamTokens,
-		Store: g.st, Holder: g.exec.Instance(), Verify: au.Verify, Judge: sessionJudge{g}, Logger: log, Now: o.Clock,
-		Record: func(ev upauth.ConnectEvent) {
-			g.audit.ConnectFlow(ev.Subject, ev.Server, ev.Outcome, ev.Account, ev.Proof)
-		}}); err != nil {
+		Store: g.st, Holder: g.exec.Instance(), Verify: au.Verify, Judge: sessionJudge{g}, Logger: log, Now: o.Clock}); err != nil {
 		return fail(err)
 	}
 
@@ -278,9 +275,6 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 		// Notifications an upstream sent for another server's call or
 		// resource: dropped, and counted here.
 		Dropped: func(server string, what relay.Dropped) { g.tel.Metrics.NotificationDropped(server, string(what)) },
-		// The content of servers with auth: user or exchange is each
-		// subject's own (upauth.go).
-		Subjects: subjectContent{m: g.upauth, log: log},
 		// Upstream sessions of callers' own (a process each for stdio).
 		UpstreamPerServer:  cfg.Sessions.UpstreamPerServer,
 		UpstreamPerSubject: perSubject,
@@ -313,6 +307,9 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 			g.tel.Metrics.DriftEvent(skilltrust.Owner(ev.Plugin), kind)
 		}})
 	_ = skillTrust.Check(ctx, g.Skills(), false) // logged; a plugin it could not judge is withheld
+	// Said before: a stdio server run by `go run` or `npx` builds or
+	// downloads first, which can take minutes on a first start.
+	log.Info("gateway: connecting servers", "servers", len(g.servers))
 	if err := g.ts.Connect(ctx); err != nil {
 		return fail(fmt.Errorf("gateway: connecting servers: %w", err))
 	}
@@ -377,24 +374,24 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 		Name:               "gatehouse",
 		Logger:             log,
 		Clock:              o.Clock,
+		OwnWarnings:        true, // warnUnprotected names the config's fields
 	}
 	// Sessions per subject (each initialize also spends the rate limit).
 	so.MaxSessionsPerSubject = cfg.Sessions.MaxPerSubject
 	if rl := cfg.RateLimit; rl != nil {
 		so.RateLimit = &server.RateLimit{MaxCalls: rl.MaxCalls, Window: rl.Window, Counters: g.st}
 	}
-		OwnWarnings:        true, // warnUnprotected names the config's fields
 	g.srv, err = server.New(so)
 	if err != nil {
 		return fail(fmt.Errorf("gateway: %w", err))
 	}
+	warnUnprotected(log, cfg)
 	g.pipe.srv = g.srv
 
 	// Re-trusts made in the store by other processes take effect here
 	// within trustEvery; the watcher ends with the gateway.
 	g.trust.start()
 	if len(g.loaded) > 0 {
-	warnUnprotected(log, cfg)
 		g.trust.bg.Go(func() { _ = skillTrust.Run(g.life.ctx) })
 	}
 

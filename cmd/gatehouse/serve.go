@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -42,6 +43,8 @@ func newServeCmd() *cobra.Command {
 			if err != nil {
 				return configErr(err)
 			}
+			// At once: what follows (the store, the servers) may take a while.
+			log.Info("gatehouse: starting", "version", versionString(), "config", cmp.Or(sf.config, "(none: the example plugin "+defaultPlugin+")"))
 			if cmd.Flags().Changed("listen") {
 				if err := cfg.SetListen(listen); err != nil {
 					return configErr(err)
