@@ -69,7 +69,15 @@ func (g *Guard) Client(endpoint string, headers map[string]string, dynamic func(
 		conf[ck] = []string{v}
 	}
 	t := g.base.Clone()
-	t.DialContext = g.dialContext
+	// A loopback literal is dialed without a list only by a client made
+	// for one: the operator wrote a local address. A client made for any
+	// other endpoint does not reach loopback through a URL it was not made
+	// for (a redirect, an SSE endpoint event, a token endpoint learnt from
+	// metadata and requested through it).
+	_, local := loopbackLiteral(u.Hostname())
+	t.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		return g.dialContext(ctx, network, addr, local)
+	}
 	rt := &roundTripper{
 		t:       t,
 		origin:  originOf(u),
@@ -178,8 +186,9 @@ func (g *Guard) checkRedirect(req *http.Request, via []*http.Request) error {
 }
 
 // dialContext is every client's Transport.DialContext. addr is the URL's
-// host:port (the transport never has a proxy).
-func (g *Guard) dialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+// host:port (the transport never has a proxy). local: the client was made
+// for a loopback literal, which unlocks loopback literals.
+func (g *Guard) dialContext(ctx context.Context, network, addr string, local bool) (net.Conn, error) {
 	host, portStr, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, fmt.Errorf("egress: bad dial address %q: %w", addr, err)
@@ -194,7 +203,7 @@ func (g *Guard) dialContext(ctx context.Context, network, addr string) (net.Conn
 	}
 	var addrs []netip.Addr
 	if a, err := netip.ParseAddr(host); err == nil {
-		if lit, ok := loopbackLiteral(host); ok {
+		if lit, ok := loopbackLiteral(host); ok && local {
 			return g.dialAddrs(ctx, network, host, []netip.Addr{lit}, uint16(port))
 		}
 		addrs = []netip.Addr{a}

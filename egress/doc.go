@@ -36,10 +36,15 @@
 //     only when the URL's host is explicitly on the host list (the operator
 //     named it: it is trusted to resolve anywhere local), or, for loopback
 //     only, when the URL's host is itself a loopback IP literal such as
-//     http://127.0.0.1:8080 (no DNS involved). A loopback literal does not
-//     unlock any other range; "localhost" is a name, not a literal, so it
-//     must be listed; IPv4-mapped, NAT64 and 6to4 spellings of a loopback
-//     address (::ffff:127.0.0.1, 64:ff9b::7f00:1) are not loopback literals;
+//     http://127.0.0.1:8080 (no DNS involved) and so is the endpoint the
+//     client was made for: the operator wrote a local address. A client
+//     made for any other endpoint never dials an unlisted loopback literal
+//     (a redirect to one, an SSE endpoint event, a token endpoint learnt
+//     from metadata and requested through it are refused). A loopback
+//     literal does not unlock any other range; "localhost" is a name, not
+//     a literal, so it must be listed; IPv4-mapped, NAT64 and 6to4
+//     spellings of a loopback address (::ffff:127.0.0.1, 64:ff9b::7f00:1)
+//     are not loopback literals;
 //   - cloud-metadata, unspecified (0.0.0.0/8, ::), multicast and broadcast
 //     addresses are never dialed, even for a listed host;
 //   - IPv4-mapped IPv6 addresses are checked as the IPv4 address they carry;

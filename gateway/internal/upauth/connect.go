@@ -260,9 +260,10 @@ func (m *Manager) toUpstream(w http.ResponseWriter, r *http.Request, s *Server, 
 // authorization discovers s's authorization server (RFC 9728 from the
 // server's 401, then RFC 8414 / OpenID), through the egress guard, and
 // returns the authorization URL without its state, and the pending state.
-// Every URL fetched is fetched with a client of the guard made for that
-// URL ([Manager.fetchClient]): its own host is checked against
-// allowedHosts before anything is sent, and every dial is checked.
+// Every URL fetched is fetched with a client of the guard
+// ([Manager.learntClient]): its own host is checked against allowedHosts
+// before anything is sent, and every dial is checked as for s's own URL
+// (a remote server's metadata does not reach the gateway's loopback).
 func (m *Manager) authorization(ctx context.Context, s *Server) (*url.URL, *pending, error) {
 	prm, err := m.resourceMetadata(ctx, s)
 	if err != nil {
@@ -273,7 +274,7 @@ func (m *Manager) authorization(ctx context.Context, s *Server) (*url.URL, *pend
 	}
 	issuer := prm.AuthorizationServers[0]
 	// The metadata's well-known URLs are all on the issuer's origin.
-	hc, err := m.fetchClient("authorization server", issuer)
+	hc, err := m.learntClient("authorization server", s, issuer)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -289,7 +290,7 @@ func (m *Manager) authorization(ctx context.Context, s *Server) (*url.URL, *pend
 		return nil, nil, fmt.Errorf("authorization server %s does not support PKCE S256", issuer)
 	}
 	for _, e := range []struct{ what, u string }{{"authorization endpoint", asm.AuthorizationEndpoint}, {"token endpoint", asm.TokenEndpoint}} {
-		if err := checkEndpoint(m.guard, e.u); err != nil {
+		if err := m.checkLearnt(s, e.u); err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", e.what, err)
 		}
 	}
@@ -320,7 +321,10 @@ func (m *Manager) authorization(ctx context.Context, s *Server) (*url.URL, *pend
 // for raw's own origin, so its host is checked against allowedHosts before
 // anything is sent (an error that names the URL and the host), and every
 // dial, redirect included, is checked. It carries no configured header.
-// Close its idle connections when done.
+// Close its idle connections when done. raw unlocks loopback when it is a
+// loopback literal: for a URL the operator configured (the gateway's own
+// issuer); one learnt from an upstream's metadata is fetched with
+// [Manager.learntClient].
 func (m *Manager) fetchClient(what, raw string) (*http.Client, error) {
 	hc, err := m.guard.Client(raw, nil, nil)
 	if err != nil {
@@ -337,8 +341,8 @@ func (m *Manager) oauthConfig(s *Server, authURL, tokenURL string, scopes []stri
 // resourceMetadata finds s's protected resource metadata: the 401's
 // resource_metadata, else the well-known URLs (path-inserted, then root).
 // Its resource must be s's URL. The 401 is asked of s with its headers;
-// each metadata URL is fetched with a client of its own
-// ([Manager.fetchClient]): the server's headers never go to it.
+// each metadata URL is fetched with a client without them
+// ([Manager.learntClient]): the server's headers never go to it.
 func (m *Manager) resourceMetadata(ctx context.Context, s *Server) (*oauthex.ProtectedResourceMetadata, error) {
 	hc, err := m.guard.Client(s.URL, s.Headers, nil)
 	if err != nil {
@@ -387,7 +391,7 @@ func (m *Manager) resourceMetadata(ctx context.Context, s *Server) (*oauthex.Pro
 // protectedResource fetches the protected resource metadata at mu; its
 // resource must be s's URL.
 func (m *Manager) protectedResource(ctx context.Context, s *Server, mu string) (*oauthex.ProtectedResourceMetadata, error) {
-	hc, err := m.fetchClient("resource metadata", mu)
+	hc, err := m.learntClient("resource metadata", s, mu)
 	if err != nil {
 		return nil, err
 	}
@@ -504,11 +508,11 @@ func (m *Manager) callback(w http.ResponseWriter, r *http.Request) {
 		page(w, http.StatusNotFound, "No such server.")
 		return
 	}
-	if err := checkEndpoint(m.guard, p.TokenURL); err != nil {
+	if err := m.checkLearnt(s, p.TokenURL); err != nil {
 		page(w, http.StatusBadGateway, "token endpoint: "+err.Error())
 		return
 	}
-	hc, err := m.fetchClient("token endpoint", p.TokenURL)
+	hc, err := m.learntClient("token endpoint", s, p.TokenURL)
 	if err != nil {
 		page(w, http.StatusBadGateway, err.Error()+"; nothing was connected.")
 		return

@@ -116,11 +116,9 @@ func auditInsert(n int) string {
 	return sqlbatch.AuditValues(n) + ` ON CONFLICT (chain, seq) DO NOTHING RETURNING id, seq`
 }
 
-// auditInsertExec is auditInsert without RETURNING, for an Inserter
-// (SQLite's adapter), with anonymous parameters (sqlbatch.AuditValuesAnon:
-// SQLite binds them in time linear in their number).
+// auditInsertExec is auditInsert without RETURNING, for an Inserter.
 func auditInsertExec(n int) string {
-	return sqlbatch.AuditValuesAnon(n) + ` ON CONFLICT (chain, seq) DO NOTHING`
+	return sqlbatch.AuditValues(n) + ` ON CONFLICT (chain, seq) DO NOTHING`
 }
 
 // insertAudit inserts es in one statement and fills in ids (by seq: the
