@@ -43,9 +43,13 @@ func (f *vaultFlags) keys() (*vault.Keys, error) {
 // scopes and whether there is a refresh token are read from the sealed set
 // when the key is available; never a token.
 type connectionJSON struct {
-	Server          string     `json:"server"`
-	Subject         string     `json:"subject"`
-	Service         bool       `json:"service,omitempty"`
+	Server  string `json:"server"`
+	Subject string `json:"subject"`
+	Service bool   `json:"service,omitempty"`
+	// Account is the upstream account the connection holds, as the
+	// gateway learned it when a subject connected through a connect URL
+	// (the upstream ID token's issuer#sub); empty when unknown.
+	Account         string     `json:"account,omitempty"`
 	KeyID           string     `json:"keyId"`
 	CreatedAt       time.Time  `json:"createdAt"`
 	UpdatedAt       time.Time  `json:"updatedAt"`
@@ -64,7 +68,7 @@ func newConnectionsListCmd() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "list [--subject S] [--json]",
-		Short: "List connections: server, subject, when, and (with the key) expiry and scopes; never a token",
+		Short: "List connections: server, subject, upstream account, when, and (with the key) expiry and scopes; never a token",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cmd.Flags().Changed("subject") && subject == "" {
@@ -89,7 +93,7 @@ func newConnectionsListCmd() *cobra.Command {
 			}
 			out := make([]connectionJSON, 0, len(cs))
 			for _, c := range cs {
-				j := connectionJSON{Server: c.Server, Subject: c.Subject, Service: c.Subject == "", KeyID: c.KeyID,
+				j := connectionJSON{Server: c.Server, Subject: c.Subject, Service: c.Subject == "", Account: c.Account, KeyID: c.KeyID,
 					CreatedAt: c.CreatedAt.UTC(), UpdatedAt: c.UpdatedAt.UTC(), Sealed: keyErr}
 				if v != nil {
 					if set, err := v.OpenConnection(c); err != nil {
@@ -130,7 +134,7 @@ func isUnset(err error) bool {
 
 func printConnections(w io.Writer, cs []connectionJSON) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SERVER\tSUBJECT\tCREATED\tUPDATED\tEXPIRES\tSCOPES\tREFRESH")
+	fmt.Fprintln(tw, "SERVER\tSUBJECT\tACCOUNT\tCREATED\tUPDATED\tEXPIRES\tSCOPES\tREFRESH")
 	for _, c := range cs {
 		sub := c.Subject
 		if c.Service {
@@ -153,7 +157,11 @@ func printConnections(w io.Writer, cs []connectionJSON) error {
 				rt = "no"
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.Server, sub, c.CreatedAt.Format(time.RFC3339),
+		account := c.Account
+		if account == "" {
+			account = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.Server, sub, account, c.CreatedAt.Format(time.RFC3339),
 			c.UpdatedAt.Format(time.RFC3339), exp, scopes, rt)
 	}
 	if len(cs) == 0 {

@@ -65,6 +65,11 @@ func TestConnectionsCLI(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// alice's github connection was made through a connect URL: its
+	// upstream account recorded.
+	if err := v.PutConnected(ctx, "github", "alice", cliSet("githubalice"), "https://github.example.com#octo-alice"); err != nil {
+		t.Fatal(err)
+	}
 	var all strings.Builder
 	cli := func(want int, args ...string) string {
 		t.Helper()
@@ -94,10 +99,15 @@ func TestConnectionsCLI(t *testing.T) {
 		if (c.Subject == "") != c.Service {
 			t.Fatalf("service flag: %+v", c)
 		}
+		if want := map[bool]string{true: "https://github.example.com#octo-alice"}[c.Server == "github" && c.Subject == "alice"]; c.Account != want {
+			t.Fatalf("account of %s/%s: %q, want %q", c.Server, c.Subject, c.Account, want)
+		}
 	}
-	// Without a key: the metadata only, no warning (none configured).
+	// Without a key: the metadata only (the account is not sealed), no
+	// warning (none configured).
 	out := cli(0, "connections", "list")
-	if !strings.Contains(out, "(service)") || !strings.Contains(out, "(sealed)") || !strings.Contains(out, "linear") {
+	if !strings.Contains(out, "(service)") || !strings.Contains(out, "(sealed)") || !strings.Contains(out, "linear") ||
+		!strings.Contains(out, "ACCOUNT") || !strings.Contains(out, "https://github.example.com#octo-alice") {
 		t.Fatalf("list without a key:\n%s", out)
 	}
 	// With the wrong key: sealed, said so.
