@@ -140,6 +140,10 @@ type approvalJSON struct {
 	DecidedAt       *time.Time     `json:"decidedAt,omitempty"`
 	DecidedBy       string         `json:"decidedBy,omitempty"`
 	Decisions       []decisionJSON `json:"decisions"`
+	// Contract is the fingerprint of the tool's trusted contract the
+	// approval was asked under ("" when unknown): a call under another
+	// contract asks a new approval.
+	Contract string `json:"contract"`
 }
 
 // decisionJSON is one decision of an approval.
@@ -173,7 +177,7 @@ func toApprovalJSON(a store.Approval, now time.Time) approvalJSON {
 		args = json.RawMessage(a.Args)
 	}
 	j := approvalJSON{ID: a.ID, State: string(state), Server: a.Server, Tool: a.Tool, Subject: a.Owner, Args: args, Key: key,
-		Scope: a.Scope, RunID: a.RunID, ToolCallID: a.ToolCallID, ArgsFingerprint: a.ArgsFingerprint, Reason: a.Reason,
+		Scope: a.Scope, RunID: a.RunID, ToolCallID: a.ToolCallID, ArgsFingerprint: a.ArgsFingerprint, Contract: a.Contract, Reason: a.Reason,
 		AskedAt: a.CreatedAt.UTC(), ExpiresAt: optTime(a.ExpiresAt), UsedAt: optTime(a.UsedAt), DecidedAt: optTime(a.DecidedAt),
 		DecidedBy: a.DecidedBy, Decisions: []decisionJSON{}}
 	for _, d := range a.Decisions {

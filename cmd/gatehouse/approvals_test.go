@@ -62,7 +62,7 @@ func TestApprovalsShowWhatIsApproved(t *testing.T) {
 	calls := map[string]durable.Call{}
 	for _, amount := range []string{"100", "100000"} {
 		c := durable.Call{RunID: "gw_run", ToolCallID: "k-" + amount, Server: "bank", Tool: "bank__transfer",
-			Args: json.RawMessage(`{"to":"acct-9","amount":` + amount + `}`), Owner: "acme-ltd", Key: "transfer-" + amount}
+			Args: json.RawMessage(`{"to":"acct-9","amount":` + amount + `}`), Owner: "acme-ltd", Key: "transfer-" + amount, Contract: "contract-v1"}
 		_, _, err := j.Guarded(ctx, c, guard, effect)
 		if e, ok := refusal.As(err); !ok || e.Code != refusal.ApprovalRequired {
 			t.Fatalf("amount %s: %v", amount, err)
@@ -84,7 +84,7 @@ func TestApprovalsShowWhatIsApproved(t *testing.T) {
 			t.Fatalf("%s: args %s: %v", a.ID, a.Args, err)
 		}
 		if a.Subject != "acme-ltd" || a.Tool != "bank__transfer" || a.State != "pending" || a.Key != "transfer-"+args.Amount.String() ||
-			a.AskedAt.IsZero() || a.ExpiresAt == nil || a.ExpiresAt.Sub(a.AskedAt) != durable.DefaultApprovalTTL {
+			a.AskedAt.IsZero() || a.ExpiresAt == nil || a.ExpiresAt.Sub(a.AskedAt) != durable.DefaultApprovalTTL || a.Contract != "contract-v1" {
 			t.Errorf("approval as listed = %+v", a)
 		}
 		byAmount[args.Amount.String()] = a
