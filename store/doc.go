@@ -48,7 +48,7 @@
 //	counters   (name PK, value, expires_at)                             index: expires_at
 //	approvals  (id PK; scope, run_id, tool_call_id; server, tool, args_fingerprint, args bytes,
 //	            caller_key, reason, owner, state, created_at, expires_at, decided_at, decided_by,
-//	            used_at)   indexes: (scope, run_id, tool_call_id) UNIQUE WHERE state is live,
+//	            used_at, contract)   indexes: (scope, run_id, tool_call_id) UNIQUE WHERE state is live,
 //	                       (state, created_at), (owner, state), expires_at
 //	approval_decisions (approval_id FK -> approvals ON DELETE CASCADE, seq; verdict, decided_by, decided_at)
 //	approval_owners    (owner PK)   the row CreateApproval locks to bound a subject's pending approvals
