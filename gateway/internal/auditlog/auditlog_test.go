@@ -101,3 +101,35 @@ func TestUpstreamChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestConnectFlow: a connect flow's end is recorded with its subject,
+// server, outcome and detail: the proof, and the upstream account when
+// connected (never for another identity); a nil recorder records nothing.
+func TestConnectFlow(t *testing.T) {
+	ctx := context.Background()
+	st, _ := memory.New(nil)
+	defer st.Close()
+	r, err := Open(ctx, parse(t, t.TempDir(), ""), st, "i1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.ConnectFlow("https://idp#alice", "up", "connected", "https://as#octo", "openid")
+	r.ConnectFlow("https://idp#alice", "up", "another_identity", "ignored", "openid")
+	r.ConnectFlow("ci", "up", "connected", "", "token")
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	es, _ := st.ReadAuditChain(ctx, "gw/i1", 0, 0)
+	var got []string
+	for _, e := range es {
+		got = append(got, e.Kind+" "+e.Subject+" "+e.Server+" "+e.Outcome+" "+string(e.Detail))
+	}
+	want := []string{`connect.flow https://idp#alice up connected {"account":"https://as#octo","proof":"openid"}`,
+		`connect.flow https://idp#alice up another_identity {"proof":"openid"}`,
+		`connect.flow ci up connected {"account":"","proof":"token"}`}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("entries %q, want %q", got, want)
+	}
+	var none *Recorder
+	none.ConnectFlow("a", "up", "connected", "", "none")
+}
