@@ -3,6 +3,7 @@ package upauth
 import (
 	"context"
 	"crypto/tls"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -13,6 +14,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"golang.org/x/oauth2"
 
 	"github.com/gatehouse-dev/gatehouse/egress"
 	"github.com/gatehouse-dev/gatehouse/identity/upstream"
@@ -200,6 +203,23 @@ func TestMetadataNeverReachesLoopback(t *testing.T) {
 			}
 		})
 	}
+	t.Run("jwks_uri on loopback", func(t *testing.T) {
+		// The upstream's ID token names the account connected: its keys
+		// are at the jwks_uri of the authorization server's metadata.
+		loop, hits := counter(t, false)
+		r := startRemote(t)
+		m, s := remoteManager(t, r, &upstream.MemoryTokens{})
+		seg := func(v any) string { b, _ := json.Marshal(v); return base64.RawURLEncoding.EncodeToString(b) }
+		idToken := seg(map[string]any{"alg": "RS256", "kid": "k1", "typ": "JWT"}) + "." +
+			seg(map[string]any{"iss": r.issuer, "aud": "gw", "sub": "u-1", "iat": time.Now().Unix(), "exp": time.Now().Add(time.Hour).Unix()}) + ".c2ln"
+		tok := (&oauth2.Token{AccessToken: "a"}).WithExtra(map[string]any{"id_token": idToken})
+		if got := m.upstreamAccount(ctx, s, &pending{Issuer: r.issuer, JWKS: loop + "/keys", OpenID: true}, tok); got != "" {
+			t.Fatalf("account %q", got)
+		}
+		if hits.Load() != 0 {
+			t.Fatalf("the loopback service got %d requests", hits.Load())
+		}
+	})
 	t.Run("refresh at a loopback token endpoint", func(t *testing.T) {
 		loop, hits := counter(t, false)
 		r := startRemote(t)

@@ -217,7 +217,7 @@ func (m *Manager) loginSubject(ctx context.Context, l *Login, lp loginPending, c
 		return "", errors.New("the issuer's token response has no ID token")
 	}
 
-	id, err := m.verifyIDToken(ctx, l.Issuer, l.ClientID, l.SubjectClaim, lp.JWKS, raw)
+	id, err := m.verifyIDToken(ctx, nil, l.Issuer, l.ClientID, l.SubjectClaim, lp.JWKS, raw)
 	if err != nil {
 		return "", err
 	}
@@ -237,15 +237,23 @@ func (m *Manager) loginSubject(ctx context.Context, l *Login, lp loginPending, c
 // verifyIDToken verifies an ID token with identity/oauth: its signature by
 // the keys at jwks (fetched through the egress guard), iss exactly issuer,
 // aud containing clientID, exp, nbf and iat, and subjectClaim a non-empty
-// string. It returns issuer#<subjectClaim>.
-func (m *Manager) verifyIDToken(ctx context.Context, issuer, clientID, subjectClaim, jwks, raw string) (oauth.Identity, error) {
+// string. It returns issuer#<subjectClaim>. s is the upstream whose
+// authorization server's metadata named jwks (fetched as the connect flow
+// fetches what it learns: [Manager.learntClient]); nil for the gateway's
+// own issuer.
+func (m *Manager) verifyIDToken(ctx context.Context, s *Server, issuer, clientID, subjectClaim, jwks, raw string) (oauth.Identity, error) {
 	if jwks == "" {
 		return oauth.Identity{}, errors.New("the issuer publishes no jwks_uri")
 	}
-	if err := checkEndpoint(m.guard, jwks); err != nil {
+	check, client := func(u string) error { return checkEndpoint(m.guard, u) }, m.fetchClient
+	if s != nil {
+		check = func(u string) error { return m.checkLearnt(s, u) }
+		client = func(what, u string) (*http.Client, error) { return m.learntClient(what, s, u) }
+	}
+	if err := check(jwks); err != nil {
 		return oauth.Identity{}, fmt.Errorf("jwks_uri: %w", err)
 	}
-	hc, err := m.fetchClient("jwks_uri", jwks)
+	hc, err := client("jwks_uri", jwks)
 	if err != nil {
 		return oauth.Identity{}, err
 	}
@@ -313,7 +321,7 @@ func (m *Manager) upstreamAccount(ctx context.Context, s *Server, p *pending, to
 	if aud == "" {
 		aud = s.ClientMetadataURL
 	}
-	id, err := m.verifyIDToken(ctx, p.Issuer, aud, "sub", p.JWKS, raw)
+	id, err := m.verifyIDToken(ctx, s, p.Issuer, aud, "sub", p.JWKS, raw)
 	if err != nil {
 		m.log.Warn("upauth: the upstream's ID token; the account is not recorded", "server", s.Name, "err", err)
 		return ""

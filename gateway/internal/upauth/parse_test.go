@@ -165,14 +165,14 @@ func TestIDTokenRefused(t *testing.T) {
 		"another's token": at, // aud gw, not gw-login
 		"alg none":        "eyJhbGciOiJub25lIn0." + base64.RawURLEncoding.EncodeToString([]byte(`{"iss":"`+l.Issuer+`","aud":"gw-login","sub":"alice","exp":9999999999}`)) + ".",
 	} {
-		if _, err := p.m.verifyIDToken(ctx, l.Issuer, l.ClientID, "sub", jwks, tok); err == nil {
+		if _, err := p.m.verifyIDToken(ctx, nil, l.Issuer, l.ClientID, "sub", jwks, tok); err == nil {
 			t.Errorf("%s: verified", name)
 		}
 	}
-	if _, err := p.m.verifyIDToken(ctx, l.Issuer, l.ClientID, "sub", "", at); err == nil || !strings.Contains(err.Error(), "jwks_uri") {
+	if _, err := p.m.verifyIDToken(ctx, nil, l.Issuer, l.ClientID, "sub", "", at); err == nil || !strings.Contains(err.Error(), "jwks_uri") {
 		t.Errorf("no jwks_uri: %v", err)
 	}
-	if _, err := p.m.verifyIDToken(ctx, l.Issuer, l.ClientID, "sub", "https://169.254.169.254/keys", at); err == nil {
+	if _, err := p.m.verifyIDToken(ctx, nil, l.Issuer, l.ClientID, "sub", "https://169.254.169.254/keys", at); err == nil {
 		t.Error("a jwks_uri on a metadata address was fetched")
 	}
 }
