@@ -275,6 +275,9 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 		// Notifications an upstream sent for another server's call or
 		// resource: dropped, and counted here.
 		Dropped: func(server string, what relay.Dropped) { g.tel.Metrics.NotificationDropped(server, string(what)) },
+		// The content of servers with auth: user or exchange is each
+		// subject's own (upauth.go).
+		Subjects: subjectContent{m: g.upauth, log: log},
 		// Upstream sessions of callers' own (a process each for stdio).
 		UpstreamPerServer:  cfg.Sessions.UpstreamPerServer,
 		UpstreamPerSubject: perSubject,
