@@ -230,7 +230,10 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 
 	// Whose token goes to the servers with auth: (upauth.go).
 	if g.upauth, err = upauth.FromConfig(cfg, servers, upauth.Wiring{Tokens: o.UpstreamTokens,
-		Store: g.st, Holder: g.exec.Instance(), Verify: au.Verify, Judge: sessionJudge{g}, Logger: log, Now: o.Clock}); err != nil {
+		Store: g.st, Holder: g.exec.Instance(), Verify: au.Verify, Judge: sessionJudge{g}, Logger: log, Now: o.Clock,
+		Record: func(ev upauth.ConnectEvent) {
+			g.audit.ConnectFlow(ev.Subject, ev.Server, ev.Outcome, ev.Account, ev.Proof)
+		}}); err != nil {
 		return fail(err)
 	}
 
