@@ -533,6 +533,11 @@ func (m *Manager) callback(w http.ResponseWriter, r *http.Request) {
 	set := &upstream.TokenSet{AccessToken: tok.AccessToken, TokenType: tok.TokenType, RefreshToken: tok.RefreshToken, Expiry: tok.Expiry,
 		Scopes: p.Scopes, TokenURL: p.TokenURL, ClientID: s.ClientID, ClientSecret: s.ClientSecret}
 	account := m.upstreamAccount(ctx, s, &p, tok)
+	if account == "" { // no ID token that verified: userinfo, if the server has one
+		if account, err = m.userinfoAccount(ctx, s, p.Issuer, tok.AccessToken); err != nil {
+			m.log.Warn("upauth: the upstream's userinfo; the account is not recorded", "server", s.Name, "err", err)
+		}
+	}
 	if ac, ok := m.o.Tokens.(AccountTokens); ok {
 		err = ac.PutConnected(ctx, s.Name, f.Subject, set, account)
 	} else {
