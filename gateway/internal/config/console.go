@@ -38,9 +38,16 @@ type Console struct {
 	// AdminScope, when set, lets an OAuth access token log in too: one
 	// that the gateway verifies as it verifies the MCP endpoint's (issuer,
 	// audience auth.resource, signature, expiry) and that holds this scope,
-	// e.g. gatehouse:admin. The operator is the token's subject
-	// (issuer#sub). It requires auth.oauth; with it, admins may be empty.
-	// Nil when absent (an empty string present is an error).
+	// e.g. gatehouse:admin, matched exactly. The operator is the token's
+	// subject (issuer#sub). It requires auth.oauth; with it, admins may be
+	// empty. Nil when absent (an empty string present is an error).
+	//
+	// The scope, not the audience, is what tells a console token from an
+	// MCP token (both are for auth.resource): the authorization server
+	// must grant it to operators only, never to an agent's client (a
+	// token holding it and the MCP scopes works at both), and
+	// auth.oauth.requiredScopes keeps a console-only token off the MCP
+	// endpoint (docs/console.md).
 	AdminScope *string `yaml:"adminScope" json:"adminScope"`
 	// SessionTTL is how long a login lasts (between 1m and 7d, default 8h).
 	SessionTTL time.Duration `yaml:"sessionTTL" json:"sessionTTL"`
