@@ -93,7 +93,11 @@
 // names do. ToolParams refuses any other name (ErrInvalidTool) rather than
 // renaming it, and carries each input schema whole: sent as it is, every
 // keyword ($defs, oneOf, additionalProperties, nested objects, ...), with
-// "type":"object".
+// "type":"object". The exception is a top-level oneOf, anyOf or allOf,
+// which the API refuses: it is merged into one object schema
+// (toolset.ProviderSchema) and the alternatives are described after the
+// tool's description; the tool still gets the model's arguments as they
+// are.
 //
 // The package anthropictest is a local Messages API (POST /v1/messages,
 // non-streaming) for tests and examples.

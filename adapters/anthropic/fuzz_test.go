@@ -8,11 +8,14 @@ import (
 
 	anthropic "github.com/gatehouse-dev/gatehouse/adapters/anthropic"
 	"github.com/gatehouse-dev/gatehouse/durable/loop"
+	"github.com/gatehouse-dev/gatehouse/toolset"
 )
 
 // FuzzToolParams: a schema ToolParams takes reaches the wire whole — the
-// input_schema the SDK sends is the schema given, with "type":"object" —
-// and one it refuses is refused with ErrInvalidTool.
+// input_schema the SDK sends is the schema given, with "type":"object",
+// its top-level combinators merged by toolset.ProviderSchema (never one
+// at the top level, which the API refuses) — and one it refuses is
+// refused with ErrInvalidTool.
 func FuzzToolParams(f *testing.F) {
 	f.Add([]byte(richSchema))
 	f.Add([]byte(`{"type":"object","properties":{"a":{"type":"string"}},"required":["a"]}`))
@@ -43,9 +46,15 @@ func FuzzToolParams(f *testing.F) {
 		} else if err := json.Unmarshal(schema, &given); err != nil {
 			t.Fatalf("accepted a schema that does not decode: %v", err)
 		}
+		given, _ = toolset.ProviderSchema(given)
 		given["type"] = "object"
 		if len(given) == 1 {
 			given["properties"] = map[string]any{}
+		}
+		for _, k := range []string{"oneOf", "anyOf", "allOf"} {
+			if _, ok := sent.InputSchema[k]; ok {
+				t.Fatalf("sent a top-level %s: %v", k, sent.InputSchema)
+			}
 		}
 		if !reflect.DeepEqual(sent.InputSchema, given) {
 			t.Fatalf("sent %v, given %v", sent.InputSchema, given)

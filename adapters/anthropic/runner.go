@@ -57,11 +57,11 @@ func NewRunnerTools(ex *loop.Executor) (*RunnerTools, error) {
 		if !ValidName(d.Name) {
 			return nil, fmt.Errorf("%w: name %q is not ^[a-zA-Z0-9_-]{1,64}$", ErrInvalidTool, d.Name)
 		}
-		schema, err := betaInputSchema(d.InputSchema)
+		schema, note, err := betaInputSchema(d.InputSchema)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %q: %w", ErrInvalidTool, d.Name, err)
 		}
-		r.tools = append(r.tools, &runnerTool{r: r, name: d.Name, desc: d.Description, schema: schema})
+		r.tools = append(r.tools, &runnerTool{r: r, name: d.Name, desc: describe(d.Description, note), schema: schema})
 	}
 	return r, nil
 }

@@ -73,7 +73,11 @@
 // number beyond float64, an empty list an omitempty would drop), in the
 // struct's Extras as raw JSON, which eino's models write back. What
 // reaches the provider is the tool's schema as a JSON value (FuzzToolInfo
-// checks it). Only a schema that is not a JSON object is refused
+// checks it), except that a top-level oneOf, anyOf, allOf, enum or not,
+// which OpenAI and Anthropic refuse, is first merged into one object
+// schema (toolset.ProviderSchema) and the alternatives are described
+// after the tool's description; the tool still gets the model's
+// arguments as they are. Only a schema that is not a JSON object is refused
 // (ErrSchema); an absent one is {"type":"object"}. Tool names are the
 // toolset's projected names, which are provider-legal.
 //

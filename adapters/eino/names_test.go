@@ -71,7 +71,8 @@ func oddServer(t *testing.T) (*httptest.Server, []string) {
 // tool names and a schema with $defs, oneOf, nested objects, a draft-07
 // "definitions" and an extension keyword. On the wire (eino-ext's OpenAI
 // model, Chat Completions) every name is provider-legal and distinct and
-// the rich schema arrives as the toolset gives it, every keyword kept;
+// the rich schema arrives as the toolset gives it, every keyword kept but
+// the top-level oneOf, merged (toolset.ProviderSchema);
 // the model's call of an odd tool reaches the server's tool.
 func TestNamesLegalAndSchemasWhole(t *testing.T) {
 	hs, names := oddServer(t)
@@ -113,6 +114,13 @@ func TestNamesLegalAndSchemasWhole(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Turn: %v", err)
 	}
+	// ship's schema has a top-level oneOf: merged (toolset.ProviderSchema).
+	var given map[string]any
+	if err := json.Unmarshal(ship.InputSchema, &given); err != nil {
+		t.Fatal(err)
+	}
+	merged, note := toolset.ProviderSchema(given)
+	want := []byte(mustJSON(t, merged))
 	r := request(t, srv, 0)
 	seen := map[string]bool{}
 	for _, wt := range r.Tools {
@@ -120,8 +128,8 @@ func TestNamesLegalAndSchemasWhole(t *testing.T) {
 			t.Errorf("name %q on the wire is not legal or not unique", wt.Function.Name)
 		}
 		seen[wt.Function.Name] = true
-		if wt.Function.Name == ship.Name && !sameJSON(t, wt.Function.Parameters, ship.InputSchema) {
-			t.Errorf("ship's schema on the wire:\n%s\nwant\n%s", wt.Function.Parameters, ship.InputSchema)
+		if wt.Function.Name == ship.Name && (!sameJSON(t, wt.Function.Parameters, want) || !strings.HasSuffix(wt.Function.Description, "\n\n"+note)) {
+			t.Errorf("ship's schema on the wire:\n%s\nwant\n%s\ndescription %q", wt.Function.Parameters, want, wt.Function.Description)
 		}
 	}
 	if len(seen) != len(tools) || !seen[ship.Name] {

@@ -8,6 +8,8 @@ import (
 	"reflect"
 
 	"github.com/eino-contrib/jsonschema"
+
+	"github.com/gatehouse-dev/gatehouse/toolset"
 )
 
 // ErrSchema is wrapped by the errors of an input schema eino cannot take:
@@ -44,6 +46,44 @@ func jsonSchema(raw json.RawMessage) (*jsonschema.Schema, error) {
 		return nil, fmt.Errorf("%w: the top level is %s, not an object", ErrSchema, kindOf(raw))
 	}
 	return decodeSchema(raw), nil
+}
+
+// providerSchema returns a tool's input schema with a top-level oneOf,
+// anyOf, allOf, enum or not (which OpenAI and Anthropic refuse) merged
+// into one object schema by toolset.ProviderSchema, and the note that
+// merge says to the model. Any other schema, and anything that is not a
+// JSON object, comes back as it is, unparsed beyond its top level.
+func providerSchema(raw json.RawMessage) (json.RawMessage, string) {
+	trimmed := bytes.TrimSpace(raw)
+	if len(trimmed) == 0 || trimmed[0] != '{' || !json.Valid(trimmed) {
+		return raw, ""
+	}
+	members, err := orderedMembers(trimmed)
+	if err != nil {
+		return raw, ""
+	}
+	found := false
+	for _, m := range members {
+		switch m.key {
+		case "oneOf", "anyOf", "allOf", "enum", "not":
+			found = true
+		}
+	}
+	if !found {
+		return raw, ""
+	}
+	var m map[string]any
+	d := json.NewDecoder(bytes.NewReader(trimmed))
+	d.UseNumber()
+	if err := d.Decode(&m); err != nil {
+		return raw, ""
+	}
+	out, note := toolset.ProviderSchema(m)
+	b, err := json.Marshal(out)
+	if err != nil {
+		return raw, ""
+	}
+	return b, note
 }
 
 // decodeSchema decodes a valid JSON object or boolean as a schema.

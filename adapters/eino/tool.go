@@ -13,14 +13,29 @@ import (
 )
 
 // ToolInfo returns eino's description of a tool: its name, description and
-// input schema carried whole (see the package documentation). It fails
+// input schema carried whole (see the package documentation), but for a
+// top-level oneOf, anyOf, allOf, enum or not, which OpenAI and Anthropic
+// refuse: that is merged into one object schema by toolset.ProviderSchema,
+// whose note on the alternatives is appended to the description. It fails
 // only for a schema that is not a JSON object (ErrSchema).
 func ToolInfo(d loop.ToolDef) (*schema.ToolInfo, error) {
-	js, err := jsonSchema(d.InputSchema)
+	raw, note := providerSchema(d.InputSchema)
+	js, err := jsonSchema(raw)
 	if err != nil {
 		return nil, fmt.Errorf("tool %q: %w", d.Name, err)
 	}
-	return &schema.ToolInfo{Name: d.Name, Desc: d.Description, ParamsOneOf: schema.NewParamsOneOfByJSONSchema(js)}, nil
+	return &schema.ToolInfo{Name: d.Name, Desc: describe(d.Description, note), ParamsOneOf: schema.NewParamsOneOfByJSONSchema(js)}, nil
+}
+
+// describe is a tool's description with a schema note after it.
+func describe(desc, note string) string {
+	switch {
+	case note == "":
+		return desc
+	case desc == "":
+		return note
+	}
+	return desc + "\n\n" + note
 }
 
 // ToolInfos returns the ToolInfo of each definition, in order: what a

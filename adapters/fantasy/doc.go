@@ -72,21 +72,25 @@
 //     resolve, an external one, or any past a bound on the expansion's
 //     size, and the description says which ("Not expanded (any value
 //     accepted here, the server checks it): #/$defs/node.");
-//   - a top-level allOf adds its branches' properties and required;
-//   - a top-level oneOf or anyOf adds its branches' properties with none
-//     of them required (a property in several branches with different
-//     schemas becomes their anyOf), and the description tells the model
-//     the forms: "Arguments: exactly one of these forms: {to} | {count}."
-//     (at least one, for anyOf). Merging was chosen over refusing such a
-//     tool: the model can still call it, and the MCP server checks the
-//     arguments against the real schema;
+//   - a top-level oneOf, anyOf or allOf is merged into one object schema
+//     as toolset.ProviderSchema does for every adapter (see
+//     docs/durable.md, "Tool schemas"): the branches' properties merged,
+//     a property required when every oneOf/anyOf branch requires it (and
+//     when any allOf branch does), and the description tells the model
+//     the forms: "Accepts exactly one of these argument sets: {to} |
+//     {count}." (at least one, for anyOf). Merging was chosen over
+//     refusing such a tool: the model can still call it, and the MCP
+//     server checks the arguments against the real schema;
 //   - every other top-level keyword (additionalProperties,
 //     patternProperties, if/then/else, not, dependentRequired, ...) cannot
 //     be carried and is dropped; the server still checks it.
 //
-// A model driven by loop.Run (NewModel) needs none of this: its function
+// A model driven by loop.Run (NewModel) needs no flattening: its function
 // tools (FunctionTools) carry the input schemas whole, numbers as numbers
-// ($defs, oneOf, nested objects), as fantasy's providers send them. Only a
+// ($defs, oneOf, nested objects), as fantasy's providers send them, but
+// for a top-level oneOf, anyOf, allOf, enum or not, which OpenAI and
+// Anthropic refuse: that is merged by toolset.ProviderSchema, the same
+// merge as above without the inlining ($defs stay). Only a
 // schema that is not a JSON object is refused (ErrSchema); an absent one
 // is {"type":"object"}. Tool names are the toolset's projected names,
 // which are provider-legal.

@@ -9,6 +9,7 @@ import (
 	"charm.land/fantasy"
 
 	"github.com/gatehouse-dev/gatehouse/durable/loop"
+	"github.com/gatehouse-dev/gatehouse/toolset"
 )
 
 // Model is a loop.Model over a fantasy.LanguageModel, so loop.Run drives
@@ -71,7 +72,10 @@ func (m *Model) Turn(ctx context.Context, req loop.ModelRequest) (loop.ModelResp
 
 // FunctionTools returns the definitions as fantasy function tools for a
 // fantasy.Call: names, descriptions and input schemas whole (numbers as
-// written), which fantasy's providers send as they are. An agent built
+// written), which fantasy's providers send as they are, except that a
+// top-level oneOf, anyOf, allOf, enum or not, which OpenAI and Anthropic
+// refuse, is merged into one object schema by toolset.ProviderSchema,
+// whose note on the alternatives is appended to the description. An agent built
 // with fantasy.NewAgent takes AgentTools instead (Tools), whose schemas
 // fantasy reduces to their properties.
 func FunctionTools(defs []loop.ToolDef) ([]fantasy.Tool, error) {
@@ -81,7 +85,8 @@ func FunctionTools(defs []loop.ToolDef) ([]fantasy.Tool, error) {
 		if err != nil {
 			return nil, fmt.Errorf("tool %q: %w", d.Name, err)
 		}
-		out[i] = fantasy.FunctionTool{Name: d.Name, Description: d.Description, InputSchema: schema}
+		schema, note := toolset.ProviderSchema(schema)
+		out[i] = fantasy.FunctionTool{Name: d.Name, Description: describe(d.Description, note), InputSchema: schema}
 	}
 	return out, nil
 }

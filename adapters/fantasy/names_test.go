@@ -69,7 +69,8 @@ func oddServer(t *testing.T) (*httptest.Server, []string) {
 // TestNamesLegalAndSchemas: a toolset over a server with odd and long
 // tool names and a schema with $defs, a top-level oneOf, nested objects, a
 // draft-07 "definitions" and an extension keyword. Through the loop.Model
-// (function tools) the schema reaches the wire whole; through fantasy's
+// (function tools) the schema reaches the wire whole but for its
+// top-level oneOf, merged (toolset.ProviderSchema); through fantasy's
 // agent (AgentTools, which keep only properties and required) it arrives
 // with its $refs inlined, the oneOf's forms in the description, and no
 // dangling $ref. Every name is provider-legal and distinct, and the
@@ -126,8 +127,14 @@ func TestNamesLegalAndSchemas(t *testing.T) {
 		}
 		return f
 	}
-	if f := wireShip(request(t, srv, 0)); !sameJSON(t, f.Parameters, ship.InputSchema) {
-		t.Errorf("ship's schema on the wire:\n%s\nwant\n%s", f.Parameters, ship.InputSchema)
+	var given map[string]any
+	if err := json.Unmarshal(ship.InputSchema, &given); err != nil {
+		t.Fatal(err)
+	}
+	merged, note := toolset.ProviderSchema(given)
+	want := []byte(mustJSON(t, merged))
+	if f := wireShip(request(t, srv, 0)); !sameJSON(t, f.Parameters, want) || !strings.HasSuffix(f.Description, "\n\n"+note) {
+		t.Errorf("ship's schema on the wire:\n%s\nwant\n%s\ndescription %q", f.Parameters, want, f.Description)
 	}
 
 	// fantasy's agent: AgentTools.
@@ -157,7 +164,7 @@ func TestNamesLegalAndSchemas(t *testing.T) {
 		len(p.Properties) != 4 || len(p.Required) != 0 {
 		t.Errorf("the agent's ship schema: %s", f.Parameters)
 	}
-	if !strings.HasSuffix(f.Description, "Arguments: exactly one of these forms: {to} | {count}.") {
+	if !strings.HasSuffix(f.Description, "Accepts exactly one of these argument sets: {to} | {count}.") {
 		t.Errorf("ship's description: %q", f.Description)
 	}
 	results := res.Steps[0].Content.ToolResults()

@@ -5,10 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/gatehouse-dev/gatehouse/toolset"
 )
 
 // ErrSchema is wrapped by the errors of an input schema that cannot be a
@@ -84,91 +85,35 @@ type flat struct {
 //     are inlined, recursively; a $ref that refers to itself through its
 //     own expansion is cut to {} (any value) and named in the note, as is
 //     one that does not resolve;
-//   - a top-level allOf adds its branches' properties and required;
-//   - a top-level oneOf or anyOf adds its branches' properties, none of
-//     them required (a property in several branches with different
-//     schemas becomes their anyOf), and the note tells the model the
-//     forms ("exactly one of: {to} | {count}");
+//   - a top-level oneOf, anyOf or allOf is then merged by
+//     toolset.ProviderSchema (the branches' properties merged, required
+//     what every oneOf/anyOf branch requires and what any allOf branch
+//     does), whose note on the forms the arguments take goes to the note;
 //   - every other top-level keyword (additionalProperties, if/then/else,
 //     ...) is not carried: the MCP server still checks the arguments.
 func flatten(root map[string]any) flat {
 	x := &expander{root: root, budget: maxExpansion}
 	top, _ := x.expand(root, nil).(map[string]any)
-	f := flat{properties: map[string]any{}}
-	addProps := func(m map[string]any, merge bool) {
-		props, _ := m["properties"].(map[string]any)
-		for k, v := range props {
-			old, ok := f.properties[k]
-			switch {
-			case !ok:
-				f.properties[k] = v
-			case reflect.DeepEqual(old, v):
-			case merge:
-				f.properties[k] = map[string]any{"allOf": []any{old, v}}
-			default:
-				f.properties[k] = map[string]any{"anyOf": []any{old, v}}
-			}
+	top, note := toolset.ProviderSchema(top) // top is expand's copy: nothing shared with root
+	f := flat{properties: map[string]any{}, required: []string{}}
+	if props, ok := top["properties"].(map[string]any); ok {
+		f.properties = props
+	}
+	for _, r := range stringList(top["required"]) {
+		if !contains(f.required, r) {
+			f.required = append(f.required, r)
 		}
 	}
-	addRequired := func(m map[string]any) {
-		for _, r := range stringList(m["required"]) {
-			if !contains(f.required, r) {
-				f.required = append(f.required, r)
-			}
-		}
-	}
-	addProps(top, true)
-	addRequired(top)
 	var notes []string
-	for _, b := range branches(top["allOf"]) {
-		addProps(b, true)
-		addRequired(b)
-	}
-	for _, kw := range []string{"oneOf", "anyOf"} {
-		var forms []string
-		for _, b := range branches(top[kw]) {
-			addProps(b, false)
-			req := stringList(b["required"])
-			if len(req) == 0 {
-				props, _ := b["properties"].(map[string]any)
-				for k := range props {
-					req = append(req, k)
-				}
-				sort.Strings(req)
-			}
-			if len(req) > 0 {
-				forms = append(forms, "{"+strings.Join(req, ", ")+"}")
-			}
-		}
-		if len(forms) > 0 {
-			which := "exactly one"
-			if kw == "anyOf" {
-				which = "at least one"
-			}
-			notes = append(notes, fmt.Sprintf("Arguments: %s of these forms: %s.", which, strings.Join(forms, " | ")))
-		}
+	if note != "" {
+		notes = append(notes, note)
 	}
 	if len(x.cut) > 0 {
 		sort.Strings(x.cut) // found in map order: sorted, so the description is stable
 		notes = append(notes, "Not expanded (any value accepted here, the server checks it): "+strings.Join(x.cut, ", ")+".")
 	}
 	f.note = strings.Join(notes, " ")
-	if f.required == nil {
-		f.required = []string{}
-	}
 	return f
-}
-
-// branches returns the object schemas of a combinator's list.
-func branches(v any) []map[string]any {
-	list, _ := v.([]any)
-	var out []map[string]any
-	for _, b := range list {
-		if m, ok := b.(map[string]any); ok {
-			out = append(out, m)
-		}
-	}
-	return out
 }
 
 func stringList(v any) []string {

@@ -42,8 +42,8 @@ func Tools(ex *loop.Executor) ([]fantasy.AgentTool, error) {
 
 // ToolInfo returns fantasy's description of a tool: its properties and
 // required arguments, with local $refs inlined and a top-level
-// oneOf/anyOf/allOf merged (the forms a oneOf or anyOf allows are said
-// after the description). Parallel is set: the executor journals each
+// oneOf/anyOf/allOf merged by toolset.ProviderSchema (the forms a oneOf
+// or anyOf allows are said after the description). Parallel is set: the executor journals each
 // call on its own.
 func ToolInfo(d loop.ToolDef) (fantasy.ToolInfo, error) {
 	root, err := decodeSchema(d.InputSchema)
@@ -51,14 +51,7 @@ func ToolInfo(d loop.ToolDef) (fantasy.ToolInfo, error) {
 		return fantasy.ToolInfo{}, fmt.Errorf("tool %q: %w", d.Name, err)
 	}
 	f := flatten(root)
-	desc := d.Description
-	if f.note != "" {
-		if desc != "" {
-			desc += "\n\n"
-		}
-		desc += f.note
-	}
-	return fantasy.ToolInfo{Name: d.Name, Description: desc, Parameters: f.properties, Required: f.required, Parallel: true}, nil
+	return fantasy.ToolInfo{Name: d.Name, Description: describe(d.Description, f.note), Parameters: f.properties, Required: f.required, Parallel: true}, nil
 }
 
 // Info returns the tool's ToolInfo, its Parameters a fresh copy on every
@@ -192,4 +185,15 @@ func argsJSON(s string) json.RawMessage {
 	}
 	b, _ := json.Marshal(s)
 	return b
+}
+
+// describe is a tool's description with a schema note after it.
+func describe(desc, note string) string {
+	switch {
+	case note == "":
+		return desc
+	case desc == "":
+		return note
+	}
+	return desc + "\n\n" + note
 }

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/gatehouse-dev/gatehouse/durable/loop"
+	"github.com/gatehouse-dev/gatehouse/toolset"
 )
 
 // TestArgs: every way a model's arguments can be wrong becomes recordable
@@ -83,7 +84,8 @@ func FuzzArgs(f *testing.F) {
 }
 
 // FuzzSchema: a schema is refused with ErrSchema or sent as it is (plus
-// "type": "object" when it has no type), numbers exact, by both APIs.
+// "type": "object" when it has no type, and its top-level combinators
+// merged by toolset.ProviderSchema), numbers exact, by both APIs.
 func FuzzSchema(f *testing.F) {
 	for _, s := range []string{`{"type":"object"}`, `{"properties":{"a":{"type":"integer","maximum":9007199254740993}}}`,
 		`{"$defs":{"p":{"type":"number"}},"oneOf":[{"$ref":"#/$defs/p"}]}`, `[]`, `null`, `{"a":1e400,"b":-0.0}`, `{`, `{} {}`} {
@@ -111,6 +113,7 @@ func FuzzSchema(f *testing.F) {
 		if err != nil {
 			t.Fatalf("schema %q refused: %v", schema, err)
 		}
+		want, _ = toolset.ProviderSchema(want)
 		if _, ok := want["type"]; !ok {
 			want["type"] = "object"
 		}

@@ -31,8 +31,13 @@
 // names as the toolset projected them (OpenAI's ^[a-zA-Z0-9_-]{1,64}$)
 // and input schemas whole: $defs, $ref, oneOf and nested objects are
 // sent as they are, numbers exactly, and a schema without a top-level
-// "type" gets "type": "object", which the API requires. Strict mode is off
-// (ToolOptions.Strict turns it on): MCP schemas rarely fit its subset.
+// "type" gets "type": "object", which the API requires. A top-level
+// oneOf, anyOf, allOf, enum or not, which the API refuses, is merged into
+// one object schema (toolset.ProviderSchema) and the alternatives are
+// described after the tool's description; the tool still gets the model's
+// arguments as they are. Strict mode is off (ToolOptions.Strict turns it
+// on): MCP schemas rarely fit its subset, and they are not rewritten for
+// it.
 //
 // Deferred loading: the Responses API can keep functions out of the
 // model's context until its tool search loads them (defer_loading and a

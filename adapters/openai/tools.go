@@ -24,7 +24,11 @@ type ToolOptions struct {
 	Deferred func(name string) bool
 	// Strict sets strict schema adherence on every function. MCP schemas
 	// rarely meet strict mode's subset of JSON Schema (every property
-	// required, additionalProperties false), so it is off by default.
+	// required, additionalProperties false), so it is off by default. The
+	// schemas are not rewritten for strict mode (optional properties are
+	// not made required and nullable, which would change the arguments the
+	// tool gets): with Strict, a schema outside the subset, a merged
+	// top-level oneOf's included, is refused by the API.
 	Strict bool
 }
 
@@ -35,7 +39,10 @@ var ErrSchema = errors.New("openai: input schema is not a JSON object")
 // ResponsesTools returns the tools as Responses API function tools, in
 // order: name, description and the input schema carried whole ($defs,
 // oneOf, nested objects and all; a schema without a top-level "type" gets
-// "type": "object", which the API requires and MCP implies). With
+// "type": "object", which the API requires and MCP implies), except that a
+// top-level oneOf, anyOf, allOf, enum or not, which the API refuses, is
+// merged into one object schema by toolset.ProviderSchema, whose note on
+// the alternatives is appended to the description. With
 // opts.Deferred, the deferred ones load through tool search (see
 // ToolOptions). opts may be nil.
 func ResponsesTools(defs []loop.ToolDef, opts *ToolOptions) ([]responses.ToolUnionParam, error) {
@@ -45,13 +52,13 @@ func ResponsesTools(defs []loop.ToolDef, opts *ToolOptions) ([]responses.ToolUni
 	out := make([]responses.ToolUnionParam, 0, len(defs)+1)
 	search := false
 	for _, d := range defs {
-		schema, err := parameters(d)
+		schema, note, err := parameters(d)
 		if err != nil {
 			return nil, err
 		}
 		f := &responses.FunctionToolParam{Name: d.Name, Parameters: schema, Strict: oai.Bool(opts.Strict)}
-		if d.Description != "" {
-			f.Description = oai.String(d.Description)
+		if desc := describe(d.Description, note); desc != "" {
+			f.Description = oai.String(desc)
 		}
 		if opts.Deferred != nil && opts.Deferred(d.Name) {
 			f.DeferLoading = oai.Bool(true)
@@ -66,42 +73,57 @@ func ResponsesTools(defs []loop.ToolDef, opts *ToolOptions) ([]responses.ToolUni
 }
 
 // ChatTools returns the tools as Chat Completions function tools, in
-// order, schemas carried whole as in ResponsesTools. opts may be nil;
+// order, schemas carried whole (top-level combinators merged) as in
+// ResponsesTools. opts may be nil;
 // Deferred does not apply.
 func ChatTools(defs []loop.ToolDef, opts *ToolOptions) ([]oai.ChatCompletionToolUnionParam, error) {
 	strict := opts != nil && opts.Strict
 	out := make([]oai.ChatCompletionToolUnionParam, 0, len(defs))
 	for _, d := range defs {
-		schema, err := parameters(d)
+		schema, note, err := parameters(d)
 		if err != nil {
 			return nil, err
 		}
 		fd := shared.FunctionDefinitionParam{Name: d.Name, Parameters: shared.FunctionParameters(schema), Strict: oai.Bool(strict)}
-		if d.Description != "" {
-			fd.Description = oai.String(d.Description)
+		if desc := describe(d.Description, note); desc != "" {
+			fd.Description = oai.String(desc)
 		}
 		out = append(out, oai.ChatCompletionFunctionTool(fd))
 	}
 	return out, nil
 }
 
-// parameters decodes a tool's input schema, numbers kept exact.
-func parameters(d loop.ToolDef) (map[string]any, error) {
+// parameters decodes a tool's input schema, numbers kept exact, with its
+// top-level combinators merged (toolset.ProviderSchema); note is what the
+// merge tells the model.
+func parameters(d loop.ToolDef) (schema map[string]any, note string, err error) {
 	raw := d.InputSchema
 	if len(raw) == 0 {
-		return map[string]any{"type": "object", "properties": map[string]any{}}, nil
+		return map[string]any{"type": "object", "properties": map[string]any{}}, "", nil
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var m map[string]any
 	if err := dec.Decode(&m); err != nil || m == nil || !json.Valid(raw) {
-		return nil, fmt.Errorf("%w: tool %q", ErrSchema, d.Name)
-	}
-	if _, ok := m["type"]; !ok {
-		m["type"] = "object"
+		return nil, "", fmt.Errorf("%w: tool %q", ErrSchema, d.Name)
 	}
 	exactNumbers(m)
-	return m, nil
+	m, note = toolset.ProviderSchema(m)
+	if _, ok := m["type"]; !ok {
+		m["type"] = "object" // m is this call's own decoding (ProviderSchema returns it when it changes nothing)
+	}
+	return m, note, nil
+}
+
+// describe is a tool's description with a schema note after it.
+func describe(desc, note string) string {
+	switch {
+	case note == "":
+		return desc
+	case desc == "":
+		return note
+	}
+	return desc + "\n\n" + note
 }
 
 // exactNumbers replaces the json.Numbers of a decoded schema with their

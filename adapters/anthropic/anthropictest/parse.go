@@ -191,6 +191,11 @@ func parseTool(raw json.RawMessage) (Tool, error) {
 	if schema["type"] != "object" {
 		return Tool{}, fmt.Errorf("input_schema.type: want \"object\", got %v", schema["type"])
 	}
+	for _, k := range []string{"oneOf", "allOf", "anyOf"} {
+		if _, ok := schema[k]; ok {
+			return Tool{}, errors.New("input_schema: input_schema does not support oneOf, allOf, or anyOf at the top level")
+		}
+	}
 	return tool, nil
 }
 

@@ -15,7 +15,8 @@
 // wrong, answering the API's error shape ({"type":"error","error":{...}})
 // when it does not hold: the x-api-key and anthropic-version headers;
 // model, max_tokens and messages present; roles alternating from user;
-// tool names matching ^[a-zA-Z0-9_-]{1,64}$ with an object input_schema;
+// tool names matching ^[a-zA-Z0-9_-]{1,64}$ with an object input_schema
+// of type "object" without oneOf, allOf or anyOf at its top level;
 // and every tool_use of an assistant message answered by a tool_result
 // with its ID in the very next user message, before any other content.
 package anthropictest

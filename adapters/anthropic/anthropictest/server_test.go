@@ -40,6 +40,8 @@ func TestParseRequestRefuses(t *testing.T) {
 		{"tool name", body(`,"tools":[{"name":"a.b","input_schema":{"type":"object"}}]`), "tools.0: name"},
 		{"tool name long", body(`,"tools":[{"name":"` + strings.Repeat("a", 65) + `","input_schema":{"type":"object"}}]`), "tools.0: name"},
 		{"tool no schema", body(`,"tools":[{"name":"t"}]`), "input_schema"},
+		{"tool schema top-level oneOf", body(`,"tools":[{"name":"t","input_schema":{"type":"object","oneOf":[{"required":["a"]}]}}]`), "does not support oneOf, allOf, or anyOf at the top level"},
+		{"tool schema top-level allOf", body(`,"tools":[{"name":"t","input_schema":{"type":"object","allOf":[]}}]`), "at the top level"},
 		{"tool schema type", body(`,"tools":[{"name":"t","input_schema":{"type":"string"}}]`), "input_schema.type"},
 		{"tool twice", body(`,"tools":[` + okTool + `,` + okTool + `]`), "unique"},
 		{"tool not object", body(`,"tools":[1]`), "tools.0"},

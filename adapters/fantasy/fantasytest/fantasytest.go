@@ -19,7 +19,8 @@
 // already in the request's conversation — so an agent killed and restarted
 // gets the same answers, and Requests counts what it asked. Malformed
 // requests get the real API's 400 (illegal tool names, parameters that are
-// not an object, tool messages that answer nothing, calls left
+// not an object or have a top-level oneOf, anyOf, allOf, enum or not, tool
+// messages that answer nothing, calls left
 // unanswered); "stream": true gets chat.completion.chunk events.
 package fantasytest
 

@@ -23,10 +23,11 @@
 // Like the real API, the server refuses (400, OpenAI's error body) what
 // the real API refuses and a test must catch: a tool name outside
 // ^[a-zA-Z0-9_-]{1,64}$ or used twice, function parameters that are not a
-// JSON Schema object of type "object", a deferred function (defer_loading)
-// without a tool_search tool, a tool result answering a call the
-// conversation does not hold, a call left without its result, a streaming
-// request and a request without a model.
+// JSON Schema object of type "object" or that have "oneOf", "anyOf",
+// "allOf", "enum" or "not" at the top level, a deferred function
+// (defer_loading) without a tool_search tool, a tool result answering a
+// call the conversation does not hold, a call left without its result, a
+// streaming request and a request without a model.
 package openaitest
 
 import (
@@ -178,6 +179,11 @@ func checkFunction(name string, params json.RawMessage, at string, seen map[stri
 	}
 	if schema["type"] != "object" {
 		return fmt.Sprintf("Invalid schema for function '%s': schema must be a JSON Schema of 'type: \"object\"', got 'type: \"%v\"'.", name, schema["type"]), at + ".parameters"
+	}
+	for _, k := range []string{"oneOf", "anyOf", "allOf", "enum", "not"} {
+		if _, ok := schema[k]; ok {
+			return fmt.Sprintf("Invalid schema for function '%s': schema must have type 'object' and not have 'oneOf'/'anyOf'/'allOf'/'enum'/'not' at the top level.", name), at + ".parameters"
+		}
 	}
 	return "", ""
 }

@@ -51,6 +51,8 @@ func TestRefusals(t *testing.T) {
 		{"long name", "/v1/responses", `{"model":"m","input":"hi","tools":[{"type":"function","name":"` + strings.Repeat("a", 65) + `"}]}`, "does not match pattern"},
 		{"duplicate name", "/v1/responses", `{"model":"m","input":"hi","tools":[` + okTool + `,` + okTool + `]}`, "Duplicate tool name"},
 		{"schema not object", "/v1/responses", `{"model":"m","input":"hi","tools":[{"type":"function","name":"f","parameters":{"type":"array"}}]}`, `type: "object"`},
+		{"schema top-level oneOf", "/v1/responses", `{"model":"m","input":"hi","tools":[{"type":"function","name":"f","parameters":{"type":"object","oneOf":[{"required":["a"]}]}}]}`, "not have 'oneOf'/'anyOf'/'allOf'/'enum'/'not' at the top level"},
+		{"schema top-level not (chat)", "/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","not":{}}}}]}`, "at the top level"},
 		{"schema not JSON object", "/v1/responses", `{"model":"m","input":"hi","tools":[{"type":"function","name":"f","parameters":[1]}]}`, "JSON Schema object"},
 		{"deferred without search", "/v1/responses", `{"model":"m","input":"hi","tools":[{"type":"function","name":"f","defer_loading":true}]}`, "requires a tool_search tool"},
 		{"bad input", "/v1/responses", `{"model":"m","input":42}`, "Invalid 'input'"},
