@@ -225,7 +225,10 @@ func (m *Manager) connectPage(w http.ResponseWriter, r *http.Request, name strin
 	http.SetCookie(w, &http.Cookie{Name: formCookie, Value: tok, Path: ConnectPath, HttpOnly: true,
 		Secure: strings.HasPrefix(m.o.PublicURL, "https:"), SameSite: http.SameSiteStrictMode, MaxAge: int(m.o.FlowTTL.Seconds())})
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("Content-Security-Policy", "default-src 'none'; form-action 'self'; frame-ancestors 'none'")
+	// No form-action: browsers that enforce it on the redirects after a
+	// submission would stop the POST's redirect to the issuer or the
+	// upstream.
+	w.Header().Set("Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'")
 	w.Header().Set("X-Frame-Options", "DENY")
 	gw := strings.TrimSuffix(m.o.PublicURL, "/")
 	how := "Continue to the authorization server of " + name + ", where you consent to the gateway's access."

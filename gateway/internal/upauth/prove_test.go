@@ -270,8 +270,21 @@ func TestConnectOwnURL(t *testing.T) {
 	iss := p.as.Issuer()
 	alice := iss + "#alice"
 	p.as.SetUser("alice")
+	u := p.connectURL(t, alice)
+	// The page: no redirect, not framable, naming the gateway and the server.
+	resp, err := http.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Location") != "" || resp.Header.Get("X-Frame-Options") != "DENY" ||
+		!strings.Contains(resp.Header.Get("Content-Security-Policy"), "frame-ancestors 'none'") || resp.Header.Get("Cache-Control") != "no-store" ||
+		!strings.Contains(string(page), p.public) || !strings.Contains(string(page), "<b>up</b>") {
+		t.Fatalf("the page: %d %v %s", resp.StatusCode, resp.Header, page)
+	}
 	b := newBrowser()
-	code, body := b.open(t, p.connectURL(t, alice), "", "")
+	code, body := b.open(t, u, "", "")
 	if code != http.StatusOK || !strings.Contains(body, "Connected to up as "+iss+"#alice") {
 		t.Fatalf("alice's own URL: %d %s", code, body)
 	}
