@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"maps"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
@@ -37,50 +38,9 @@ func TestApprovalIsForTheTrustedContract(t *testing.T) {
 	for _, sc := range stores {
 		t.Run(sc.name, func(t *testing.T) {
 			ctx := context.Background()
-			up := newRugServer(t)
-			dir := t.TempDir()
-			cfg, err := ParseConfig([]byte("listen: 127.0.0.1:0\ndrift: {recheck: 1s}\ntools:\n  requireApproval: [pay__charge]\nservers:\n  pay:\n    type: streamable-http\n    url: "+up.url+"\n"),
-				filepath.Join(dir, "gatehouse.yaml"), dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			nctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-			defer cancel()
-			g, err := New(nctx, cfg, &Options{StoreDSN: sc.dsn(t), Instance: "solo"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = g.Close() })
-			h, err := g.Handler()
-			if err != nil {
-				t.Fatal(err)
-			}
-			gs := httptest.NewServer(h)
-			t.Cleanup(gs.Close)
-			cs := session(t, gs.URL+"/mcp", "")
+			g, cs, up := approvalGateway(t, sc.dsn(t))
 			st := g.Store()
-
-			// charge sends the same call with the same key and returns the
-			// refusal code ("" for a result) and approval ID.
-			charge := func() (code, approval, text string) {
-				t.Helper()
-				cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-				defer cancel()
-				res, err := cs.CallTool(cctx, &mcp.CallToolParams{Name: "pay__charge", Arguments: map[string]any{"amount": 5},
-					Meta: mcp.Meta{"idempotencyKey": "order-7"}})
-				if err != nil {
-					t.Fatal(err)
-				}
-				sc, _ := res.StructuredContent.(map[string]any)
-				code, _ = sc["code"].(string)
-				approval, _ = sc["approvalId"].(string)
-				for _, c := range res.Content {
-					if tc, ok := c.(*mcp.TextContent); ok {
-						text += tc.Text
-					}
-				}
-				return code, approval, text
-			}
+			charge := func() (code, approval, text string) { t.Helper(); return chargeCall(t, cs, "order-7") }
 
 			first, _ := g.served.tool("pay__charge")
 			if len(first.Contract) != 64 {
@@ -153,5 +113,98 @@ func TestApprovalIsForTheTrustedContract(t *testing.T) {
 				t.Fatalf("the upstream received %d charges, want 1", n)
 			}
 		})
+	}
+}
+
+// approvalGateway serves a gateway on the store at dsn in front of a
+// rugServer whose charge needs an approval (tools.requireApproval), with
+// a 1s recheck; it returns the gateway, a session and the upstream.
+func approvalGateway(t *testing.T, dsn string) (*Gateway, *mcp.ClientSession, *rugServer) {
+	t.Helper()
+	up := newRugServer(t)
+	dir := t.TempDir()
+	cfg, err := ParseConfig([]byte("listen: 127.0.0.1:0\ndrift: {recheck: 1s}\ntools:\n  requireApproval: [pay__charge]\nservers:\n  pay:\n    type: streamable-http\n    url: "+up.url+"\n"),
+		filepath.Join(dir, "gatehouse.yaml"), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	g, err := New(ctx, cfg, &Options{StoreDSN: dsn, Instance: "solo"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = g.Close() })
+	h, err := g.Handler()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs := httptest.NewServer(h)
+	t.Cleanup(gs.Close)
+	return g, session(t, gs.URL+"/mcp", ""), up
+}
+
+// chargeCall calls pay__charge with the idempotency key and returns the
+// refusal code ("" for a result), the approval ID and the text.
+func chargeCall(t *testing.T, cs *mcp.ClientSession, key string) (code, approval, text string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "pay__charge", Arguments: map[string]any{"amount": 5},
+		Meta: mcp.Meta{"idempotencyKey": key}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, _ := res.StructuredContent.(map[string]any)
+	code, _ = sc["code"].(string)
+	approval, _ = sc["approvalId"].(string)
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			text += tc.Text
+		}
+	}
+	return code, approval, text
+}
+
+// TestApprovalNotSpentAcrossAStaleServedMap: the served map follows the
+// toolset's catalog asynchronously. A call that reads it in the moment
+// before it follows a trust is checked (and its approval spent) under the
+// old contract; the gateway then finds the tool's contract changed when
+// it routes the call and sends nothing: the call fails (quarantined,
+// recorded), and the upstream receives nothing. The lag is made by
+// putting the served map back as it was before the trust.
+func TestApprovalNotSpentAcrossAStaleServedMap(t *testing.T) {
+	ctx := context.Background()
+	g, cs, up := approvalGateway(t, "sqlite:"+filepath.Join(t.TempDir(), "gh.db"))
+	st := g.Store()
+	before := *g.served.current.Load()
+	code, old, _ := chargeCall(t, cs, "order-9")
+	if code != "approval_required" {
+		t.Fatalf("first call: %s", code)
+	}
+	if _, err := st.DecideApproval(ctx, old, true, "ops", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	up.variant.Store(2)
+	waitFor(t, func() bool { info, _ := g.served.tool("pay__charge"); return info.State == toolset.Quarantined })
+	obs, err := st.OpenObservations(ctx, "config:pay", true)
+	if err != nil || len(obs) != 1 {
+		t.Fatalf("observations %+v, %v", obs, err)
+	}
+	if _, err := st.TrustListing(ctx, "config:pay", obs[0].Listing); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool {
+		info, _ := g.served.tool("pay__charge")
+		return info.State == toolset.Active && info.Contract != before["pay__charge"].Contract
+	})
+	stale := maps.Clone(before)
+	g.served.current.Store(&stale)
+	code, _, text := chargeCall(t, cs, "order-9")
+	if code != "quarantined" || !strings.Contains(text, "changed as the call was made") || up.charges.Load() != 0 {
+		t.Fatalf("call on the stale map: %s %q, %d charges", code, text, up.charges.Load())
+	}
+	if code, _, _ := chargeCall(t, cs, "order-9"); code != "quarantined" || up.charges.Load() != 0 {
+		t.Fatalf("the same call again: %s, %d charges", code, up.charges.Load())
 	}
 }

@@ -240,6 +240,13 @@ func (p *pipeline) call(ctx context.Context, req *callRequest) (out callOutcome)
 			}
 			return nil, durable.RawResult{}, err
 		}
+		if runID != "" && info.Contract != "" && tg.Contract != info.Contract {
+			// The tool's trusted contract changed (a trust the served map
+			// had not followed yet) since the journal checked the call,
+			// and any approval, against info.Contract: nothing is sent.
+			return nil, durable.RawResult{}, durable.Failed(&refusal.Error{Code: refusal.Quarantined,
+				Message: fmt.Sprintf("tool %s changed as the call was made (its trusted contract is no longer the one the call was checked under); nothing was sent: send it again with a new idempotency key", req.tool)})
+		}
 		c := relay.Call{Args: req.args, Meta: req.meta, MetaJSON: req.metaJSON, Caller: req.caller, ProgressToken: req.progress}
 		if runID != "" {
 			c.Key = runID + ":" + callID
