@@ -31,7 +31,10 @@ type WriterOptions struct {
 	// first of a batch, so that a steady trickle of calls shares
 	// transactions (fewer commits competing with the journal's for the
 	// store). Append never waits for it; it only delays when an entry is
-	// committed. 0 means 2ms; negative means no wait.
+	// committed (a crash may lose what waits). The writer sleeps through
+	// it (an Append does not wake it), then takes what came, up to Batch;
+	// a Flush or a full batch's worth of entries queued ends it early.
+	// 0 means 2ms; negative means no wait.
 	Linger time.Duration
 	// CheckpointEvery and CheckpointInterval: a checkpoint is made after
 	// that many entries, or that long after the last one when entries were
@@ -73,8 +76,10 @@ type Writer struct {
 	// closing is set by Close before it waits for mu.
 	closing atomic.Bool
 	ch      chan item
-	done    chan struct{}
-	err     error // the loop's last failure, read after done
+	// kick ends the loop's linger early: a Flush, or Batch entries queued.
+	kick chan struct{}
+	done chan struct{}
+	err  error // the loop's last failure, read after done
 
 	// linked is st as a store.AuditJournalStore, when it is one: the
 	// batches are then linked inside the store's transactions (the
@@ -141,6 +146,7 @@ func NewWriter(ctx context.Context, st store.AuditStore, o *WriterOptions) (*Wri
 	w.head, w.lastCP = head, w.o.Now()
 	w.linked, _ = st.(store.AuditJournalStore)
 	w.ch = make(chan item, w.o.Queue)
+	w.kick = make(chan struct{}, 1)
 	w.done = make(chan struct{})
 	go w.loop()
 	return w, nil
@@ -218,14 +224,32 @@ func (w *Writer) send(ctx context.Context, it item) error {
 	}
 	select {
 	case w.ch <- it:
+		w.wake(it)
 		return nil
 	default:
 	}
+	w.poke() // the queue is full: the loop takes a batch at once
 	select {
 	case w.ch <- it:
+		w.wake(it)
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("audit: waiting for room in the queue: %w", ctx.Err())
+	}
+}
+
+// wake ends the loop's linger after a flush mark, or once a batch's worth
+// of entries waits; an entry alone leaves it asleep.
+func (w *Writer) wake(it item) {
+	if it.done != nil || len(w.ch) >= w.o.Batch {
+		w.poke()
+	}
+}
+
+func (w *Writer) poke() {
+	select {
+	case w.kick <- struct{}{}:
+	default:
 	}
 }
 
@@ -243,6 +267,7 @@ func (w *Writer) Close() error {
 	w.closed = true
 	close(w.ch)
 	w.mu.Unlock()
+	w.poke() // a linger in progress ends
 	<-w.done
 	return w.err
 }
@@ -294,6 +319,15 @@ func (w *Writer) loop() {
 		if w.o.Linger > 0 && len(flushes) == 0 {
 			linger.Reset(w.o.Linger)
 		}
+		// The linger: asleep until it ends, a flush mark or a batch's
+		// worth of entries kicks, or Close; then what is queued, up to
+		// Batch, without waiting.
+		if w.o.Linger > 0 && len(flushes) == 0 && len(w.ch) < w.o.Batch-1 && !w.isClosed() {
+			select {
+			case <-linger.C:
+			case <-w.kick:
+			}
+		}
 	fill:
 		for len(batch) < w.o.Batch && len(flushes) == 0 {
 			select {
@@ -303,18 +337,7 @@ func (w *Writer) loop() {
 				}
 				w.take(it, &batch, &flushes)
 			default:
-				if w.o.Linger <= 0 {
-					break fill
-				}
-				select {
-				case it, ok = <-w.ch:
-					if !ok {
-						break fill
-					}
-					w.take(it, &batch, &flushes)
-				case <-linger.C:
-					break fill
-				}
+				break fill
 			}
 		}
 		linger.Stop()
