@@ -17,7 +17,8 @@ import (
 // (store.Options.MaxConns 1): there a store method that holds one of the
 // pool's connections while it waits for another (a result set open while
 // it runs a second statement, a pool read inside a transaction) waits for
-// ever, and every operation's deadline (10 s, far above what any takes)
+// ever, and every round's deadline (60 s, far above what one takes even
+// on a loaded machine)
 // turns that into a failure naming the operation, instead of a hung test.
 //
 // Each worker plays a server connecting and a gateway serving it: the
@@ -85,7 +86,7 @@ func Concurrent(t *testing.T, s store.Store) {
 // concurrentRound is one worker's round (see Concurrent); round r of
 // worker w.
 func concurrentRound(s store.Store, w, r int) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	step := func(what string, err error) error {
 		if err != nil {
