@@ -194,8 +194,7 @@ func (j *Journal) recorded(ctx context.Context, c Call, rec store.Record, fp str
 	switch rec.State {
 	case store.StateSucceeded, store.StateFailed, store.StateInDoubt:
 		if rec.Fingerprint != fp || rec.Owner != c.Owner {
-			return answer{}, false, &refusal.Error{Code: refusal.KeyReused,
-				Message: fmt.Sprintf("key %s was used for another call (other server, tool, arguments or owner); use a new tool call ID", ikey)}
+			return answer{}, false, c.keyReused("another call (other server, tool, arguments or owner)", "")
 		}
 		if rec.State == store.StateInDoubt {
 			return answer{}, false, inDoubt(ikey, "")
@@ -238,8 +237,7 @@ func (j *Journal) approval(ctx context.Context, c Call, key store.RecordKey, fp,
 			return answer{}, false, fmt.Errorf("durable: ask approval for %s: %w", c.IdempotencyKey(), err)
 		}
 		if a.ArgsFingerprint != fp || a.Owner != c.Owner || a.Server != c.Server || a.Tool != c.Tool {
-			return answer{}, false, &refusal.Error{Code: refusal.KeyReused, ApprovalID: a.ID,
-				Message: fmt.Sprintf("key %s was used for another call awaiting approval; use a new tool call ID", c.IdempotencyKey())}
+			return answer{}, false, c.keyReused("another call awaiting approval", a.ID)
 		}
 		if c.Contract != "" && a.Contract != c.Contract {
 			// Asked under another contract of the tool: it answers for

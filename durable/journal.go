@@ -217,6 +217,18 @@ type Audit struct {
 // sent with the call.
 func (c Call) IdempotencyKey() string { return c.RunID + ":" + c.ToolCallID }
 
+// keyReused is the key_reused refusal of c, naming the key as the caller
+// sent it (Key, when a gateway derived the run and tool call IDs from
+// it) and what to change: what, when set, says what the key was used for.
+func (c Call) keyReused(what, approvalID string) *refusal.Error {
+	key, fix := c.IdempotencyKey(), "use a new tool call ID"
+	if c.Key != "" {
+		key, fix = c.Key, "use a new idempotency key"
+	}
+	return &refusal.Error{Code: refusal.KeyReused, ApprovalID: approvalID,
+		Message: fmt.Sprintf("key %s was used for %s; %s", key, what, fix)}
+}
+
 // Effect performs the real call, carrying idempotencyKey to the server in
 // _meta.idempotencyKey.
 type Effect func(ctx context.Context, idempotencyKey string) (*mcp.CallToolResult, error)
@@ -319,8 +331,7 @@ func (j *Journal) do(ctx context.Context, c Call, fp string, effect anyEffect, f
 			return j.run(ctx, c, key, effect)
 		}
 		if rec.Fingerprint != fp || rec.Owner != c.Owner {
-			return answer{}, false, &refusal.Error{Code: refusal.KeyReused,
-				Message: fmt.Sprintf("key %s was used for another call (other server, tool, arguments or owner); use a new tool call ID", ikey)}
+			return answer{}, false, c.keyReused("another call (other server, tool, arguments or owner)", "")
 		}
 		switch rec.State {
 		case store.StateSucceeded, store.StateFailed:

@@ -358,6 +358,10 @@ func paritySenarios() []scenario {
 				e.call(cs, "alice", "pay", map[string]any{"amount": 6}, "order-1"),
 			}
 			wantCodes(e.t, a, "", "", "key_reused")
+			// key_reused names the key the caller sent, not the journal's.
+			if !strings.Contains(a[2], "key order-1 was used for another call") || !strings.Contains(a[2], "use a new idempotency key") {
+				e.t.Errorf("key_reused does not name the caller's key: %.300s", a[2])
+			}
 			if a[0] != a[1] {
 				e.t.Errorf("the replay differs: %q vs %q", a[0], a[1])
 			}
