@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -184,11 +185,16 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 	if o.Store != nil {
 		g.st = o.Store
 	} else {
-		d := o.StoreDSN
+		// Where the DSN came from, for a mistake in it.
+		d, from := o.StoreDSN, "the --store flag"
 		if d == "" {
 			d = store.DSNFromEnv(cfg.StoreDSN())
+			from = cmp.Or(cfg.File, "(default config)")
+			if d != cfg.StoreDSN() {
+				from = "$GATEHOUSE_STORE"
+			}
 		}
-		st, err := openStore(ctx, d)
+		st, err := openStore(ctx, d, from)
 		if err != nil {
 			g.life.stop()
 			return nil, err
@@ -462,11 +468,18 @@ func diagText(ds []diag.Diagnostic) string {
 // gateway is one of the few that create a store (with `gatehouse store
 // init` and `gatehouse tools`); the operator's commands open only one that
 // exists (store.Options.MustExist).
-func openStore(ctx context.Context, d string) (store.Store, error) {
+//
+// from says where d came from (the config file, $GATEHOUSE_STORE, the
+// --store flag): a DSN that does not parse is a ConfigError naming it.
+func openStore(ctx context.Context, d, from string) (store.Store, error) {
 	parsed, err := store.ParseDSN(d)
 	if err != nil {
-		return nil, &ConfigError{File: "(store)", Field: "store", Msg: err.Error(),
-			Fix: "use sqlite:PATH or postgres://... in store: or $GATEHOUSE_STORE"}
+		e := &ConfigError{File: from, Msg: strings.TrimPrefix(err.Error(), "store: "),
+			Fix: "write sqlite:PATH, postgres://USER@HOST/DB or memory: (docs/store.md)"}
+		if from != "$GATEHOUSE_STORE" && from != "the --store flag" {
+			e.Field = "store" // the config's store: field
+		}
+		return nil, e
 	}
 	// sqlite.Open makes a missing file (0600) and its folder (0700,
 	// whatever the umask) when the folder's parent exists; a deeper

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/gatehouse-dev/gatehouse/gateway"
 )
 
 // Exit codes shared by every command.
@@ -50,6 +52,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stderr, "gatehouse: %v\n", err)
 	var ue *usageError
 	if errors.As(err, &ue) {
+		if errors.As(err, new(*gateway.ConfigError)) {
+			return ExitUsage // it names the file, the field and the fix: the help has nothing to add
+		}
 		path := "gatehouse"
 		if cmd != nil {
 			path = cmd.CommandPath()

@@ -44,3 +44,41 @@ func TestServeSaysItStarts(t *testing.T) {
 		t.Errorf("connecting servers at %d, ready at %d: want connecting said first:\n%s", c, r, out)
 	}
 }
+
+// TestServeConfigMistakes: a mistake in the config is one line naming the
+// file, the field's YAML path, what was wrong and the fix (a near-miss
+// key suggested), exit 2, and no pointer at --help, which has nothing to
+// add; a bad store address says store: once, with where it came from.
+func TestServeConfigMistakes(t *testing.T) {
+	for _, tc := range []struct {
+		yaml, env string
+		want      []string
+	}{
+		{"ratelimit: {maxCalls: 5}\n", "", []string{"gh.yaml: ratelimit: unknown field \"ratelimit\" (fix: did you mean rateLimit?)"}},
+		{"rateLimit: {maxCalls: 5, window: 5 minutes}\n", "", []string{"gh.yaml: rateLimit.window: \"5 minutes\" is not a duration", "500ms, 90s, 5m"}},
+		{"store: 'bogus:x'\n", "", []string{"gh.yaml: store: invalid DSN: unknown DSN scheme"}},
+		{"listen: 127.0.0.1:0\n", "bogus:x", []string{"$GATEHOUSE_STORE: invalid DSN: unknown DSN scheme"}},
+	} {
+		dir := writeTree(t, map[string]string{"gh.yaml": tc.yaml})
+		t.Setenv("GATEHOUSE_STORE", tc.env)
+		code, _, errOut := run(t, "serve", "--config", filepath.Join(dir, "gh.yaml"))
+		var lines []string
+		for l := range strings.Lines(errOut) {
+			if !strings.Contains(l, "level=") { // the log's lines (starting) are not the error
+				lines = append(lines, l)
+			}
+		}
+		if code != 2 || len(lines) != 1 {
+			t.Errorf("%q: exit %d, %d lines: %q; want 2 and one line", tc.yaml, code, len(lines), errOut)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(lines[0], w) {
+				t.Errorf("%q: %q does not say %q", tc.yaml, lines[0], w)
+			}
+		}
+		if strings.Count(lines[0], "store:") > 1 || strings.Contains(lines[0], "--help") {
+			t.Errorf("%q: %q", tc.yaml, lines[0])
+		}
+	}
+}

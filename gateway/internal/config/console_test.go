@@ -56,15 +56,15 @@ func TestConsoleAdminScope(t *testing.T) {
 func TestConsoleConfigErrors(t *testing.T) {
 	admin := "admins: [{name: alice, sha256: " + adminHash + "}]"
 	cases := []struct{ name, src, field, msg string }{
-		{"not a mapping", "console: 8081\n", "", "cannot unmarshal"},
-		{"unknown field", "console: {listen: '127.0.0.1:8081', " + admin + ", tokens: []}\n", "", "tokens"},
+		{"not a mapping", "console: 8081\n", "console", "must be a mapping of fields"},
+		{"unknown field", "console: {listen: '127.0.0.1:8081', " + admin + ", tokens: []}\n", "console.tokens", "unknown field \"tokens\" in console"},
 		{"bad listen", "console: {listen: '8081', " + admin + "}\n", "console.listen", "not a host:port"},
 		{"listen of the MCP endpoint", "listen: 127.0.0.1:9000\nconsole: {listen: '127.0.0.1:9000', " + admin + "}\n", "console.listen", "MCP listen address"},
 		{"listen of metrics", "metrics: {listen: '127.0.0.1:9090'}\nconsole: {listen: '127.0.0.1:9090', " + admin + "}\n", "console.listen", "metrics listen address"},
 		{"no admins", "console: {listen: '127.0.0.1:8081'}\n", "console.admins", "no admins"},
 		{"empty admins", "console: {admins: []}\n", "console.admins", "no admins"},
-		{"admins not a list", "console: {admins: alice}\n", "", "cannot unmarshal"},
-		{"admin unknown field", "console: {admins: [{name: a, sha256: " + adminHash + ", scopes: [x]}]}\n", "", "scopes"},
+		{"admins not a list", "console: {admins: alice}\n", "console.admins", "must be a list"},
+		{"admin unknown field", "console: {admins: [{name: a, sha256: " + adminHash + ", scopes: [x]}]}\n", "console.admins[0].scopes", "unknown field \"scopes\" in console.admins[0]"},
 		{"admin without name", "console: {admins: [{sha256: " + adminHash + "}]}\n", "console.admins[0].name", "required"},
 		{"admin blank name", "console: {admins: [{name: '  ', sha256: " + adminHash + "}]}\n", "console.admins[0].name", "required"},
 		{"admin name with control", "console: {admins: [{name: \"a\\tb\", sha256: " + adminHash + "}]}\n", "console.admins[0].name", "not a printable name"},
@@ -79,7 +79,7 @@ func TestConsoleConfigErrors(t *testing.T) {
 		{"session too short", "console: {sessionTTL: 10s, " + admin + "}\n", "console.sessionTTL", "out of bounds"},
 		{"session negative", "console: {sessionTTL: -1h, " + admin + "}\n", "console.sessionTTL", "out of bounds"},
 		{"session too long", "console: {sessionTTL: 200h, " + admin + "}\n", "console.sessionTTL", "out of bounds"},
-		{"session not a duration", "console: {sessionTTL: soon, " + admin + "}\n", "", "soon"},
+		{"session not a duration", "console: {sessionTTL: soon, " + admin + "}\n", "console.sessionTTL", "\"soon\" is not a duration"},
 		{"adminScope empty", oauthCfg + "console: {adminScope: ''}\n", "console.adminScope", "empty"},
 		{"adminScope with a space", oauthCfg + "console: {adminScope: 'gatehouse:admin mcp'}\n", "console.adminScope", "not a single OAuth scope"},
 		{"adminScope with a control", oauthCfg + "console: {adminScope: \"gatehouse:admin\\t\"}\n", "console.adminScope", "not a single OAuth scope"},
@@ -87,8 +87,8 @@ func TestConsoleConfigErrors(t *testing.T) {
 		{"adminScope non-ASCII", oauthCfg + "console: {adminScope: \"admin\\u00e9\"}\n", "console.adminScope", "not a single OAuth scope"},
 		{"adminScope without auth.oauth", "console: {adminScope: gatehouse:admin}\n", "console.adminScope", "needs auth.oauth"},
 		{"adminScope with static auth only", "auth: {tokens: [{subject: a, sha256: " + strings.Repeat("c", 64) + "}]}\nconsole: {adminScope: gatehouse:admin, " + admin + "}\n", "console.adminScope", "needs auth.oauth"},
-		{"adminScope not a string", oauthCfg + "console: {adminScope: [a]}\n", "", "cannot unmarshal"},
-		{"secureCookies not a bool", "console: {secureCookies: maybe, " + admin + "}\n", "", "maybe"},
+		{"adminScope not a string", oauthCfg + "console: {adminScope: [a]}\n", "console.adminScope", "must be a string"},
+		{"secureCookies not a bool", "console: {secureCookies: maybe, " + admin + "}\n", "console.secureCookies", "must be true or false"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"sort"
 	"strings"
@@ -39,6 +40,16 @@ func Load(path string) (*Config, error) {
 // errors; dir is where relative paths resolve.
 func Parse(data []byte, file, dir string) (*Config, error) {
 	c := &Config{}
+	// Mistakes of shape first, in the config's own words (the field's
+	// path, what was wrong, the fix); the decoder's message, which names
+	// Go types, only for what that does not check.
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err == nil {
+		if e := checkShape(&doc, reflect.TypeFor[Config](), ""); e != nil {
+			e.File = file
+			return nil, e
+		}
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(c); err != nil && !errors.Is(err, io.EOF) { // io.EOF: an empty file, all defaults

@@ -89,7 +89,7 @@ func TestServerAuthErrors(t *testing.T) {
 		{"sharedContent without auth", gh + "    sharedContent: true\n", "servers.gh.sharedContent", "without auth: user or exchange"},
 		{"sharedContent with service", gh + "    auth: service\n    oauth: {clientID: a}\n    sharedContent: true\n", "servers.gh.sharedContent", "without auth: user or exchange"},
 		{"sharedContent not a bool", gh + "    sharedContent: 'yes'\n", "", "sharedContent must be true or false"},
-		{"connect unknown key", "connect: {publicUrl: 'https://gw.example.com'}\n", "", "publicUrl"},
+		{"connect unknown key", "connect: {publicUrl: 'https://gw.example.com'}\n", "connect.publicUrl", "unknown field \"publicUrl\" in connect"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
