@@ -57,3 +57,13 @@ func TestNearest(t *testing.T) {
 		}
 	}
 }
+
+// TestAliasCycles: an alias to an enclosing node ends in an error, not a
+// walk without end: the walk follows the config's types, which are finite.
+func TestAliasCycles(t *testing.T) {
+	for _, src := range []string{"tools: &a {allow: *a}\n", "plugins: &a [*a]\n", "&a {servers: *a}\n", "auth: &a {tokens: [*a]}\n"} {
+		if _, err := Parse([]byte(src), "gh.yaml", "/srv"); err == nil {
+			t.Errorf("%q parsed", src)
+		}
+	}
+}
