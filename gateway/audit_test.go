@@ -201,7 +201,7 @@ func TestAuditSignedCheckpoints(t *testing.T) {
 			if err := g.Close(); err != nil {
 				t.Fatal(err)
 			}
-			st2, err := openStore(ctx, dsn)
+			st2, err := openStore(ctx, dsn, "test")
 			if err != nil {
 				t.Fatal(err)
 			}
