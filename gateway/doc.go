@@ -7,7 +7,7 @@
 //	ln, err := net.Listen("tcp", cfg.Listen)
 //	err = g.Serve(ctx, ln) // until ctx ends, then shuts down gracefully; or g.Handler(), g.ServeStdio(ctx)
 //
-// New wires a few parts: the relay and its toolset (package gateway/relay:
+// New wires a few parts: the relay and its toolset (package gateway/internal/relay:
 // the upstream servers, connected in parallel, and everything but
 // tools/call forwarded per caller), the served map (which tools are served,
 // and to whom: tools.allow/block and the scopes of bearer tokens, static

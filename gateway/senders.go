@@ -9,7 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/gatehouse-dev/gatehouse/gateway/relay"
+	"github.com/gatehouse-dev/gatehouse/gateway/internal/relay"
 	"github.com/gatehouse-dev/gatehouse/toolset"
 )
 

@@ -12,8 +12,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/bearer"
+	"github.com/gatehouse-dev/gatehouse/gateway/internal/relay"
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/upauth"
-	"github.com/gatehouse-dev/gatehouse/gateway/relay"
 	"github.com/gatehouse-dev/gatehouse/refusal"
 	"github.com/gatehouse-dev/gatehouse/toolset"
 )

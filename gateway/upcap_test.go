@@ -17,8 +17,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/gatehouse-dev/gatehouse/gateway/internal/relay"
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/telemetry"
-	"github.com/gatehouse-dev/gatehouse/gateway/relay"
 	"github.com/gatehouse-dev/gatehouse/internal/fixture/testserver"
 )
 

@@ -12,7 +12,7 @@
 // storage, search (Search over the map's trusted text; Options.SearchTool
 // hands a model mcp__search_tools), call. What a gateway relays beyond tools (resources, prompts,
 // per-caller upstream sessions, tool calls as bytes) is package
-// gateway/relay, built on this package's lower half (Upstream, Target,
+// gateway/internal/relay, built on this package's lower half (Upstream, Target,
 // SessionHooks); an agent that only calls tools links none of it.
 //
 // A Toolset is lazy: Open checks the wiring and computes names, but performs

@@ -49,7 +49,7 @@ func (d *docsServer) server() Server {
 // the invalid name) gets a tool like any other: pinned under the tool
 // kind, projected (sanitized and hashed) and callable; the prompt's pin is
 // the prompt's, and the prompt is admitted (trusted) as it is listed. That
-// a relay then serves it is gateway/relay's test of the same name.
+// a relay then serves it is gateway/internal/relay's test of the same name.
 func TestHostileToolNameCannotTakeAPromptKey(t *testing.T) {
 	d := newDocsServer(t)
 	d.srv.AddTool(&mcp.Tool{Name: "prompt greet", Description: "Squats on a key.", InputSchema: map[string]any{"type": "object"}},

@@ -20,7 +20,7 @@ import (
 
 // This file is the Toolset's lower half, for code that carries more than
 // tool calls to its servers: a relay in front of them (package
-// gateway/relay) forwards resources, prompts, completion, logging and
+// gateway/internal/relay) forwards resources, prompts, completion, logging and
 // server-to-client requests, and sends tool calls as bytes. An agent that
 // only calls tools needs none of it.
 
@@ -268,7 +268,7 @@ const MaxAnswer = transport.MaxAnswer
 // dropped and the session lives on. The server may have run the call:
 // AsBadAnswer turns it into a CodeBadAnswer *Error, which a journal keeps
 // in doubt. Whoever reads an upstream's bytes itself (package
-// gateway/relay) answers AnswerTooLarge.
+// gateway/internal/relay) answers AnswerTooLarge.
 var ErrAnswerTooLarge = transport.ErrAnswerTooLarge
 
 // Target is where a call of a projected tool goes now: its server and its

@@ -1,4 +1,4 @@
-// Forwarding of everything beyond tools (package gateway/relay), through
+// Forwarding of everything beyond tools (package gateway/internal/relay), through
 // the real binary, for each upstream transport and revision.
 
 package e2e

@@ -16,8 +16,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/gatehouse-dev/gatehouse/egress"
+	"github.com/gatehouse-dev/gatehouse/gateway/internal/relay"
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/wire"
-	"github.com/gatehouse-dev/gatehouse/gateway/relay"
 	"github.com/gatehouse-dev/gatehouse/refusal"
 	"github.com/gatehouse-dev/gatehouse/toolset"
 )

@@ -18,7 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/config"
-	"github.com/gatehouse-dev/gatehouse/gateway/relay"
+	"github.com/gatehouse-dev/gatehouse/gateway/internal/relay"
 	"github.com/gatehouse-dev/gatehouse/identity/upstream"
 	"github.com/gatehouse-dev/gatehouse/identity/vault"
 	"github.com/gatehouse-dev/gatehouse/refusal"

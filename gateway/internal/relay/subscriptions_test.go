@@ -16,7 +16,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/gatehouse-dev/gatehouse/gateway/relay/internal/upsub"
+	"github.com/gatehouse-dev/gatehouse/gateway/internal/relay/internal/upsub"
 	"github.com/gatehouse-dev/gatehouse/internal/fixture/testserver"
 	"github.com/gatehouse-dev/gatehouse/toolset"
 )

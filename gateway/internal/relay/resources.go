@@ -11,7 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/yosida95/uritemplate/v3"
 
-	"github.com/gatehouse-dev/gatehouse/gateway/relay/internal/upsub"
+	"github.com/gatehouse-dev/gatehouse/gateway/internal/relay/internal/upsub"
 	"github.com/gatehouse-dev/gatehouse/internal/projection"
 	"github.com/gatehouse-dev/gatehouse/pin"
 	"github.com/gatehouse-dev/gatehouse/toolset"

@@ -14,7 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/gatehouse-dev/gatehouse/gateway/relay/internal/upsub"
+	"github.com/gatehouse-dev/gatehouse/gateway/internal/relay/internal/upsub"
 	"github.com/gatehouse-dev/gatehouse/toolset"
 )
 

@@ -13,7 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/yosida95/uritemplate/v3"
 
-	"github.com/gatehouse-dev/gatehouse/gateway/relay/internal/upsub"
+	"github.com/gatehouse-dev/gatehouse/gateway/internal/relay/internal/upsub"
 	"github.com/gatehouse-dev/gatehouse/toolset"
 )
 
