@@ -14,8 +14,8 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/egress"
 	"github.com/gatehouse-dev/gatehouse/identity/upstream"
-	"github.com/gatehouse-dev/gatehouse/identity/vault"
 	"github.com/gatehouse-dev/gatehouse/internal/fixture/authserver"
+	"github.com/gatehouse-dev/gatehouse/internal/vault"
 )
 
 // userSetup says how startUserGatewayOn builds a gateway with a server in

@@ -30,9 +30,9 @@ import (
 	"github.com/gatehouse-dev/gatehouse/egress"
 	"github.com/gatehouse-dev/gatehouse/identity/oauth"
 	"github.com/gatehouse-dev/gatehouse/identity/upstream"
-	"github.com/gatehouse-dev/gatehouse/identity/vault"
 	"github.com/gatehouse-dev/gatehouse/internal/fixture/authserver"
 	"github.com/gatehouse-dev/gatehouse/internal/fixture/pgtest"
+	"github.com/gatehouse-dev/gatehouse/internal/vault"
 )
 
 // protectedUpstream is a real go-sdk MCP server over streamable HTTP on

@@ -7,7 +7,7 @@ import (
 
 // Connection is one stored authorization toward an upstream server: the
 // token set a subject (or the gateway itself) holds for it, sealed by the
-// vault (package identity/vault). The store never sees plaintext: Sealed
+// vault (package internal/vault). The store never sees plaintext: Sealed
 // is opaque bytes, bound by the vault to (Server, Subject).
 type Connection struct {
 	// Server names the upstream server; it must not be empty.

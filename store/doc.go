@@ -158,7 +158,7 @@
 // observing instance's name), journal records (fingerprints of calls, their
 // outcomes, the owning subject), counters and approvals, and upstream
 // connections: server, subject, times, the sealing key's ID and the token
-// set sealed by package identity/vault (AES-256-GCM under a key the store
+// set sealed by package internal/vault (AES-256-GCM under a key the store
 // never sees).
 //
 // Never stored in the clear: tokens, configured headers, auth resolver

@@ -19,7 +19,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/egress"
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/identity/upstream"
-	"github.com/gatehouse-dev/gatehouse/identity/vault"
+	"github.com/gatehouse-dev/gatehouse/internal/vault"
 	"github.com/gatehouse-dev/gatehouse/server"
 	"github.com/gatehouse-dev/gatehouse/store"
 )

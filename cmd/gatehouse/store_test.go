@@ -12,8 +12,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/gatehouse-dev/gatehouse/identity/vault"
 	"github.com/gatehouse-dev/gatehouse/internal/fixture/pgtest"
+	"github.com/gatehouse-dev/gatehouse/internal/vault"
 )
 
 // operatorCommands is every command that reads or changes a store the

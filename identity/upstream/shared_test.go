@@ -16,9 +16,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
 	"github.com/gatehouse-dev/gatehouse/identity/upstream"
-	"github.com/gatehouse-dev/gatehouse/identity/vault"
 	"github.com/gatehouse-dev/gatehouse/internal/fixture/authserver"
 	"github.com/gatehouse-dev/gatehouse/internal/fixture/pgtest"
+	"github.com/gatehouse-dev/gatehouse/internal/vault"
 	"github.com/gatehouse-dev/gatehouse/store/postgres"
 	"github.com/gatehouse-dev/gatehouse/store/sqlite"
 )

@@ -11,8 +11,8 @@ import (
 
 	_ "modernc.org/sqlite" // database/sql's "sqlite", to count the store's rows
 
-	"github.com/gatehouse-dev/gatehouse/identity/vault"
 	"github.com/gatehouse-dev/gatehouse/internal/fixture/testclock"
+	"github.com/gatehouse-dev/gatehouse/internal/vault"
 	"github.com/gatehouse-dev/gatehouse/store/dsn"
 )
 

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gatehouse-dev/gatehouse/internal/skilltrust"
 	"github.com/gatehouse-dev/gatehouse/pin"
 	"github.com/gatehouse-dev/gatehouse/skills"
-	"github.com/gatehouse-dev/gatehouse/skills/skilltrust"
 	"github.com/gatehouse-dev/gatehouse/store"
 )
 

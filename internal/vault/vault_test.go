@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gatehouse-dev/gatehouse/identity/vault"
+	"github.com/gatehouse-dev/gatehouse/internal/vault"
 	"github.com/gatehouse-dev/gatehouse/store"
 )
 

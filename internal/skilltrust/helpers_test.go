@@ -12,10 +12,10 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/gatehouse-dev/gatehouse/internal/fixture/pgtest"
+	"github.com/gatehouse-dev/gatehouse/internal/skilltrust"
 	"github.com/gatehouse-dev/gatehouse/pin"
 	"github.com/gatehouse-dev/gatehouse/plugin"
 	"github.com/gatehouse-dev/gatehouse/skills"
-	"github.com/gatehouse-dev/gatehouse/skills/skilltrust"
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/store/dsn"
 )

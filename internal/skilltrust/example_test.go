@@ -6,9 +6,9 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/gatehouse-dev/gatehouse/internal/skilltrust"
 	"github.com/gatehouse-dev/gatehouse/plugin"
 	"github.com/gatehouse-dev/gatehouse/skills"
-	"github.com/gatehouse-dev/gatehouse/skills/skilltrust"
 	"github.com/gatehouse-dev/gatehouse/store/memory"
 )
 

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gatehouse-dev/gatehouse/identity/vault"
+	"github.com/gatehouse-dev/gatehouse/internal/vault"
 )
 
 var key32 = bytes.Repeat([]byte{0xA5}, vault.KeySize)

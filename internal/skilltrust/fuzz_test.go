@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gatehouse-dev/gatehouse/skills/skilltrust"
+	"github.com/gatehouse-dev/gatehouse/internal/skilltrust"
 )
 
 // FuzzPluginOf: PluginOf accepts exactly the IDs Owner writes (a non-empty

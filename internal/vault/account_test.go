@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/gatehouse-dev/gatehouse/identity/vault"
+	"github.com/gatehouse-dev/gatehouse/internal/vault"
 )
 
 // TestPutConnectedAccount: a connection made through a connect flow
