@@ -64,6 +64,20 @@
 // toolset.Toolset (the safe choice for servers you do not control), and a
 // Go function can be a Tool directly.
 //
+// # Streaming
+//
+// A model that can stream implements StreamModel; with Options.OnDelta
+// set, Run asks it through TurnStream and hands each piece of the turn to
+// OnDelta as it arrives: text, and tool calls' argument fragments when
+// the provider streams them, each tagged with its turn. What is journaled
+// does not change: the turn is recorded once the whole response is in,
+// with the same record a non-streaming turn writes. A stream that fails
+// or is cut mid-way is an error that records no response (the turn's
+// record stays in doubt), so a resume asks the model again — the caller
+// may have seen part of an answer that the journal never holds. Replayed
+// turns are not streamed. The adapters' models for OpenAI (Chat
+// Completions and Responses) and Anthropic stream.
+//
 // # Skills
 //
 // Options.Skills hands the model the Agent Skills of loaded plugins (see

@@ -97,6 +97,44 @@ func (f ModelFunc) Turn(ctx context.Context, req ModelRequest) (ModelResponse, e
 	return f(ctx, req)
 }
 
+// Delta is a piece of a model turn as it streams: text the model
+// appended to its answer, or a piece of one of its tool calls. The text
+// deltas of a turn, concatenated, are its response's Text; the Args
+// pieces of a call, concatenated, are the call's arguments as the model
+// wrote them.
+type Delta struct {
+	// Turn is the turn's number (from 0), as in the journal's "turn-<n>".
+	Turn int
+	// Text is text appended to the answer ("" in a tool call's delta).
+	Text string
+	// ToolCall, when set, is a piece of a tool call instead.
+	ToolCall *ToolCallDelta
+}
+
+// ToolCallDelta is a piece of a tool call as it streams.
+type ToolCallDelta struct {
+	// Index is the call's place among the turn's calls (from 0).
+	Index int
+	// ID and Name are the call's, set on its first delta (when the
+	// provider sends them then) and empty after.
+	ID   string
+	Name string
+	// Args is a fragment of the call's arguments.
+	Args string
+}
+
+// StreamModel is a Model that can stream its turns. Run calls TurnStream
+// instead of Turn when Options.OnDelta is set.
+type StreamModel interface {
+	Model
+	// TurnStream is Turn, calling emit with each piece of the response as
+	// it arrives (from the calling goroutine; Turn in the deltas is left
+	// to Run). It returns the whole response once the provider has sent
+	// all of it, and an error, never a partial response, when the stream
+	// fails or ends before the response is complete.
+	TurnStream(ctx context.Context, req ModelRequest, emit func(Delta)) (ModelResponse, error)
+}
+
 // Tool is a tool the model may call: an MCP server's tool (see
 // SessionTools and ToolsetTools) or any Go function.
 type Tool struct {
@@ -153,6 +191,14 @@ type Options struct {
 	// read: their index is appended to System (see SkillsSystemPrompt) and
 	// the two tools of SkillTools are added to Tools.
 	Skills *skills.Catalog
+	// OnDelta, when set and Model is a StreamModel, is called with each
+	// piece of a live turn's response as the model streams it, in order.
+	// The turn is journaled only once complete, as without streaming: a
+	// turn that fails or is cut mid-stream records no response, and the
+	// resume asks the model again (streaming it again from the start). A
+	// replayed turn is not streamed. OnDelta runs on the model's
+	// goroutine: it should return quickly.
+	OnDelta func(Delta)
 }
 
 // Result is what a run produced so far.
@@ -275,7 +321,7 @@ func (r *runner) turn(ctx context.Context, n int, msgs []Message) (ModelResponse
 		out, replayed, err := r.opts.Journal.Do(ctx, c, func(ctx context.Context, _ string) (*mcp.CallToolResult, error) {
 			ran = true
 			req := ModelRequest{System: r.opts.System, Messages: cloneMessages(msgs), Tools: r.ex.Tools()}
-			resp, modelErr = r.opts.Model.Turn(ctx, req)
+			resp, modelErr = r.ask(ctx, n, req)
 			if modelErr != nil {
 				// Opaque to the journal: the turn is not a known failure,
 				// so it is never replayed as one; a resume asks again.
@@ -315,6 +361,18 @@ func (r *runner) turn(ctx context.Context, n int, msgs []Message) (ModelResponse
 }
 
 var errModel = errors.New("loop: the model failed")
+
+// ask asks the model for turn n: streaming to OnDelta when both allow it.
+func (r *runner) ask(ctx context.Context, n int, req ModelRequest) (ModelResponse, error) {
+	sm, ok := r.opts.Model.(StreamModel)
+	if !ok || r.opts.OnDelta == nil {
+		return r.opts.Model.Turn(ctx, req)
+	}
+	return sm.TurnStream(ctx, req, func(d Delta) {
+		d.Turn = n
+		r.opts.OnDelta(d)
+	})
+}
 
 func decodeTurn(res *mcp.CallToolResult) (ModelResponse, error) {
 	var resp ModelResponse
