@@ -78,7 +78,8 @@ func newFTS5(tb testing.TB, v ftsVariant, docs []Doc) *fts5 {
 			return q.Words()
 		}
 		var ts []string
-		for _, t := range ix.queryTerms(q) {
+		qts, _ := ix.queryTerms(ix.cur.Load(), q)
+		for _, t := range qts {
 			ts = append(ts, t.term)
 		}
 		return append(ts, q.Words()...)

@@ -34,16 +34,34 @@ type tuning struct {
 	domain       float32 // "ticket" for "issue": a software or business word for the same thing
 	abbreviation float32 // "pull request" for "PR": the same thing
 	coord        float64 // how much matching more of a query's words counts
+	value        float32 // a word of an argument value ("Berlin", a URL's words): it says little of the tool
+	hint         float32 // the word a value stands for ("url" for a URL)
+	joint        bool    // saturate the fields' weighted sum once (classic BM25F), not each field
 }
 
 // defaultTuning is the tuning of New. The domain weight sits between a
 // verb synonym's and an abbreviation's: the dev set's recall@5 is flat
 // over 0.4-0.6.
-var defaultTuning = tuning{synonym: 0.35, domain: 0.5, abbreviation: 0.8, coord: 1.0}
+var defaultTuning = tuning{synonym: 0.35, domain: 0.5, abbreviation: 0.8, coord: 1.0, value: 0.3, hint: 0.3}
 
 // DefaultWeights returns the default field weights.
 func DefaultWeights() Weights {
 	return Weights{Name: 1.5, Title: 1, Description: 1, Params: 0.4, Server: 0.3}
+}
+
+// DefaultFieldK1 returns the default term-frequency saturation of each
+// field: a word said twice in a name or a title is hardly more relevant; in
+// a description or the parameters, a little more.
+func DefaultFieldK1() Weights {
+	return Weights{Name: 0.6, Title: 0.6, Description: 1.2, Params: 1.2, Server: 0.6}
+}
+
+// DefaultFieldB returns the default length normalization of each field:
+// none for a server's name (all of its tools share it), some for a tool's
+// name, most for the long fields, so that a word of a long description
+// counts less than the same word of a short one.
+func DefaultFieldB() Weights {
+	return Weights{Name: 0.3, Title: 0.5, Description: 0.75, Params: 0.75, Server: 0}
 }
 
 // Weights are the BM25F weights of a tool's fields: how much a word found
@@ -60,8 +78,17 @@ type Weights struct {
 // the defaults.
 type Options struct {
 	// K1 and B are BM25's term-frequency saturation and length
-	// normalization; zero means DefaultK1 and DefaultB.
+	// normalization of a Plain index; zero means DefaultK1 and DefaultB.
+	// Given for an index that is not plain, and FieldK1 or FieldB not
+	// given, they are every field's.
 	K1, B float64
+	// FieldK1 and FieldB are the saturation and length normalization of
+	// each field: a word's frequency saturates, and is normalized by the
+	// field's length relative to its average, field by field, before the
+	// fields are weighed and added, so that a description that repeats a
+	// word cannot outweigh a name that says it once. Nil means
+	// DefaultFieldK1 and DefaultFieldB (or K1 and B, when given).
+	FieldK1, FieldB *Weights
 	// Weights are the field weights; nil means DefaultWeights.
 	Weights *Weights
 	// Plain makes the index plain BM25 over the same words: no stemming, no
@@ -76,6 +103,10 @@ type Options struct {
 type Index struct {
 	k1, b   float32
 	weights [numFields]float32
+	fk1     [numFields]float32 // per-field saturation
+	fb      [numFields]float32 // per-field length normalization
+	wk      [numFields]float32 // weight × (k1 + 1), per field
+	tu      tuning
 	plain   bool
 	expand  map[string][]wterm // query word's stem → expansions
 	coord   float64            // coordination exponent
@@ -163,6 +194,19 @@ func newIndex(opts *Options, tu tuning) *Index {
 	if opts != nil {
 		o = *opts
 	}
+	fk1, fb := DefaultFieldK1(), DefaultFieldB()
+	if o.K1 > 0 {
+		fk1 = Weights{o.K1, o.K1, o.K1, o.K1, o.K1}
+	}
+	if o.B > 0 && o.B <= 1 {
+		fb = Weights{o.B, o.B, o.B, o.B, o.B}
+	}
+	if o.FieldK1 != nil {
+		fk1 = *o.FieldK1
+	}
+	if o.FieldB != nil {
+		fb = *o.FieldB
+	}
 	if o.K1 <= 0 {
 		o.K1 = DefaultK1
 	}
@@ -182,6 +226,16 @@ func newIndex(opts *Options, tu tuning) *Index {
 		weights: [numFields]float32{float32(w.Name), float32(w.Title), float32(w.Description), float32(w.Params), float32(w.Server)},
 		plain:   o.Plain,
 		coord:   tu.coord,
+		tu:      tu,
+	}
+	for f, v := range [numFields]float64{fk1.Name, fk1.Title, fk1.Description, fk1.Params, fk1.Server} {
+		ix.fk1[f] = float32(max(v, 0.01))
+	}
+	for f, v := range [numFields]float64{fb.Name, fb.Title, fb.Description, fb.Params, fb.Server} {
+		ix.fb[f] = float32(min(max(v, 0), 1))
+	}
+	for f := range ix.wk {
+		ix.wk[f] = ix.weights[f] * (ix.fk1[f] + 1)
 	}
 	if !o.Plain {
 		ix.expand = expansions(tu)
@@ -371,11 +425,21 @@ func (ix *Index) snapshot(slots []*segment, slotOf map[string]int32, terms map[s
 		for _, l := range seg.lens {
 			var nm [numFields]float32
 			for f := range nm {
-				denom := 1 - ix.b
-				if avg[f] > 0 {
-					denom += ix.b * l[f] / avg[f]
+				if ix.plain || ix.tu.joint {
+					// One saturation over the fields' normalized sum.
+					denom := 1 - ix.b
+					if avg[f] > 0 {
+						denom += ix.b * l[f] / avg[f]
+					}
+					nm[f] = ix.weights[f] / denom
+					continue
 				}
-				nm[f] = ix.weights[f] / denom
+				// Each field's own saturation: K = k1 (1 - b + b len/avg).
+				rel := float32(1)
+				if avg[f] > 0 {
+					rel = l[f] / avg[f]
+				}
+				nm[f] = ix.fk1[f] * (1 - ix.fb[f] + ix.fb[f]*rel)
 			}
 			s.norm = append(s.norm, nm)
 		}
@@ -450,36 +514,88 @@ func (ix *Index) terms(dst []string, text string) []string {
 	return out
 }
 
-// queryTerms expands a query's words into weighted terms.
-func (ix *Index) queryTerms(q *Query) []wterm {
+// queryTerms expands a query's words into weighted terms, and returns
+// the bits of the words that count for coordination: not those of values,
+// unless the query is only values.
+func (ix *Index) queryTerms(s *snapshot, q *Query) ([]wterm, uint32) {
 	var ts []wterm
-	add := func(t string, w float32, word int) {
+	add := func(t string, w float32, words uint32) {
 		for i := range ts {
 			if ts[i].term == t {
 				ts[i].w = max(ts[i].w, w)
-				ts[i].words |= 1 << word
+				ts[i].words |= words
 				return
 			}
 		}
-		ts = append(ts, wterm{term: t, w: w, words: 1 << word})
+		ts = append(ts, wterm{term: t, w: w, words: words})
 	}
+	var counted uint32
 	for i, w := range q.words {
+		bit := uint32(1) << i
 		if ix.plain {
-			add(w, 1, i)
+			add(w, 1, bit)
+			counted |= bit
 			continue
 		}
-		s := stem(w)
-		add(s, 1, i)
-		for _, e := range ix.expand[s] {
-			add(e.term, e.w, i)
+		st := stem(w)
+		weight := float32(1)
+		switch q.kind[i] {
+		case hardValue:
+			weight = ix.tu.value
+		case softValue:
+			if !s.named(st) {
+				weight = ix.tu.value
+			}
 		}
-		if s != w {
+		if weight == 1 {
+			counted |= bit
+		}
+		add(st, weight, bit)
+		for _, e := range ix.expand[st] {
+			add(e.term, e.w*weight, bit)
+		}
+		if st != w {
 			for _, e := range ix.expand[w] {
-				add(e.term, e.w, i)
+				add(e.term, e.w*weight, bit)
 			}
 		}
 	}
-	return ts
+	if ix.plain {
+		return ts, counted
+	}
+	// Two words that a tool's text writes as one ("on call", "oncall").
+	for _, p := range q.pairs {
+		j := stem(p.joined)
+		if _, ok := s.terms[j]; !ok {
+			continue
+		}
+		var bits uint32
+		for _, i := range []int{p.a, p.b} {
+			if i >= 0 {
+				bits |= 1 << i
+			}
+		}
+		add(j, 1, bits)
+	}
+	for _, h := range q.hints {
+		add(stem(h), ix.tu.hint, 0)
+	}
+	if counted == 0 {
+		counted = 1<<len(q.words) - 1
+	}
+	return ts, counted
+}
+
+// named says whether a term is in some tool's name or server's name.
+func (s *snapshot) named(term string) bool {
+	for _, h := range s.terms[term] {
+		for _, p := range h.ps {
+			if p.tf[fieldName] > 0 || p.tf[fieldServer] > 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Search returns up to limit tools that match query, best first (ties by
@@ -519,7 +635,8 @@ func (ix *Index) SearchQuery(q *Query, limit int, allow func(name string) bool) 
 
 	n := float64(s.n)
 	k1 := ix.k1
-	for _, qt := range ix.queryTerms(q) {
+	qts, counted := ix.queryTerms(s, q)
+	for _, qt := range qts {
 		list := s.terms[qt.term]
 		var df int
 		for _, h := range list {
@@ -529,6 +646,25 @@ func (ix *Index) SearchQuery(q *Query, limit int, allow func(name string) bool) 
 			continue
 		}
 		idf := float32(math.Log(1 + (n-float64(df)+0.5)/(float64(df)+0.5)))
+		if !ix.plain && !ix.tu.joint {
+			wq := qt.w * idf
+			for _, h := range list {
+				base := s.base[h.slot]
+				for _, p := range h.ps {
+					d := base + p.doc
+					nm := &s.norm[d]
+					var sc float32
+					for f, tf := range p.tf {
+						if tf > 0 {
+							sc += ix.wk[f] * tf / (tf + nm[f])
+						}
+					}
+					acc[d] += wq * sc
+					matched[d] |= qt.words
+				}
+			}
+			continue
+		}
 		wq := qt.w * idf * (k1 + 1)
 		for _, h := range list {
 			base := s.base[h.slot]
@@ -544,16 +680,17 @@ func (ix *Index) SearchQuery(q *Query, limit int, allow func(name string) bool) 
 			}
 		}
 	}
-	if !ix.plain && len(q.words) > 1 {
+	if n := bits.OnesCount32(counted); !ix.plain && n > 1 {
 		// Coordination: a tool that matches more of the request's words
-		// ranks above one that matches a single word many times.
-		coord := make([]float32, len(q.words)+1)
+		// ranks above one that matches a single word many times. Values
+		// do not count: a tool is not better for matching a URL's words.
+		coord := make([]float32, n+1)
 		for k := range coord {
-			coord[k] = float32(math.Pow(float64(k)/float64(len(q.words)), ix.coord))
+			coord[k] = float32(math.Pow(float64(k)/float64(n), ix.coord))
 		}
 		for d, a := range acc {
 			if a > 0 {
-				acc[d] = a * coord[bits.OnesCount32(matched[d])]
+				acc[d] = a * coord[bits.OnesCount32(matched[d]&counted)]
 			}
 		}
 	}

@@ -98,3 +98,26 @@ func setOf(ws ...string) map[string]struct{} {
 	}
 	return m
 }
+
+// tableWords are the words of the tables: a capitalized one in a request
+// ("PR", "DB", "Issue") is what the request asks for, not a name.
+var tableWords = func() map[string]struct{} {
+	m := map[string]struct{}{}
+	for _, groups := range [][][]string{verbGroups, nounGroups, domainGroups} {
+		for _, g := range groups {
+			for _, w := range g {
+				m[w] = struct{}{}
+			}
+		}
+	}
+	for a, ws := range abbreviations {
+		m[a] = struct{}{}
+		for _, w := range ws {
+			m[w] = struct{}{}
+		}
+	}
+	for w := range alnumWords {
+		m[w] = struct{}{}
+	}
+	return m
+}()

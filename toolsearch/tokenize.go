@@ -50,6 +50,9 @@ func splitRun(dst []string, run string) []string {
 				split = true
 			case unicode.IsUpper(r) && unicode.IsLower(prev):
 				split = true
+			case r == 's' && i+1 == len(run) && unicode.IsUpper(prev):
+				// "listPRs", "userIDs", "URLs": an acronym's plural stays
+				// with it.
 			case unicode.IsLower(r) && unicode.IsUpper(prev) && i-prevSize > start:
 				// "HTTPServer": the 'S' before "erver" starts a word; the
 				// acronym ends before it.
