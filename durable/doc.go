@@ -69,19 +69,14 @@
 // does not know (a journal on a memory store, or named by its caller and
 // not registered, an older record) keeps the lease rules.
 //
-// Journal.GuardedRaw is Guarded for a RawEffect, an effect that may answer
-// the server's result as the bytes it received (RawResult: the result
-// object's bytes and its isError) instead of a decoded *mcp.CallToolResult.
-// The bytes are recorded as they are ({"result": <bytes>}: nothing decoded
-// or re-encoded, members the go-sdk's type does not know kept), the state
-// from RawResult.IsError (trusted, not read from the bytes); bytes that are
-// not one JSON object are recorded as a failed call ("the result could not
-// be recorded: ..."), never in doubt. The first call returns the bytes; a
-// replay decodes the record as for every effect. The audit entry written
-// with the completion gets a result carrying only IsError (its Content is
-// empty). Inside the journal there is one path: Do, Guarded and GuardedRaw
-// carry an internal answer (a value or bytes) through the claim, the
-// effect, the classification and the completion.
+// An effect answers a *mcp.CallToolResult. Inside the module, the
+// gateway's byte sender may answer the server's result as the bytes it
+// received instead (internal/rawresult): they are recorded as they are
+// ({"result": <bytes>}: nothing decoded or re-encoded, members the go-sdk's
+// type does not know kept), the state from the result's isError; bytes
+// that are not one JSON object are recorded as a failed call ("the result
+// could not be recorded: ..."), never in doubt. A replay decodes the
+// record as for every effect.
 //
 // Guarded puts a policy.Guard in front of Do and keeps approvals durable.
 // An approval authorizes one execution: it is bound to the call's key,

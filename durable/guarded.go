@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/gatehouse-dev/gatehouse/internal/rawresult"
 	"github.com/gatehouse-dev/gatehouse/policy"
 	"github.com/gatehouse-dev/gatehouse/refusal"
 	"github.com/gatehouse-dev/gatehouse/store"
@@ -94,21 +95,14 @@ func (j *Journal) maxPending() int {
 // A guard that requires approval while JournalOptions.Approvals is nil is
 // refused as denied.
 func (j *Journal) Guarded(ctx context.Context, c Call, g policy.Guard, effect Effect) (*mcp.CallToolResult, bool, error) {
-	a, replayed, err := j.guarded(ctx, c, g, anyEffect{plain: effect})
+	a, replayed, err := j.guarded(ctx, c, g, withRaw(ctx, effect))
+	if h := rawresult.From(ctx); h != nil {
+		*h = a.raw // the answer's bytes, or none: what the caller reads (internal/rawresult)
+	}
 	return a.res, replayed, err
 }
 
-// GuardedRaw is Guarded for an effect that may answer the server's result
-// as bytes (RawEffect). A fresh call answered with bytes returns them as
-// raw (res is nil): the journal recorded them as they are, without
-// decoding them. Every other answer is Guarded's: res, decoded from the
-// record on a replay, and a zero raw.
-func (j *Journal) GuardedRaw(ctx context.Context, c Call, g policy.Guard, effect RawEffect) (res *mcp.CallToolResult, raw RawResult, replayed bool, err error) {
-	a, replayed, err := j.guarded(ctx, c, g, anyEffect{raw: effect})
-	return a.res, a.raw, replayed, err
-}
-
-// guarded is Guarded for either kind of effect.
+// guarded is Guarded for an effect that may answer bytes.
 func (j *Journal) guarded(ctx context.Context, c Call, g policy.Guard, effect anyEffect) (answer, bool, error) {
 	if j.closed.Load() {
 		return answer{}, false, errClosed

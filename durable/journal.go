@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gatehouse-dev/gatehouse/internal/executor"
+	"github.com/gatehouse-dev/gatehouse/internal/rawresult"
 	"github.com/gatehouse-dev/gatehouse/pin"
 	"github.com/gatehouse-dev/gatehouse/refusal"
 	"github.com/gatehouse-dev/gatehouse/store"
@@ -293,7 +294,10 @@ func (j *Journal) Do(ctx context.Context, c Call, effect Effect) (res *mcp.CallT
 	if err != nil {
 		return nil, false, err
 	}
-	a, replayed, err := j.do(ctx, c, fp, anyEffect{plain: effect}, nil)
+	a, replayed, err := j.do(ctx, c, fp, withRaw(ctx, effect), nil)
+	if h := rawresult.From(ctx); h != nil {
+		*h = a.raw // the answer's bytes, or none: what the caller reads (internal/rawresult)
+	}
 	return a.res, replayed, err
 }
 

@@ -2,38 +2,19 @@ package durable
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gatehouse-dev/gatehouse/internal/jsonscan"
+	"github.com/gatehouse-dev/gatehouse/internal/rawresult"
 )
-
-// RawResult is a tool call's result as the server sent it: the bytes of
-// its result object, not decoded. The zero value is no result.
-type RawResult struct {
-	// JSON is the result object's bytes (a JSON object, as received: the
-	// journal stores them as they are).
-	JSON json.RawMessage
-	// IsError is the result's "isError", as the effect read it from JSON.
-	// The journal trusts it to choose the record's state (failed when
-	// true) and does not read JSON for it.
-	IsError bool
-}
-
-// RawEffect performs the real call like an Effect, and may answer the
-// server's result as bytes: when raw.JSON is not nil (and err is nil), the
-// journal records raw.JSON as the result, as it is, and res is ignored;
-// otherwise res and err mean what an Effect's answer means. Bytes that are
-// not one JSON object are recorded as a failure (see the package doc).
-type RawEffect func(ctx context.Context, idempotencyKey string) (res *mcp.CallToolResult, raw RawResult, err error)
 
 // answer is an effect's answer inside the journal: a result value (res),
 // the result's bytes (raw.JSON), or neither.
 type answer struct {
 	res *mcp.CallToolResult
-	raw RawResult
+	raw rawresult.Result
 }
 
 // empty reports whether the answer holds no result.
@@ -49,24 +30,26 @@ func (a answer) result() *mcp.CallToolResult {
 	return a.res
 }
 
-// anyEffect is the effect of one call: an Effect (plain) or a RawEffect
-// (raw), whichever is set.
+// anyEffect is the effect of one call and, when the caller's context
+// carries one (internal/rawresult: the gateway's byte sender), the
+// rawresult.Result the effect may answer in: bytes recorded as they are.
 type anyEffect struct {
 	plain Effect
-	raw   RawEffect
+	raw   *rawresult.Result
 }
 
-func (e anyEffect) missing() bool { return e.plain == nil && e.raw == nil }
+// withRaw is effect with the rawresult.Result ctx carries, if any.
+func withRaw(ctx context.Context, effect Effect) anyEffect {
+	return anyEffect{plain: effect, raw: rawresult.From(ctx)}
+}
+
+func (e anyEffect) missing() bool { return e.plain == nil }
 
 func (e anyEffect) call(ctx context.Context, ikey string) (answer, error) {
-	if e.raw != nil {
-		res, raw, err := e.raw(ctx, ikey)
-		if err == nil && raw.JSON != nil {
-			return answer{raw: raw}, nil
-		}
-		return answer{res: res}, err
-	}
 	res, err := e.plain(ctx, ikey)
+	if err == nil && res == nil && e.raw != nil && e.raw.JSON != nil {
+		return answer{raw: *e.raw}, nil
+	}
 	return answer{res: res}, err
 }
 

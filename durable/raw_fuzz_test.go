@@ -3,6 +3,7 @@ package durable
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/gatehouse-dev/gatehouse/internal/rawresult"
 	"testing"
 
 	"github.com/gatehouse-dev/gatehouse/store"
@@ -28,7 +29,7 @@ func FuzzRawOutcome(f *testing.F) {
 			return
 		}
 		for _, isErr := range []bool{false, true} {
-			st, out, known := classify(answer{raw: RawResult{JSON: b, IsError: isErr}}, nil)
+			st, out, known := classify(answer{raw: rawresult.Result{JSON: b, IsError: isErr}}, nil)
 			if !known || (st == store.StateFailed) != isErr {
 				t.Fatalf("classify(%q, isError %v) = %s %v", b, isErr, st, known)
 			}

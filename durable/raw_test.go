@@ -9,31 +9,55 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/gatehouse-dev/gatehouse/internal/rawresult"
 	"github.com/gatehouse-dev/gatehouse/policy"
 	"github.com/gatehouse-dev/gatehouse/store"
 )
 
+// rawEffect is an effect that may answer the server's result as bytes,
+// as the gateway's byte sender does.
+type rawEffect func(ctx context.Context, key string) (*mcp.CallToolResult, rawresult.Result, error)
+
+// guardedRaw calls Guarded as the gateway does for its byte sender: a
+// rawresult.Result in the context, filled by the effect, read back after.
+func guardedRaw(j *Journal, ctx context.Context, c Call, g policy.Guard, e rawEffect) (*mcp.CallToolResult, rawresult.Result, bool, error) {
+	var h rawresult.Result
+	var effect Effect // nil for a nil e
+	if e != nil {
+		effect = func(ctx context.Context, key string) (*mcp.CallToolResult, error) {
+			res, raw, err := e(ctx, key)
+			if err == nil && raw.JSON != nil {
+				h = raw
+				return nil, nil
+			}
+			return res, err
+		}
+	}
+	res, replayed, err := j.Guarded(rawresult.With(ctx, &h), c, g, effect)
+	return res, h, replayed, err
+}
+
 // rawEffectOf performs the effect server's charge (a real effect, counted
 // in its file) and answers the result as the given bytes, as a byte
 // sender that read them off the wire would.
-func rawEffectOf(cs *mcp.ClientSession, args json.RawMessage, body string, isError bool) RawEffect {
-	return func(ctx context.Context, key string) (*mcp.CallToolResult, RawResult, error) {
+func rawEffectOf(cs *mcp.ClientSession, args json.RawMessage, body string, isError bool) rawEffect {
+	return func(ctx context.Context, key string) (*mcp.CallToolResult, rawresult.Result, error) {
 		if _, err := effectOf(cs, "charge", args)(ctx, key); err != nil {
-			return nil, RawResult{}, err
+			return nil, rawresult.Result{}, err
 		}
-		return nil, RawResult{JSON: json.RawMessage(body), IsError: isError}, nil
+		return nil, rawresult.Result{JSON: json.RawMessage(body), IsError: isError}, nil
 	}
 }
 
-// noRawEffect fails the test if it runs.
-func noRawEffect(t *testing.T) RawEffect {
-	return func(context.Context, string) (*mcp.CallToolResult, RawResult, error) {
+// norawEffect fails the test if it runs.
+func norawEffect(t *testing.T) rawEffect {
+	return func(context.Context, string) (*mcp.CallToolResult, rawresult.Result, error) {
 		t.Error("the effect ran again")
-		return nil, RawResult{}, errors.New("ran again")
+		return nil, rawresult.Result{}, errors.New("ran again")
 	}
 }
 
-// TestGuardedRawRecordsBytes: a RawEffect's result bytes are what the
+// TestGuardedRawRecordsBytes: a rawEffect's result bytes are what the
 // store holds, byte for byte (whitespace, unescaped HTML, a field the
 // go-sdk's type does not know), and every replay (GuardedRaw, Guarded, Do,
 // another journal) answers the result they hold, decoded, without running
@@ -49,7 +73,7 @@ func TestGuardedRawRecordsBytes(t *testing.T) {
 		args := json.RawMessage(`{"amount":42}`)
 		c := Call{RunID: "run1", ToolCallID: "c1", Server: "bank", Tool: "charge", Args: args, Owner: "alice"}
 
-		res, raw, replayed, err := j.GuardedRaw(ctx, c, policy.AllowAll(), rawEffectOf(cs, args, body, false))
+		res, raw, replayed, err := guardedRaw(j, ctx, c, policy.AllowAll(), rawEffectOf(cs, args, body, false))
 		if err != nil || replayed || res != nil || string(raw.JSON) != body || raw.IsError {
 			t.Fatalf("fresh: res=%v raw=%s replayed=%v err=%v", res, raw.JSON, replayed, err)
 		}
@@ -73,7 +97,7 @@ func TestGuardedRawRecordsBytes(t *testing.T) {
 		}
 		j2 := newJournal(t, s, &JournalOptions{Scope: "app"})
 		for _, jj := range []*Journal{j, j2} {
-			res, raw, replayed, err := jj.GuardedRaw(ctx, c, policy.AllowAll(), noRawEffect(t))
+			res, raw, replayed, err := guardedRaw(jj, ctx, c, policy.AllowAll(), norawEffect(t))
 			if raw.JSON != nil {
 				t.Fatalf("a replay answered bytes: %s", raw.JSON)
 			}
@@ -89,14 +113,14 @@ func TestGuardedRawRecordsBytes(t *testing.T) {
 
 		// isError: recorded failed, the bytes kept, replayed as the result.
 		f := Call{RunID: "run1", ToolCallID: "c2", Server: "bank", Tool: "charge", Args: args, Owner: "alice"}
-		_, raw, _, err = j.GuardedRaw(ctx, f, policy.AllowAll(), rawEffectOf(cs, args, failing, true))
+		_, raw, _, err = guardedRaw(j, ctx, f, policy.AllowAll(), rawEffectOf(cs, args, failing, true))
 		if err != nil || string(raw.JSON) != failing || !raw.IsError {
 			t.Fatalf("isError: raw=%s err=%v", raw.JSON, err)
 		}
 		if rec := getRecord(t, s, j, f); rec.State != store.StateFailed || string(rec.Outcome) != `{"result":`+failing+`}` {
 			t.Fatalf("isError record %s %s", rec.State, rec.Outcome)
 		}
-		res, _, replayed, err = j2.GuardedRaw(ctx, f, policy.AllowAll(), noRawEffect(t))
+		res, _, replayed, err = guardedRaw(j2, ctx, f, policy.AllowAll(), norawEffect(t))
 		if err != nil || !replayed || !res.IsError || res.Content[0].(*mcp.TextContent).Text != "no funds" {
 			t.Fatalf("isError replay: %+v %v %v", res, replayed, err)
 		}
@@ -127,7 +151,7 @@ func TestGuardedRawNotAnObject(t *testing.T) {
 		args := json.RawMessage(`{"amount":1}`)
 		for _, tc := range cases {
 			c := Call{RunID: "bad", ToolCallID: tc.name, Server: "bank", Tool: "charge", Args: args}
-			res, raw, replayed, err := j.GuardedRaw(ctx, c, policy.AllowAll(), rawEffectOf(cs, args, tc.body, false))
+			res, raw, replayed, err := guardedRaw(j, ctx, c, policy.AllowAll(), rawEffectOf(cs, args, tc.body, false))
 			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "could not be recorded") || res != nil || raw.JSON != nil || replayed {
 				t.Fatalf("%s: res=%v raw=%q replayed=%v err=%v", tc.name, res, raw.JSON, replayed, err)
 			}
@@ -136,7 +160,7 @@ func TestGuardedRawNotAnObject(t *testing.T) {
 				t.Fatalf("%s: record %s %s", tc.name, rec.State, rec.Outcome)
 			}
 			for range 2 { // a repeatable tool too: a failure is final
-				_, _, replayed, err2 := j.GuardedRaw(ctx, c, policy.AllowAll(), noRawEffect(t))
+				_, _, replayed, err2 := guardedRaw(j, ctx, c, policy.AllowAll(), norawEffect(t))
 				if !replayed || err2 == nil || err2.Error() != err.Error() {
 					t.Fatalf("%s: retry replayed=%v err=%v, want %v", tc.name, replayed, err2, err)
 				}
@@ -148,7 +172,7 @@ func TestGuardedRawNotAnObject(t *testing.T) {
 	})
 }
 
-// TestGuardedRawDecodedAnswer: a RawEffect that answers a value (the
+// TestGuardedRawDecodedAnswer: a rawEffect that answers a value (the
 // go-sdk client's path) is recorded as an Effect's answer is.
 func TestGuardedRawDecodedAnswer(t *testing.T) {
 	forEachStore(t, func(t *testing.T, s store.Store) {
@@ -156,9 +180,9 @@ func TestGuardedRawDecodedAnswer(t *testing.T) {
 		j, cs, _ := effectJournal(t, s, nil)
 		args := json.RawMessage(`{"amount":3}`)
 		c := Call{RunID: "r", ToolCallID: "v", Server: "bank", Tool: "charge", Args: args}
-		res, raw, replayed, err := j.GuardedRaw(ctx, c, policy.AllowAll(), func(ctx context.Context, key string) (*mcp.CallToolResult, RawResult, error) {
+		res, raw, replayed, err := guardedRaw(j, ctx, c, policy.AllowAll(), func(ctx context.Context, key string) (*mcp.CallToolResult, rawresult.Result, error) {
 			res, err := effectOf(cs, "charge", args)(ctx, key)
-			return res, RawResult{}, err
+			return res, rawresult.Result{}, err
 		})
 		if err != nil || replayed || res == nil || raw.JSON != nil {
 			t.Fatalf("fresh: %v %s %v %v", res, raw.JSON, replayed, err)
@@ -167,12 +191,12 @@ func TestGuardedRawDecodedAnswer(t *testing.T) {
 		if rec := getRecord(t, s, j, c); rec.State != store.StateSucceeded || string(rec.Outcome) != `{"result":`+string(first)+`}` {
 			t.Fatalf("record %s %s", rec.State, rec.Outcome)
 		}
-		again, _, replayed, err := j.GuardedRaw(ctx, c, policy.AllowAll(), noRawEffect(t))
+		again, _, replayed, err := guardedRaw(j, ctx, c, policy.AllowAll(), norawEffect(t))
 		if err != nil || !replayed || string(mustJSONT(t, again)) != string(first) {
 			t.Fatalf("replay %s %v %v", mustJSONT(t, again), replayed, err)
 		}
-		var nilEffect RawEffect
-		if _, _, _, err := j.GuardedRaw(ctx, Call{RunID: "r", ToolCallID: "nil", Server: "bank", Tool: "charge"}, policy.AllowAll(), nilEffect); !errors.Is(err, ErrInvalidCall) {
+		var nilEffect rawEffect
+		if _, _, _, err := guardedRaw(j, ctx, Call{RunID: "r", ToolCallID: "nil", Server: "bank", Tool: "charge"}, policy.AllowAll(), nilEffect); !errors.Is(err, ErrInvalidCall) {
 			t.Fatalf("nil effect: %v", err)
 		}
 	})

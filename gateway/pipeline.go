@@ -24,6 +24,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/tracing"
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/upauth"
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/wire"
+	"github.com/gatehouse-dev/gatehouse/internal/rawresult"
 	"github.com/gatehouse-dev/gatehouse/policy"
 	"github.com/gatehouse-dev/gatehouse/refusal"
 	"github.com/gatehouse-dev/gatehouse/server"
@@ -225,54 +226,50 @@ func (p *pipeline) call(ctx context.Context, req *callRequest) (out callOutcome)
 	var sentBy string
 	defer func() { out.sender = sentBy }()
 	var runID, callID string
-	// The effect answers the byte sender's result as bytes (isError read
-	// from them once): the journal records them as they are and the
-	// caller gets them, neither decodes them.
-	effect := func(ctx context.Context, _ string) (*mcp.CallToolResult, durable.RawResult, error) {
-		span.Cleared(runID != "")
+	// raw is a fresh answer's bytes (the byte sender's), isError read from
+	// them once: the journal records them as they are (internal/rawresult)
+	// and the caller gets them; neither decodes them.
+	var raw rawresult.Result
+	// The effect's key is the journal's upstream key (runID:callID), ""
+	// for an unkeyed call.
+	effect := func(ctx context.Context, key string) (*mcp.CallToolResult, error) {
+		span.Cleared(key != "")
 		tg, err := p.ts.Target(ctx, req.tool)
 		if err != nil {
 			if r, ok := refusalOf(err); ok {
 				// Quarantined or withdrawn since the check above: nothing
 				// was sent, and the same call gets the same answer (Failed:
 				// the journal records it as a failure, never in doubt).
-				return nil, durable.RawResult{}, durable.Failed(r)
+				return nil, durable.Failed(r)
 			}
-			return nil, durable.RawResult{}, err
+			return nil, err
 		}
-		if runID != "" && info.Contract != "" && tg.Contract != info.Contract {
+		if key != "" && info.Contract != "" && tg.Contract != info.Contract {
 			// The tool's trusted contract changed (a trust the served map
 			// had not followed yet) since the journal checked the call,
 			// and any approval, against info.Contract: nothing is sent.
-			return nil, durable.RawResult{}, durable.Failed(&refusal.Error{Code: refusal.Quarantined,
+			return nil, durable.Failed(&refusal.Error{Code: refusal.Quarantined,
 				Message: fmt.Sprintf("tool %s changed as the call was made (its trusted contract is no longer the one the call was checked under); nothing was sent: send it again with a new idempotency key", req.tool)})
 		}
-		c := relay.Call{Args: req.args, Meta: req.meta, MetaJSON: req.metaJSON, Caller: req.caller, ProgressToken: req.progress}
-		if runID != "" {
-			c.Key = runID + ":" + callID
-		}
+		c := relay.Call{Args: req.args, Meta: req.meta, MetaJSON: req.metaJSON, Caller: req.caller, ProgressToken: req.progress, Key: key}
 		ctx, up := p.trace.Upstream(ctx, tg, &c)
-		snd := p.senderFor(tg, &c)
-		if p.upauth.PerSubject(info.Server) {
-			snd = subjectSender{m: p.upauth, subject: string(subject), token: callerToken(req.info.TokenInfo)}
-		}
-		rep, err := snd.send(ctx, tg, c)
+		rep, err := p.senderFor(tg, &c, subject, req.info).send(ctx, tg, c)
 		up.End(err, rep.result, rep.raw)
 		sentBy = rep.via
 		p.observeUpstream(info.Server, err, ctx.Err() != nil)
 		if err != nil {
 			if r, ok := refusalOf(err); ok {
-				return nil, durable.RawResult{}, durable.Failed(r) // refused after a reconnect's re-listing
+				return nil, durable.Failed(r) // refused after a reconnect's re-listing
 			}
-			return nil, durable.RawResult{}, err
+			return nil, err
 		}
 		if rep.result == nil && rep.raw != nil {
-			return nil, durable.RawResult{JSON: rep.raw, IsError: wire.IsError(rep.raw)}, nil
+			raw = rawresult.Result{JSON: rep.raw, IsError: wire.IsError(rep.raw)}
+			return nil, nil
 		}
-		return rep.result, durable.RawResult{}, nil
+		return rep.result, nil
 	}
 
-	var raw durable.RawResult // a fresh answer's bytes (the byte sender's)
 	if req.key != "" {
 		runID, callID = unitOfWork(subject, req.tool, req.key)
 		// Contract: the tool's trusted contract as the served map holds it
@@ -282,9 +279,9 @@ func (p *pipeline) call(ctx context.Context, req *callRequest) (out callOutcome)
 			RemoteName: info.RemoteName, Args: req.args, Owner: string(subject), Key: req.key, Contract: info.Contract}
 		c.Audit = p.keyedAudit(subject, req, info.Server, start)
 		keyed = c.Audit
-		res, raw, out.replayed, err = p.journal.GuardedRaw(ctx, c, p.guard, effect)
+		res, out.replayed, err = p.journal.Guarded(rawresult.With(ctx, &raw), c, p.guard, effect)
 	} else {
-		res, raw, err = p.unkeyed(ctx, subject, req.tool, info, req.args, effect)
+		res, err = p.unkeyed(ctx, subject, req.tool, info, req.args, effect)
 	}
 	if raw.JSON != nil && !out.replayed && (err == nil || errors.Is(err, durable.ErrNotRecorded)) {
 		if err != nil {
@@ -337,23 +334,23 @@ func refusalOf(err error) (*refusal.Error, bool) {
 
 // unkeyed runs a call without a work key: guards apply, nothing is
 // journaled, and no idempotency key goes upstream.
-func (p *pipeline) unkeyed(ctx context.Context, subject server.Subject, name string, info toolset.ToolInfo, args json.RawMessage, effect durable.RawEffect) (*mcp.CallToolResult, durable.RawResult, error) {
+func (p *pipeline) unkeyed(ctx context.Context, subject server.Subject, name string, info toolset.ToolInfo, args json.RawMessage, effect durable.Effect) (*mcp.CallToolResult, error) {
 	d, err := policy.Evaluate(ctx, p.guard, policy.Call{Server: info.Server, Tool: name, RemoteName: info.RemoteName, Args: args, Subject: string(subject)})
 	if err != nil {
-		return nil, durable.RawResult{}, &refusal.Error{Code: refusal.Denied, Message: "the call could not be checked; it was not run", Err: err}
+		return nil, &refusal.Error{Code: refusal.Denied, Message: "the call could not be checked; it was not run", Err: err}
 	}
 	switch d.Verdict {
 	case policy.Allow:
 		return effect(ctx, "")
 	case policy.RequireApproval:
-		return nil, durable.RawResult{}, &refusal.Error{Code: refusal.Denied,
+		return nil, &refusal.Error{Code: refusal.Denied,
 			Message: fmt.Sprintf("the call to %s needs an operator's approval; send it with _meta.idempotencyKey so the approved call can be retried", name)}
 	default:
 		code := d.Code
 		if code == "" {
 			code = refusal.Denied
 		}
-		return nil, durable.RawResult{}, &refusal.Error{Code: code, Message: d.Reason}
+		return nil, &refusal.Error{Code: code, Message: d.Reason}
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/relay"
+	"github.com/gatehouse-dev/gatehouse/server"
 	"github.com/gatehouse-dev/gatehouse/toolset"
 )
 
@@ -87,11 +88,16 @@ func (s byteSender) send(ctx context.Context, tg toolset.Target, c relay.Call) (
 	return reply{raw: raw, via: "bytes"}, err
 }
 
-// senderFor chooses the sender of one call: bytes when http.bytePath
+// senderFor chooses the sender of one call, the only place that does: a
+// server with auth: user or exchange gets the subject's own upstream
+// session (subjectSender, upauth.go); otherwise bytes when http.bytePath
 // allows them and the relay can carry this call that way now (a shared
 // streamable HTTP session, nothing to route back to the caller), else the
 // go-sdk's client.
-func (p *pipeline) senderFor(tg toolset.Target, c *relay.Call) sender {
+func (p *pipeline) senderFor(tg toolset.Target, c *relay.Call, subject server.Subject, info server.RequestInfo) sender {
+	if p.upauth.PerSubject(tg.Upstream.Name()) {
+		return subjectSender{m: p.upauth, subject: string(subject), token: callerToken(info.TokenInfo)}
+	}
 	if p.bytes && p.relay.BytesReady(tg, c) {
 		return byteSender{p.relay}
 	}
