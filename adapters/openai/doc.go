@@ -72,6 +72,16 @@
 // carried between turns; the function calls are sent back without their
 // item IDs, which the API accepts.
 //
-// Package openaitest is a local server speaking both wire formats (non-
-// streaming), for tests and for running an agent without a key.
+// Streaming: both models are loop.StreamModels. With loop.Options.OnDelta
+// set, each turn is one streamed request (the SDK's NewStreaming parses
+// the server-sent events) and OnDelta gets the text and each function
+// call's name, ID and argument fragments as they arrive; the turn is
+// journaled only when the stream has delivered the whole response (a
+// finish reason; response.completed), exactly as a non-streamed turn. A
+// stream that fails or is cut is an error (ErrIncomplete when it ended
+// cleanly too early) and records no response: the resume asks again.
+//
+// Package openaitest is a local server speaking both wire formats,
+// streamed (server-sent events) or not, for tests and for running an
+// agent without a key.
 package openai

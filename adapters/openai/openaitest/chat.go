@@ -51,10 +51,6 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	if _, ok := s.read(w, r, &req); !ok {
 		return
 	}
-	if req.Stream {
-		apiError(w, "openaitest: streaming is not supported; send a non-streaming request", "stream")
-		return
-	}
 	if req.Model == "" {
 		apiError(w, "you must provide a model parameter", "model")
 		return
@@ -123,6 +119,10 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 				"function": map[string]any{"name": c.Name, "arguments": c.Args}})
 		}
 		msg["tool_calls"] = calls
+	}
+	if req.Stream {
+		s.chatStream(w, id, req.Model, rep, turn, finish)
+		return
 	}
 	in, out := 0, 8
 	for _, m := range req.Messages {

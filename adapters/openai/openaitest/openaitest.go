@@ -1,8 +1,12 @@
 // Package openaitest is a local stand-in for the OpenAI API in tests and
 // examples: an HTTP server on 127.0.0.1 that speaks the wire format of the
 // Responses API (POST /v1/responses) and of Chat Completions (POST
-// /v1/chat/completions) as OpenAI documents them, non-streaming only, with
-// answers scripted deterministically from the request.
+// /v1/chat/completions) as OpenAI documents them, with answers scripted
+// deterministically from the request. A request with "stream": true is
+// answered with server-sent events, as the API streams: Chat's
+// chat.completion.chunk events ending with "data: [DONE]", the Responses
+// API's typed events ending with response.completed. CutNext makes the
+// next stream stop mid-way, the connection closed, as a dropped one is.
 //
 //	srv := openaitest.NewServer(
 //		openaitest.Reply{Calls: []openaitest.Call{{ID: "call_1", Name: "bank__charge", Args: `{"amount":5}`}}},
@@ -26,8 +30,8 @@
 // JSON Schema object of type "object" or that have "oneOf", "anyOf",
 // "allOf", "enum" or "not" at the top level, a deferred function
 // (defer_loading) without a tool_search tool, a tool result answering a
-// call the conversation does not hold, a call left without its result, a
-// streaming request and a request without a model.
+// call the conversation does not hold, a call left without its result and
+// a request without a model.
 package openaitest
 
 import (
@@ -73,6 +77,7 @@ type Server struct {
 	turns  map[string]int      // response ID -> turns its conversation holds after it
 	prev   map[string][]string // response ID -> the call IDs it made
 	seq    int
+	cut    int // events before the next stream is cut (0: none)
 }
 
 // NewServer starts a server answering turn n with replies[n].

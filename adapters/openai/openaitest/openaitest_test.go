@@ -3,6 +3,8 @@ package openaitest_test
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -46,7 +48,6 @@ func TestRefusals(t *testing.T) {
 	}{
 		{"not JSON", "/v1/responses", `{`, "could not parse"},
 		{"no model", "/v1/responses", `{"input":"hi"}`, "'model'"},
-		{"stream", "/v1/responses", `{"model":"m","input":"hi","stream":true}`, "streaming"},
 		{"bad name", "/v1/responses", `{"model":"m","input":"hi","tools":[{"type":"function","name":"a.b","parameters":{"type":"object"}}]}`, "does not match pattern"},
 		{"long name", "/v1/responses", `{"model":"m","input":"hi","tools":[{"type":"function","name":"` + strings.Repeat("a", 65) + `"}]}`, "does not match pattern"},
 		{"duplicate name", "/v1/responses", `{"model":"m","input":"hi","tools":[` + okTool + `,` + okTool + `]}`, "Duplicate tool name"},
@@ -62,7 +63,6 @@ func TestRefusals(t *testing.T) {
 		{"unknown previous", "/v1/responses", `{"model":"m","input":"hi","previous_response_id":"resp_nope"}`, "not found"},
 		{"chat no model", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}]}`, "model"},
 		{"chat no messages", "/v1/chat/completions", `{"model":"m","messages":[]}`, "too short"},
-		{"chat stream", "/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"hi"}],"stream":true}`, "streaming"},
 		{"chat bad name", "/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"a b"}}]}`, "does not match pattern"},
 		{"chat tool without call", "/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"hi"},{"role":"tool","tool_call_id":"c1","content":"x"}]}`, "must be a response to a preceeding message with 'tool_calls'"},
 		{"chat call unanswered", "/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"hi"},{"role":"assistant","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}},{"id":"c2","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c1","content":"x"}]}`, "did not have response messages: c2"},
@@ -148,5 +148,161 @@ func TestParts(t *testing.T) {
 		if strings.Join(got, "|") != strings.Join(want, "|") || (got == nil) != (want == nil) {
 			t.Errorf("Parts(%s) = %q, want %q", raw, got, want)
 		}
+	}
+}
+
+// events reads a streamed answer: each event's name ("" without an
+// event: line) and data, in order, checking the SSE framing.
+func events(t *testing.T, srv *openaitest.Server, path, body string) ([][2]string, error) {
+	t.Helper()
+	resp, err := http.Post(srv.URL+path, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); resp.StatusCode != 200 || !strings.HasPrefix(ct, "text/event-stream") {
+		t.Fatalf("status %d, content type %q", resp.StatusCode, ct)
+	}
+	raw, err := io.ReadAll(resp.Body)
+	var out [][2]string
+	for _, ev := range strings.Split(string(raw), "\n\n") {
+		if ev == "" {
+			continue
+		}
+		var name, data string
+		for _, line := range strings.Split(ev, "\n") {
+			switch {
+			case strings.HasPrefix(line, "event: "):
+				name = strings.TrimPrefix(line, "event: ")
+			case strings.HasPrefix(line, "data: "):
+				data = strings.TrimPrefix(line, "data: ")
+			default:
+				t.Fatalf("line %q is not SSE", line)
+			}
+		}
+		out = append(out, [2]string{name, data})
+	}
+	return out, err
+}
+
+// TestChatStreamWire: "stream": true on Chat Completions answers
+// chat.completion.chunk events on data: lines (no event: names), the text
+// word by word, each call's ID and name then its arguments in pieces, the
+// finish reason, and "data: [DONE]" last.
+func TestChatStreamWire(t *testing.T) {
+	srv := openaitest.NewServer(openaitest.Reply{Text: "One two three.", Calls: []openaitest.Call{{ID: "call_x", Name: "f", Args: `{"amount":12345}`}}})
+	defer srv.Close()
+	evs, err := events(t, srv, "/v1/chat/completions", `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last := evs[len(evs)-1]; last != [2]string{"", "[DONE]"} {
+		t.Fatalf("last event %v", last)
+	}
+	var text, args, finish string
+	var texts int
+	for _, ev := range evs[:len(evs)-1] {
+		var c struct {
+			Object  string `json:"object"`
+			Choices []struct {
+				Delta struct {
+					Content   string `json:"content"`
+					ToolCalls []struct {
+						Index    int    `json:"index"`
+						ID       string `json:"id"`
+						Function struct {
+							Name, Arguments string
+						} `json:"function"`
+					} `json:"tool_calls"`
+				} `json:"delta"`
+				FinishReason *string `json:"finish_reason"`
+			} `json:"choices"`
+		}
+		if ev[0] != "" || json.Unmarshal([]byte(ev[1]), &c) != nil || c.Object != "chat.completion.chunk" || len(c.Choices) != 1 {
+			t.Fatalf("event %v", ev)
+		}
+		ch := c.Choices[0]
+		if ch.Delta.Content != "" {
+			texts++
+		}
+		text += ch.Delta.Content
+		for _, tc := range ch.Delta.ToolCalls {
+			if tc.ID != "" && (tc.ID != "call_x" || tc.Function.Name != "f") {
+				t.Fatalf("call header %+v", tc)
+			}
+			args += tc.Function.Arguments
+		}
+		if ch.FinishReason != nil {
+			finish = *ch.FinishReason
+		}
+	}
+	if text != "One two three." || texts != 3 || args != `{"amount":12345}` || finish != "tool_calls" {
+		t.Fatalf("streamed text %q in %d, args %q, finish %q", text, texts, args, finish)
+	}
+}
+
+// TestResponsesStreamWire: "stream": true on the Responses API answers
+// typed events (an event: line naming the data's type), numbered in
+// sequence, from response.created to response.completed holding the
+// whole response; the deltas add up to the output.
+func TestResponsesStreamWire(t *testing.T) {
+	srv := openaitest.NewServer(openaitest.Reply{Text: "One two.", Calls: []openaitest.Call{{ID: "call_y", Name: "g", Args: `{"a":"bcdefgh"}`}}})
+	defer srv.Close()
+	evs, err := events(t, srv, "/v1/responses", `{"model":"m","stream":true,"input":"hi"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	var text, args string
+	for i, ev := range evs {
+		var e struct {
+			Type     string `json:"type"`
+			Seq      int    `json:"sequence_number"`
+			Delta    string `json:"delta"`
+			Response struct {
+				Status string            `json:"status"`
+				Output []json.RawMessage `json:"output"`
+			} `json:"response"`
+		}
+		if json.Unmarshal([]byte(ev[1]), &e) != nil || e.Type != ev[0] || e.Seq != i {
+			t.Fatalf("event %d: %v", i, ev)
+		}
+		names = append(names, e.Type)
+		switch e.Type {
+		case "response.output_text.delta":
+			text += e.Delta
+		case "response.function_call_arguments.delta":
+			args += e.Delta
+		case "response.completed":
+			if e.Response.Status != "completed" || len(e.Response.Output) != 2 {
+				t.Fatalf("completed %s", ev[1])
+			}
+		}
+	}
+	want := "response.created response.in_progress response.output_item.added response.content_part.added " +
+		"response.output_text.delta response.output_text.delta response.output_text.done response.content_part.done " +
+		"response.output_item.done response.output_item.added response.function_call_arguments.delta " +
+		"response.function_call_arguments.delta response.function_call_arguments.delta response.function_call_arguments.done " +
+		"response.output_item.done response.completed"
+	if strings.Join(names, " ") != want || text != "One two." || args != `{"a":"bcdefgh"}` {
+		t.Fatalf("events %v, text %q, args %q", names, text, args)
+	}
+}
+
+// TestCutNext: the next stream stops after the given events with the
+// connection closed mid-body (an unexpected EOF, no [DONE]); the one
+// after streams whole.
+func TestCutNext(t *testing.T) {
+	srv := openaitest.NewServer(openaitest.Reply{Text: "a b c d e f"})
+	defer srv.Close()
+	const req = `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`
+	srv.CutNext(3)
+	evs, err := events(t, srv, "/v1/chat/completions", req)
+	if !errors.Is(err, io.ErrUnexpectedEOF) || len(evs) != 3 {
+		t.Fatalf("cut stream: %d events, %v", len(evs), err)
+	}
+	evs, err = events(t, srv, "/v1/chat/completions", req)
+	if err != nil || evs[len(evs)-1][1] != "[DONE]" {
+		t.Fatalf("next stream: %d events, %v", len(evs), err)
 	}
 }

@@ -89,10 +89,6 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if req.Stream {
-		apiError(w, "openaitest: streaming is not supported; send a non-streaming request", "stream")
-		return
-	}
 	if req.Model == "" {
 		apiError(w, "Missing required parameter: 'model'.", "model")
 		return
@@ -210,7 +206,7 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 	tools := []json.RawMessage{}
 	tools = append(tools, echo.Tools...)
 	in, out := tokens(req.Input), 8*len(output)
-	writeJSON(w, map[string]any{
+	resp := map[string]any{
 		"id": id, "object": "response", "created_at": 1767225600, "status": "completed",
 		"error": nil, "incomplete_details": nil, "instructions": instr, "max_output_tokens": nil,
 		"model": req.Model, "output": output, "parallel_tool_calls": true, "previous_response_id": prevID,
@@ -222,7 +218,12 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 			"output_tokens": out, "output_tokens_details": map[string]any{"reasoning_tokens": 0},
 			"total_tokens": in + out,
 		},
-	})
+	}
+	if req.Stream {
+		s.responsesStream(w, resp)
+		return
+	}
+	writeJSON(w, resp)
 }
 
 // tokens is a stand-in token count: four bytes a token.
