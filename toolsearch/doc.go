@@ -50,5 +50,16 @@
 //     general word's senses are not a tool catalog's; a catalog's top
 //     hits share their server's words, not the request's): the tests keep
 //     the measurement of the first (TestThesaurusMeasured).
-//   - No embedding model: nothing is fetched or loaded at run time.
+//   - An embedding model only if the operator provides one: with
+//     Options.Model (LoadModel, a model2vec directory such as
+//     potion-base-8M's), the lexical ranking's best candidates are
+//     re-ranked by the cosine similarity of mean-pooled token vectors.
+//     The safetensors and tokenizer.json readers are in this package, on
+//     the standard library; nothing is fetched at run time.
+//   - Values in a request are weighed down: the words of a URL, path,
+//     e-mail address, quoted text or number, and a capitalized word no
+//     tool's or server's name has, say what to act on, not which tool.
+//   - Each field saturates on its own (its k1 and b, Options.FieldK1 and
+//     FieldB), so that a long description repeating a word cannot outweigh
+//     a name that says it once.
 package toolsearch

@@ -24,6 +24,12 @@ const (
 	// DefaultLimit is the number of hits a search returns when its limit
 	// is not positive.
 	DefaultLimit = 10
+	// DefaultSemanticWeight is the share of a model's similarity in a
+	// re-ranked score.
+	DefaultSemanticWeight = 0.5
+	// semanticCandidates is how many of the lexical ranking's best tools a
+	// model re-ranks, at least (three times the limit, when more).
+	semanticCandidates = 30
 )
 
 // tuning holds the weights of query expansions, relative to a word of the
@@ -91,6 +97,14 @@ type Options struct {
 	FieldK1, FieldB *Weights
 	// Weights are the field weights; nil means DefaultWeights.
 	Weights *Weights
+	// Model, when set, re-ranks the lexical ranking's best candidates by
+	// the cosine similarity of the request's and each tool's vectors (see
+	// LoadModel): a tool's vector is computed once, when it is indexed.
+	Model *Model
+	// SemanticWeight is the share of the model's similarity in a
+	// re-ranked score, the rest being the lexical score relative to the
+	// best candidate's; zero means DefaultSemanticWeight.
+	SemanticWeight float64
 	// Plain makes the index plain BM25 over the same words: no stemming, no
 	// synonyms, no abbreviations, every field of weight 1. It is the
 	// baseline the benchmark compares with.
@@ -107,6 +121,8 @@ type Index struct {
 	fb      [numFields]float32 // per-field length normalization
 	wk      [numFields]float32 // weight × (k1 + 1), per field
 	tu      tuning
+	model   *Model
+	alpha   float32 // the semantic weight
 	plain   bool
 	expand  map[string][]wterm // query word's stem → expansions
 	coord   float64            // coordination exponent
@@ -160,6 +176,7 @@ type segment struct {
 	names    []string
 	lens     [][numFields]float32
 	postings map[string][]posting
+	vecs     [][]float32 // each tool's vector, with a model
 }
 
 // snapshot is an immutable state of the index. Each server's segment has
@@ -172,6 +189,7 @@ type snapshot struct {
 	terms  map[string][]hold // term → the slots that hold it, with their postings
 	base   []int32           // slot → its first flat document number
 	names  []string          // flat document number → name
+	vecs   [][]float32       // flat document number → vector, with a model
 	norm   [][numFields]float32
 	n      int
 	lens   [numFields]float64 // total length of each field
@@ -227,6 +245,11 @@ func newIndex(opts *Options, tu tuning) *Index {
 		plain:   o.Plain,
 		coord:   tu.coord,
 		tu:      tu,
+		model:   o.Model,
+		alpha:   float32(o.SemanticWeight),
+	}
+	if ix.alpha <= 0 || ix.alpha > 1 {
+		ix.alpha = DefaultSemanticWeight
 	}
 	for f, v := range [numFields]float64{fk1.Name, fk1.Title, fk1.Description, fk1.Params, fk1.Server} {
 		ix.fk1[f] = float32(max(v, 0.01))
@@ -422,6 +445,9 @@ func (ix *Index) snapshot(slots []*segment, slotOf map[string]int32, terms map[s
 			continue
 		}
 		s.names = append(s.names, seg.names...)
+		if ix.model != nil {
+			s.vecs = append(s.vecs, seg.vecs...)
+		}
 		for _, l := range seg.lens {
 			var nm [numFields]float32
 			for f := range nm {
@@ -487,6 +513,10 @@ func (ix *Index) segment(server string, docs []Doc) *segment {
 		count(fieldServer, d.PluginDescription)
 		for t, c := range tf {
 			seg.postings[t] = append(seg.postings[t], posting{doc: int32(i), tf: *c})
+		}
+		if ix.model != nil {
+			name := strings.Join(words(nil, strings.TrimPrefix(d.Name, srv+"__")), " ")
+			seg.vecs = append(seg.vecs, ix.model.Embed(name+". "+d.Title+". "+d.Description))
 		}
 	}
 	return seg
@@ -694,11 +724,64 @@ func (ix *Index) SearchQuery(q *Query, limit int, allow func(name string) bool) 
 			}
 		}
 	}
-	return topHits(acc, s.names, limit, allow)
+	if ix.model == nil {
+		return topHits(acc, s.names, limit, allow)
+	}
+	return ix.rerank(s, q, topScored(acc, s.names, max(semanticCandidates, 3*limit), allow), limit)
+}
+
+// rerank orders a lexical ranking's best hits by a mix of their lexical
+// score, relative to the best one's, and the cosine similarity of the
+// request's vector (of its words that are not values) and theirs.
+func (ix *Index) rerank(s *snapshot, q *Query, top []scored, limit int) []Hit {
+	hits := make([]Hit, len(top))
+	for i, e := range top {
+		hits[i] = Hit{Name: s.names[e.doc], Score: float64(e.score)}
+	}
+	if len(top) == 0 {
+		return hits
+	}
+	var text []string
+	for i, w := range q.words {
+		if q.kind[i] != hardValue {
+			text = append(text, w)
+		}
+	}
+	qv := ix.model.Embed(strings.Join(text, " "))
+	if qv == nil {
+		return hits[:min(limit, len(hits))]
+	}
+	best := hits[0].Score
+	a := float64(ix.alpha)
+	for i, e := range top {
+		sim := float64(max(cosine(qv, s.vecs[e.doc]), 0))
+		hits[i].Score = (1-a)*hits[i].Score/best + a*sim
+	}
+	slices.SortStableFunc(hits, func(x, y Hit) int {
+		switch {
+		case x.Score > y.Score:
+			return -1
+		case x.Score < y.Score:
+			return 1
+		}
+		return strings.Compare(x.Name, y.Name)
+	})
+	return hits[:min(limit, len(hits))]
 }
 
 // topHits returns the limit best scored documents that allow accepts.
 func topHits(acc []float32, names []string, limit int, allow func(string) bool) []Hit {
+	top := topScored(acc, names, limit, allow)
+	out := make([]Hit, len(top))
+	for i, e := range top {
+		out[i] = Hit{Name: names[e.doc], Score: float64(e.score)}
+	}
+	return out
+}
+
+// topScored returns the limit best scored documents that allow accepts,
+// best first.
+func topScored(acc []float32, names []string, limit int, allow func(string) bool) []scored {
 	h := &hitHeap{names: names, items: make([]scored, 0, limit+1)}
 	for d, sc := range acc {
 		if sc <= 0 {
@@ -715,10 +798,9 @@ func topHits(acc []float32, names []string, limit int, allow func(string) bool) 
 			heap.Pop(h)
 		}
 	}
-	out := make([]Hit, len(h.items))
+	out := make([]scored, len(h.items))
 	for i := len(out) - 1; i >= 0; i-- {
-		e := heap.Pop(h).(scored)
-		out[i] = Hit{Name: names[e.doc], Score: float64(e.score)}
+		out[i] = heap.Pop(h).(scored)
 	}
 	return out
 }
