@@ -99,6 +99,17 @@
 // tool's description; the tool still gets the model's arguments as they
 // are.
 //
+// # Streaming
+//
+// Model is a loop.StreamModel: with loop.Options.OnDelta set, each turn is
+// one streamed request (the SDK's NewStreaming and Message.Accumulate) and
+// OnDelta gets each text_delta and each tool_use block's ID, name and
+// input_json_delta pieces as they arrive. The turn is journaled only once
+// message_stop is in, with the same record a non-streamed turn writes; a
+// stream that fails, is cut, or ends before message_stop (ErrIncomplete)
+// records no response, and the resume asks again.
+//
 // The package anthropictest is a local Messages API (POST /v1/messages,
-// non-streaming) for tests and examples.
+// streamed as server-sent events for "stream": true, or not) for tests
+// and examples.
 package anthropic

@@ -23,7 +23,8 @@ const DefaultMaxTokens = 4096
 var ErrConversation = errors.New("anthropic: conversation cannot be sent")
 
 // Model is a loop.Model over the Messages API: each turn is one
-// non-streaming POST /v1/messages with the run's system prompt, its
+// POST /v1/messages (streamed when loop.Options.OnDelta is set: see
+// TurnStream) with the run's system prompt, its
 // conversation and its tools; the reply's text and tool_use blocks are the
 // turn's response. The tool_use IDs the API gave are kept as the calls'
 // IDs, and loop.Run journals them with the turn, so a resumed run sends

@@ -17,6 +17,8 @@ type Request struct {
 	System   string
 	Messages []Message
 	Tools    []Tool
+	// Stream is the request's "stream": the answer is server-sent events.
+	Stream bool
 }
 
 // Message is one message of a request.
@@ -92,14 +94,12 @@ func ParseRequest(body []byte) (*Request, error) {
 		return nil, bad("max_tokens: field required")
 	case *raw.MaxTokens < 1:
 		return nil, bad("max_tokens: %d is less than 1", *raw.MaxTokens)
-	case raw.Stream:
-		return nil, bad("stream: streaming is not supported by anthropictest")
 	case len(raw.Thread) > 0 && string(raw.Thread) != "null":
 		return nil, bad("thread: message threads are not supported by anthropictest (create the SDK's tool runner with DisableThread)")
 	case len(raw.Messages) == 0:
 		return nil, bad("messages: at least one message is required")
 	}
-	req := &Request{Model: *raw.Model, MaxTokens: *raw.MaxTokens}
+	req := &Request{Model: *raw.Model, MaxTokens: *raw.MaxTokens, Stream: raw.Stream}
 	sys, err := systemText(raw.System)
 	if err != nil {
 		return nil, err

@@ -1,9 +1,12 @@
 // Package anthropictest is a local Anthropic Messages API for tests and
 // examples: an HTTP server on 127.0.0.1 that answers POST /v1/messages in
-// the API's wire format (non-streaming only: a request with "stream": true
-// is refused with a 400, and so is one on a message thread, "thread": the
-// SDK's tool runner needs DisableThread), scripted deterministically from
-// the request.
+// the API's wire format, scripted deterministically from the request. A
+// request with "stream": true gets the API's server-sent events
+// (message_start, content_block_start, ping, content_block_delta with
+// text_delta or input_json_delta, content_block_stop, message_delta,
+// message_stop), and CutNext cuts the next stream mid-way, the connection
+// closed. A request on a message thread ("thread") is refused with a 400:
+// the SDK's tool runner needs DisableThread.
 //
 // The reply to a request is chosen by its turn: the number of assistant
 // messages already in its conversation. So an agent that is killed and
@@ -57,6 +60,7 @@ type Server struct {
 
 	mu     sync.Mutex
 	bodies [][]byte
+	cut    int // events before the next stream is cut (0: none)
 }
 
 // NewServer starts a server answering turn n with replies[n].
@@ -123,8 +127,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	turn := req.Turn()
 	reply := s.reply(turn)
-	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("request-id", "req_t"+strconv.Itoa(turn))
+	if req.Stream {
+		s.stream(w, req.Model, turn, reply)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false) // as the API sends it: "<", not "\u003c"
 	_ = enc.Encode(message(req.Model, turn, reply))

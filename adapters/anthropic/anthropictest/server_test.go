@@ -32,7 +32,6 @@ func TestParseRequestRefuses(t *testing.T) {
 		{"no model", `{"max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`, "model"},
 		{"no max_tokens", `{"model":"m","messages":[{"role":"user","content":"hi"}]}`, "max_tokens: field required"},
 		{"max_tokens 0", `{"model":"m","max_tokens":0,"messages":[{"role":"user","content":"hi"}]}`, "less than 1"},
-		{"stream", body(`,"stream":true`), "streaming"},
 		{"thread", body(`,"thread":{"type":"continue","previous_message_id":"msg_1"}`), "DisableThread"},
 		{"no messages", `{"model":"m","max_tokens":5,"messages":[]}`, "at least one message"},
 		{"system not text", body(`,"system":[{"type":"image"}]`), "system.0"},
@@ -128,11 +127,94 @@ func TestServerScriptsByTurn(t *testing.T) {
 			t.Errorf("%s: %d %v", name, status, m)
 		}
 	}
-	if status, m := post(t, srv.URL, body(`,"stream":true`), h); status != 400 || m["error"].(map[string]any)["type"] != "invalid_request_error" {
-		t.Errorf("stream: %d %v", status, m)
-	}
-	if srv.Requests() != 7 || !bytes.Contains(srv.Bodies()[2], []byte("toolu_9")) {
+	if srv.Requests() != 6 || !bytes.Contains(srv.Bodies()[2], []byte("toolu_9")) {
 		t.Fatalf("requests %d", srv.Requests())
+	}
+}
+
+// streamEvents posts a streaming request and reads the answer's events
+// (name and data), checking the SSE framing, until the body ends.
+func streamEvents(t *testing.T, srv *anthropictest.Server) ([][2]string, error) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", srv.URL+"/v1/messages", strings.NewReader(body(`,"stream":true`)))
+	req.Header.Set("x-api-key", "k")
+	req.Header.Set("anthropic-version", "2023-06-01")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); resp.StatusCode != 200 || !strings.HasPrefix(ct, "text/event-stream") {
+		t.Fatalf("status %d, content type %q", resp.StatusCode, ct)
+	}
+	raw, err := io.ReadAll(resp.Body)
+	var out [][2]string
+	for _, ev := range strings.Split(string(raw), "\n\n") {
+		if ev == "" {
+			continue
+		}
+		name, data, ok := strings.Cut(ev, "\n")
+		if !ok || !strings.HasPrefix(name, "event: ") || !strings.HasPrefix(data, "data: ") || strings.Contains(data, "\n") {
+			t.Fatalf("event %q is not SSE", ev)
+		}
+		out = append(out, [2]string{strings.TrimPrefix(name, "event: "), strings.TrimPrefix(data, "data: ")})
+	}
+	return out, err
+}
+
+// TestServerStreams: "stream": true is answered with the Messages API's
+// events (each event: line naming its data's type): message_start, ping,
+// per block its start, deltas and stop, message_delta with the stop
+// reason, message_stop; the deltas add up to the reply. CutNext stops the
+// next stream mid-body (an unexpected EOF), the one after streams whole.
+func TestServerStreams(t *testing.T) {
+	srv := anthropictest.NewServer(anthropictest.Reply{Text: "One two.", Calls: []anthropictest.Call{{ID: "toolu_1", Name: "t", Args: `{"x":"abcdefg"}`}}})
+	defer srv.Close()
+	evs, err := streamEvents(t, srv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	var text, input, stop string
+	for _, ev := range evs {
+		var e struct {
+			Type  string `json:"type"`
+			Delta struct {
+				Type        string `json:"type"`
+				Text        string `json:"text"`
+				PartialJSON string `json:"partial_json"`
+				StopReason  string `json:"stop_reason"`
+			} `json:"delta"`
+			ContentBlock map[string]any `json:"content_block"`
+		}
+		if err := json.Unmarshal([]byte(ev[1]), &e); err != nil || e.Type != ev[0] {
+			t.Fatalf("event %v: %v", ev, err)
+		}
+		names = append(names, e.Type)
+		switch e.Delta.Type {
+		case "text_delta":
+			text += e.Delta.Text
+		case "input_json_delta":
+			input += e.Delta.PartialJSON
+		}
+		if e.Type == "message_delta" {
+			stop = e.Delta.StopReason
+		}
+		if e.ContentBlock["type"] == "tool_use" && (e.ContentBlock["id"] != "toolu_1" || e.ContentBlock["name"] != "t") {
+			t.Fatalf("tool_use start %v", e.ContentBlock)
+		}
+	}
+	want := "message_start ping content_block_start content_block_delta content_block_delta content_block_stop " +
+		"content_block_start content_block_delta content_block_delta content_block_delta content_block_stop message_delta message_stop"
+	if strings.Join(names, " ") != want || text != "One two." || input != `{"x":"abcdefg"}` || stop != "tool_use" {
+		t.Fatalf("events %v, text %q, input %q, stop %q", names, text, input, stop)
+	}
+	srv.CutNext(4)
+	if evs, err := streamEvents(t, srv); !errors.Is(err, io.ErrUnexpectedEOF) || len(evs) != 4 {
+		t.Fatalf("cut stream: %d events, %v", len(evs), err)
+	}
+	if evs, err := streamEvents(t, srv); err != nil || evs[len(evs)-1][0] != "message_stop" {
+		t.Fatalf("next stream: %d events, %v", len(evs), err)
 	}
 }
 

@@ -1,0 +1,91 @@
+package anthropic
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	sdk "github.com/anthropics/anthropic-sdk-go/v2"
+
+	"github.com/gatehouse-dev/gatehouse/durable/loop"
+)
+
+// ErrIncomplete is wrapped by TurnStream's error when the stream ends
+// cleanly before message_stop: the reply may be missing blocks or the end
+// of one. loop.Run records no response for such a turn.
+var ErrIncomplete = errors.New("anthropic: the stream ended before message_stop")
+
+var _ loop.StreamModel = (*Model)(nil)
+
+// TurnStream is Turn over a streamed reply ("stream": true; the SDK's
+// NewStreaming parses the server-sent events and sdk.Message.Accumulate
+// builds the reply): each text_delta is emitted as text, a tool_use
+// block's start (its ID and name) and each input_json_delta as a
+// loop.ToolCallDelta, indexed in the order the tool_use blocks come. Once
+// message_stop has arrived the accumulated reply is converted as Turn
+// converts it (see Response; a tool_use input is compacted, as the API
+// sends it whole); a stream that fails, or ends before message_stop, is
+// an error (ErrIncomplete when it ended cleanly).
+func (m *Model) TurnStream(ctx context.Context, req loop.ModelRequest, emit func(loop.Delta)) (loop.ModelResponse, error) {
+	if m.Client == nil {
+		return loop.ModelResponse{}, errors.New("anthropic: Model.Client is nil")
+	}
+	params, err := Request(m.Params, req)
+	if err != nil {
+		return loop.ModelResponse{}, err
+	}
+	stream := m.Client.Messages.NewStreaming(ctx, params, m.Options...)
+	defer stream.Close()
+	var (
+		msg     sdk.Message
+		stopped bool
+		calls   = map[int64]int{} // content block index -> its place among the tool_use blocks
+	)
+	for stream.Next() {
+		ev := stream.Current()
+		if err := msg.Accumulate(ev); err != nil {
+			return loop.ModelResponse{}, fmt.Errorf("anthropic: messages stream: %w", err)
+		}
+		switch ev.Type {
+		case "content_block_start":
+			if ev.ContentBlock.Type == "tool_use" {
+				i := len(calls)
+				calls[ev.Index] = i
+				emit(loop.Delta{ToolCall: &loop.ToolCallDelta{Index: i, ID: ev.ContentBlock.ID, Name: ev.ContentBlock.Name}})
+			}
+		case "content_block_delta":
+			switch ev.Delta.Type {
+			case "text_delta":
+				if ev.Delta.Text != "" {
+					emit(loop.Delta{Text: ev.Delta.Text})
+				}
+			case "input_json_delta":
+				if i, ok := calls[ev.Index]; ok && ev.Delta.PartialJSON != "" {
+					emit(loop.Delta{ToolCall: &loop.ToolCallDelta{Index: i, Args: ev.Delta.PartialJSON}})
+				}
+			}
+		case "message_stop":
+			stopped = true
+		}
+	}
+	if err := stream.Err(); err != nil {
+		return loop.ModelResponse{}, fmt.Errorf("anthropic: messages stream: %w", err)
+	}
+	if !stopped {
+		return loop.ModelResponse{}, ErrIncomplete
+	}
+	for i := range msg.Content {
+		b := &msg.Content[i]
+		if b.Type != "tool_use" {
+			continue
+		}
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, b.Input); err != nil {
+			return loop.ModelResponse{}, fmt.Errorf("anthropic: messages stream: tool_use %s: input is not JSON: %w", b.ID, err)
+		}
+		b.Input = buf.Bytes()
+	}
+	return Response(&msg)
+}
