@@ -13,8 +13,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/internal/fixture/testserver"
 	"github.com/gatehouse-dev/gatehouse/plugin"
 	"github.com/gatehouse-dev/gatehouse/store/sqlite"
-	"github.com/gatehouse-dev/gatehouse/toolset/internal/judge"
-	"github.com/gatehouse-dev/gatehouse/toolset/internal/stored"
+	"github.com/gatehouse-dev/gatehouse/trust"
 )
 
 // inMemory returns a Server whose every connection is a fresh in-memory
@@ -118,8 +117,12 @@ func BenchmarkBuild1000(b *testing.B) {
 				"id": map[string]any{"type": "string", "description": "The id."}}, "required": []any{"id"}},
 		})
 	}
-	fp := judge.FromCatalogue("big", listed, nil)
-	results := []listing{{ok: true, tools: listed, fp: fp, v: judge.Judge("big", fp, stored.Baseline{}, false)}}
+	p := trust.Listing{Tools: listed}
+	j, err := trust.NewLedger(nil, "bench", nil).Record(b.Context(), trust.Server{ID: "config:big", Name: "big"}, p, trust.Fingerprint("big", p))
+	if err != nil {
+		b.Fatal(err)
+	}
+	results := []listing{{ok: true, tools: j.Tools, fp: j.Prints, v: j.Verdict}}
 	b.ReportAllocs()
 	start := cpuTime()
 	defer reportCPU(b, start)

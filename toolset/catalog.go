@@ -8,7 +8,6 @@ import (
 	"github.com/gatehouse-dev/gatehouse/diag"
 	"github.com/gatehouse-dev/gatehouse/internal/projection"
 	"github.com/gatehouse-dev/gatehouse/toolset/internal/projected"
-	"github.com/gatehouse-dev/gatehouse/toolset/internal/stored"
 )
 
 // catalog is the tool map built from one round of listings.
@@ -147,4 +146,4 @@ func (t *Toolset) build(results []listing, prev *catalog) *catalog {
 // annotations, exactly as the server sent them (as decoded by the go-sdk
 // client). Object keys are sorted at every depth. The pin package will
 // replace this with its canonical fingerprint.
-func ContractHash(tool *mcp.Tool) string { return stored.ContractHash(tool) }
+func ContractHash(tool *mcp.Tool) string { return projected.ContractHash(tool) }

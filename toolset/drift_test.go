@@ -20,7 +20,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/policy"
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/store/sqlite"
-	"github.com/gatehouse-dev/gatehouse/toolset/internal/stored"
+	"github.com/gatehouse-dev/gatehouse/trust"
 )
 
 // poison is the text a rug-pulling server puts in a changed tool. It must
@@ -134,7 +134,7 @@ func TestDriftQuarantineWithholdRemoveRenameRetrust(t *testing.T) {
 	base1, err := st.GetBaseline(ctxT(t), "config:bank")
 	// 4 tools, the instructions, and the markers of the (empty) prompts
 	// and resource templates.
-	if err != nil || len(base1) != 7 || base1[stored.Prompt.Marker()].Value != store.PinnedMarker || base1[stored.Template.Marker()].Value != store.PinnedMarker {
+	if err != nil || len(base1) != 7 || base1[store.BaselineKey{Kind: store.KindMarker, Name: store.MarkerPrompts}].Value != store.PinnedMarker || base1[store.BaselineKey{Kind: store.KindMarker, Name: store.MarkerTemplates}].Value != store.PinnedMarker {
 		t.Fatalf("baseline %v %v", base1, err)
 	}
 	if _, ok := base1[store.Instructions]; !ok {
@@ -369,9 +369,6 @@ func TestServerIDs(t *testing.T) {
 	if ServerID(plugin.ServerConfig{Name: "x", PluginName: "config"}) == ServerID(plugin.ServerConfig{Name: "x"}) {
 		t.Error("collision")
 	}
-	if got := stored.RowURL(plugin.ServerConfig{Type: plugin.TransportStreamableHTTP, URL: "https://u:secret@h.example/mcp?token=abc#f"}); got != "https://h.example/mcp" {
-		t.Errorf("row URL %q", got)
-	}
 	// Two servers with one ID get distinct, stable IDs.
 	a := Server{Config: plugin.ServerConfig{Name: "s", Type: plugin.TransportStreamableHTTP, URL: "http://127.0.0.1:1/a"}, ID: "same"}
 	b := Server{Config: plugin.ServerConfig{Name: "t", Type: plugin.TransportStreamableHTTP, URL: "http://127.0.0.1:1/b"}, ID: "same"}
@@ -411,7 +408,7 @@ func toolKey(name string) store.BaselineKey {
 
 // toolEntries are the tool entries of a baseline of tools.
 func toolEntries(server string, tools []*mcp.Tool) store.Baseline {
-	prints, _ := stored.ToolPrints(tools)
+	prints := trust.Fingerprint(server, trust.Listing{Tools: tools}).Tools
 	b := store.Baseline{}
 	for name, p := range pin.BaselineOf(prints) {
 		b[toolKey(name)] = store.BaselineEntry{Value: p.String()}

@@ -6,7 +6,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/gatehouse-dev/gatehouse/pin"
-	"github.com/gatehouse-dev/gatehouse/toolset/internal/stored"
+	"github.com/gatehouse-dev/gatehouse/trust"
 )
 
 // Prompts and resource templates are pinned like tools: the same baseline
@@ -42,7 +42,7 @@ func (c *conn) relistSoon() {
 // name) or resource template (by URI template or a URI it matches) whose
 // contract changed after it was trusted. It says no more than a
 // quarantined tool's refusal: sanitized names and the remedy.
-func quarantinedItem(c *conn, k stored.Kind, name string) error {
+func quarantinedItem(c *conn, k trust.Kind, name string) error {
 	sname := pin.SanitizeName(c.name)
 	return &Error{Code: CodeQuarantined, Server: c.name, Err: &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
 		Message: fmt.Sprintf("%s %s of server %s changed after it was trusted, so it is withheld and its requests are refused until %s",

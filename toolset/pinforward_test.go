@@ -13,7 +13,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/internal/projection"
 	"github.com/gatehouse-dev/gatehouse/plugin"
 	"github.com/gatehouse-dev/gatehouse/store"
-	"github.com/gatehouse-dev/gatehouse/toolset/internal/stored"
+	"github.com/gatehouse-dev/gatehouse/trust"
 )
 
 // docsServer is a real go-sdk server over streamable HTTP on 127.0.0.1
@@ -70,7 +70,7 @@ func TestHostileToolNameCannotTakeAPromptKey(t *testing.T) {
 		t.Fatalf("the spaced tool answered %q", got)
 	}
 	base, _ := st.GetBaseline(ctxT(t), "config:docs")
-	want, _ := stored.PromptPrint(&mcp.Prompt{Name: "greet", Description: "Says hello.", Arguments: []*mcp.PromptArgument{{Name: "topic", Description: "The topic."}}})
+	want := trust.LivePrompts("docs", []*mcp.Prompt{{Name: "greet", Description: "Says hello.", Arguments: []*mcp.PromptArgument{{Name: "topic", Description: "The topic."}}}}).Prints[0]
 	if got := base[store.BaselineKey{Kind: store.KindPrompt, Name: "greet"}].Value; got != want.Fingerprint {
 		t.Fatalf("baseline prompt greet = %q, want the prompt's %q", got, want.Fingerprint)
 	}

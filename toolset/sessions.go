@@ -2,7 +2,6 @@ package toolset
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -10,11 +9,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gatehouse-dev/gatehouse/pin"
-	"github.com/gatehouse-dev/gatehouse/store"
-	"github.com/gatehouse-dev/gatehouse/toolset/internal/judge"
-	"github.com/gatehouse-dev/gatehouse/toolset/internal/published"
 	"github.com/gatehouse-dev/gatehouse/toolset/internal/relist"
-	"github.com/gatehouse-dev/gatehouse/toolset/internal/stored"
+	"github.com/gatehouse-dev/gatehouse/trust"
 )
 
 // A server has one shared session, whose listings are the server's
@@ -85,7 +81,7 @@ func listChanged(method string) bool {
 // judgeSession lists and judges one of the server's sessions other than
 // the shared one (see Judge); it closes nothing.
 func (c *conn) judgeSession(ctx context.Context, sess *mcp.ClientSession) error {
-	p, err := published.List(ctx, sess)
+	p, err := trust.List(ctx, sess)
 	if err != nil {
 		return &Error{Code: CodeConnectionFailed, Server: c.name, Err: fmt.Errorf("listing the session before it is used: %w", err)}
 	}
@@ -100,12 +96,11 @@ func (c *conn) judgeSession(ctx context.Context, sess *mcp.ClientSession) error 
 	if shared && cur.fp.Lists(p) {
 		return nil
 	}
-	fp := judge.Fingerprint(c.name, p)
-	print := judge.ListingFingerprint(fp)
-	if shared && cur.print == print {
+	fp := trust.Fingerprint(c.name, p)
+	if shared && cur.print == fp.Print() {
 		return nil
 	}
-	quarantines, head, err := c.observeSession(ctx, fp, print)
+	quarantines, head, err := c.observeSession(ctx, fp)
 	if err != nil {
 		return &Error{Code: CodeStoreFailed, Server: c.name, Err: fmt.Errorf("judging the session's listing: %w", err)}
 	}
@@ -129,37 +124,10 @@ func (c *conn) judgeSession(ctx context.Context, sess *mcp.ClientSession) error 
 // sessions). quarantines: the listing publishes a trusted name with
 // another contract; head: the observation's ID (0 when nothing was
 // recorded).
-func (c *conn) observeSession(ctx context.Context, fp judge.Prints, print string) (quarantines bool, head int64, err error) {
+func (c *conn) observeSession(ctx context.Context, fp trust.Prints) (quarantines bool, head int64, err error) {
 	c.relistMu.Lock()
 	defer c.relistMu.Unlock()
-	version, baseline, err := c.readBaseline(ctx, true)
-	if err != nil {
-		return true, 0, err
-	}
-	if len(baseline) == 0 {
-		return true, 0, errors.New("the server has no trusted baseline to judge it against")
-	}
-	tb, err := stored.ParseBaseline(baseline)
-	if err != nil {
-		return true, 0, err
-	}
-	v := judge.Judge(c.name, fp, tb, true)
-	for _, ev := range v.Events {
-		c.ts.log.Warn("toolset: tool drift on a session of its own", "server", c.name, "message", ev.Message)
-	}
-	if !v.Drifted() {
-		return v.Quarantines(), 0, nil // nothing an operator could trust (a name published twice)
-	}
-	changes, err := json.Marshal(judge.Changes(fp, baseline, v))
-	if err != nil {
-		return true, 0, fmt.Errorf("encoding the drift: %w", err)
-	}
-	o, _, err := c.ts.store.ObserveListing(ctx, store.Observation{ServerID: c.id, Listing: print, BaselineVersion: version,
-		SeenBy: c.ts.instance + SessionsSeenBy, Entries: judge.Entries(fp), Changes: changes, Drifted: true})
-	if err != nil {
-		return true, 0, fmt.Errorf("recording the drift: %w", err)
-	}
-	return v.Quarantines(), o.ID, nil
+	return c.ts.ledger.ObserveSession(ctx, c.trusted(), fp, c.ts.instance+SessionsSeenBy)
 }
 
 // sessionChanged has one of the server's other sessions judged again in

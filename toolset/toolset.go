@@ -19,12 +19,9 @@ import (
 	"github.com/gatehouse-dev/gatehouse/internal/metatool"
 	"github.com/gatehouse-dev/gatehouse/internal/projection"
 	"github.com/gatehouse-dev/gatehouse/plugin"
-	"github.com/gatehouse-dev/gatehouse/store/memory"
-	"github.com/gatehouse-dev/gatehouse/toolset/internal/judge"
-	"github.com/gatehouse-dev/gatehouse/toolset/internal/published"
 	"github.com/gatehouse-dev/gatehouse/toolset/internal/relist"
-	"github.com/gatehouse-dev/gatehouse/toolset/internal/stored"
 	"github.com/gatehouse-dev/gatehouse/toolset/internal/transport"
+	"github.com/gatehouse-dev/gatehouse/trust"
 )
 
 // Toolset is a set of MCP servers projected into one tool map. It is safe
@@ -40,7 +37,7 @@ type Toolset struct {
 	stopLife context.CancelFunc
 	inflight sync.WaitGroup
 
-	store         Store
+	ledger        *trust.Ledger  // the trust state, in Options.Store
 	instance      string         // Options.Instance, or host:pid
 	bg            sync.WaitGroup // background reconciles
 	reconciled    chan struct{}  // closed when the wake's first reconcile round ended
@@ -102,19 +99,14 @@ func Open(ctx context.Context, servers []Server, opts *Options) (*Toolset, error
 	t.life, t.stopLife = context.WithCancel(context.Background())
 	t.reconciled = make(chan struct{})
 	t.retrySem = make(chan struct{}, recheckConcurrency)
-	t.store = o.Store
-	if t.store == nil {
-		// Kept in this process for the toolset's life: the in-memory
-		// store has every semantics drift judging relies on (its
-		// conformance suite is every store's). New fails only on bad
-		// options, and nil has none.
-		t.store, _ = memory.New(nil)
-	}
 	t.instance = o.Instance
 	if t.instance == "" {
 		host, _ := os.Hostname()
 		t.instance = fmt.Sprintf("%s:%d", host, os.Getpid())
 	}
+	// Without a Store, the trust state is kept in this process for the
+	// toolset's life (trust.NewLedger).
+	t.ledger = trust.NewLedger(o.Store, t.instance, log)
 
 	hosts := o.AllowedHosts
 	if o.AllowedHostsFunc != nil {
@@ -186,7 +178,7 @@ func (t *Toolset) distinctIDs(refs []projection.ServerRef) []diag.Diagnostic {
 			continue
 		}
 		old := c.id
-		c.id = old + "#" + stored.IdentityHash(refs[i].Identity)
+		c.id = old + "#" + trust.IdentityHash(refs[i].Identity)
 		ds = append(ds, diag.New(diag.ServerNameCollision, "", c.name,
 			"two servers have the store row ID %q; this one is stored as %q", old, c.id))
 	}
@@ -351,9 +343,9 @@ type listing struct {
 	tools []*mcp.Tool      // as published (or as stored)
 	diag  *diag.Diagnostic // why the server is absent, or a pending wake's trouble
 
-	fp       judge.Prints  // the listing's prints, for re-judging
-	print    string        // judge.ListingFingerprint(fp)
-	v        judge.Verdict // fp against the baseline, and the fleet's record
+	fp       trust.Prints  // the listing's prints, for re-judging
+	print    string        // fp.Print()
+	v        trust.Verdict // fp against the baseline, and the fleet's record
 	drift    []DriftEvent  // v's events, typed
 	version  int64         // baseline version the decisions were made with
 	observed int64         // the highest drift observation applied
@@ -463,11 +455,11 @@ func (c *conn) connectAndList(ctx context.Context) listing {
 		}
 		return c.skipped(diag.New(rule, "7.2.2", c.name, "server %q is skipped: %v", c.name, err))
 	}
-	p, err := published.List(ctx, sess)
+	p, err := trust.List(ctx, sess)
 	if err != nil {
 		return c.skipped(diag.New(diag.ConnectionFailure, "7.2.2", c.name, "server %q is skipped: %v", c.name, err))
 	}
-	l := c.record(ctx, p, judge.Fingerprint(c.name, p))
+	l := c.record(ctx, p, trust.Fingerprint(c.name, p))
 	if l.ok {
 		c.judgedNow(sess)
 	}
@@ -629,11 +621,11 @@ func (c *conn) reconnectLocked(ctx context.Context, old *mcp.ClientSession) (_ *
 		c.session = nil
 		return nil, made, false, sess, err
 	}
-	p, err := published.List(ctx, sess)
+	p, err := trust.List(ctx, sess)
 	if err != nil {
 		return fail(err)
 	}
-	l := c.record(ctx, p, judge.Fingerprint(c.name, p))
+	l := c.record(ctx, p, trust.Fingerprint(c.name, p))
 	if !l.ok {
 		return fail(errors.New(l.diag.Message))
 	}

@@ -1,9 +1,7 @@
 package toolset
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -12,35 +10,15 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gatehouse-dev/gatehouse/diag"
-	"github.com/gatehouse-dev/gatehouse/pin"
 	"github.com/gatehouse-dev/gatehouse/plugin"
-	"github.com/gatehouse-dev/gatehouse/store"
-	"github.com/gatehouse-dev/gatehouse/store/memory"
-	"github.com/gatehouse-dev/gatehouse/toolset/internal/judge"
-	"github.com/gatehouse-dev/gatehouse/toolset/internal/published"
-	"github.com/gatehouse-dev/gatehouse/toolset/internal/stored"
+	"github.com/gatehouse-dev/gatehouse/trust"
 )
 
 // Store is what a Toolset persists through: server rows (the last published
 // catalogue, for waking), trust baselines and drift observations (for
-// drift). store.Store, and so every store implementation, satisfies it.
-type Store interface {
-	PutServer(ctx context.Context, s store.Server) error
-	GetServer(ctx context.Context, id string) (store.Server, error)
-	SaveBaseline(ctx context.Context, serverID string, entries store.Baseline) (added int, err error)
-	GetBaseline(ctx context.Context, serverID string) (store.Baseline, error)
-	ReplaceBaseline(ctx context.Context, serverID string, entries store.Baseline) (cleared int64, err error)
-	BaselineVersion(ctx context.Context, serverID string) (int64, error)
-	ObserveListing(ctx context.Context, o store.Observation) (store.Observation, bool, error)
-	OpenObservations(ctx context.Context, serverID string, entries bool) ([]store.Observation, error)
-	DriftHeads(ctx context.Context) ([]store.DriftHead, error)
-}
-
-// Every store, and the keeper of a Toolset without one, is a Store.
-var (
-	_ Store = store.Store(nil)
-	_ Store = (*memory.Store)(nil)
-)
+// drift): trust.Store. store.Store, and so every store implementation,
+// satisfies it.
+type Store = trust.Store
 
 // ServerID returns the store row ID of a server: "<plugin name>/<server
 // name>" for a plugin's server and "config:<server name>" for a server
@@ -48,10 +26,10 @@ var (
 // function of the configuration. Server.ID overrides it, and two servers of
 // one Toolset with the same ID both get "#" and 8 hex digits of the SHA-256
 // of their identity (URL, or resolved command and args) appended.
-func ServerID(cfg plugin.ServerConfig) string { return stored.RowID(cfg) }
+func ServerID(cfg plugin.ServerConfig) string { return trust.RowID(cfg) }
 
 // events turns a verdict's drift into the toolset's typed events.
-func (c *conn) events(v *judge.Verdict) []DriftEvent {
+func (c *conn) events(v *trust.Verdict) []DriftEvent {
 	out := make([]DriftEvent, 0, len(v.Events))
 	for _, ev := range v.Events {
 		d := newDrift(c.name, DriftKind(ev.Kind), ev.Decision, "%s", ev.Message)
@@ -69,151 +47,48 @@ func (c *conn) logDrift(l *listing) {
 	}
 }
 
-// record applies a fresh listing: it reads the server's row and baseline,
-// records the baseline on first sight (or derives it from a row's stored
-// catalogue when the row predates baselines), stores the catalogue when it
-// changed, judges the listing against the stored baseline and applies the
-// fleet's record of drift (observe). A store failure fails the listing: a
-// server that cannot be checked is not exposed.
-func (c *conn) record(ctx context.Context, p published.Listing, fp judge.Prints) listing {
-	st := c.ts.store
-	failStore := func(err error) listing {
-		return c.skipped(diag.New(diag.ConnectionFailure, "7.2.2", c.name,
-			"server %q is skipped: its tools cannot be checked against their trusted baseline: %v", c.name, err))
-	}
+// record applies a fresh listing through the ledger (trust.Ledger.Record:
+// first sight, the catalogue stored, the listing judged against the
+// baseline, this instance's observation recorded and the fleet's record
+// enforced). A store failure fails the listing: a server that cannot be
+// checked is not exposed.
+func (c *conn) record(ctx context.Context, p trust.Listing, fp trust.Prints) listing {
 	for _, err := range p.Errs {
 		c.ts.log.Warn("toolset: listing failed; the kind is not judged by this listing", "server", c.name, "err", err)
 	}
-	catalogue, err := stored.EncodeCatalogue(p.Tools, fp.Tools)
+	j, err := c.ts.ledger.Record(ctx, c.trusted(), p, fp)
 	if err != nil {
-		return failStore(fmt.Errorf("encoding the catalogue: %w", err))
+		return c.skipped(diag.New(diag.ConnectionFailure, "7.2.2", c.name,
+			"server %q is skipped: its tools cannot be checked against their trusted baseline: %v", c.name, err))
 	}
-	row := stored.Row(c.id, c.name, c.srv.Config, c.srv.Transport != nil, catalogue)
-
-	old, err := st.GetServer(ctx, c.id)
-	found := err == nil
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return failStore(err)
-	}
-	version, baseline, err := c.readBaseline(ctx, found)
-	if err != nil {
-		return failStore(err)
-	}
-	var seed store.Baseline
-	if len(baseline) == 0 {
-		// No baseline: first sight (a row with a catalogue predates
-		// baselines: judge.FirstSight).
-		var catalogue []byte
-		if found {
-			catalogue = old.Catalogue
-		}
-		seed = judge.FirstSight(c.name, fp, catalogue)
-		if !found { // the baseline's row must exist first
-			if err := st.PutServer(ctx, row); err != nil {
-				return failStore(err)
-			}
-		}
-	} else {
-		// A baseline from before the instructions, prompts or resource
-		// templates were pinned: pin them now (first sight for them).
-		seed = judge.Seed(fp, baseline)
-	}
-	if len(seed) > 0 {
-		if _, err := st.SaveBaseline(ctx, c.id, seed); err != nil {
-			return failStore(err)
-		}
-		// Re-read: another process may have recorded first (saving is
-		// insert-only, so what is stored is what counts).
-		if version, baseline, err = c.readBaseline(ctx, true); err != nil {
-			return failStore(err)
-		}
-	}
-	if found && (!bytes.Equal(old.Catalogue, row.Catalogue) || old.Name != row.Name || old.Type != row.Type || old.URL != row.URL) {
-		if err := st.PutServer(ctx, row); err != nil {
-			return failStore(err)
-		}
-	}
-	tb, err := stored.ParseBaseline(baseline)
-	if err != nil {
-		return failStore(err)
-	}
-	l := listing{ok: true, tools: p.Tools, fp: fp, version: version, print: judge.ListingFingerprint(fp)}
-	l.v = judge.Judge(c.name, fp, tb, len(baseline) > 0)
-	if err := c.observe(ctx, &l, baseline); err != nil {
-		return failStore(err)
-	}
-	if found && old.Type != "" && (old.Type != row.Type || old.URL != row.URL) {
-		c.ts.log.Info("toolset: server row updated to the configured transport", "server", c.name, "id", c.id)
-	}
-	return l
+	return c.judgedListing(j)
 }
 
-// observe records this instance's observation of a judged listing in the
-// store when it drifted (or when this instance's last open observation
-// drifted and this one does not: a return to the baseline), and applies
-// the drift other instances recorded (judge.Enforce). It fills l.drift
-// and l.observed.
-func (c *conn) observe(ctx context.Context, l *listing, baseline store.Baseline) error {
-	st, self := c.ts.store, c.ts.instance
-	obs, err := st.OpenObservations(ctx, c.id, false)
-	if err != nil {
-		return fmt.Errorf("reading the recorded drift: %w", err)
-	}
-	var mine *store.Observation
-	for i := range obs {
-		l.observed = max(l.observed, obs[i].ID)
-		if obs[i].SeenBy == self && obs[i].BaselineVersion == l.version {
-			mine = &obs[i]
-		}
-	}
-	drifted := l.v.Drifted()
-	if (drifted || mine != nil && mine.Drifted) && (mine == nil || mine.Listing != l.print) {
-		changes, err := json.Marshal(judge.Changes(l.fp, baseline, l.v))
-		if err != nil {
-			return fmt.Errorf("encoding the drift: %w", err)
-		}
-		o, _, err := st.ObserveListing(ctx, store.Observation{ServerID: c.id, Listing: l.print, BaselineVersion: l.version,
-			SeenBy: self, Entries: judge.Entries(l.fp), Changes: changes, Drifted: drifted})
-		if err != nil {
-			return fmt.Errorf("recording the drift: %w", err)
-		}
-		l.observed = max(l.observed, o.ID)
-	}
-	if _, err := judge.Enforce(c.name, self, &l.v, obs); err != nil {
-		// The others still apply; a damaged record is no reason to serve
-		// less safely, nor to stop serving.
-		c.ts.log.Warn("toolset: recorded drift", "server", c.name, "err", err)
-	}
-	l.drift = c.events(&l.v)
-	return nil
+// trusted names the server to the ledger.
+func (c *conn) trusted() trust.Server {
+	return trust.Server{ID: c.id, Name: c.name, Config: c.srv.Config, InCode: c.srv.Transport != nil}
 }
 
-// readBaseline reads the baseline version, then the baseline: a re-trust
-// made between the two reads shows as a newer version on the next poll.
-func (c *conn) readBaseline(ctx context.Context, found bool) (int64, store.Baseline, error) {
-	if !found {
-		return 0, nil, nil
-	}
-	v, err := c.ts.store.BaselineVersion(ctx, c.id)
-	if err != nil {
-		return 0, nil, err
-	}
-	m, err := c.ts.store.GetBaseline(ctx, c.id)
-	if err != nil {
-		return 0, nil, err
-	}
-	return v, m, nil
+// judgedListing is the listing of a judged one, its drift typed.
+func (c *conn) judgedListing(j trust.Judged) listing {
+	return listing{ok: true, tools: j.Tools, fp: j.Prints, print: j.Print, v: j.Verdict,
+		version: j.Version, observed: j.Observed, drift: c.events(&j.Verdict)}
+}
+
+// judgment is the listing as the ledger judged it.
+func (l *listing) judgment() trust.Judged {
+	return trust.Judged{Tools: l.tools, Prints: l.fp, Print: l.print, Verdict: l.v, Version: l.version, Observed: l.observed}
 }
 
 // TrustRecord is what Retrust recorded for one server: its row ID and
 // name, the baseline entries cleared, the trusted tools, prompts and
 // resource templates with their fingerprints, the instructions' and the
 // listing's fingerprints, and the changes the re-trust accepted.
-type TrustRecord = stored.TrustRecord
+type TrustRecord = trust.TrustRecord
 
 // TrustedTool is one recorded tool contract (or prompt, or resource
 // template): its name on its server and its pin fingerprint.
-type TrustedTool = stored.TrustedTool
+type TrustedTool = trust.TrustedTool
 
 // lookupConn finds a configured server by name or row ID. A name shared by
 // several servers must be given as a row ID.
@@ -273,32 +148,12 @@ func (t *Toolset) Retrust(ctx context.Context, server string) (TrustRecord, erro
 	if err != nil {
 		return TrustRecord{}, &Error{Code: CodeConnectionFailed, Server: c.name, Err: err}
 	}
-	fp := judge.Fingerprint(c.name, p)
-	catalogue, err := stored.EncodeCatalogue(p.Tools, fp.Tools)
+	fp := trust.Fingerprint(c.name, p)
+	rec, err := t.ledger.Retrust(ctx, c.trusted(), p, fp)
 	if err != nil {
 		return TrustRecord{}, &Error{Code: CodeStoreFailed, Server: c.name, Err: err}
 	}
-	st := t.store
-	row := stored.Row(c.id, c.name, c.srv.Config, c.srv.Transport != nil, catalogue)
-	if err := st.PutServer(ctx, row); err != nil {
-		return TrustRecord{}, &Error{Code: CodeStoreFailed, Server: c.name, Err: err}
-	}
-	// What the re-trust accepts: this listing against the baseline it
-	// replaces (none when that baseline is empty or damaged).
-	_, old, err := c.readBaseline(ctx, true)
-	if err != nil {
-		return TrustRecord{}, &Error{Code: CodeStoreFailed, Server: c.name, Err: err}
-	}
-	changes := []pin.Change{}
-	if tb, err := stored.ParseBaseline(old); err == nil && len(old) > 0 {
-		changes = judge.Changes(fp, old, judge.Judge(c.name, fp, tb, true))
-	}
-	cleared, err := st.ReplaceBaseline(ctx, c.id, judge.Entries(fp))
-	if err != nil {
-		return TrustRecord{}, &Error{Code: CodeStoreFailed, Server: c.name, Err: err}
-	}
-	rec := judge.Record(c.id, c.name, cleared, p.Instructions, fp, changes)
-	c.ts.log.Info("toolset: server re-trusted", "server", c.name, "id", c.id, "tools", len(rec.Tools), "changes", len(changes))
+	c.ts.log.Info("toolset: server re-trusted", "server", c.name, "id", c.id, "tools", len(rec.Tools), "changes", len(rec.Changes))
 	l := c.record(ctx, p, fp)
 	if l.ok {
 		c.judgedNow(sess)
@@ -312,12 +167,12 @@ func (t *Toolset) Retrust(ctx context.Context, server string) (TrustRecord, erro
 // list connects (or reuses the live session) and lists the server's
 // tools, returning the session it listed (judgedNow, once its listing was
 // judged).
-func (c *conn) list(ctx context.Context) (published.Listing, *mcp.ClientSession, error) {
+func (c *conn) list(ctx context.Context) (trust.Listing, *mcp.ClientSession, error) {
 	sess, err := c.connect(ctx)
 	if err != nil {
-		return published.Listing{}, nil, err
+		return trust.Listing{}, nil, err
 	}
-	p, err := published.List(ctx, sess)
+	p, err := trust.List(ctx, sess)
 	return p, sess, err
 }
 

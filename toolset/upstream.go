@@ -13,9 +13,8 @@ import (
 	"github.com/gatehouse-dev/gatehouse/internal/projection"
 	"github.com/gatehouse-dev/gatehouse/pin"
 	"github.com/gatehouse-dev/gatehouse/plugin"
-	"github.com/gatehouse-dev/gatehouse/toolset/internal/judge"
-	"github.com/gatehouse-dev/gatehouse/toolset/internal/stored"
 	"github.com/gatehouse-dev/gatehouse/toolset/internal/transport"
+	"github.com/gatehouse-dev/gatehouse/trust"
 )
 
 // This file is the Toolset's lower half, for code that carries more than
@@ -227,16 +226,17 @@ type Admission struct {
 // pins. A listing that differs from the last judged one has the server
 // listed again in the background, so its drift is reported.
 func (u *Upstream) AdmitPrompts(live []*mcp.Prompt) Admission {
-	return u.admit(stored.Prompt, judge.LivePrompts(u.c.name, live))
+	return u.admit(trust.Prompt, trust.LivePrompts(u.c.name, live))
 }
 
 // AdmitTemplates is AdmitPrompts for resource templates.
 func (u *Upstream) AdmitTemplates(live []*mcp.ResourceTemplate) Admission {
-	return u.admit(stored.Template, judge.LiveTemplates(u.c.name, live))
+	return u.admit(trust.Template, trust.LiveTemplates(u.c.name, live))
 }
 
-func (u *Upstream) admit(k stored.Kind, it judge.Items) Admission {
-	a := judge.Admit(u.c.ts.listingOf(u.c).v.Items[k], it)
+func (u *Upstream) admit(k trust.Kind, it trust.Items) Admission {
+	l := u.c.ts.listingOf(u.c)
+	a := l.v.Admit(k, it)
 	if a.Unjudged {
 		u.c.relistSoon()
 	}
@@ -248,13 +248,13 @@ func (u *Upstream) admit(k stored.Kind, it judge.Items) Admission {
 // trusted: an *Error with CodeQuarantined wrapping a JSON-RPC invalid
 // params error that says no more than a quarantined tool's refusal.
 func (u *Upstream) QuarantinedPrompt(remote string) error {
-	return quarantinedItem(u.c, stored.Prompt, remote)
+	return quarantinedItem(u.c, trust.Prompt, remote)
 }
 
 // QuarantinedTemplate is QuarantinedPrompt for a resource template (by its
 // URI template).
 func (u *Upstream) QuarantinedTemplate(uriTemplate string) error {
-	return quarantinedItem(u.c, stored.Template, uriTemplate)
+	return quarantinedItem(u.c, trust.Template, uriTemplate)
 }
 
 // MaxAnswer is the largest message a Toolset takes from a streamable HTTP

@@ -9,63 +9,28 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/diag"
 	"github.com/gatehouse-dev/gatehouse/plugin"
-	"github.com/gatehouse-dev/gatehouse/store"
-	"github.com/gatehouse-dev/gatehouse/toolset/internal/judge"
-	"github.com/gatehouse-dev/gatehouse/toolset/internal/stored"
+	"github.com/gatehouse-dev/gatehouse/trust"
 )
 
 // wake projects one server from its stored row: no connection, no launch,
 // no request. It reads the store and nothing else, and writes nothing.
 func (c *conn) wake(ctx context.Context) listing {
-	refuse := func(format string, args ...any) listing {
+	j, dropped, err := c.ts.ledger.Wake(ctx, c.trusted())
+	if err != nil {
 		c.asleep = true
-		return c.skipped(diag.New(diag.ConnectionFailure, "7.2.2", c.name, "server %q is skipped: "+format, append([]any{c.name}, args...)...))
+		return c.skipped(diag.New(diag.ConnectionFailure, "7.2.2", c.name, "server %q is skipped: %v", c.name, err))
 	}
-	row, err := c.ts.store.GetServer(ctx, c.id)
-	if errors.Is(err, store.ErrNotFound) {
-		return refuse("the store has no row %q to wake it from, and a wake never falls back to connecting; connect it once without waking (for example `gatehouse tools --store DSN`) to record it", c.id)
-	}
-	if err != nil {
-		return refuse("reading its row %q from the store: %v", c.id, err)
-	}
-	if want := stored.Row(c.id, c.name, c.srv.Config, c.srv.Transport != nil, nil); row.Type != want.Type || row.URL != want.URL {
-		return refuse("its stored row %q (type %q, URL %q) does not match the configuration (type %q, URL %q); the row is refused: connect the server without waking to record it again",
-			c.id, row.Type, row.URL, want.Type, want.URL)
-	}
-	version, baseline, err := c.readBaseline(ctx, true)
-	if err != nil {
-		return refuse("reading its trust baseline: %v", err)
-	}
-	tb, err := stored.ParseBaseline(baseline)
-	if err != nil {
-		return refuse("its trust baseline is damaged: %v", err)
-	}
-	l := listing{ok: true, pending: true, version: version}
-	tools, fp, v, err := judge.Woken(c.name, row.Catalogue, tb, len(baseline) > 0)
-	l.v = v
-	if err != nil {
+	l := c.judgedListing(j)
+	l.pending = true
+	if dropped != nil {
 		// The catalogue is a cache: drop it. The reconcile lists the
 		// server and judges the listing against the baseline.
 		d := diag.New(diag.ConnectionFailure, "7.2.2", c.name,
-			"the stored tool catalogue of server %q is dropped (%v); its tools appear once the server is reconciled", c.name, err)
+			"the stored tool catalogue of server %q is dropped (%v); its tools appear once the server is reconciled", c.name, dropped)
 		c.ts.log.Warn("toolset: stored catalogue dropped", "server", c.name, "reason", d.Message)
 		l.diag = &d
-		return l
+		l.drift = nil
 	}
-	l.tools, l.fp, l.print = tools, fp, judge.ListingFingerprint(fp)
-	// The fleet's record of drift holds from the first moment: a wake
-	// writes nothing, but what other instances saw is enforced.
-	obs, err := c.ts.store.OpenObservations(ctx, c.id, false)
-	if err != nil {
-		return refuse("reading the recorded drift: %v", err)
-	}
-	for _, o := range obs {
-		l.observed = max(l.observed, o.ID)
-	}
-	if _, err := judge.Enforce(c.name, c.ts.instance, &l.v, obs); err != nil {
-		c.ts.log.Warn("toolset: recorded drift", "server", c.name, "err", err)
-	}
-	l.drift = c.events(&l.v)
 	return l
 }
 
@@ -243,8 +208,8 @@ func (c *conn) reconcileLocked(ctx context.Context, onlyPending, queued bool) er
 		}
 		return c.reconcileFailed(err)
 	}
-	fp := judge.Fingerprint(c.name, p)
-	if cur := c.ts.listingOf(c); cur.ok && !cur.pending && cur.diag == nil && cur.print == judge.ListingFingerprint(fp) {
+	fp := trust.Fingerprint(c.name, p)
+	if cur := c.ts.listingOf(c); cur.ok && !cur.pending && cur.diag == nil && cur.print == fp.Print() {
 		// The same listing as the last one: nothing to judge, record or
 		// announce (a recheck of a quiet server costs one listing).
 		c.judgedNow(sess)
@@ -308,13 +273,9 @@ func (t *Toolset) WatchTrust(ctx context.Context, every time.Duration) error {
 // checkHeads re-judges every server whose baseline version or drift
 // observations moved since its listing was judged.
 func (t *Toolset) checkHeads(ctx context.Context) error {
-	heads, err := t.store.DriftHeads(ctx)
+	byID, err := t.ledger.Heads(ctx)
 	if err != nil {
 		return err
-	}
-	byID := make(map[string]store.DriftHead, len(heads))
-	for _, h := range heads {
-		byID[h.ServerID] = h
 	}
 	var errs []error
 	for _, c := range t.conns {
@@ -354,37 +315,18 @@ func (c *conn) checkTrustLocked(ctx context.Context, head int64) (bool, error) {
 	if !cur.ok {
 		return false, nil
 	}
-	version, baseline, err := c.readBaseline(ctx, true)
-	if errors.Is(err, store.ErrNotFound) {
-		return false, nil
-	}
+	j, changed, err := c.ts.ledger.Rejudge(ctx, c.trusted(), cur.judgment(), head)
 	if err != nil {
 		return false, err
 	}
-	if len(baseline) == 0 {
-		return false, nil // a re-trust in progress: cleared, not yet recorded
-	}
-	tb, err := stored.ParseBaseline(baseline)
-	if err != nil {
-		return false, err
-	}
-	l := listing{ok: true, tools: cur.tools, diag: cur.diag, pending: cur.pending,
-		fp: cur.fp, print: cur.print, version: version}
-	l.v = judge.Judge(c.name, cur.fp, tb, true)
-	if err := c.observe(ctx, &l, baseline); err != nil {
-		return false, err
-	}
-	l.observed = max(l.observed, head)
-	if version == cur.version && l.v.Same(&cur.v) {
-		// Nothing decided differently (the observations that moved were
-		// this instance's own, or change nothing here): no rebuild, no
-		// OnChange; remember how far the record was read.
-		c.ts.observedUpTo(c, l.observed)
+	if !changed {
+		// Nothing decided differently: no rebuild, no OnChange; remember
+		// how far the record was read.
+		c.ts.observedUpTo(c, j.Observed)
 		return false, nil
 	}
-	if version != cur.version {
-		c.ts.log.Info("toolset: trust baseline changed in the store; re-applied", "server", c.name, "version", version)
-	}
+	l := c.judgedListing(j)
+	l.diag, l.pending = cur.diag, cur.pending
 	c.ts.update(c, l)
 	return true, nil
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/pin"
 	"github.com/gatehouse-dev/gatehouse/store"
+	"github.com/gatehouse-dev/gatehouse/trust"
 )
 
 func newDriftCmd() *cobra.Command {
@@ -73,7 +73,7 @@ func newDriftListCmd() *cobra.Command {
 			}
 			out := []driftServerJSON{}
 			var unreadable []string
-			for _, o := range unreviewed(open) {
+			for _, o := range trust.Unreviewed(open) {
 				changes := json.RawMessage(o.Changes)
 				if !json.Valid(changes) {
 					changes = nil
@@ -135,24 +135,6 @@ func writeDriftTable(w io.Writer, servers []driftServerJSON) error {
 // server.
 func helpRemedy() string { return pin.TrustRemedy("SERVER", "") }
 
-// unreviewed picks, for each server, the latest of its open observations
-// (as OpenObservations returns them: ascending ID) that drifted, sorted by
-// server ID.
-func unreviewed(open []store.Observation) []store.Observation {
-	latest := map[string]store.Observation{}
-	for _, o := range open {
-		if o.Drifted {
-			latest[o.ServerID] = o
-		}
-	}
-	out := make([]store.Observation, 0, len(latest))
-	for _, o := range latest {
-		out = append(out, o)
-	}
-	slices.SortFunc(out, func(a, b store.Observation) int { return strings.Compare(a.ServerID, b.ServerID) })
-	return out
-}
-
 // parseChanges reads an observation's (or a record's) changes.
 func parseChanges(raw []byte) ([]pin.Change, error) {
 	var cs []pin.Change
@@ -207,7 +189,7 @@ func newDriftShowCmd() *cobra.Command {
 			}
 			out := cmd.OutOrStdout()
 			who := fmt.Sprintf("server %s (row %s)", oneLine(srv.Name), oneLine(srv.ID))
-			drifted := unreviewed(open)
+			drifted := trust.Unreviewed(open)
 			if len(drifted) == 0 {
 				_, err := fmt.Fprintf(out, "%s has no unreviewed drift: no listing seen since its baseline was trusted differs from it\n", who)
 				return err

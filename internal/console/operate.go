@@ -12,6 +12,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/audit"
 	"github.com/gatehouse-dev/gatehouse/pin"
 	"github.com/gatehouse-dev/gatehouse/store"
+	"github.com/gatehouse-dev/gatehouse/trust"
 )
 
 // runView is one run with its calls.
@@ -84,7 +85,7 @@ func (c *console) serversPage(w http.ResponseWriter, r *http.Request, s *session
 		return
 	}
 	drifted := map[string]bool{}
-	for _, o := range unreviewed(open) {
+	for _, o := range trust.Unreviewed(open) {
 		drifted[o.ServerID] = true
 	}
 	c.render(w, r, http.StatusOK, "servers", s, map[string]any{"Live": live, "HasLive": c.servers != nil, "Rows": rows, "Drifted": drifted})

@@ -16,6 +16,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/audit"
 	"github.com/gatehouse-dev/gatehouse/pin"
 	"github.com/gatehouse-dev/gatehouse/store"
+	"github.com/gatehouse-dev/gatehouse/trust"
 )
 
 // pageNames are the templates under templates/, each parsed with the
@@ -136,7 +137,7 @@ func (c *console) liveState(ctx context.Context) (liveState, error) {
 	if err != nil {
 		return liveState{}, err
 	}
-	drifted := unreviewed(open)
+	drifted := trust.Unreviewed(open)
 	parts := make([]string, 0, len(pending)+len(drifted))
 	for _, a := range pending {
 		parts = append(parts, "a:"+a.ID)
@@ -288,7 +289,7 @@ func (c *console) drift(ctx context.Context) ([]driftView, error) {
 		latest[o.ServerID] = o // ascending ID: the last one wins
 	}
 	var out []driftView
-	for _, o := range unreviewed(open) {
+	for _, o := range trust.Unreviewed(open) {
 		v := driftView{Server: byID[o.ServerID], Obs: o, Latest: latest[o.ServerID]}
 		if v.Server.ID == "" {
 			v.Server.ID = o.ServerID
@@ -311,23 +312,6 @@ func (c *console) drift(ctx context.Context) ([]driftView, error) {
 		out = append(out, v)
 	}
 	return out, nil
-}
-
-// unreviewed picks, for each server, the latest of its open observations
-// that drifted, sorted by server ID (as `gatehouse drift list`).
-func unreviewed(open []store.Observation) []store.Observation {
-	latest := map[string]store.Observation{}
-	for _, o := range open {
-		if o.Drifted {
-			latest[o.ServerID] = o
-		}
-	}
-	out := make([]store.Observation, 0, len(latest))
-	for _, o := range latest {
-		out = append(out, o)
-	}
-	slices.SortFunc(out, func(a, b store.Observation) int { return strings.Compare(a.ServerID, b.ServerID) })
-	return out
 }
 
 // trust makes exactly the listing the page showed (its fingerprint, from

@@ -15,7 +15,6 @@ import (
 	"github.com/gatehouse-dev/gatehouse/internal/metatool"
 	"github.com/gatehouse-dev/gatehouse/internal/projection"
 	"github.com/gatehouse-dev/gatehouse/pin"
-	"github.com/gatehouse-dev/gatehouse/toolset/internal/stored"
 )
 
 // Server is what projecting a server's tools needs of it.
@@ -39,7 +38,7 @@ type Tool struct {
 	// Full is the full sanitized input schema ({"type":"object"} for a
 	// quarantined tool), Output the sanitized output schema (nil for one).
 	Full, Output map[string]any
-	// ContractHash is stored.ContractHash of the tool as published.
+	// ContractHash is ContractHash of the tool as published.
 	ContractHash string
 	// Contract is the pin.ToolFingerprint of the tool's trusted contract:
 	// the published one of a callable tool (trusted or new, so the same),
@@ -80,7 +79,7 @@ func Listing(s Server, tools []*mcp.Tool, decisions map[string]pin.Decision, bud
 			continue // a binding string hides characters: shown neither sanitized nor as sent
 		}
 		p := Tool{Name: name, Remote: tool.Name, Title: projection.Sanitize(tool.Title), Description: projection.Sanitize(tool.Description),
-			Annotations: sanitizeAnnotations(tool.Annotations), ContractHash: stored.ContractHash(tool), Contract: d.Fingerprint,
+			Annotations: sanitizeAnnotations(tool.Annotations), ContractHash: ContractHash(tool), Contract: d.Fingerprint,
 			Full: projection.InputSchema(tool.InputSchema), Output: projection.SanitizeSchema(projection.SchemaMap(tool.OutputSchema))}
 		if d.Action == pin.Quarantined {
 			// Nothing the server wrote about this tool reaches the

@@ -10,8 +10,8 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/pin"
 	"github.com/gatehouse-dev/gatehouse/store"
-	"github.com/gatehouse-dev/gatehouse/toolset/internal/published"
-	"github.com/gatehouse-dev/gatehouse/toolset/internal/stored"
+	"github.com/gatehouse-dev/gatehouse/trust/internal/published"
+	"github.com/gatehouse-dev/gatehouse/trust/internal/stored"
 )
 
 func tool(name, desc string) *mcp.Tool {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/pin"
 	"github.com/gatehouse-dev/gatehouse/store"
-	"github.com/gatehouse-dev/gatehouse/toolset/internal/stored"
+	"github.com/gatehouse-dev/gatehouse/trust/internal/stored"
 )
 
 // Changes lists the reviewable drift of a verdict (see Verdict.Drifted)

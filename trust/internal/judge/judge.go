@@ -5,7 +5,7 @@ import (
 	"maps"
 
 	"github.com/gatehouse-dev/gatehouse/pin"
-	"github.com/gatehouse-dev/gatehouse/toolset/internal/stored"
+	"github.com/gatehouse-dev/gatehouse/trust/internal/stored"
 )
 
 // Event is one drift decision, worded for a person (names through
@@ -275,3 +275,6 @@ func Admit(st ItemVerdict, it Items) Admission {
 	}
 	return a
 }
+
+// Admit is Admit of the verdict's items of kind k.
+func (v *Verdict) Admit(k stored.Kind, it Items) Admission { return Admit(v.Items[k], it) }

@@ -1,4 +1,4 @@
-package stored
+package projected
 
 import (
 	"crypto/sha256"

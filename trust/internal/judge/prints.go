@@ -11,8 +11,8 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/pin"
 	"github.com/gatehouse-dev/gatehouse/store"
-	"github.com/gatehouse-dev/gatehouse/toolset/internal/published"
-	"github.com/gatehouse-dev/gatehouse/toolset/internal/stored"
+	"github.com/gatehouse-dev/gatehouse/trust/internal/published"
+	"github.com/gatehouse-dev/gatehouse/trust/internal/stored"
 )
 
 // Items is one listed kind of forwarded item (prompts or resource
@@ -324,3 +324,6 @@ func EntriesFingerprint(b store.Baseline) string {
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }
+
+// Print is ListingFingerprint(*fp): the name of the listing.
+func (fp *Prints) Print() string { return ListingFingerprint(*fp) }
