@@ -254,7 +254,13 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 	if perSubject == 0 && cfg.Auth == nil {
 		perSubject = -1
 	}
+	// search.model: the search's semantic stage, read now or not at all.
+	searchModel, err := loadSearchModel(cfg)
+	if err != nil {
+		return fail(err)
+	}
 	g.relay, err = relay.Open(ctx, servers, &toolset.Options{
+		SearchModel:  searchModel,
 		AllowedHosts: cfg.AllowedHosts,
 		Budget:       cfg.Disclosure.Budget,
 		Logger:       log,

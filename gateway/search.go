@@ -6,9 +6,11 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/gatehouse-dev/gatehouse/gateway/internal/config"
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/stablelist"
 	"github.com/gatehouse-dev/gatehouse/internal/metatool"
 	"github.com/gatehouse-dev/gatehouse/server"
+	"github.com/gatehouse-dev/gatehouse/toolsearch"
 )
 
 // Tool search in the gateway. Unless search.enabled is false, the gateway
@@ -79,4 +81,20 @@ func (p *pipeline) search(ctx context.Context, subject server.Subject, req *call
 		return p.answer("", SearchToolName, nil, err)
 	}
 	return callOutcome{label: outcomeOK, result: metatool.SearchResult(a, hits)}
+}
+
+// loadSearchModel reads the embedding model search.model names, if any
+// (docs/search.md): nil when none is configured.
+func loadSearchModel(cfg *Config) (*toolsearch.Model, error) {
+	dir := cfg.SearchModelDir()
+	if dir == "" {
+		return nil, nil
+	}
+	m, err := toolsearch.LoadModel(dir)
+	if err != nil {
+		return nil, config.Errorf(cfg, "search.model",
+			"point it at a directory with a model2vec model's model.safetensors and tokenizer.json (docs/search.md), or leave it out",
+			"%v", err)
+	}
+	return m, nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gatehouse-dev/gatehouse/plugin"
+	"github.com/gatehouse-dev/gatehouse/toolsearch"
 	"github.com/gatehouse-dev/gatehouse/toolset/internal/transport"
 )
 
@@ -81,6 +82,10 @@ type Options struct {
 	// Call answers it with Search, so a model handed it (and any tools you
 	// choose) finds the rest and calls them by name.
 	SearchTool bool
+	// SearchModel, when set, is the static embedding model Search re-ranks
+	// its best candidates with (toolsearch.LoadModel; docs/search.md). Nil:
+	// words only.
+	SearchModel *toolsearch.Model
 	// ConnectTimeout bounds each server's connection (launch or dial,
 	// handshake and tools/list); 0 means 60 s.
 	ConnectTimeout time.Duration

@@ -28,6 +28,7 @@ func (t *Toolset) SearchFor(ctx context.Context, query string, limit int, allow 
 	if err != nil {
 		return nil, err
 	}
+	t.finder.SetModel(t.opts.SearchModel)
 	return t.finder.Find(cat.seq, cat.searchable, query, limit, allow)
 }
 
@@ -47,6 +48,7 @@ func (cat *catalog) searchable() (out []metatool.Tool) {
 // mcp__describe_tool) from cat.
 func (t *Toolset) ownCall(cat *catalog, name string, args any) (*mcp.CallToolResult, error) {
 	if name == SearchToolName {
+		t.finder.SetModel(t.opts.SearchModel)
 		return t.finder.Call(cat.seq, cat.searchable, args, metatool.DefaultLimit, nil), nil
 	}
 	res, err := metatool.Describe(args, func(name string) (string, map[string]any, bool) {

@@ -79,8 +79,18 @@ type Finder struct {
 	mu     sync.Mutex        // serializes Sync
 	prints map[string]string // server -> print of the tools indexed
 	ix     atomic.Pointer[toolsearch.Index]
-	tools  atomic.Pointer[map[string]Tool] // the map last synced, by name
-	synced atomic.Pointer[uint64]          // the generation last synced; nil before the first
+	tools  atomic.Pointer[map[string]Tool]  // the map last synced, by name
+	synced atomic.Pointer[uint64]           // the generation last synced; nil before the first
+	model  atomic.Pointer[toolsearch.Model] // the index's semantic stage, if any
+}
+
+// SetModel sets the embedding model the index re-ranks with
+// (toolsearch.Options.Model). It counts only before the first Sync, which
+// builds the index; later calls change nothing.
+func (f *Finder) SetModel(m *toolsearch.Model) {
+	if m != nil {
+		f.model.Store(m)
+	}
 }
 
 // Sync brings the index to generation gen of the map, a number that grows
@@ -110,7 +120,7 @@ func (f *Finder) Sync(gen uint64, tools func() []Tool) {
 	f.tools.Store(&byName)
 	ix := f.ix.Load()
 	if ix == nil {
-		ix = toolsearch.New(nil)
+		ix = toolsearch.New(&toolsearch.Options{Model: f.model.Load()})
 		f.ix.Store(ix)
 	}
 	prints := make(map[string]string, len(byServer))

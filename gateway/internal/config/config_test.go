@@ -261,6 +261,7 @@ func FuzzParseConfig(f *testing.F) {
 	f.Add([]byte("search: {enabled: true, limit: 50}"))
 	f.Add([]byte("search: {enabled: false}"))
 	f.Add([]byte("search: {enabled: yes, limit: 2.5, limit: 51}"))
+	f.Add([]byte("search: {model: ./models/potion-base-8M, limit: 3}"))
 	f.Add([]byte("audit: {enabled: true, retain: 90d, checkpoint: 5m, signingKeyFile: audit.key}"))
 	f.Add([]byte("audit: {retain: 0, signingKeyEnv: KEY, signingKeyFile: k}"))
 	f.Add([]byte("auth: {resource: 'https://gw.example.com/mcp', oauth: {issuer: 'https://idp.example.com', requiredScopes: [mcp], scopesClaim: scp}}"))

@@ -2,6 +2,8 @@ package config
 
 import (
 	"fmt"
+	"path/filepath"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -17,7 +19,7 @@ const (
 
 // Search configures tool search: the gateway's meta-tool
 // gatehouse__search_tools and the stable tools/list. Its YAML form is
-// search: {enabled: true, limit: 8}.
+// search: {enabled: true, limit: 8, model: ./models/potion-base-8M}.
 type Search struct {
 	// Enabled, when true, gives every caller the stable tools/list:
 	// gatehouse__search_tools and the disclosure.alwaysLoad tools it may
@@ -30,10 +32,17 @@ type Search struct {
 	// Limit is how many tools a search answers when the call gives no
 	// limit: 1 to 50, default 8.
 	Limit int `yaml:"limit" json:"limit"`
+	// Model is a directory holding a static embedding model in the
+	// model2vec format (model.safetensors and tokenizer.json, e.g.
+	// minishlab/potion-base-8M), relative to the config file: the search
+	// re-ranks its best candidates by meaning with it (docs/search.md).
+	// Empty: words only. Nothing is downloaded; the gateway reads the
+	// directory when it starts and refuses to start if it cannot.
+	Model string `yaml:"model" json:"model"`
 
-	// enabled and limit are the values as written (nil when absent);
-	// validate reads them.
-	enabled, limit *yaml.Node
+	// enabled, limit and model are the values as written (nil when
+	// absent); validate reads them.
+	enabled, limit, model *yaml.Node
 	// shape is a mistake in search's own shape, reported by validate.
 	shape *Error
 }
@@ -46,7 +55,7 @@ func (s Search) Off() bool { return s.Enabled != nil && !*s.Enabled }
 func (s Search) Always() bool { return s.Enabled != nil && *s.Enabled }
 
 // searchFix is the fix of a mistake in search's shape.
-const searchFix = "write search: {enabled: true, limit: 8} (both optional)"
+const searchFix = "write search: {enabled: true, limit: 8, model: DIR} (all optional)"
 
 // UnmarshalYAML reads search's mapping, keeping its values as written for
 // validate (see Drift.UnmarshalYAML).
@@ -64,9 +73,11 @@ func (s *Search) UnmarshalYAML(n *yaml.Node) error {
 			dst = &s.enabled
 		case k.Kind == yaml.ScalarNode && k.Value == "limit":
 			dst = &s.limit
+		case k.Kind == yaml.ScalarNode && k.Value == "model":
+			dst = &s.model
 		default:
 			s.shape = &Error{Field: "search", Msg: fmt.Sprintf("unknown field %q", k.Value),
-				Fix: "search has two fields, enabled and limit: " + searchFix}
+				Fix: "search has three fields, enabled, limit and model: " + searchFix}
 			return nil
 		}
 		if *dst != nil {
@@ -108,7 +119,27 @@ func (c *Config) checkSearch() error {
 		}
 		s.Limit = l
 	}
+	if n := s.model; n != nil {
+		if n.Kind != yaml.ScalarNode || n.Tag != "!!str" || strings.TrimSpace(n.Value) == "" {
+			return c.errf("search.model", "use the path of a directory with model.safetensors and tokenizer.json (a model2vec model), or leave it out",
+				"%s is not a directory's path", shown(n))
+		}
+		s.Model = n.Value
+	}
 	return nil
+}
+
+// SearchModelDir returns search.model resolved against Dir, or "" when
+// no model is configured.
+func (c *Config) SearchModelDir() string {
+	switch m := c.Search.Model; {
+	case m == "":
+		return ""
+	case filepath.IsAbs(m):
+		return m
+	default:
+		return filepath.Join(c.Dir, m)
+	}
 }
 
 // shown is a YAML value as a message quotes it.

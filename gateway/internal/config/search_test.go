@@ -71,6 +71,13 @@ func TestSearchErrors(t *testing.T) {
 		{"search a list", "search: [enabled]\n", "search", "must be a mapping"},
 		{"unknown field", "search: {enabled: true, max: 5}\n", "search", `unknown field "max"`},
 		{"misspelt", "search: {enable: true}\n", "search", `unknown field "enable"`},
+		{"model empty", "search: {model: ''}\n", "search.model", `"" is not a directory's path`},
+		{"model spaces", "search: {model: '  '}\n", "search.model", `"  " is not a directory's path`},
+		{"model a number", "search: {model: 8}\n", "search.model", `"8" is not a directory's path`},
+		{"model null", "search: {model: ~}\n", "search.model", "no value is not a directory's path"},
+		{"model a list", "search: {model: [a, b]}\n", "search.model", "a list is not a directory's path"},
+		{"model a mapping", "search: {model: {dir: a}}\n", "search.model", "a mapping is not a directory's path"},
+		{"model twice", "search: {model: a, model: b}\n", "search.model", "given twice"},
 		{"merge key", "search: {<<: {enabled: true}}\n", "search", `unknown field "<<"`},
 	}
 	for _, tc := range cases {
@@ -84,5 +91,25 @@ func TestSearchErrors(t *testing.T) {
 				t.Errorf("%q: field %q msg %q fix %q, want field %q msg containing %q", tc.src, ce.Field, ce.Msg, ce.Fix, tc.field, tc.msg)
 			}
 		})
+	}
+}
+
+// search.model is a directory's path, resolved against the config file's
+// directory unless absolute; absent, no model.
+func TestSearchModel(t *testing.T) {
+	for src, want := range map[string]string{
+		"search: {enabled: true}\n":                     "",
+		"search: {model: models/potion}\n":              "/srv/models/potion",
+		"search: {model: ./m, limit: 3}\n":              "/srv/m",
+		"search: {model: /opt/models/potion-base-8M}\n": "/opt/models/potion-base-8M",
+		`{"search": {"model": "../shared/m"}}`:          "/shared/m",
+	} {
+		c, err := Parse([]byte(src), "gh.yaml", "/srv")
+		if err != nil {
+			t.Fatalf("%q: %v", src, err)
+		}
+		if got := c.SearchModelDir(); got != want {
+			t.Errorf("%q: SearchModelDir %q, want %q", src, got, want)
+		}
 	}
 }
