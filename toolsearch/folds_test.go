@@ -201,8 +201,7 @@ const (
 // flatter; the new servers' requests ("set": "new") were never looked at
 // when anything was chosen, and are measured apart).
 //
-// It runs the grid of candidates only when GATEHOUSE_TEST_HEAVY is set or
-// with -run naming it; otherwise the shipped defaults alone.
+// The whole evaluation (24 candidates, 5 folds) takes about a second.
 func TestLeaveServersOut(t *testing.T) {
 	docs := loadCatalog(t)
 	qs := loadQueries(t)
@@ -227,10 +226,6 @@ func TestLeaveServersOut(t *testing.T) {
 		for _, m := range da.missed5 {
 			t.Logf("  miss: %s", m)
 		}
-	}
-	if os.Getenv("GATEHOUSE_TEST_HEAVY") == "" && !strings.Contains(strings.Join(os.Args, " "), "LeaveServersOut") {
-		t.Log("the grid of candidates runs with GATEHOUSE_TEST_HEAVY set or -run TestLeaveServersOut")
-		return
 	}
 	rs := leaveServersOut(docs, qs, candidates())
 	report("chosen per fold", rs)

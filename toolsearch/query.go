@@ -85,7 +85,8 @@ func (q *Query) Values() []string {
 // what it asks to do rather than by the values it carries: quoted text
 // ("..." '...' `...` and typographic quotes), URLs, e-mail addresses,
 // paths, dotted names (report.pdf, acme.io), key:value and image:tag
-// tokens, #channels and @handles, and numbers are values; a word
+// tokens, keys and hashes (PROJ-12, 3f9a1c7), #channels and @handles, and
+// numbers are values; a word
 // capitalized inside the request or carrying digits ("Berlin", "Q3") is a
 // value unless a tool's or server's name has it ("GitHub", "R2").
 func ParseQuery(s string) (*Query, error) {
@@ -241,10 +242,35 @@ func classify(t string) valueKind {
 			inner = true // report.pdf, acme.io, 1.2.3, nginx:latest, session:abc
 		}
 	}
-	if digits || inner {
+	if digits || inner || identifier(t) {
 		return hardValue
 	}
 	return notValue
+}
+
+// identifier says whether a token is a key or a hash: letters and digits
+// joined by a hyphen or underscore (PROJ-12, INC_2041, gpt-4), or seven
+// hex digits or more with a digit and a letter among them (a commit).
+func identifier(t string) bool {
+	var letter, digit, joined, hex bool
+	hex = len(t) >= 7
+	for _, r := range t {
+		switch {
+		case unicode.IsDigit(r):
+			digit = true
+		case unicode.IsLetter(r):
+			letter = true
+			if !strings.ContainsRune("abcdefABCDEF", r) {
+				hex = false
+			}
+		case r == '-' || r == '_':
+			joined = true
+			hex = false
+		default:
+			hex = false
+		}
+	}
+	return letter && digit && (joined || hex)
 }
 
 // hintOf returns the word a value stands for, if it says one: "url" for a

@@ -25,13 +25,16 @@ func TestQueryValues(t *testing.T) {
 		{"post in #general", []string{"general"}, nil},
 		{"write an llms.txt for the site", []string{"llms", "txt"}, nil},
 		{"weather in Berlin tomorrow", []string{"berlin"}, nil},
-		{"Berlin weather", nil, nil},                       // capitalized at the start: not known to be a name
-		{"open a PR for the fix", nil, nil},                // PR is a table word
-		{"today's issues", nil, nil},                       // an apostrophe quotes nothing
-		{"list my open issues. Then close one", nil, nil},  // a sentence's first word
-		{"find 'unterminated quote", nil, nil},             // an unclosed quote is no span
-		{"deploy 'api' and deploy api", nil, nil},          // said once as a value, once not
-		{"budget Q3 spreadsheet", []string{"q", "3"}, nil}, // digits make a code
+		{"Berlin weather", nil, nil},                                                 // capitalized at the start: not known to be a name
+		{"open a PR for the fix", nil, nil},                                          // PR is a table word
+		{"today's issues", nil, nil},                                                 // an apostrophe quotes nothing
+		{"list my open issues. Then close one", nil, nil},                            // a sentence's first word
+		{"find 'unterminated quote", nil, nil},                                       // an unclosed quote is no span
+		{"deploy 'api' and deploy api", nil, nil},                                    // said once as a value, once not
+		{"budget Q3 spreadsheet", []string{"q", "3"}, nil},                           // digits make a code
+		{"move PROJ-12 to done", []string{"proj", "12"}, nil},                        // a key
+		{"revert commit 3f9a1c7e", []string{"3", "f", "9", "1", "c", "7", "e"}, nil}, // a hash
+		{"run the e2e-tests", []string{"e", "2", "tests"}, nil},                      // a key, too: a value
 		{"select rate(http_requests_total{code=~\"5..\"}[5m])", []string{"rate", "http", "requests", "total", "code", "5"}, nil},
 	} {
 		q, err := ParseQuery(c.query)
