@@ -92,6 +92,13 @@
 // Arguments that are not JSON are kept as a JSON string, which the
 // executor answers with an error result the model reads.
 //
+// The Model is a loop.StreamModel: with loop.Options.OnDelta set, a turn
+// is one Stream call, each chunk's content and tool call pieces go to
+// OnDelta as they arrive, and the chunks concatenated
+// (schema.ConcatMessages) are the turn's response, journaled once a chunk
+// carried a finish reason and the stream ended. A stream that fails, or
+// ends without a finish reason (ErrIncomplete), records no response.
+//
 // Package einotest is a local Chat Completions server, scripted by turn,
 // for tests and examples that need no API key.
 package eino

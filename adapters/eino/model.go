@@ -12,8 +12,9 @@ import (
 )
 
 // Model is a loop.Model over an eino chat model, so loop.Run drives it:
-// each turn is one Generate call with the run's system prompt, its
-// conversation and its tools.
+// each turn is one Generate call (one Stream call when
+// loop.Options.OnDelta is set: see TurnStream) with the run's system
+// prompt, its conversation and its tools.
 type Model struct {
 	cm   model.BaseChatModel
 	opts []model.Option
@@ -35,25 +36,9 @@ func NewModel(cm model.BaseChatModel, opts ...model.Option) *Model {
 // kept as a JSON string (the executor answers the call with an error the
 // model reads).
 func (m *Model) Turn(ctx context.Context, req loop.ModelRequest) (loop.ModelResponse, error) {
-	msgs, err := Messages(req)
+	cm, msgs, opts, err := m.prepare(req)
 	if err != nil {
 		return loop.ModelResponse{}, err
-	}
-	cm, opts := m.cm, m.opts
-	if len(req.Tools) > 0 {
-		infos, err := ToolInfos(req.Tools)
-		if err != nil {
-			return loop.ModelResponse{}, err
-		}
-		if tc, ok := cm.(model.ToolCallingChatModel); ok {
-			bound, err := tc.WithTools(infos)
-			if err != nil {
-				return loop.ModelResponse{}, fmt.Errorf("eino: bind tools: %w", err)
-			}
-			cm = bound
-		} else {
-			opts = append(append(make([]model.Option, 0, len(opts)+1), opts...), model.WithTools(infos))
-		}
 	}
 	out, err := cm.Generate(ctx, msgs, opts...)
 	if err != nil {
@@ -63,6 +48,32 @@ func (m *Model) Turn(ctx context.Context, req loop.ModelRequest) (loop.ModelResp
 		return loop.ModelResponse{}, errors.New("eino: generate: the model returned no message")
 	}
 	return loop.ModelResponse{Text: out.Content, ToolCalls: ToolCalls(out)}, nil
+}
+
+// prepare returns the chat model with the turn's tools bound (or the
+// options carrying them), and the turn's messages.
+func (m *Model) prepare(req loop.ModelRequest) (model.BaseChatModel, []*schema.Message, []model.Option, error) {
+	msgs, err := Messages(req)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	cm, opts := m.cm, m.opts
+	if len(req.Tools) > 0 {
+		infos, err := ToolInfos(req.Tools)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		if tc, ok := cm.(model.ToolCallingChatModel); ok {
+			bound, err := tc.WithTools(infos)
+			if err != nil {
+				return nil, nil, nil, fmt.Errorf("eino: bind tools: %w", err)
+			}
+			cm = bound
+		} else {
+			opts = append(append(make([]model.Option, 0, len(opts)+1), opts...), model.WithTools(infos))
+		}
+	}
+	return cm, msgs, opts, nil
 }
 
 // Messages returns a turn's conversation as eino messages: the system

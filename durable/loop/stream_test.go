@@ -3,6 +3,7 @@ package loop_test
 import (
 	"context"
 	"errors"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -129,12 +130,13 @@ func (c *collect) len() int {
 
 func streamScript() []loop.ModelResponse {
 	return []loop.ModelResponse{
-		{Text: "Checking your balance first.", ToolCalls: []loop.ToolCall{{ID: "c1", Name: "bank__balance", Args: []byte(`{"account":"main"}`)}}},
+		{Text: "Checking your balance first.", ToolCalls: []loop.ToolCall{{ID: "c1", Name: "bank__balance", Args: []byte(`{"amount":3}`)}}},
 		{Text: "Your balance is fine, and nothing was charged."},
 	}
 }
 
-// records returns a run's journal rows as (ID, state, outcome) in order.
+// records returns a run's journal rows as "ID state outcome", sorted
+// (records made in the same instant list in any order).
 func records(t *testing.T, s store.Store, runID string) []string {
 	t.Helper()
 	recs, err := s.ListRecords(bg, "", runID)
@@ -145,6 +147,7 @@ func records(t *testing.T, s store.Store, runID string) []string {
 	for _, r := range recs {
 		out = append(out, r.ToolCallID+" "+string(r.State)+" "+strings.ReplaceAll(string(r.Outcome), runID, "RUN"))
 	}
+	sort.Strings(out)
 	return out
 }
 
@@ -162,7 +165,7 @@ func TestStreamDeltas(t *testing.T) {
 	}
 	text0, args0 := c.turn(0)
 	text1, args1 := c.turn(1)
-	if text0 != "Checking your balance first." || args0[0] != `{"account":"main"}` || text1 != res.Text || len(args1) != 0 {
+	if text0 != "Checking your balance first." || args0[0] != `{"amount":3}` || text1 != res.Text || len(args1) != 0 {
 		t.Fatalf("deltas: turn 0 %q %v, turn 1 %q %v", text0, args0, text1, args1)
 	}
 	// In order: turn 0's deltas (text, then the call's) before turn 1's.
@@ -191,7 +194,7 @@ func TestStreamDeltas(t *testing.T) {
 		t.Fatalf("without OnDelta: %d streams of %d turns", plain.streams, plain.asked)
 	}
 	a, b := records(t, s, "run-s"), records(t, s2, "run-s")
-	if strings.Join(a, "\n") != strings.Join(b, "\n") || len(a) != 3 {
+	if strings.Join(a, "\n") != strings.Join(b, "\n") || len(a) != 3 || !strings.Contains(a[0], "c1 succeeded") {
 		t.Fatalf("journal with streaming:\n%s\nwithout:\n%s", strings.Join(a, "\n"), strings.Join(b, "\n"))
 	}
 }
