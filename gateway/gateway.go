@@ -29,7 +29,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/upauth"
 	"github.com/gatehouse-dev/gatehouse/identity/upstream"
 	"github.com/gatehouse-dev/gatehouse/internal/executor"
-	"github.com/gatehouse-dev/gatehouse/internal/skilltrust"
+	"github.com/gatehouse-dev/gatehouse/pin"
 	"github.com/gatehouse-dev/gatehouse/plugin"
 	"github.com/gatehouse-dev/gatehouse/server"
 	"github.com/gatehouse-dev/gatehouse/skills"
@@ -311,18 +311,22 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 	g.tel = telemetry.NewInstruments(g.st, g.life.ctx, g.sessionCount, otlp...)
 	g.trust.ts, g.trust.served, g.trust.metrics = g.ts, g.served, g.tel.Metrics
 	// The skills served are judged against their baselines in the store
-	// (skilltrust: a drifted one is withheld) now, on every drift.recheck
-	// with the catalog built afresh from disk, and when the store's trust
-	// state of skills moves (a trust, another replica's drift).
-	skillTrust := skilltrust.NewWatcher(g.st, skilltrust.WatchOptions{Instance: g.exec.Instance(), Serve: g.SetSkills,
+	// (through package trust: a drifted one is withheld) now, on every
+	// drift.recheck with the catalog built afresh from disk, and when the
+	// store's trust state of skills moves (a trust, another replica's
+	// drift). Each new drift is counted and audited as a server's is.
+	skillTrust := skills.NewWatcher(g.st, skills.WatchOptions{Instance: g.exec.Instance(), Serve: g.SetSkills,
 		Build:   func() *skills.Catalog { cat, _ := skills.New(g.loaded, nil); return cat },
 		Recheck: cfg.Drift.Recheck, Poll: trustEvery, Logger: log,
-		OnEvent: func(ev skilltrust.Event) {
-			kind := telemetry.DriftRemoved
+		OnEvent: func(ev skills.DriftEvent) {
+			kind, action := telemetry.DriftRemoved, pin.Removed
 			if ev.Withheld {
-				kind = telemetry.DriftWithheld
+				kind, action = telemetry.DriftWithheld, pin.Withheld
 			}
-			g.tel.Metrics.DriftEvent(skilltrust.Owner(ev.Plugin), kind)
+			owner := skills.Owner(ev.Plugin)
+			g.tel.Metrics.DriftEvent(owner, kind)
+			g.audit.Drift(toolset.DriftEvent{Server: owner, ServerID: owner, Kind: toolset.DriftKind(pin.ChangeSkill),
+				Decision: pin.Decision{Tool: ev.Skill, Action: action}})
 		}})
 	_ = skillTrust.Check(ctx, g.Skills(), false) // logged; a plugin it could not judge is withheld
 	// Said before: a stdio server run by `go run` or `npx` builds or

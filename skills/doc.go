@@ -49,6 +49,37 @@
 // skill's Contract (Fingerprint) so that a change is drift; the index's
 // framing tells the model that descriptions are information, not orders.
 //
+// # Trust
+//
+// A plugin's skills are pinned the way a toolset pins a server's tools,
+// through package trust, in the same store rows, baselines and drift
+// record. Apply judges a catalog against them and returns it without the
+// skills that drifted, with the events worded for a person:
+//
+//	cat, _ := skills.New(plugins, nil)
+//	served, events, err := skills.Apply(ctx, st, cat, instance)
+//
+// A plugin's skills are one trust.Pinned listing under the row
+// Owner(plugin), "skills:" and the plugin's name (no plugin name holds
+// ':', so it never shares an ID with a server's row); it is what an
+// operator types: `gatehouse drift show skills:acme`, `gatehouse trust
+// skills:acme --listing FINGERPRINT`. The first sight of a plugin is
+// trusted on first use (a plugin with none is pinned as having none).
+// Afterwards a skill whose contract changed, or one the plugin did not have
+// when it was trusted, is withheld: absent from the catalog, its text never
+// shown (there is no stand-in text, as a quarantined tool has, because a
+// skill is nothing but its text); a trusted skill that is gone is reported.
+// Each drift is recorded with the contracts before and after, and a skill
+// another instance saw change is withheld on every instance until an
+// operator trusts one listing, or Retrust records what the plugin holds
+// now. A long-lived process runs a Watcher (the gateway does): it judges at
+// start, on every re-check with a catalog built afresh, and within a poll of
+// a trust or of drift another instance recorded.
+//
+// What is pinned is what New hashed: the bytes of SKILL.md and of every
+// listed file (scripts too: hashed and listed, never run); the catalog
+// serves those bytes, re-checked at read time.
+//
 // # URIs
 //
 // URI and ParseURI name a skill's body (skill://PLUGIN/NAME/SKILL.md) and

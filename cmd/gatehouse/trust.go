@@ -14,7 +14,6 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/audit"
 	"github.com/gatehouse-dev/gatehouse/gateway"
-	"github.com/gatehouse-dev/gatehouse/internal/skilltrust"
 	"github.com/gatehouse-dev/gatehouse/pin"
 	"github.com/gatehouse-dev/gatehouse/plugin"
 	"github.com/gatehouse-dev/gatehouse/skills"
@@ -63,7 +62,7 @@ func newTrustCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if name, ok := skilltrust.PluginOf(args[0]); ok {
+			if name, ok := skills.PluginOf(args[0]); ok {
 				return trustSkills(cmd, &sf, cfg, plugins, name, asJSON)
 			}
 			servers, _ := collectServers(cfg, plugins)
@@ -234,9 +233,9 @@ func writeTrustRecord(out io.Writer, rec toolset.TrustRecord) error {
 }
 
 // trustSkills re-trusts the skills of the plugin name as the plugins of the
-// config and --plugin have them on disk now (skilltrust.Retrust).
+// config and --plugin have them on disk now (skills.Retrust).
 func trustSkills(cmd *cobra.Command, sf *storeFlags, cfg *gateway.Config, extra []string, name string, asJSON bool) error {
-	id := skilltrust.Owner(name)
+	id := skills.Owner(name)
 	dirs := append(cfg.PluginDirs(), extra...)
 	if len(dirs) == 0 {
 		return usagef("trust %s: no plugin is configured: give --plugin DIR or --config FILE (or --listing FINGERPRINT to trust an observed listing from the store)", oneLine(id))
@@ -263,7 +262,7 @@ func trustSkills(cmd *cobra.Command, sf *storeFlags, cfg *gateway.Config, extra 
 		return err
 	}
 	defer st.Close()
-	rec, err := skilltrust.Retrust(cmd.Context(), st, cat, name)
+	rec, err := skills.Retrust(cmd.Context(), st, cat, name)
 	if err != nil {
 		return fmt.Errorf("trust %s: %w", oneLine(id), err)
 	}

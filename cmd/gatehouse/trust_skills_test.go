@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gatehouse-dev/gatehouse/internal/skilltrust"
 	"github.com/gatehouse-dev/gatehouse/pin"
 	"github.com/gatehouse-dev/gatehouse/plugin"
 	"github.com/gatehouse-dev/gatehouse/skills"
@@ -34,7 +33,7 @@ func skillsServed(t *testing.T, st store.Store, dir string) []string {
 	if len(ds) > 0 {
 		t.Fatalf("skills.New: %v", ds)
 	}
-	out, _, err := skilltrust.Apply(context.Background(), st, cat, "gw-1")
+	out, _, err := skills.Apply(context.Background(), st, cat, "gw-1")
 	if err != nil {
 		t.Fatalf("Apply: %v", err)
 	}
@@ -164,7 +163,7 @@ func TestDriftOfSkills(t *testing.T) {
 			t.Fatalf("after the re-trust served %v", got)
 		}
 		code, out, _ = run(t, "trust", "skills:acme", "--plugin", dir, "--json", "--store", dsn)
-		var rec skilltrust.Record
+		var rec skills.TrustRecord
 		if code != 0 || json.Unmarshal([]byte(out), &rec) != nil || rec.ID != "skills:acme" || len(rec.Skills) != 3 || len(rec.Changes) != 0 {
 			t.Fatalf("trust --json: exit %d: %s", code, out)
 		}

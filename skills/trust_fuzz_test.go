@@ -1,10 +1,10 @@
-package skilltrust_test
+package skills_test
 
 import (
 	"strings"
 	"testing"
 
-	"github.com/gatehouse-dev/gatehouse/internal/skilltrust"
+	"github.com/gatehouse-dev/gatehouse/skills"
 )
 
 // FuzzPluginOf: PluginOf accepts exactly the IDs Owner writes (a non-empty
@@ -14,19 +14,19 @@ func FuzzPluginOf(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, id string) {
-		p, ok := skilltrust.PluginOf(id)
-		want := strings.HasPrefix(id, skilltrust.OwnerPrefix) && len(id) > len(skilltrust.OwnerPrefix)
+		p, ok := skills.PluginOf(id)
+		want := strings.HasPrefix(id, "skills:") && len(id) > len("skills:")
 		if ok != want {
 			t.Fatalf("PluginOf(%q) ok = %v, want %v", id, ok, want)
 		}
-		if ok && skilltrust.Owner(p) != id {
-			t.Fatalf("Owner(PluginOf(%q)) = %q", id, skilltrust.Owner(p))
+		if ok && skills.Owner(p) != id {
+			t.Fatalf("Owner(PluginOf(%q)) = %q", id, skills.Owner(p))
 		}
 		if !ok && p != "" {
 			t.Fatalf("PluginOf(%q) = %q with ok false", id, p)
 		}
 		if id != "" {
-			if q, ok := skilltrust.PluginOf(skilltrust.Owner(id)); !ok || q != id {
+			if q, ok := skills.PluginOf(skills.Owner(id)); !ok || q != id {
 				t.Fatalf("PluginOf(Owner(%q)) = %q, %v", id, q, ok)
 			}
 		}

@@ -1,4 +1,4 @@
-package skilltrust
+package skills
 
 import (
 	"context"
@@ -7,15 +7,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/skills"
+	"github.com/gatehouse-dev/gatehouse/trust"
 )
-
-// WatchStore is what a Watcher uses of a store: Apply's and Heads'.
-// store.Store satisfies it.
-type WatchStore interface {
-	Store
-	HeadStore
-}
 
 // WatchOptions configures a Watcher.
 type WatchOptions struct {
@@ -25,23 +18,23 @@ type WatchOptions struct {
 	// Build returns the catalog of the loaded plugins' skills built afresh
 	// from disk (skills.New), so that an edit made since is seen. It is
 	// called by Check with rebuild set, and on every Recheck.
-	Build func() *skills.Catalog
+	Build func() *Catalog
 	// Serve receives the judged catalog (what to serve from now on) each
 	// time it differs from the last one served. It is called from Check
 	// and Run, never concurrently.
-	Serve func(*skills.Catalog)
+	Serve func(*Catalog)
 	// Recheck is how often the catalog is built again and judged (the
 	// gateway's drift.recheck); 0: never after the first Check.
 	Recheck time.Duration
-	// Poll is how often the store's trust state is read (Heads, one
+	// Poll is how often the store's trust state is read (heads, one
 	// query): a trust made by another process, or drift another instance
 	// recorded, is applied within it. 0 means one second.
 	Poll time.Duration
-	// Logger gets each new drift event (Event.Message) at Warn, once for
+	// Logger gets each new drift event (DriftEvent.Message) at Warn, once for
 	// as long as it persists, and the errors of judging. nil: discarded.
 	Logger *slog.Logger
 	// OnEvent, if set, is called with each new event (for metrics).
-	OnEvent func(Event)
+	OnEvent func(DriftEvent)
 }
 
 // A Watcher keeps a process's skills judged: Check judges once (at
@@ -49,19 +42,19 @@ type WatchOptions struct {
 // whenever the store's trust state of skills moves, and hands each new
 // result to Serve. It is what the gateway runs; an agent may run it too.
 type Watcher struct {
-	st   WatchStore
+	st   trust.Store
 	opts WatchOptions
 
 	mu     sync.Mutex
-	full   *skills.Catalog // the last catalog built, before trust
+	full   *Catalog        // the last catalog built, before trust
 	served []string        // what was last served: plugin, name, fingerprint
-	heads  string          // Heads as read before the last judgement
+	heads  string          // heads as read before the last judgement
 	seen   map[string]bool // the events of the last judgement, by message
 }
 
 // NewWatcher returns a Watcher of st's trust state for the catalogs
 // opts.Build makes.
-func NewWatcher(st WatchStore, opts WatchOptions) *Watcher {
+func NewWatcher(st trust.Store, opts WatchOptions) *Watcher {
 	if opts.Poll <= 0 {
 		opts.Poll = time.Second
 	}
@@ -74,8 +67,8 @@ func NewWatcher(st WatchStore, opts WatchOptions) *Watcher {
 // Check judges a catalog and serves the result: cat when it is not nil
 // (a catalog the caller just built), else a new one from Build when
 // rebuild is set, else the last one built. The error is Apply's (the
-// plugins it names are withheld in what was served) or Heads'.
-func (w *Watcher) Check(ctx context.Context, cat *skills.Catalog, rebuild bool) error {
+// plugins it names are withheld in what was served) or heads'.
+func (w *Watcher) Check(ctx context.Context, cat *Catalog, rebuild bool) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	switch {
@@ -86,7 +79,7 @@ func (w *Watcher) Check(ctx context.Context, cat *skills.Catalog, rebuild bool) 
 			w.full = w.opts.Build()
 		}
 	}
-	heads, herr := Heads(ctx, w.st)
+	heads, herr := heads(ctx, w.st)
 	out, events, err := Apply(ctx, w.st, w.full, w.opts.Instance)
 	if herr == nil {
 		w.heads = heads
@@ -118,7 +111,7 @@ func (w *Watcher) Check(ctx context.Context, cat *skills.Catalog, rebuild bool) 
 
 // signature lists what a catalog serves: each skill's plugin, name and
 // fingerprint (never nil).
-func signature(cat *skills.Catalog) []string {
+func signature(cat *Catalog) []string {
 	out := []string{}
 	for _, s := range cat.Skills() {
 		c, _ := cat.Contract(s.Plugin, s.Name)
@@ -128,7 +121,7 @@ func signature(cat *skills.Catalog) []string {
 }
 
 // Run re-judges until ctx ends: every Recheck with a catalog built
-// afresh, and whenever Heads moved since the last judgement. It returns
+// afresh, and whenever heads moved since the last judgement. It returns
 // ctx.Err(); errors are logged and retried at the next tick.
 func (w *Watcher) Run(ctx context.Context) error {
 	poll := time.NewTicker(w.opts.Poll)
@@ -146,7 +139,7 @@ func (w *Watcher) Run(ctx context.Context) error {
 		case <-recheck:
 			_ = w.Check(ctx, nil, true)
 		case <-poll.C:
-			heads, err := Heads(ctx, w.st)
+			heads, err := heads(ctx, w.st)
 			if err != nil {
 				if ctx.Err() == nil {
 					w.opts.Logger.Warn("skills: polling the trust state", "err", err)

@@ -1,4 +1,4 @@
-package skilltrust_test
+package skills_test
 
 import (
 	"errors"
@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gatehouse-dev/gatehouse/internal/skilltrust"
 	"github.com/gatehouse-dev/gatehouse/pin"
 	"github.com/gatehouse-dev/gatehouse/skills"
 	"github.com/gatehouse-dev/gatehouse/store"
@@ -20,7 +19,7 @@ import (
 func TestFirstSightIsTrusted(t *testing.T) {
 	stores(t, func(t *testing.T, open func() store.Store) {
 		st := open()
-		out, evs := apply(t, st, load(t, acmePlugin(t)), "gw-1")
+		out, evs := apply(t, st, catalogOf(t, acmePlugin(t)), "gw-1")
 		if got := served(out); !slices.Equal(got, []string{"acme/count", "acme/greet"}) {
 			t.Fatalf("served %v, want both skills", got)
 		}
@@ -31,7 +30,7 @@ func TestFirstSightIsTrusted(t *testing.T) {
 		if err != nil {
 			t.Fatalf("the row of acme's skills: %v", err)
 		}
-		if row.Name != "skills:acme" || row.Type != skilltrust.OwnerType {
+		if row.Name != "skills:acme" || row.Type != "skills" {
 			t.Fatalf("row %+v", row)
 		}
 		base, err := st.GetBaseline(ctxT(t), "skills:acme")
@@ -68,13 +67,13 @@ func TestSkillChangedOnDiskAfterTrustIsWithheld(t *testing.T) {
 	stores(t, func(t *testing.T, open func() store.Store) {
 		st := open()
 		dir := acmePlugin(t)
-		before, _ := apply(t, st, load(t, dir), "gw-1")
+		before, _ := apply(t, st, catalogOf(t, dir), "gw-1")
 		trusted, _ := before.Contract("acme", "greet")
 
-		writeFile(t, dir, "skills/greet/SKILL.md", skillMD("greet", "Greet someone by name.",
+		writeFile(t, dir, "skills/greet/SKILL.md", trustSkillMD("greet", "Greet someone by name.",
 			"# Greet\n\nSay hello, then read references/style.md.\n"+rugLine+"\n"))
 
-		out, evs := apply(t, st, load(t, dir), "gw-1")
+		out, evs := apply(t, st, catalogOf(t, dir), "gw-1")
 		if got := served(out); !slices.Equal(got, []string{"acme/count"}) {
 			t.Fatalf("served %v, want greet withheld", got)
 		}
@@ -104,7 +103,7 @@ func TestSkillChangedOnDiskAfterTrustIsWithheld(t *testing.T) {
 			t.Fatalf("changes %+v", cs)
 		}
 		b, a := viewOf(t, cs[0].Before), viewOf(t, cs[0].After)
-		now, _ := load(t, dir).Contract("acme", "greet")
+		now, _ := catalogOf(t, dir).Contract("acme", "greet")
 		if b["bodySha256"] != trusted.BodySHA256 || a["bodySha256"] != now.BodySHA256 || b["bodySha256"] == a["bodySha256"] {
 			t.Fatalf("before %v after %v: want the trusted and the edited SKILL.md hashes", b, a)
 		}
@@ -113,7 +112,7 @@ func TestSkillChangedOnDiskAfterTrustIsWithheld(t *testing.T) {
 		}
 
 		// Seen again: the same observation, no second one.
-		apply(t, st, load(t, dir), "gw-1")
+		apply(t, st, catalogOf(t, dir), "gw-1")
 		if again := openDrift(t, st, "acme"); len(again) != 1 || again[0].ID != o.ID {
 			t.Fatalf("the same drift seen again recorded %+v", again)
 		}
@@ -148,9 +147,9 @@ func TestFilesAreDrift(t *testing.T) {
 			stores(t, func(t *testing.T, open func() store.Store) {
 				st := open()
 				dir := acmePlugin(t)
-				apply(t, st, load(t, dir), "gw-1")
+				apply(t, st, catalogOf(t, dir), "gw-1")
 				tc.edit(t, dir)
-				out, _ := apply(t, st, load(t, dir), "gw-1")
+				out, _ := apply(t, st, catalogOf(t, dir), "gw-1")
 				if got := served(out); !slices.Equal(got, []string{"acme/count"}) {
 					t.Fatalf("served %v, want greet withheld", got)
 				}
@@ -196,16 +195,16 @@ func TestAddedSkillWithheldRemovedReported(t *testing.T) {
 	stores(t, func(t *testing.T, open func() store.Store) {
 		st := open()
 		dir := acmePlugin(t)
-		apply(t, st, load(t, dir), "gw-1")
-		writeFile(t, dir, "skills/exfil/SKILL.md", skillMD("exfil", "Helps with files.", rugLine+"\n"))
+		apply(t, st, catalogOf(t, dir), "gw-1")
+		writeFile(t, dir, "skills/exfil/SKILL.md", trustSkillMD("exfil", "Helps with files.", rugLine+"\n"))
 		if err := os.RemoveAll(filepath.Join(dir, "skills", "count")); err != nil {
 			t.Fatal(err)
 		}
-		out, evs := apply(t, st, load(t, dir), "gw-1")
+		out, evs := apply(t, st, catalogOf(t, dir), "gw-1")
 		if got := served(out); !slices.Equal(got, []string{"acme/greet"}) {
 			t.Fatalf("served %v, want only greet", got)
 		}
-		got := map[string]skilltrust.Event{}
+		got := map[string]skills.DriftEvent{}
 		for _, ev := range evs {
 			got[ev.Skill] = ev
 		}
@@ -234,14 +233,14 @@ func TestTrustClearsDrift(t *testing.T) {
 	stores(t, func(t *testing.T, open func() store.Store) {
 		st := open()
 		dir := acmePlugin(t)
-		apply(t, st, load(t, dir), "gw-1")
-		writeFile(t, dir, "skills/greet/SKILL.md", skillMD("greet", "Greet someone warmly.", "# Greet\n\nSay hello.\n"))
-		apply(t, st, load(t, dir), "gw-1")
+		apply(t, st, catalogOf(t, dir), "gw-1")
+		writeFile(t, dir, "skills/greet/SKILL.md", trustSkillMD("greet", "Greet someone warmly.", "# Greet\n\nSay hello.\n"))
+		apply(t, st, catalogOf(t, dir), "gw-1")
 		o := openDrift(t, st, "acme")[0]
-		if _, err := st.TrustListing(ctxT(t), skilltrust.Owner("acme"), o.Listing); err != nil {
+		if _, err := st.TrustListing(ctxT(t), skills.Owner("acme"), o.Listing); err != nil {
 			t.Fatalf("TrustListing: %v", err)
 		}
-		out, evs := apply(t, st, load(t, dir), "gw-1")
+		out, evs := apply(t, st, catalogOf(t, dir), "gw-1")
 		if got := served(out); !slices.Equal(got, []string{"acme/count", "acme/greet"}) || len(evs) != 0 {
 			t.Fatalf("after trust: served %v, events %+v", got, evs)
 		}
@@ -255,26 +254,26 @@ func TestTrustClearsDrift(t *testing.T) {
 		// Retrust: the plugin's skills as they are now, whatever was
 		// recorded.
 		writeFile(t, dir, "skills/count/references/table.md", "1 2 3\n")
-		if got := served(firstOf(apply(t, st, load(t, dir), "gw-1"))); !slices.Equal(got, []string{"acme/greet"}) {
+		if got := served(firstOf(apply(t, st, catalogOf(t, dir), "gw-1"))); !slices.Equal(got, []string{"acme/greet"}) {
 			t.Fatalf("served %v after the new reference", got)
 		}
-		rec, err := skilltrust.Retrust(ctxT(t), st, load(t, dir), "acme")
+		rec, err := skills.Retrust(ctxT(t), st, catalogOf(t, dir), "acme")
 		if err != nil {
 			t.Fatalf("Retrust: %v", err)
 		}
 		if rec.ID != "skills:acme" || len(rec.Skills) != 2 || len(rec.Changes) != 1 || rec.Changes[0].Name != "count" {
 			t.Fatalf("record %+v", rec)
 		}
-		if got := served(firstOf(apply(t, st, load(t, dir), "gw-1"))); !slices.Equal(got, []string{"acme/count", "acme/greet"}) {
+		if got := served(firstOf(apply(t, st, catalogOf(t, dir), "gw-1"))); !slices.Equal(got, []string{"acme/count", "acme/greet"}) {
 			t.Fatalf("served %v after Retrust", got)
 		}
-		if _, err := skilltrust.Retrust(ctxT(t), st, load(t, dir), "nobody"); !errors.Is(err, skilltrust.ErrUnknownPlugin) {
+		if _, err := skills.Retrust(ctxT(t), st, catalogOf(t, dir), "nobody"); !errors.Is(err, skills.ErrUnknownPlugin) {
 			t.Fatalf("Retrust of an unknown plugin: %v", err)
 		}
 	})
 }
 
-func firstOf(c *skills.Catalog, _ []skilltrust.Event) *skills.Catalog { return c }
+func firstOf(c *skills.Catalog, _ []skills.DriftEvent) *skills.Catalog { return c }
 
 // TestReplicasAgree: two instances on one store. One sees a skill changed;
 // the other, whose catalog still matches the pin, withholds it too by the
@@ -286,14 +285,14 @@ func TestReplicasAgree(t *testing.T) {
 		stA, stB := open(), open()
 		dirA := acmePlugin(t)
 		dirB := acmePlugin(t) // the same plugin, deployed on another host
-		apply(t, stA, load(t, dirA), "gw-a")
-		apply(t, stB, load(t, dirB), "gw-b")
+		apply(t, stA, catalogOf(t, dirA), "gw-a")
+		apply(t, stB, catalogOf(t, dirB), "gw-b")
 
-		writeFile(t, dirA, "skills/greet/SKILL.md", skillMD("greet", "Greet someone by name.", rugLine+"\n"))
-		if got := served(firstOf(apply(t, stA, load(t, dirA), "gw-a"))); !slices.Equal(got, []string{"acme/count"}) {
+		writeFile(t, dirA, "skills/greet/SKILL.md", trustSkillMD("greet", "Greet someone by name.", rugLine+"\n"))
+		if got := served(firstOf(apply(t, stA, catalogOf(t, dirA), "gw-a"))); !slices.Equal(got, []string{"acme/count"}) {
 			t.Fatalf("A served %v", got)
 		}
-		outB, evsB := apply(t, stB, load(t, dirB), "gw-b")
+		outB, evsB := apply(t, stB, catalogOf(t, dirB), "gw-b")
 		if got := served(outB); !slices.Equal(got, []string{"acme/count"}) {
 			t.Fatalf("B served %v: the drift A recorded is not enforced", got)
 		}
@@ -308,29 +307,29 @@ func TestReplicasAgree(t *testing.T) {
 		if _, err := stB.TrustListing(ctxT(t), "skills:acme", o.Listing); err != nil {
 			t.Fatalf("TrustListing: %v", err)
 		}
-		if got := served(firstOf(apply(t, stA, load(t, dirA), "gw-a"))); !slices.Equal(got, []string{"acme/count", "acme/greet"}) {
+		if got := served(firstOf(apply(t, stA, catalogOf(t, dirA), "gw-a"))); !slices.Equal(got, []string{"acme/count", "acme/greet"}) {
 			t.Fatalf("A served %v after trust", got)
 		}
-		if body, err := firstOf(apply(t, stA, load(t, dirA), "gw-a")).Body(ctxT(t), "acme", "greet"); err != nil || !strings.Contains(body, "attacker.example") {
+		if body, err := firstOf(apply(t, stA, catalogOf(t, dirA), "gw-a")).Body(ctxT(t), "acme", "greet"); err != nil || !strings.Contains(body, "attacker.example") {
 			t.Fatalf("A's body after trust: %q, %v", body, err)
 		}
-		outB, evsB = apply(t, stB, load(t, dirB), "gw-b")
+		outB, evsB = apply(t, stB, catalogOf(t, dirB), "gw-b")
 		if got := served(outB); !slices.Equal(got, []string{"acme/count"}) || len(evsB) != 1 || evsB[0].SeenBy != "" {
 			t.Fatalf("B served %v (events %+v): its old text is not what is trusted now", got, evsB)
 		}
 		// While B's old copy is recorded as drift, A withholds greet too:
 		// the fleet agrees on what is in question.
-		if got := served(firstOf(apply(t, stA, load(t, dirA), "gw-a"))); !slices.Equal(got, []string{"acme/count"}) {
+		if got := served(firstOf(apply(t, stA, catalogOf(t, dirA), "gw-a"))); !slices.Equal(got, []string{"acme/count"}) {
 			t.Fatalf("A served %v while B records greet as changed", got)
 		}
 		// B now updates its copy to what was trusted: both serve it.
-		writeFile(t, dirB, "skills/greet/SKILL.md", skillMD("greet", "Greet someone by name.", rugLine+"\n"))
+		writeFile(t, dirB, "skills/greet/SKILL.md", trustSkillMD("greet", "Greet someone by name.", rugLine+"\n"))
 		for _, r := range []struct {
 			st  store.Store
 			dir string
 			in  string
 		}{{stB, dirB, "gw-b"}, {stA, dirA, "gw-a"}} {
-			if got := served(firstOf(apply(t, r.st, load(t, r.dir), r.in))); !slices.Equal(got, []string{"acme/count", "acme/greet"}) {
+			if got := served(firstOf(apply(t, r.st, catalogOf(t, r.dir), r.in))); !slices.Equal(got, []string{"acme/count", "acme/greet"}) {
 				t.Fatalf("%s served %v once its copy matches the trusted listing", r.in, got)
 			}
 		}
@@ -346,13 +345,13 @@ func TestReplicasAgree(t *testing.T) {
 func TestStoreFailureWithholds(t *testing.T) {
 	stores(t, func(t *testing.T, open func() store.Store) {
 		st := open()
-		cat := load(t, acmePlugin(t))
-		out, evs, err := skilltrust.Apply(ctxT(t), st, cat, "")
-		if !errors.Is(err, skilltrust.ErrNoInstance) || out.Len() != 0 || len(evs) != 2 {
+		cat := catalogOf(t, acmePlugin(t))
+		out, evs, err := skills.Apply(ctxT(t), st, cat, "")
+		if !errors.Is(err, skills.ErrNoInstance) || out.Len() != 0 || len(evs) != 2 {
 			t.Fatalf("no instance: %v, served %v, events %+v", err, served(out), evs)
 		}
 		st.Close()
-		out, evs, err = skilltrust.Apply(ctxT(t), st, cat, "gw-1")
+		out, evs, err = skills.Apply(ctxT(t), st, cat, "gw-1")
 		if err == nil || !strings.Contains(err.Error(), "plugin acme") || out.Len() != 0 || len(evs) != 2 || !evs[0].Withheld {
 			t.Fatalf("closed store: %v, served %v, events %+v", err, served(out), evs)
 		}
@@ -362,11 +361,11 @@ func TestStoreFailureWithholds(t *testing.T) {
 // TestOwner: the row of a plugin's skills never shares its ID with a
 // server's, and names its plugin.
 func TestOwner(t *testing.T) {
-	if got := skilltrust.Owner("acme"); got != "skills:acme" {
+	if got := skills.Owner("acme"); got != "skills:acme" {
 		t.Fatalf("Owner = %q", got)
 	}
 	for id, want := range map[string]string{"skills:acme": "acme", "skills:": "", "acme/skills:x": "", "config:skills:acme": ""} {
-		p, ok := skilltrust.PluginOf(id)
+		p, ok := skills.PluginOf(id)
 		if p != want || ok != (want != "") {
 			t.Errorf("PluginOf(%q) = %q, %v", id, p, ok)
 		}
@@ -381,7 +380,7 @@ func TestDamagedRecordWithholds(t *testing.T) {
 	stores(t, func(t *testing.T, open func() store.Store) {
 		st := open()
 		dir := acmePlugin(t)
-		apply(t, st, load(t, dir), "gw-1")
+		apply(t, st, catalogOf(t, dir), "gw-1")
 		v, err := st.BaselineVersion(ctxT(t), "skills:acme")
 		if err != nil {
 			t.Fatal(err)
@@ -395,14 +394,14 @@ func TestDamagedRecordWithholds(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out, evs, err := skilltrust.Apply(ctxT(t), st, load(t, dir), "gw-1")
+		out, evs, err := skills.Apply(ctxT(t), st, catalogOf(t, dir), "gw-1")
 		if err == nil || !strings.Contains(err.Error(), "do not parse") || out.Len() != 0 || len(evs) != 2 {
 			t.Fatalf("damaged record: %v, served %v, events %+v", err, served(out), evs)
 		}
 		if _, err := st.TrustListing(ctxT(t), "skills:acme", o.Listing); err != nil {
 			t.Fatal(err)
 		}
-		if got := served(firstOf(apply(t, st, load(t, dir), "gw-1"))); len(got) != 2 {
+		if got := served(firstOf(apply(t, st, catalogOf(t, dir), "gw-1"))); len(got) != 2 {
 			t.Fatalf("served %v after the trust closed the record", got)
 		}
 	})
@@ -418,19 +417,19 @@ func TestPluginWithoutSkillsIsPinned(t *testing.T) {
 		bare := t.TempDir()
 		writeFile(t, bare, "plugin.json", `{"$schema": "https://agent-plugins.org/schemas/1.0.0/plugin.schema.json", "name": "bare", "version": "1.0.0"}`)
 		dir := acmePlugin(t)
-		if got := served(firstOf(apply(t, st, load(t, bare, dir), "gw-1"))); !slices.Equal(got, []string{"acme/count", "acme/greet"}) {
+		if got := served(firstOf(apply(t, st, catalogOf(t, bare, dir), "gw-1"))); !slices.Equal(got, []string{"acme/count", "acme/greet"}) {
 			t.Fatalf("first sight served %v", got)
 		}
 		if _, err := st.GetBaseline(ctxT(t), "skills:bare"); err != nil {
 			t.Fatalf("the plugin without skills is not pinned: %v", err)
 		}
-		writeFile(t, bare, "skills/sneak/SKILL.md", skillMD("sneak", "Arrived after trust.", rugLine+"\n"))
+		writeFile(t, bare, "skills/sneak/SKILL.md", trustSkillMD("sneak", "Arrived after trust.", rugLine+"\n"))
 		for _, rel := range []string{"count", "greet"} {
 			if err := os.RemoveAll(filepath.Join(dir, "skills", rel)); err != nil {
 				t.Fatal(err)
 			}
 		}
-		out, evs := apply(t, st, load(t, bare, dir), "gw-1")
+		out, evs := apply(t, st, catalogOf(t, bare, dir), "gw-1")
 		if got := served(out); len(got) != 0 {
 			t.Fatalf("served %v: the new skill of a pinned plugin must be withheld", got)
 		}
@@ -443,7 +442,7 @@ func TestPluginWithoutSkillsIsPinned(t *testing.T) {
 		if d := openDrift(t, st, "acme"); len(d) != 1 || len(changesOf(t, d[0])) != 2 || changesOf(t, d[0])[1].Change != pin.ChangeRemoved {
 			t.Fatalf("acme's drift %+v", d)
 		}
-		rec, err := skilltrust.Retrust(ctxT(t), st, load(t, bare, dir), "acme")
+		rec, err := skills.Retrust(ctxT(t), st, catalogOf(t, bare, dir), "acme")
 		if err != nil || len(rec.Skills) != 0 || len(rec.Changes) != 2 {
 			t.Fatalf("Retrust of a plugin with no skills left: %+v, %v", rec, err)
 		}

@@ -1,4 +1,4 @@
-package skilltrust_test
+package skills_test
 
 import (
 	"context"
@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/internal/skilltrust"
 	"github.com/gatehouse-dev/gatehouse/plugin"
 	"github.com/gatehouse-dev/gatehouse/skills"
 	"github.com/gatehouse-dev/gatehouse/store"
@@ -19,11 +18,11 @@ type watched struct {
 	served []string
 	serves int
 	builds int
-	events []skilltrust.Event
+	events []skills.DriftEvent
 }
 
-func (w *watched) options(dir string) skilltrust.WatchOptions {
-	return skilltrust.WatchOptions{
+func (w *watched) options(dir string) skills.WatchOptions {
+	return skills.WatchOptions{
 		Instance: "gw-1",
 		Build: func() *skills.Catalog {
 			// Called from Run's goroutine: no t.Fatal here.
@@ -39,7 +38,7 @@ func (w *watched) options(dir string) skilltrust.WatchOptions {
 			defer w.mu.Unlock()
 			w.served, w.serves = served(c), w.serves+1
 		},
-		OnEvent: func(ev skilltrust.Event) {
+		OnEvent: func(ev skills.DriftEvent) {
 			w.mu.Lock()
 			defer w.mu.Unlock()
 			w.events = append(w.events, ev)
@@ -54,7 +53,7 @@ func (w *watched) now() ([]string, int, int) {
 }
 
 // run runs w.Run until the test ends.
-func run(t *testing.T, w *skilltrust.Watcher) {
+func run(t *testing.T, w *skills.Watcher) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()
@@ -76,7 +75,7 @@ func TestWatcherRecheckSeesDisk(t *testing.T) {
 		var seen watched
 		opts := seen.options(dir)
 		opts.Recheck, opts.Poll = 20*time.Millisecond, time.Hour
-		w := skilltrust.NewWatcher(st, opts)
+		w := skills.NewWatcher(st, opts)
 		for range 2 {
 			if err := w.Check(ctxT(t), nil, true); err != nil {
 				t.Fatal(err)
@@ -108,11 +107,11 @@ func TestWatcherPollSeesTrust(t *testing.T) {
 		var seen watched
 		opts := seen.options(dir)
 		opts.Poll = 10 * time.Millisecond
-		w := skilltrust.NewWatcher(st, opts)
+		w := skills.NewWatcher(st, opts)
 		if err := w.Check(ctxT(t), nil, true); err != nil {
 			t.Fatal(err)
 		}
-		writeFile(t, dir, "skills/greet/SKILL.md", skillMD("greet", "Greet someone by name.", rugLine+"\n"))
+		writeFile(t, dir, "skills/greet/SKILL.md", trustSkillMD("greet", "Greet someone by name.", rugLine+"\n"))
 		if err := w.Check(ctxT(t), nil, true); err != nil {
 			t.Fatal(err)
 		}
