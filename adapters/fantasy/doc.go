@@ -106,6 +106,12 @@
 // are kept as a JSON string, which the executor answers with an error
 // result the model reads.
 //
+// The Model is a loop.StreamModel: with loop.Options.OnDelta set, a turn
+// is one Stream call, its text and tool input deltas go to OnDelta as
+// they arrive, and the response (the text blocks joined, the tool calls)
+// is journaled once the finish part is in. An error part, or a stream
+// without a finish part (ErrIncomplete), records no response.
+//
 // Package fantasytest is a local Chat Completions server, scripted by
 // turn, for tests and examples that need no API key.
 package fantasy

@@ -13,8 +13,9 @@ import (
 )
 
 // Model is a loop.Model over a fantasy.LanguageModel, so loop.Run drives
-// it: each turn is one Generate call with the run's system prompt, its
-// conversation and its tools.
+// it: each turn is one Generate call (one Stream call when
+// loop.Options.OnDelta is set: see TurnStream) with the run's system
+// prompt, its conversation and its tools.
 type Model struct {
 	lm   fantasy.LanguageModel
 	base fantasy.Call
@@ -44,13 +45,7 @@ func NewModel(lm fantasy.LanguageModel, opts *ModelOptions) *Model {
 // model's call IDs. The tools are function tools with their input schemas
 // whole (FunctionTools).
 func (m *Model) Turn(ctx context.Context, req loop.ModelRequest) (loop.ModelResponse, error) {
-	call := m.base
-	prompt, err := Prompt(req)
-	if err != nil {
-		return loop.ModelResponse{}, err
-	}
-	call.Prompt = prompt
-	call.Tools, err = FunctionTools(req.Tools)
+	call, err := m.call(req)
 	if err != nil {
 		return loop.ModelResponse{}, err
 	}
@@ -68,6 +63,19 @@ func (m *Model) Turn(ctx context.Context, req loop.ModelRequest) (loop.ModelResp
 		}
 	}
 	return loop.ModelResponse{Text: strings.Join(text, "\n"), ToolCalls: ToolCalls(resp.Content)}, nil
+}
+
+// call is the turn's fantasy.Call: the template with the turn's prompt
+// and tools.
+func (m *Model) call(req loop.ModelRequest) (fantasy.Call, error) {
+	call := m.base
+	prompt, err := Prompt(req)
+	if err != nil {
+		return call, err
+	}
+	call.Prompt = prompt
+	call.Tools, err = FunctionTools(req.Tools)
+	return call, err
 }
 
 // FunctionTools returns the definitions as fantasy function tools for a

@@ -75,8 +75,9 @@
 // or is cut mid-way is an error that records no response (the turn's
 // record stays in doubt), so a resume asks the model again — the caller
 // may have seen part of an answer that the journal never holds. Replayed
-// turns are not streamed. The adapters' models for OpenAI (Chat
-// Completions and Responses) and Anthropic stream.
+// turns are not streamed. The models of every adapter under adapters/
+// stream: OpenAI (Chat Completions and Responses), Anthropic, eino and
+// fantasy.
 //
 // # Skills
 //

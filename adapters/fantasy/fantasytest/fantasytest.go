@@ -21,7 +21,9 @@
 // requests get the real API's 400 (illegal tool names, parameters that are
 // not an object or have a top-level oneOf, anyOf, allOf, enum or not, tool
 // messages that answer nothing, calls left
-// unanswered); "stream": true gets chat.completion.chunk events.
+// unanswered); "stream": true gets chat.completion.chunk events (the text
+// word by word, arguments in pieces, then [DONE]), and CutNext cuts the
+// next stream mid-way.
 package fantasytest
 
 import "github.com/gatehouse-dev/gatehouse/internal/fixture/chatwire"
