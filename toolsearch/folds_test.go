@@ -63,7 +63,7 @@ type candidate struct {
 // weighed down. The shipped defaults are one of them.
 func candidates() []candidate {
 	var out []candidate
-	for _, nameW := range []float64{1.5, 3} {
+	for _, nameW := range []float64{1, 1.5, 3} {
 		for _, longK1 := range []float64{0.6, 1.2} {
 			for _, longB := range []float64{0.5, 0.75} {
 				for _, value := range []float32{0.3, 0.6, 1} {
@@ -187,8 +187,8 @@ func summary(rs []foldResult) (meanAll, worstAll, meanPara, worstPara float64) {
 // Floors of TestLeaveServersOut: just under what the chosen rankings
 // reach on the worst fold. See docs/search.md for the figures.
 const (
-	floorWorstFold     = 0.53
-	floorWorstFoldPara = 0.27
+	floorWorstFold     = 0.56
+	floorWorstFoldPara = 0.28
 )
 
 // TestLeaveServersOut measures the index the way that cannot flatter it:
@@ -201,7 +201,7 @@ const (
 // flatter; the new servers' requests ("set": "new") were never looked at
 // when anything was chosen, and are measured apart).
 //
-// The whole evaluation (24 candidates, 5 folds) takes about a second.
+// The whole evaluation (45 candidates, 5 folds) takes one to five seconds.
 func TestLeaveServersOut(t *testing.T) {
 	docs := loadCatalog(t)
 	qs := loadQueries(t)
