@@ -51,16 +51,17 @@ func (p *pipeline) auditCall(subject server.Subject, req *callRequest, out *call
 
 // keyedAudit is the entry of a keyed call, for the journal to commit with
 // the call's completion (durable.Audit): its outcome read from the
-// effect's answer as answer reads it, its duration up to the completion.
+// effect's answer as answer reads it, its duration up to the completion,
+// the caller's key and the journal record (runID, callID) in its detail.
 // Nil when the audit trail is off.
-func (p *pipeline) keyedAudit(subject server.Subject, req *callRequest, srv string, start time.Time) *durable.Audit {
+func (p *pipeline) keyedAudit(subject server.Subject, req *callRequest, srv, runID, callID string, start time.Time) *durable.Audit {
 	if p.audit == nil {
 		return nil
 	}
 	return &durable.Audit{Link: audit.Link, Entry: func(res *mcp.CallToolResult, err error) store.AuditEntry {
 		kind, outcome := completionOutcome(res, err)
 		return p.audit.Entry(auditlog.Call{Kind: kind, Subject: string(subject), Server: srv, Tool: req.tool, Args: req.args,
-			Outcome: outcome, Duration: time.Since(start)})
+			Outcome: outcome, Duration: time.Since(start), Key: req.key, RunID: runID, ToolCallID: callID})
 	}}
 }
 

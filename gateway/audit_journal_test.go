@@ -17,20 +17,21 @@ import (
 )
 
 // The statements that make the store refuse the audit entry of a keyed
-// call to count (the one written with its journal completion: no detail),
+// call to count (the one written with its journal completion: its detail
+// names the journal record, toolCallId),
 // and undo it. A failure injected in the real store, between the
 // completion's UPDATE and the entry's INSERT of one transaction.
 var injectAuditFailure = map[string][2]string{
 	"sqlite": {
 		`CREATE TRIGGER inject_audit_failure BEFORE INSERT ON audit_log
-WHEN NEW.tool = 'count' AND NEW.outcome = 'ok' AND NEW.detail IS NULL
+WHEN NEW.tool = 'count' AND NEW.outcome = 'ok' AND instr(CAST(NEW.detail AS TEXT), '"toolCallId"') > 0
 BEGIN SELECT RAISE(ABORT, 'injected: the audit insert fails'); END`,
 		`DROP TRIGGER inject_audit_failure`,
 	},
 	"postgres": {
 		`CREATE FUNCTION inject_audit_failure() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-  IF NEW.tool = 'count' AND NEW.outcome = 'ok' AND NEW.detail IS NULL THEN RAISE EXCEPTION 'injected: the audit insert fails'; END IF;
+  IF NEW.tool = 'count' AND NEW.outcome = 'ok' AND position('"toolCallId"' in convert_from(NEW.detail, 'UTF8')) > 0 THEN RAISE EXCEPTION 'injected: the audit insert fails'; END IF;
   RETURN NEW;
 END $$;
 CREATE TRIGGER inject_audit_failure BEFORE INSERT ON audit_log FOR EACH ROW EXECUTE FUNCTION inject_audit_failure()`,
@@ -132,8 +133,10 @@ func TestAuditKeyedCommitsWithJournal(t *testing.T) {
 					t.Fatalf("record of %s is %s, want succeeded", key, rec.State)
 				}
 				got := entriesOf(args)
+				runID, callID := unitOfWork("alice", "count", key)
+				detail := `{"key":"` + key + `","runId":"` + runID + `","toolCallId":"` + callID + `"}`
 				if len(got) != 1 || got[0].Kind != audit.KindCall || got[0].Outcome != "ok" || got[0].Subject != "alice" ||
-					got[0].Server != "up" || got[0].Tool != "count" || got[0].Detail != nil || got[0].Duration <= 0 {
+					got[0].Server != "up" || got[0].Tool != "count" || string(got[0].Detail) != detail || got[0].Duration <= 0 {
 					t.Fatalf("call %s answered; its entries in the store are %+v, want its one call entry (committed with its completion)", key, got)
 				}
 			}

@@ -100,10 +100,13 @@ func TestAuditRecordsCalls(t *testing.T) {
 			if len(pending) != 1 || approval != pending[0].ID {
 				t.Fatalf("approval in the trail %q, pending %+v", approval, pending)
 			}
+			// The keyed call's entry (committed with its completion) names
+			// the caller's key and its journal record.
+			runID, callID := unitOfWork("alice", "count", "k-1")
 			want := []row{
 				{audit.KindCall, "alice", "count", "ok", ""},
 				{audit.KindCall, "alice", "fail", "tool_error", ""},
-				{audit.KindCall, "alice", "count", "ok", ""},
+				{audit.KindCall, "alice", "count", "ok", `{"key":"k-1","runId":"` + runID + `","toolCallId":"` + callID + `"}`},
 				{audit.KindCall, "alice", "count", "ok", `{"replayed":true}`},
 				{audit.KindApprovalRequested, "alice", "pay", "approval_required", `{"approvalId":"` + approval + `"}`},
 				{audit.KindRefusal, "bob", "nope", "unknown_tool", ""},

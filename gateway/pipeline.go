@@ -277,7 +277,7 @@ func (p *pipeline) call(ctx context.Context, req *callRequest) (out callOutcome)
 		// that changes it the call asks again.
 		c := durable.Call{RunID: runID, ToolCallID: callID, Server: info.Server, Tool: req.tool,
 			RemoteName: info.RemoteName, Args: req.args, Owner: string(subject), Key: req.key, Contract: info.Contract}
-		c.Audit = p.keyedAudit(subject, req, info.Server, start)
+		c.Audit = p.keyedAudit(subject, req, info.Server, runID, callID, start)
 		keyed = c.Audit
 		res, out.replayed, err = p.journal.Guarded(rawresult.With(ctx, &raw), c, p.guard, effect)
 	} else {

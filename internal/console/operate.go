@@ -15,39 +15,6 @@ import (
 	"github.com/gatehouse-dev/gatehouse/trust"
 )
 
-// runView is one run with its calls.
-type runView struct {
-	store.Run
-	Records []store.Record
-}
-
-// maxRuns caps the runs one page lists.
-const maxRuns = 100
-
-// runsPage lists the subjects' runs (every subject without ?subject=), and
-// with one subject its runs' calls and the purge form.
-func (c *console) runsPage(w http.ResponseWriter, r *http.Request, s *session) {
-	q := r.URL.Query()
-	subject, one := q.Get("subject"), q.Has("subject")
-	runs, err := c.st.ListRuns(r.Context(), store.RunFilter{Owner: subject, AnyOwner: !one, Limit: maxRuns})
-	if err != nil {
-		c.fail(w, r, s, "runs", err)
-		return
-	}
-	views := make([]runView, 0, len(runs))
-	for _, run := range runs {
-		v := runView{Run: run}
-		if one {
-			if v.Records, err = c.st.ListRecords(r.Context(), run.Scope, run.RunID); err != nil {
-				c.fail(w, r, s, "runs", err)
-				return
-			}
-		}
-		views = append(views, v)
-	}
-	c.render(w, r, http.StatusOK, "runs", s, map[string]any{"Subject": subject, "One": one, "Runs": views, "Capped": len(runs) == maxRuns})
-}
-
 // purge deletes every journal row and approval of one subject, as
 // `gatehouse runs purge --subject` does.
 func (c *console) purge(w http.ResponseWriter, r *http.Request, s *session) {

@@ -154,6 +154,12 @@ type Call struct {
 	// completion (and the entry committed with it) could not be written:
 	// the entry is then recorded through the queue, marked.
 	NotRecorded bool
+	// Key, RunID and ToolCallID are, for the entry committed with a
+	// keyed call's journal completion, the idempotency key as the caller
+	// sent it and the journal record it names: the detail holds them
+	// (key, runId, toolCallId), so that an operator sees what the caller
+	// did beside the record's hashed IDs (the console's runs page).
+	Key, RunID, ToolCallID string
 }
 
 // Call records c through the queue.
@@ -185,15 +191,22 @@ func (r *Recorder) Committed(e store.AuditEntry) {
 func callEntry(c Call) store.AuditEntry {
 	e := store.AuditEntry{Kind: c.Kind, Subject: c.Subject, Server: c.Server, Tool: c.Tool, ArgsDigest: audit.ArgsDigest(c.Args),
 		Outcome: c.Outcome, Duration: c.Duration}
+	d := map[string]any{}
 	switch {
 	case c.NotRecorded:
-		e.Detail = []byte(`{"notRecorded":true}`)
+		d["notRecorded"] = true
 	case c.Replayed && c.ApprovalID != "":
-		e.Detail = audit.Detail(map[string]any{"replayed": true, "approvalId": c.ApprovalID})
+		d["replayed"], d["approvalId"] = true, c.ApprovalID
 	case c.Replayed:
-		e.Detail = []byte(`{"replayed":true}`)
+		d["replayed"] = true
 	case c.ApprovalID != "":
-		e.Detail = audit.Detail(map[string]any{"approvalId": c.ApprovalID})
+		d["approvalId"] = c.ApprovalID
+	}
+	if c.Key != "" {
+		d["key"], d["runId"], d["toolCallId"] = c.Key, c.RunID, c.ToolCallID
+	}
+	if len(d) > 0 {
+		e.Detail = audit.Detail(d)
 	}
 	return e
 }
