@@ -2,8 +2,6 @@ package trust
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +9,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/pin"
 	"github.com/gatehouse-dev/gatehouse/store"
+	"github.com/gatehouse-dev/gatehouse/trust/internal/judge"
 )
 
 // Pinned is a listing given as pinned entries: what a publisher that is no
@@ -65,27 +64,7 @@ func (p Pinned) markerKey() store.BaselineKey {
 // fingerprint with a server's). It is what `gatehouse trust ROW --listing`
 // takes.
 func (p Pinned) Print() string {
-	b := p.baseline()
-	keys := make([]store.BaselineKey, 0, len(b))
-	for k := range b {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		if keys[i].Kind != keys[j].Kind {
-			return keys[i].Kind < keys[j].Kind
-		}
-		return keys[i].Name < keys[j].Name
-	})
-	h := sha256.New()
-	h.Write([]byte("gatehouse/" + p.Marker + "-listing/v1\n"))
-	for _, k := range keys {
-		for _, s := range []string{string(k.Kind), k.Name, b[k].Value} {
-			n := len(s)
-			h.Write([]byte{byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)})
-			h.Write([]byte(s))
-		}
-	}
-	return hex.EncodeToString(h.Sum(nil))
+	return judge.DomainFingerprint("gatehouse/"+p.Marker+"-listing/v1", p.baseline())
 }
 
 // ensureRow creates the row when the store has none.

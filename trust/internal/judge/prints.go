@@ -299,7 +299,13 @@ func ListingFingerprint(fp Prints) string {
 
 // EntriesFingerprint is ListingFingerprint of a listing already made a
 // baseline.
-func EntriesFingerprint(b store.Baseline) string {
+func EntriesFingerprint(b store.Baseline) string { return DomainFingerprint("gatehouse/listing/v1", b) }
+
+// DomainFingerprint names a listing made a baseline b in a domain of its
+// own (a skills listing's is "gatehouse/skills-listing/v1"): the SHA-256
+// (hex) of the domain and of its entries' kinds, names and values, sorted
+// and length-prefixed.
+func DomainFingerprint(domain string, b store.Baseline) string {
 	keys := make([]store.BaselineKey, 0, len(b))
 	for k := range b {
 		keys = append(keys, k)
@@ -311,7 +317,7 @@ func EntriesFingerprint(b store.Baseline) string {
 		return keys[i].Name < keys[j].Name
 	})
 	h := sha256.New()
-	h.Write([]byte("gatehouse/listing/v1\n"))
+	h.Write([]byte(domain + "\n"))
 	for _, k := range keys {
 		// Length-prefixed, so no choice of names can make two listings
 		// hash alike.
