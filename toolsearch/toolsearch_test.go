@@ -378,6 +378,7 @@ func FuzzSearch(f *testing.F) {
 	for _, s := range []string{
 		"open a ticket for the login bug", "", " ", "PR", "k8s pods", "listPullRequests", "東京 検索",
 		"\x00\x01", "\xff\xfe", strings.Repeat("a ", 600), "what is it", "a-b_c.d/e", "ÉCOLE Ǆ",
+		`scrape "https://example.com/a b" 'x'`, "email bob@example.com PROJ-12 3f9a1c7", "who is on call. Then 'unclosed",
 	} {
 		f.Add(s, 5)
 	}
@@ -406,6 +407,17 @@ func FuzzSearch(f *testing.F) {
 		for _, w := range ws {
 			if w == "" || w != strings.ToLower(w) {
 				t.Fatalf("word %q", w)
+			}
+		}
+		// A value is one of the words; a pair joins two words of the request.
+		for _, v := range q.Values() {
+			if !slices.Contains(ws, v) {
+				t.Fatalf("value %q is not a word of %q", v, ws)
+			}
+		}
+		for _, p := range q.pairs {
+			if p.a >= len(ws) || p.b >= len(ws) || p.a < -1 || p.b < -1 || p.a < 0 && p.b < 0 {
+				t.Fatalf("pair %+v of %d words", p, len(ws))
 			}
 		}
 		want := limit
