@@ -1,10 +1,12 @@
 package toolsearch
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -66,13 +68,22 @@ func LoadModel(dir string) (*Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "tokenizer.json"), err)
 	}
-	mb, err := read("model.safetensors", MaxModelBytes)
+	mp := filepath.Join(dir, "model.safetensors")
+	f, err := os.Open(mp)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("toolsearch: model model.safetensors: %w", err)
 	}
-	ts, err := parseSafetensors(mb)
+	defer f.Close()
+	fi, err := f.Stat()
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "model.safetensors"), err)
+		return nil, fmt.Errorf("toolsearch: model model.safetensors: %w", err)
+	}
+	if fi.Size() > MaxModelBytes {
+		return nil, fmt.Errorf("%w: model.safetensors is %d bytes, over %d", ErrModel, fi.Size(), MaxModelBytes)
+	}
+	ts, err := readSafetensors(f, fi.Size(), "embeddings")
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", mp, err)
 	}
 	emb, ok := ts["embeddings"]
 	if !ok {
@@ -137,28 +148,44 @@ type tensor struct {
 	data  []float32
 }
 
-// parseSafetensors reads a safetensors file: an 8-byte little-endian
-// header length, a JSON header mapping each tensor's name to its dtype,
-// shape and byte offsets in the data that follows, and the data. F32, F16
-// and BF16 tensors are read (as float32); tensors of other types are
-// skipped; "__metadata__" is ignored. Every tensor's offsets must lie in
-// the data and match its shape.
+// parseSafetensors reads a safetensors file held in memory (see
+// readSafetensors).
 func parseSafetensors(b []byte) (map[string]tensor, error) {
-	if len(b) < 8 {
-		return nil, fmt.Errorf("%w: safetensors: %d bytes, shorter than its header length", ErrModel, len(b))
+	return readSafetensors(bytes.NewReader(b), int64(len(b)), "")
+}
+
+// readSafetensors reads a safetensors file of size bytes: an 8-byte
+// little-endian header length, a JSON header mapping each tensor's name to
+// its dtype, shape and byte offsets in the data that follows, and the
+// data. F32, F16 and BF16 tensors are read (as float32), only the one
+// named only when only is not empty; tensors of other types are skipped;
+// "__metadata__" is ignored. Every tensor's offsets must lie in the data
+// and match its shape. The data is read in pieces, so a file is never held
+// whole in memory beside its tensors.
+func readSafetensors(r io.ReaderAt, size int64, only string) (map[string]tensor, error) {
+	if size < 8 {
+		return nil, fmt.Errorf("%w: safetensors: %d bytes, shorter than its header length", ErrModel, size)
 	}
-	n := binary.LittleEndian.Uint64(b)
-	if n > maxHeaderBytes || n > uint64(len(b)-8) {
-		return nil, fmt.Errorf("%w: safetensors: header of %d bytes in a file of %d", ErrModel, n, len(b))
+	var lenBuf [8]byte
+	if _, err := r.ReadAt(lenBuf[:], 0); err != nil {
+		return nil, fmt.Errorf("toolsearch: safetensors: %w", err)
+	}
+	n := binary.LittleEndian.Uint64(lenBuf[:])
+	if n > maxHeaderBytes || n > uint64(size-8) {
+		return nil, fmt.Errorf("%w: safetensors: header of %d bytes in a file of %d", ErrModel, n, size)
+	}
+	hb := make([]byte, n)
+	if _, err := r.ReadAt(hb, 8); err != nil {
+		return nil, fmt.Errorf("toolsearch: safetensors: %w", err)
 	}
 	var header map[string]json.RawMessage
-	if err := json.Unmarshal(b[8:8+n], &header); err != nil {
+	if err := json.Unmarshal(hb, &header); err != nil {
 		return nil, fmt.Errorf("%w: safetensors header: %v", ErrModel, err)
 	}
-	data := b[8+n:]
+	base, dataLen := int64(8+n), uint64(size-8)-n
 	out := map[string]tensor{}
 	for name, raw := range header {
-		if name == "__metadata__" {
+		if name == "__metadata__" || only != "" && name != only {
 			continue
 		}
 		var info struct {
@@ -169,8 +196,8 @@ func parseSafetensors(b []byte) (map[string]tensor, error) {
 		if err := json.Unmarshal(raw, &info); err != nil {
 			return nil, fmt.Errorf("%w: safetensors tensor %q: %v", ErrModel, name, err)
 		}
-		if len(info.Offsets) != 2 || info.Offsets[0] > info.Offsets[1] || info.Offsets[1] > uint64(len(data)) {
-			return nil, fmt.Errorf("%w: safetensors tensor %q: offsets %v outside the %d bytes of data", ErrModel, name, info.Offsets, len(data))
+		if len(info.Offsets) != 2 || info.Offsets[0] > info.Offsets[1] || info.Offsets[1] > dataLen {
+			return nil, fmt.Errorf("%w: safetensors tensor %q: offsets %v outside the %d bytes of data", ErrModel, name, info.Offsets, dataLen)
 		}
 		count := uint64(1)
 		shape := make([]int, len(info.Shape))
@@ -180,28 +207,37 @@ func parseSafetensors(b []byte) (map[string]tensor, error) {
 			}
 			shape[i] = int(d)
 			count *= uint64(d)
-			if count > uint64(len(data)) {
+			if count > dataLen {
 				break // the size check below fails
 			}
 		}
-		size := map[string]uint64{"F32": 4, "F16": 2, "BF16": 2}[info.Dtype]
-		if size == 0 {
+		width := map[string]uint64{"F32": 4, "F16": 2, "BF16": 2}[info.Dtype]
+		if width == 0 {
 			continue // not a float tensor (a model2vec "mapping", say): not read
 		}
-		buf := data[info.Offsets[0]:info.Offsets[1]]
-		if count > uint64(len(data)) || uint64(len(buf)) != count*size {
-			return nil, fmt.Errorf("%w: safetensors tensor %q: %d bytes for shape %v of %s", ErrModel, name, len(buf), info.Shape, info.Dtype)
+		if count > dataLen || info.Offsets[1]-info.Offsets[0] != count*width {
+			return nil, fmt.Errorf("%w: safetensors tensor %q: %d bytes for shape %v of %s", ErrModel, name, info.Offsets[1]-info.Offsets[0], info.Shape, info.Dtype)
 		}
 		vals := make([]float32, count)
-		for i := range vals {
-			switch info.Dtype {
-			case "F32":
-				vals[i] = math.Float32frombits(binary.LittleEndian.Uint32(buf[4*i:]))
-			case "F16":
-				vals[i] = f16(binary.LittleEndian.Uint16(buf[2*i:]))
-			case "BF16":
-				vals[i] = math.Float32frombits(uint32(binary.LittleEndian.Uint16(buf[2*i:])) << 16)
+		buf := make([]byte, min(1<<20, count*width))
+		per := uint64(len(buf)) / width
+		for done := uint64(0); done < count; {
+			k := min(per, count-done)
+			chunk := buf[:k*width]
+			if _, err := r.ReadAt(chunk, base+int64(info.Offsets[0]+done*width)); err != nil {
+				return nil, fmt.Errorf("toolsearch: safetensors tensor %q: %w", name, err)
 			}
+			for i := range k {
+				switch info.Dtype {
+				case "F32":
+					vals[done+i] = math.Float32frombits(binary.LittleEndian.Uint32(chunk[4*i:]))
+				case "F16":
+					vals[done+i] = f16(binary.LittleEndian.Uint16(chunk[2*i:]))
+				case "BF16":
+					vals[done+i] = math.Float32frombits(uint32(binary.LittleEndian.Uint16(chunk[2*i:])) << 16)
+				}
+			}
+			done += k
 		}
 		out[name] = tensor{shape: shape, data: vals}
 	}

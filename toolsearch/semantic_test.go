@@ -160,6 +160,7 @@ func BenchmarkSearchSemanticCost(b *testing.B) {
 	runtime.GC()
 	runtime.ReadMemStats(&after)
 	modelMiB := float64(after.HeapAlloc-min(before.HeapAlloc, after.HeapAlloc)) / (1 << 20)
+	loadAllocMiB := float64(after.TotalAlloc-before.TotalAlloc) / (1 << 20) // all the load allocated, kept or not
 	docs := synthetic(b, 10000)
 	plain := New(nil)
 	start = time.Now()
@@ -181,6 +182,7 @@ func BenchmarkSearchSemanticCost(b *testing.B) {
 	reportPercentiles(b, durs)
 	b.ReportMetric(float64(load.Milliseconds()), "load-ms")
 	b.ReportMetric(modelMiB, "model-MiB")
+	b.ReportMetric(loadAllocMiB, "load-alloc-MiB")
 	b.ReportMetric(float64(embed.Milliseconds()), "embed10k-ms")
 	runtime.KeepAlive(m)
 }
