@@ -5,9 +5,10 @@
 // It shows the calls waiting for approval (caller, tool, arguments, key)
 // and decides them; the unreviewed drift of each server, rendered as
 // `gatehouse drift show` renders it, and trusts exactly the listing shown;
-// the runs and calls of a subject, and purges them; the servers and their
-// health (from the running gateway, through Options.Servers); the audit
-// log with filters and its verification. Every decision, trust and purge
+// the runs and calls of a subject (each call's tool, the idempotency key
+// as the caller sent it, its outcome and journal record), and purges
+// them; the servers and their health (from the running gateway, through
+// Options.Servers); the audit log with filters and its verification. Every decision, trust and purge
 // is recorded in the decision itself (DecideApproval's decider) and on the
 // audit trail's operators' chain under the operator's name.
 //
