@@ -25,9 +25,8 @@ type fence struct {
 	lang, text string
 }
 
-// sectionFences returns the fenced blocks of the "## heading" section of
-// md, in order.
-func sectionFences(t *testing.T, md, heading string) []fence {
+// section returns the text of the "## heading" section of md.
+func section(t *testing.T, md, heading string) string {
 	t.Helper()
 	start := strings.Index(md, "\n## "+heading+"\n")
 	if start < 0 {
@@ -37,6 +36,14 @@ func sectionFences(t *testing.T, md, heading string) []fence {
 	if end := strings.Index(body, "\n## "); end >= 0 {
 		body = body[:end]
 	}
+	return body
+}
+
+// sectionFences returns the fenced blocks of the "## heading" section of
+// md, in order.
+func sectionFences(t *testing.T, md, heading string) []fence {
+	t.Helper()
+	body := section(t, md, heading)
 	var out []fence
 	var cur *fence
 	var text strings.Builder
@@ -63,6 +70,7 @@ func sectionFences(t *testing.T, md, heading string) []fence {
 // quickStartDoc is what the quick start shows: its commands, config and
 // script.
 type quickStartDoc struct {
+	text     string // the whole section
 	commands string // every ```sh block, joined
 	config   string // the ```yaml block
 	script   string // the ```js block: quickstart.mjs
@@ -75,7 +83,7 @@ func readQuickStart(t *testing.T) quickStartDoc {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var d quickStartDoc
+	d := quickStartDoc{text: section(t, string(b), quickStart)}
 	for _, f := range sectionFences(t, string(b), quickStart) {
 		switch f.lang {
 		case "sh":
@@ -268,6 +276,11 @@ func TestOAuthQuickStart(t *testing.T) {
 				grant, err, out, stderr.String(), g.logText(), as.text())
 		}
 		want := "tools: greeter__add greeter__greet\ngreeter__greet: Hello, " + grant + "!\n"
+		for _, line := range []string{"`tools: greeter__add greeter__greet`", "`greeter__greet: Hello, <grant>!`"} {
+			if !strings.Contains(doc.text, line) {
+				t.Errorf("the quick start no longer says the script prints %s", line)
+			}
+		}
 		if string(out) != want {
 			t.Errorf("node quickstart.mjs %s printed\n%s\nwant (as the page says)\n%s", grant, out, want)
 		}
