@@ -250,8 +250,8 @@ func TestOwnSessionsNoFalseDrift(t *testing.T) {
 			}
 		}
 	}
-	if n := len(lines(t, starts)); n != 3 {
-		t.Fatalf("%d processes, want the shared one and one for each caller", n)
+	if n := len(lines(t, starts)); n != 4 {
+		t.Fatalf("%d processes, want the shared one, the gateway's listing without capabilities (relay.Classify) and one for each caller", n)
 	}
 	if n := len(lines(t, effects)); n != 4 {
 		t.Fatalf("%d effects, want 4", n)
@@ -364,13 +364,13 @@ servers:
 		t.Fatalf("the caller's first call: %q %q", code, text)
 	}
 	srvs := up.sessions()
-	if len(srvs) != 2 {
-		t.Fatalf("%d upstream sessions, want the shared one and the caller's", len(srvs))
+	if len(srvs) != 3 {
+		t.Fatalf("%d upstream sessions, want the shared one, the gateway's listing without capabilities (relay.Classify) and the caller's", len(srvs))
 	}
 	if len(sessionDrift(t, g.Store(), "config:up")) != 0 {
 		t.Fatal("drift recorded before any change")
 	}
-	up.change(srvs[1]) // the caller's own session's server
+	up.change(srvs[2]) // the caller's own session's server
 
 	isoWait(t, "the announced change to be judged", func() bool {
 		info, _ := g.served.tool("up__transfer")

@@ -206,7 +206,7 @@ func (p *byteFront) serve(w http.ResponseWriter, r *http.Request, body []byte) b
 	sse := !g.cfg.HTTP.JSONResponse
 	out := g.pipe.call(ctx, &callRequest{
 		tool: c.Name, args: c.Args, metaJSON: c.Meta, key: c.Key, runID: c.RunID, badRunID: c.RunID != "" && !validRunID(c.RunID), session: sid,
-		info: server.RequestInfo{TokenInfo: tok}, caller: d.Caller, endStream: sse, front: "bytes", hdr: r.Header,
+		info: server.RequestInfo{TokenInfo: tok, ClientCapabilities: d.ClientCapabilities}, caller: d.Caller, endStream: sse, front: "bytes", hdr: r.Header,
 	})
 	if out.noAnswer {
 		p.endStream(w)

@@ -303,6 +303,7 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 	}
 	g.ts = g.relay.Toolset()
 	g.served = newServedMap(g.ts, log, cfg, g.auth)
+	g.served.gates = g.relay // tools a server offers only for sampling, elicitation or roots
 	g.skills = g.newSkills()
 	otlp, err := telemetry.OTLPFromEnv(ctx) // off unless OTEL_* ask for it
 	if err != nil {

@@ -250,7 +250,7 @@ func testProgressIsolation(t *testing.T, bytePath bool) {
 // TestResourceUpdatesStayWithTheirServer: caller B subscribes y://doc
 // (server y's). Server x sends notifications/resources/updated for
 // y://doc, and y sends one on caller A's own upstream session (A
-// advertised sampling); B sees neither, both are dropped and counted; y's
+// advertised sampling, and holds no subscription there); B sees neither, both are dropped and counted; y's
 // own update on the session B's subscription was made on reaches B.
 func TestResourceUpdatesStayWithTheirServer(t *testing.T) {
 	forged := `{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"y://doc"}}`
@@ -298,10 +298,11 @@ func TestResourceUpdatesStayWithTheirServer(t *testing.T) {
 	}})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	for _, cs := range []*mcp.ClientSession{a, b} {
-		if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "y://doc"}); err != nil {
-			t.Fatal(err)
-		}
+	// B alone subscribes: A's own session to y holds no subscription, so
+	// an update there is for nothing of A's (a subscription A made would
+	// be held there: TestSetLevelKeepsUpdates).
+	if err := b.Subscribe(ctx, &mcp.SubscribeParams{URI: "y://doc"}); err != nil {
+		t.Fatal(err)
 	}
 	callOK := func(cs *mcp.ClientSession, name string) {
 		t.Helper()

@@ -26,6 +26,9 @@ type servedMap struct {
 	allow, deny map[string]bool
 	auth        *bearer.Authenticator
 	search      *stablelist.Policy // gatehouse__search_tools and the stable list
+	// gates, when set, says which tools a server offers only to clients
+	// with sampling, elicitation or roots (the relay: relay.Classify).
+	gates gates
 
 	mu    sync.RWMutex
 	tools map[string]toolset.ToolInfo
@@ -60,11 +63,24 @@ func (m *servedMap) tool(name string) (toolset.ToolInfo, bool) {
 	return t, ok
 }
 
+// gates learns and answers which tools a server offers only to clients
+// with a capability (relay.Relay).
+type gates interface {
+	Classify(ctx context.Context, tools []toolset.ToolInfo)
+	Allows(server, remote string, caps *mcp.ClientCapabilities) bool
+}
+
 // visible reports whether subject may see and call the tool: the tool is
-// served, tools.allow/block let it through, and the caller's scopes (of
-// the request's token, info) cover it.
+// served, tools.allow/block let it through, the caller's scopes (of the
+// request's token, info) cover it, and its session announced what the
+// tool's server offers it for (gates: a tool a server lists only to
+// clients with sampling, elicitation or roots).
 func (m *servedMap) visible(name string, subject server.Subject, info server.RequestInfo) bool {
-	if _, ok := m.tool(name); !ok {
+	t, ok := m.tool(name)
+	if ok && m.gates != nil && !m.gates.Allows(t.Server, t.RemoteName, info.ClientCapabilities) {
+		return false
+	}
+	if !ok {
 		// The gateway's own search tool: every caller may call it, and it
 		// answers only what the caller may see.
 		return name == SearchToolName && m.search.On
@@ -150,6 +166,13 @@ func (m *servedMap) register(r registered, t toolset.ToolInfo) {
 // The snapshot is taken under the lock, so concurrent refreshes apply in
 // order and the last one leaves the newest map.
 func (m *servedMap) refresh(ctx context.Context) error {
+	if m.gates != nil {
+		// Which tools need a capability, learned before they are served
+		// (only for servers whose tools changed).
+		if list, err := m.ts.Tools(ctx); err == nil {
+			m.gates.Classify(ctx, list)
+		}
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	list, err := m.ts.Tools(ctx)

@@ -60,9 +60,12 @@ servers:
 		}
 		return strings.Fields(string(b))
 	}
+	// The gateway's listing of the server for a client without
+	// capabilities (relay.Classify) starts one more process at the start.
+	const probes = 1
 	wantStarted := func(n int, why string) {
 		t.Helper()
-		if got := len(started()); got != n {
+		if got := len(started()) - probes; got != n {
 			t.Fatalf("%d processes started, want %d (%s)", got, n, why)
 		}
 	}
@@ -135,7 +138,7 @@ servers:
 	_ = a1.Close()
 	isoWait(t, "bob's capped caller to get the freed slot", func() bool {
 		echo("bob-token", b2)
-		return len(started()) == 5
+		return len(started())-probes == 5
 	})
 	// bob's second caller ends too; a new caller of bob's gets its own.
 	_ = b2.Close()
@@ -153,7 +156,7 @@ servers:
 	}
 	pids := started()
 	isoWait(t, "the callers' processes to exit", func() bool {
-		for _, p := range pids[1:] {
+		for _, p := range pids[1+probes:] {
 			if pid, _ := strconv.Atoi(p); syscall.Kill(pid, 0) == nil {
 				return false
 			}
@@ -200,7 +203,9 @@ func TestUpstreamSessionsWithoutAuth(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n := len(strings.Fields(string(b))); n != 1+tc.own || refused != 6-tc.own {
+		// One more: the gateway's listing of the server for a client
+		// without capabilities (relay.Classify).
+		if n := len(strings.Fields(string(b))) - 1; n != 1+tc.own || refused != 6-tc.own {
 			t.Errorf("%q: %d processes, %d levels refused; want %d and %d", tc.sessions, n, refused, 1+tc.own, 6-tc.own)
 		}
 	}

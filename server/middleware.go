@@ -50,11 +50,17 @@ func (s *Server) identify(ctx context.Context, local bool, req mcp.Request) (Sub
 
 // InfoOf returns what the transport authenticated about req: its verified
 // token (from the request's Extra, never from a context), and whether it
-// was served locally (local: by ServeStdio or ServeLocal).
+// was served locally (local: by ServeStdio or ServeLocal); and the client
+// capabilities its session announced.
 func InfoOf(req mcp.Request, local bool) RequestInfo {
 	info := RequestInfo{Local: local}
 	if ex := req.GetExtra(); ex != nil && !local {
 		info.TokenInfo = ex.TokenInfo
+	}
+	if ss, ok := req.GetSession().(*mcp.ServerSession); ok && ss != nil {
+		if ip := ss.InitializeParams(); ip != nil {
+			info.ClientCapabilities = ip.Capabilities
+		}
 	}
 	return info
 }

@@ -31,6 +31,9 @@ type RequestInfo struct {
 	// trusted as a whole ([Server.ServeStdio], [Server.ServeLocal]): its
 	// subject is [Options.StdioSubject] and Identify is not asked.
 	Local bool
+	// ClientCapabilities are the capabilities the request's session
+	// announced in its initialize request, or nil when none are known.
+	ClientCapabilities *mcp.ClientCapabilities
 }
 
 // Caller is the sealed identity of one tool call: who calls which tool. Only

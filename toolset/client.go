@@ -3,6 +3,7 @@ package toolset
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -11,14 +12,15 @@ import (
 )
 
 // newSharedClient returns the client of the shared upstream sessions. It
-// announces no capabilities, so servers make no requests of it on anyone's
-// behalf (SessionHooks.Middleware may still answer the requests of a call
-// that carries its caller in its context).
+// announces Options.ClientCapabilities (none by default), so that servers
+// list the tools they offer such clients; it answers no request itself
+// (SessionHooks.Middleware may answer the requests of a call that carries
+// its caller in its context; the rest are refused).
 func (t *Toolset) newSharedClient() *mcp.Client {
 	h := t.hooks()
 	o := &mcp.ClientOptions{
 		Logger:       t.log,
-		Capabilities: &mcp.ClientCapabilities{},
+		Capabilities: t.clientCapabilities(),
 		ToolListChangedHandler: func(ctx context.Context, r *mcp.ToolListChangedRequest) {
 			t.onListChanged(r.Session, ToolsChanged)
 		},
@@ -37,7 +39,9 @@ func (t *Toolset) newSharedClient() *mcp.Client {
 		}
 	}
 	c := mcp.NewClient(&mcp.Implementation{Name: "gatehouse", Version: "0.1.0"}, o)
-	mws := []mcp.Middleware{transport.Refuse("roots/list", ErrNoRoots)}
+	mws := []mcp.Middleware{transport.Refuse("roots/list", ErrNoRoots),
+		transport.Refuse("sampling/createMessage", errNoCaller("sampling/createMessage")),
+		transport.Refuse("elicitation/create", errNoCaller("elicitation/create"))}
 	if h.Middleware != nil {
 		mws = append([]mcp.Middleware{h.Middleware}, mws...)
 	}
@@ -50,6 +54,13 @@ func (t *Toolset) newSharedClient() *mcp.Client {
 // whose roots it could give.
 var ErrNoRoots = &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
 	Message: "roots/list: the gateway forwards server-to-client requests only to a caller with an upstream session of its own (a stateful caller that advertised sampling or elicitation)"}
+
+// errNoCaller answers a server's request on a shared upstream session
+// that no SessionHooks.Middleware answered, as ErrNoRoots does roots/list.
+func errNoCaller(method string) *jsonrpc.Error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
+		Message: method + ": the gateway forwards server-to-client requests only to a caller with an upstream session of its own"}
+}
 
 // hooks returns the session hooks (never nil).
 func (t *Toolset) hooks() *SessionHooks {
@@ -104,4 +115,94 @@ func (c *conn) liveSession() *mcp.ClientSession {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.session
+}
+
+// clientCapabilities returns a copy of Options.ClientCapabilities (empty
+// when unset).
+func (t *Toolset) clientCapabilities() *mcp.ClientCapabilities {
+	return copyCapabilities(t.opts.ClientCapabilities)
+}
+
+// copyCapabilities copies the parts of c a Toolset announces: sampling,
+// elicitation and roots.
+func copyCapabilities(c *mcp.ClientCapabilities) *mcp.ClientCapabilities {
+	out := &mcp.ClientCapabilities{}
+	if c == nil {
+		return out
+	}
+	if c.Sampling != nil {
+		s := *c.Sampling
+		out.Sampling = &s
+	}
+	if c.Elicitation != nil {
+		e := *c.Elicitation
+		out.Elicitation = &e
+	}
+	if c.RootsV2 != nil {
+		r := *c.RootsV2
+		out.RootsV2 = &r
+	} else if c.Roots.ListChanged {
+		out.RootsV2 = &mcp.RootCapabilities{ListChanged: true}
+	}
+	return out
+}
+
+// ClientCapabilities returns what the server's shared session announces of
+// the client (Options.ClientCapabilities): a session a caller opens to the
+// server announcing the same is listed as the shared one is.
+func (u *Upstream) ClientCapabilities() *mcp.ClientCapabilities {
+	return u.c.ts.clientCapabilities()
+}
+
+// ToolNamesFor lists the names of the tools the server offers a client
+// that announces caps, on a session opened for that alone (through a
+// transport built as the shared one is: the egress guard, the bearer
+// token, a new stdio child) and closed before it returns, bounded by
+// Options.ConnectTimeout. Nothing is judged and nothing else goes through
+// it: a relay compares such listings to learn which of the server's tools
+// it offers only to clients with a capability (a server may list tools by
+// the capabilities of the client: server-everything lists its sampling,
+// elicitation and roots tools only to clients that announce them). The
+// session answers every request the server makes with an error.
+func (u *Upstream) ToolNamesFor(ctx context.Context, caps *mcp.ClientCapabilities) ([]string, error) {
+	c := u.c
+	ctx = transport.WithoutValues(ctx)
+	if err := c.refreshToken(ctx); err != nil {
+		return nil, &Error{Code: CodeAuthFailed, Server: c.name, Err: err}
+	}
+	cctx, cancel := c.connectContext(ctx)
+	defer cancel()
+	tr, err := c.transport(cctx)
+	if err != nil {
+		return nil, err
+	}
+	cl := mcp.NewClient(&mcp.Implementation{Name: "gatehouse", Version: "0.1.0"}, &mcp.ClientOptions{
+		Logger: c.ts.log, Capabilities: copyCapabilities(caps),
+	})
+	cl.AddReceivingMiddleware(refuseRequests)
+	s, err := cl.Connect(cctx, tr, c.ts.sessionOptions())
+	if err != nil {
+		return nil, fmt.Errorf("connecting: %w", err)
+	}
+	defer s.Close()
+	var names []string
+	for tool, err := range s.Tools(cctx, nil) {
+		if err != nil {
+			return nil, fmt.Errorf("listing tools: %w", err)
+		}
+		names = append(names, tool.Name)
+	}
+	return names, nil
+}
+
+// refuseRequests answers every request a server makes of a probe session
+// (ToolNamesFor) with an error.
+func refuseRequests(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		switch method {
+		case "sampling/createMessage", "elicitation/create", "roots/list":
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: method + ": this session only lists the server's tools"}
+		}
+		return next(ctx, method, req)
+	}
 }

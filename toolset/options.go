@@ -158,6 +158,15 @@ type Options struct {
 	// SessionHooks, when set, see what the shared upstream sessions receive
 	// beyond tools (a relay forwards it to its callers).
 	SessionHooks *SessionHooks
+	// ClientCapabilities are the client capabilities the shared upstream
+	// sessions announce (sampling, elicitation and roots; nil: none). A
+	// server may list some tools only to clients that announce one
+	// (server-everything's sampling, elicitation and roots tools): those
+	// are then listed, judged and pinned with the rest. Announce only what
+	// the sessions' requests are answered for: a relay that routes them
+	// back to its callers (SessionHooks.Middleware) sets them; the
+	// Toolset itself refuses roots/list and has no handler for the others.
+	ClientCapabilities *mcp.ClientCapabilities
 
 	// ProtocolVersion, when set, is the MCP revision every upstream session
 	// asks for (e.g. "2025-11-25"); empty lets the go-sdk negotiate, newest

@@ -36,10 +36,11 @@ const maxResumes = 3
 // found lost when the call goes out): the server speaks streamable HTTP
 // through the toolset's client, its shared session is up on a revision
 // with sessions, and c needs nothing routed back to it (no progress token,
-// no upstream session of its own). A caller checks it before it spends
+// no upstream session of its own, not a tool offered for a capability:
+// Needs). A caller checks it before it spends
 // anything on the call.
 func (r *Relay) BytesReady(tg toolset.Target, c *Call) bool {
-	if c.ProgressToken != nil || !r.shares(c.Caller) {
+	if c.ProgressToken != nil || !r.shares(c.Caller) || r.needs(tg.Upstream, tg.Remote) != 0 {
 		return false
 	}
 	if _, _, ok := tg.Upstream.HTTP(); !ok {
@@ -60,9 +61,9 @@ func (r *Relay) BytesReady(tg toolset.Target, c *Call) bool {
 // re-established once through the drift checks and the call sent again;
 // cancelling ctx sends notifications/cancelled; a response stream the
 // server closes before answering is resumed with Last-Event-ID when it
-// carried event IDs; progress and log notifications on the stream are
-// routed as on the shared session; a server-to-client request on it is
-// refused, as the shared session's empty capabilities announce. A
+// carried event IDs; progress, log and resource update notifications on
+// the stream are routed as on the shared session; a server-to-client
+// request on it is refused, as on the shared session. A
 // JSON-RPC error answer is returned as a *jsonrpc.Error inside a
 // *toolset.Error.
 func (r *Relay) CallBytes(ctx context.Context, tg toolset.Target, c Call) (json.RawMessage, error) {
@@ -591,6 +592,15 @@ func (r *rawReader) message(b []byte) (json.RawMessage, bool, error) {
 			return nil, false, nil
 		}
 		if id == nil {
+			if m == "notifications/resources/updated" {
+				// Sent with the call (on its response stream): the
+				// shared session's update, as if read there.
+				var p mcp.ResourceUpdatedNotificationParams
+				if json.Unmarshal(params, &p) == nil {
+					r.r.onResourceUpdated(context.Background(), r.server, &p)
+				}
+				return nil, false, nil
+			}
 			r.r.routeFrom(r.server, nil, m, params)
 			return nil, false, nil
 		}

@@ -75,7 +75,8 @@ func (c *Call) Params(remote string) (*mcp.CallToolParams, error) {
 }
 
 // CallTool sends a tools/call to tg through the go-sdk's client: on the
-// caller's own upstream session when it has one, else on the shared one.
+// caller's own upstream session when it has one (or the tool is offered
+// for a capability: Needs), else on the shared one.
 // A lost session is re-established once (the shared one through the drift
 // checks, after which the target is checked again: a refusal then is a
 // *toolset.Error with CodeQuarantined or CodeToolWithdrawn, and nothing
@@ -104,8 +105,11 @@ func (r *Relay) CallTool(ctx context.Context, tg toolset.Target, c Call) (*mcp.C
 		token, release = r.newProgressToken(st, u.Name(), c.ProgressToken)
 		defer release()
 	}
+	// A tool offered for sampling, elicitation or roots (see Classify) is
+	// called on the caller's own session, whose requests reach it.
+	own := r.needs(u, tg.Remote) != 0
 	gen := u.Generation()
-	sess, dedicated, err := r.sessionFor(ctx, u, st)
+	sess, dedicated, err := r.sessionOfCall(ctx, u, st, own)
 	if err != nil {
 		return nil, sessionErr(u, tg.Tool, err)
 	}
@@ -153,7 +157,7 @@ func (r *Relay) CallTool(ctx context.Context, tg toolset.Target, c Call) (*mcp.C
 				return nil, fail(toolset.CodeConnectionFailed, fmt.Errorf("reconnecting: %w", err))
 			}
 		}
-		if sess, dedicated, err = r.sessionFor(ctx, u, st); err != nil {
+		if sess, dedicated, err = r.sessionOfCall(ctx, u, st, own); err != nil {
 			return nil, sessionErr(u, tg.Tool, fmt.Errorf("reconnecting: %w", err))
 		}
 		// The new session's listing may have changed the tool.

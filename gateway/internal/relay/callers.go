@@ -52,6 +52,8 @@ type handlers struct {
 	listRoots     func(context.Context, *mcp.ListRootsParams) (*mcp.ListRootsResult, error)
 	log           func(context.Context, *mcp.LoggingMessageParams)
 	progress      func(context.Context, *mcp.ProgressNotificationParams)
+	// updated tells the caller's session alone of a resource update.
+	updated func(*mcp.ResourceUpdatedNotificationParams)
 }
 
 // callerState is what the relay keeps for a caller that made a request.
@@ -64,11 +66,27 @@ type callerState struct {
 	closed   bool
 	held     *placement                 // whose slots its sessions hold (acquire)
 	capped   map[*toolset.Upstream]bool // servers a cap kept it from (refused)
+	// subs are the caller's subscriptions held on its own sessions (URI ->
+	// server and session; see subscribe).
+	subs map[string]ownSub
+}
+
+// ownSub is a subscription held on a caller's own upstream session.
+type ownSub struct {
+	up   *toolset.Upstream
+	sess *mcp.ClientSession
 }
 
 type callerCtxKey struct{}
 
 var errNoCaller = &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "the gateway has no caller to route this request to"}
+
+// errNotAnnounced answers a server's request, on a caller's own session,
+// of a capability the caller did not announce (the session announces what
+// the relay routes: newDedicatedClient).
+func errNotAnnounced(capability string) *jsonrpc.Error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "the calling client did not announce the " + capability + " capability"}
+}
 
 // sharedMiddleware answers, on the shared sessions, the server-to-client
 // requests of a call that carries its caller in its context (a multi
@@ -95,33 +113,35 @@ func (r *Relay) sharedMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 }
 
 // newDedicatedClient returns the client of a caller's own upstream
-// sessions: the caller's capabilities, its requests answered by it.
+// sessions. It announces what the shared sessions announce (the
+// capabilities the relay routes: RoutableCapabilities), so that a server
+// lists on it what it lists on the shared session (a server may list tools
+// by the client's capabilities: a narrower listing would read as drift),
+// and answers the server's requests by the caller: those of a capability
+// the caller announced go to it; the others are refused.
 func (r *Relay) newDedicatedClient(st *callerState) *mcp.Client {
 	caps := st.caller.capabilities
+	has := NeedsOf(caps)
 	c := &mcp.ClientCapabilities{}
+	if r.caps != nil {
+		cp := *r.caps
+		c = &cp
+	}
 	if caps != nil {
 		c.Experimental = caps.Experimental
-		c.Sampling = caps.Sampling
-		c.Elicitation = caps.Elicitation
-		if caps.RootsV2 != nil {
-			rv := *caps.RootsV2
-			c.RootsV2 = &rv
-		} else if caps.Roots.ListChanged {
-			c.RootsV2 = &mcp.RootCapabilities{ListChanged: true}
-		}
 	}
 	o := &mcp.ClientOptions{
 		// Progress and log messages are routed as they are read (the
 		// toolset's tap), not by the go-sdk's handlers.
 		Logger:       r.log,
 		Capabilities: c,
-		// Subscriptions are made on the shared sessions only (subscribe):
-		// an update on a caller's own session answers no subscription of
-		// anyone's, and the go-sdk could not address it to its owner
-		// alone. It is dropped.
+		// A caller with sessions of its own holds its subscriptions there
+		// (subscribe): an update on one reaches that caller alone, when it
+		// holds a subscription to the URI on that session and the server
+		// publishes the URI. Anything else is dropped.
 		ResourceUpdatedHandler: func(ctx context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
 			if h := r.ownerOf(ctx, req.Session); h != nil {
-				r.dropped(r.serverOf(h, req.Session), DroppedResourceUpdated)
+				r.ownUpdate(h, req.Session, req.Params)
 			}
 		},
 		// A changed list has the session judged again (toolset.Upstream.
@@ -135,8 +155,8 @@ func (r *Relay) newDedicatedClient(st *callerState) *mcp.Client {
 	if c.Sampling != nil {
 		o.CreateMessageWithToolsHandler = func(ctx context.Context, req *mcp.CreateMessageWithToolsRequest) (*mcp.CreateMessageWithToolsResult, error) {
 			h := r.ownerOf(ctx, req.Session)
-			if h == nil || h.caller.handlers.createMessage == nil {
-				return nil, errNoCaller
+			if h == nil || h.caller.handlers.createMessage == nil || NeedsOf(h.caller.capabilities)&NeedsSampling == 0 {
+				return nil, errNotAnnounced("sampling")
 			}
 			return h.caller.handlers.createMessage(ctx, req.Params)
 		}
@@ -145,8 +165,8 @@ func (r *Relay) newDedicatedClient(st *callerState) *mcp.Client {
 		// Multi round-trip input requests reach the handler directly.
 		o.ElicitationHandler = func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 			h := r.ownerOf(ctx, req.Session)
-			if h == nil || h.caller.handlers.elicit == nil {
-				return nil, errNoCaller
+			if h == nil || h.caller.handlers.elicit == nil || NeedsOf(h.caller.capabilities)&NeedsElicitation == 0 {
+				return nil, errNotAnnounced("elicitation")
 			}
 			return h.caller.handlers.elicit(ctx, req.Params)
 		}
@@ -157,10 +177,14 @@ func (r *Relay) newDedicatedClient(st *callerState) *mcp.Client {
 	cl.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			switch method {
+			case "notifications/subscriptions/acknowledged":
+				s, _ := req.GetSession().(*mcp.ClientSession)
+				p, _ := req.GetParams().(*mcp.SubscriptionsAcknowledgedParams)
+				r.ups.Acknowledged(s, p)
 			case "roots/list":
 				h := st.caller.handlers.listRoots
-				if h == nil {
-					return nil, errNoCaller
+				if h == nil || has&NeedsRoots == 0 {
+					return nil, errNotAnnounced("roots")
 				}
 				p, _ := req.GetParams().(*mcp.ListRootsParams)
 				return h(ctx, p)
@@ -170,8 +194,8 @@ func (r *Relay) newDedicatedClient(st *callerState) *mcp.Client {
 				// newer clients accept).
 				h := st.caller.handlers.elicit
 				p, _ := req.GetParams().(*mcp.ElicitParams)
-				if h == nil || p == nil {
-					return nil, errNoCaller
+				if h == nil || p == nil || has&NeedsElicitation == 0 {
+					return nil, errNotAnnounced("elicitation")
 				}
 				return h(ctx, p)
 			}
@@ -275,6 +299,7 @@ func (r *Relay) release(id string) {
 	st.closed = true
 	sessions := st.sessions
 	st.sessions = map[*toolset.Upstream]*mcp.ClientSession{}
+	st.subs = nil // they end with the sessions
 	st.mu.Unlock()
 	r.mu.Lock()
 	for _, s := range sessions {
@@ -282,6 +307,7 @@ func (r *Relay) release(id string) {
 	}
 	r.mu.Unlock()
 	for u, s := range sessions {
+		r.ups.Drop(s)
 		_ = s.Close()
 		r.free(u, st.held)
 	}
@@ -310,31 +336,41 @@ func (r *Relay) release(id string) {
 // dedicated one (created now if needed), else the shared one. A caller
 // that a cap keeps from a session of its own (acquire) shares.
 func (r *Relay) sessionFor(ctx context.Context, u *toolset.Upstream, st *callerState) (*mcp.ClientSession, bool, error) {
-	if st == nil || !st.dedicated() {
+	return r.sessionOfCall(ctx, u, st, false)
+}
+
+// sessionOfCall is sessionFor; own asks for the caller's own session even
+// when it has none so far (a call of a tool offered for a capability: the
+// server's request must reach the caller).
+func (r *Relay) sessionOfCall(ctx context.Context, u *toolset.Upstream, st *callerState, own bool) (*mcp.ClientSession, bool, error) {
+	if st == nil || !own && !st.dedicated() {
 		s, err := u.Session(ctx)
 		return s, false, err
 	}
 	st.mu.Lock()
-	s, own, err := r.dedicatedLocked(ctx, u, st)
+	s, own, fresh, err := r.dedicatedLocked(ctx, u, st)
 	st.mu.Unlock()
 	if s == nil && err == nil && !own {
 		s, err = u.Session(ctx)
+	}
+	if fresh {
+		r.adopt(ctx, u, st, s)
 	}
 	return s, own, err
 }
 
 // dedicatedLocked is sessionFor's part under st.mu: a nil session and
-// error when a cap refused it.
-func (r *Relay) dedicatedLocked(ctx context.Context, u *toolset.Upstream, st *callerState) (*mcp.ClientSession, bool, error) {
+// error when a cap refused it; fresh when the session was made now.
+func (r *Relay) dedicatedLocked(ctx context.Context, u *toolset.Upstream, st *callerState) (_ *mcp.ClientSession, own, fresh bool, _ error) {
 	if st.closed {
-		return nil, true, &toolset.Error{Code: toolset.CodeClosed, Server: u.Name(), Err: errors.New("the caller was released")}
+		return nil, true, false, &toolset.Error{Code: toolset.CodeClosed, Server: u.Name(), Err: errors.New("the caller was released")}
 	}
 	if s := st.sessions[u]; s != nil {
-		return s, true, nil
+		return s, true, false, nil
 	}
 	if why, ok := r.acquire(u, st); !ok {
 		r.refused(u, st, why)
-		return nil, false, nil
+		return nil, false, false, nil
 	}
 	delete(st.capped, u)
 	if st.client == nil {
@@ -344,7 +380,7 @@ func (r *Relay) dedicatedLocked(ctx context.Context, u *toolset.Upstream, st *ca
 	s, err := u.Connect(ctx, st.client, func(method string, params json.RawMessage) { r.routeFrom(name, st, method, params) })
 	if err != nil {
 		r.free(u, st.held)
-		return nil, true, err
+		return nil, true, false, err
 	}
 	if st.level != "" {
 		if err := s.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: st.level}); err != nil {
@@ -355,7 +391,7 @@ func (r *Relay) dedicatedLocked(ctx context.Context, u *toolset.Upstream, st *ca
 	r.mu.Lock()
 	r.owners[s] = st
 	r.mu.Unlock()
-	return s, true, nil
+	return s, true, true, nil
 }
 
 // serverOf returns the name of the server of st's own session s ("" when
@@ -382,6 +418,7 @@ func (r *Relay) dropDedicated(u *toolset.Upstream, st *callerState, s *mcp.Clien
 	r.mu.Lock()
 	delete(r.owners, s)
 	r.mu.Unlock()
+	r.ups.Drop(s)
 	_ = s.Close()
 }
 

@@ -17,8 +17,18 @@
 //     set up on is a Caller. A caller that can answer server-initiated
 //     requests (it advertised sampling or elicitation on a stateful
 //     revision) or that set a logging level gets upstream sessions of its
-//     own, one per server, advertising the same capabilities; the others
-//     share the toolset's one session per server. Those sessions are
+//     own, one per server; the others share the toolset's one session per
+//     server. Every upstream session announces the capabilities the relay
+//     routes (RoutableCapabilities), so each lists what the shared one
+//     does; a server's request reaches the caller only for a capability
+//     the caller announced. A caller's resource subscriptions are held on
+//     its own session to the server when it has one (its updates reach it
+//     alone), else on the shared one.
+//   - Tools a server offers only to clients with sampling, elicitation or
+//     roots (Classify, Needs, Allows): learned by listing the server on
+//     sessions that announce less; a caller sees and calls one only when
+//     it announced what the tool needs, and its calls go through the
+//     caller's own session. Those sessions are
 //     capped per server and per subject and server
 //     (Options.UpstreamPerServer, Options.UpstreamPerSubject): a caller
 //     over a cap shares the server's session (its calls work; its

@@ -20,6 +20,67 @@ func (r *Relay) Setup(s *mcp.Server, local bool) {
 	r.servers = append(r.servers, s)
 	r.smu.Unlock()
 	s.AddReceivingMiddleware(r.middleware(local))
+	s.AddSendingMiddleware(r.sendingMiddleware)
+}
+
+// updateKey carries, in the context of a notification sent on one session
+// (notifyUpdated), the resource update it stands for.
+type updateKey struct{}
+
+// notifyUpdated sends a notifications/resources/updated on ss alone. The
+// go-sdk's server sends one only to every session subscribed to the URI
+// (Server.ResourceUpdated), so it is sent as a progress notification of
+// ss, which sendingMiddleware turns into the update before it is written:
+// on the session's standalone stream, as the go-sdk sends its own updates.
+func notifyUpdated(ss *mcp.ServerSession, p *mcp.ResourceUpdatedNotificationParams) {
+	ctx, cancel := context.WithTimeout(context.WithValue(context.Background(), updateKey{}, p), updateTimeout)
+	defer cancel()
+	_ = ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{})
+}
+
+// updateTimeout bounds the sending of one update (the go-sdk's own).
+const updateTimeout = 10 * time.Second
+
+// sendingMiddleware writes notifyUpdated's updates, and keeps the updates
+// of a server's shared session (onResourceUpdated tells every session
+// subscribed to the URI) from a caller that holds its subscription to that
+// URI on a session of its own: it hears that session's.
+func (r *Relay) sendingMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		ss, _ := req.GetSession().(*mcp.ServerSession)
+		switch method {
+		case "notifications/progress":
+			if p, ok := ctx.Value(updateKey{}).(*mcp.ResourceUpdatedNotificationParams); ok {
+				return next(ctx, "notifications/resources/updated", &mcp.ServerRequest[*mcp.ResourceUpdatedNotificationParams]{Session: ss, Params: p})
+			}
+		case "notifications/resources/updated":
+			if p, ok := req.GetParams().(*mcp.ResourceUpdatedNotificationParams); ok && r.holdsOwn(ss, p.URI) {
+				return nil, nil
+			}
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// holdsOwn reports whether the caller of ss holds its subscription to uri
+// on a session of its own.
+func (r *Relay) holdsOwn(ss *mcp.ServerSession, uri string) bool {
+	r.smu.Lock()
+	sess := r.sessions[ss]
+	r.smu.Unlock()
+	if sess == nil || sess.caller == nil {
+		return false
+	}
+	r.mu.Lock()
+	st := r.callers[sess.caller.id]
+	r.mu.Unlock()
+	if st == nil {
+		return false
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	_, ok := st.subs[uri]
+	return ok
 }
 
 // ServerOptions sets, in so, the handlers the go-sdk needs to advertise and

@@ -138,7 +138,10 @@ func (r *Relay) templateOwner(tmpl string) (found *toolset.Upstream, stale bool)
 
 // setLoggingLevel sets the caller's log level. The caller then gets
 // dedicated upstream sessions (created with this level; existing ones are
-// told), so the log messages of its requests reach it and no one else. A
+// told), so the log messages of its requests reach it and no one else
+// (and its resource subscriptions move there: adopt). Servers whose
+// content is each subject's own (Options.Subjects) are skipped: no
+// session is opened to them for a level. A
 // server a cap keeps the caller from (acquire) is not told (its shared
 // session is everyone's): the answer is then a *jsonrpc.Error with
 // CodeUpstreamCap naming those servers, and the level reaches each of them
@@ -157,7 +160,10 @@ func (r *Relay) setLoggingLevel(ctx context.Context, caller *Caller, level mcp.L
 	}
 	var capped []string
 	for _, u := range ups {
-		if u.Capabilities().Logging == nil {
+		// A server whose content is each subject's own answers no one
+		// through a session the relay opens (it would carry the gateway's
+		// credentials, not the caller's): its level is not set.
+		if u.Capabilities().Logging == nil || r.own(u) {
 			continue
 		}
 		err := r.forward(ctx, u, st, func(s *mcp.ClientSession) error {

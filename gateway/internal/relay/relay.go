@@ -107,6 +107,10 @@ type Relay struct {
 	byID     map[string]*session // stateful HTTP sessions by Mcp-Session-Id
 	servers  []*mcp.Server
 
+	gmu   sync.Mutex
+	gates map[*toolset.Upstream]*gateSet // the servers' capability-gated tools (Classify)
+	caps  *mcp.ClientCapabilities        // what every upstream session announces
+
 	rawIDs atomic.Uint64 // JSON-RPC IDs of CallBytes's requests
 	bufs   sync.Pool     // CallBytes's read buffers (*[]byte)
 }
@@ -145,6 +149,11 @@ func Open(ctx context.Context, servers []toolset.Server, tsOpts *toolset.Options
 	if to.SessionHooks != nil {
 		return nil, errors.New("relay: toolset.Options.SessionHooks is the relay's to set")
 	}
+	if to.ClientCapabilities == nil {
+		// What the relay routes back to its callers: the servers list the
+		// tools they offer such clients (see Classify).
+		to.ClientCapabilities = RoutableCapabilities()
+	}
 	log := o.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -157,6 +166,7 @@ func Open(ctx context.Context, servers []toolset.Server, tsOpts *toolset.Options
 		subs: map[string]map[string]*callerState{}, subMu: map[*toolset.Upstream]*sync.Mutex{},
 		slots: map[*toolset.Upstream]*slotCount{}, ups: upsub.New(upsub.Options{}),
 		sessions: map[*mcp.ServerSession]*session{}, byID: map[string]*session{},
+		gates: map[*toolset.Upstream]*gateSet{}, caps: to.ClientCapabilities,
 	}
 	r.life, r.stop = context.WithCancel(context.Background())
 	to.SessionHooks = &toolset.SessionHooks{

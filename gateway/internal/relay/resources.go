@@ -4,6 +4,7 @@ package relay
 
 import (
 	"context"
+	"errors"
 	"iter"
 	"slices"
 	"sort"
@@ -366,13 +367,19 @@ func (r *Relay) readResource(ctx context.Context, caller *Caller, params *mcp.Re
 	return res, err
 }
 
-// subscribe subscribes the caller to a resource's updates. Subscriptions
-// are held on the server's shared session, whoever subscribes (a caller
-// with upstream sessions of its own too): one upstream subscription serves
-// every subscriber, and an update is the server's, about its resource,
-// for the sessions subscribed to it (onResourceUpdated). A server whose
-// content is each subject's own (Options.Subjects) is refused
-// (subscribeOwn): its shared session reads as nobody's account.
+// subscribe subscribes the caller to a resource's updates. A caller with
+// an upstream session of its own to the URI's server (see Caller) holds
+// the subscription there: a server may scope what it sends to the session
+// that asked (server-everything sends the updates its
+// toggle-subscriber-updates tool starts only on that tool's session, for
+// that session's subscriptions), and the caller's calls go through that
+// session. Its updates reach that caller alone (ownUpdate). Every other
+// subscription is held on the server's shared session, whoever subscribes:
+// one upstream subscription serves every subscriber, and an update is the
+// server's, about its resource, for the sessions subscribed to it
+// (onResourceUpdated). A server whose content is each subject's own
+// (Options.Subjects) is refused (subscribeOwn): its shared session reads
+// as nobody's account.
 func (r *Relay) subscribe(ctx context.Context, caller *Caller, uri string, allow allowFunc) error {
 	u, err := r.resolveURI(ctx, uri, allow)
 	if err != nil {
@@ -382,6 +389,12 @@ func (r *Relay) subscribe(ctx context.Context, caller *Caller, uri string, allow
 		return subscribeOwn(u)
 	}
 	st := r.callerState(caller)
+	if st != nil && st.dedicated() {
+		if held, err := r.subscribeDedicated(ctx, u, st, uri); held || err != nil {
+			return err
+		}
+		// A cap keeps it from a session of its own: it shares.
+	}
 	// Subscribing and the last unsubscribing of a server's URIs take
 	// turns: an unsubscribe decided before this subscribe cannot reach
 	// the server after it. The caller is registered once subscribed.
@@ -412,9 +425,123 @@ func (r *Relay) subscribe(ctx context.Context, caller *Caller, uri string, allow
 	return nil
 }
 
+// subscribeDedicated subscribes st's own session to u (made now if
+// needed) to uri. held=false with a nil error: a cap keeps the caller
+// from a session of its own.
+func (r *Relay) subscribeDedicated(ctx context.Context, u *toolset.Upstream, st *callerState, uri string) (held bool, err error) {
+	err = r.forward(ctx, u, st, func(s *mcp.ClientSession) error {
+		if r.serverOf(st, s) == "" {
+			return errCapped
+		}
+		if err := r.ups.Subscribe(ctx, s, ownTarget(u), uri, true); err != nil {
+			return err
+		}
+		st.mu.Lock()
+		if st.closed {
+			st.mu.Unlock()
+			return &toolset.Error{Code: toolset.CodeClosed, Server: u.Name(), Err: errors.New("the caller was released")}
+		}
+		if st.subs == nil {
+			st.subs = map[string]ownSub{}
+		}
+		st.subs[uri] = ownSub{up: u, sess: s}
+		st.mu.Unlock()
+		return nil
+	})
+	if errors.Is(err, errCapped) {
+		return false, nil
+	}
+	return true, err
+}
+
+// ownTarget is the upsub target of a caller's own session to u.
+func ownTarget(u *toolset.Upstream) upsub.Target {
+	return upsub.Target{Server: u.Name(), HTTP: u.Type() == "streamable-http", Own: true}
+}
+
+// adopt moves st's subscriptions to URIs of u onto s, its new session of
+// its own there: those it held on an earlier one (lost since), and those
+// held for it on the shared session (made before it had a session of its
+// own, e.g. before it set a logging level), which it then leaves. A
+// subscription s refuses stays where it was (or, when its session was
+// lost, ends) and is logged.
+func (r *Relay) adopt(ctx context.Context, u *toolset.Upstream, st *callerState, s *mcp.ClientSession) {
+	st.mu.Lock()
+	var again []string
+	for uri, h := range st.subs {
+		if h.up == u && h.sess != s {
+			again = append(again, uri)
+		}
+	}
+	st.mu.Unlock()
+	r.mu.Lock()
+	var shared []string
+	for uri, m := range r.subs {
+		if _, ok := m[st.caller.id]; ok {
+			shared = append(shared, uri)
+		}
+	}
+	r.mu.Unlock()
+	hold := func(uri string) bool {
+		if err := r.ups.Subscribe(ctx, s, ownTarget(u), uri, true); err != nil {
+			r.log.Warn("relay: subscribing a caller's own upstream session", "server", u.Name(), "err", err)
+			return false
+		}
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		if st.closed {
+			return false
+		}
+		if st.subs == nil {
+			st.subs = map[string]ownSub{}
+		}
+		st.subs[uri] = ownSub{up: u, sess: s}
+		return true
+	}
+	for _, uri := range again {
+		if !hold(uri) {
+			st.mu.Lock()
+			if h, ok := st.subs[uri]; ok && h.sess != s {
+				delete(st.subs, uri)
+			}
+			st.mu.Unlock()
+		}
+	}
+	for _, uri := range shared {
+		if ru, _ := r.routeURI(uri); ru != u || !hold(uri) {
+			continue
+		}
+		if err := r.leaveShared(ctx, u, st.caller.id, uri); err != nil {
+			r.log.Debug("relay: unsubscribing upstream", "server", u.Name(), "err", err)
+		}
+	}
+}
+
+// ownUpdate delivers an update that arrived on st's own session s to st's
+// session alone, when st holds a subscription to its URI there and the
+// URI is s's server's; anything else is dropped and counted.
+func (r *Relay) ownUpdate(st *callerState, s *mcp.ClientSession, p *mcp.ResourceUpdatedNotificationParams) {
+	if p == nil {
+		return
+	}
+	st.mu.Lock()
+	h, ok := st.subs[p.URI]
+	st.mu.Unlock()
+	server := r.serverOf(st, s)
+	if u, _ := r.routeURI(p.URI); !ok || h.sess != s || u == nil || u != h.up {
+		r.log.Debug("relay: resource update on a caller's own session for no subscription of it there; dropped", "server", server)
+		r.dropped(server, DroppedResourceUpdated)
+		return
+	}
+	if f := st.caller.handlers.updated; f != nil {
+		f(p)
+	}
+}
+
 // unsubscribe ends the caller's subscription (upstream too when it was
-// the last subscriber). A server whose content is each subject's own has
-// none (subscribe): nothing is sent.
+// the last subscriber of the shared session's, or when it was held on
+// the caller's own session). A server whose content is each subject's own
+// has none (subscribe): nothing is sent.
 func (r *Relay) unsubscribe(ctx context.Context, caller *Caller, uri string, allow allowFunc) error {
 	u, err := r.resolveURI(ctx, uri, allow)
 	if err != nil {
@@ -424,21 +551,42 @@ func (r *Relay) unsubscribe(ctx context.Context, caller *Caller, uri string, all
 		return nil
 	}
 	st := r.callerState(caller)
+	if st == nil {
+		mu := r.lock(u) // see subscribe
+		mu.Lock()
+		defer mu.Unlock()
+		return r.forward(ctx, u, nil, func(s *mcp.ClientSession) error {
+			return r.ups.Unsubscribe(ctx, s, uri)
+		})
+	}
+	st.mu.Lock()
+	h, mine := st.subs[uri]
+	if mine {
+		delete(st.subs, uri)
+	}
+	st.mu.Unlock()
+	if mine {
+		return r.ups.Unsubscribe(ctx, h.sess, uri)
+	}
+	return r.leaveShared(ctx, u, caller.id, uri)
+}
+
+// leaveShared takes caller id's subscription to uri off u's shared
+// session: the upstream subscription ends with its last subscriber.
+func (r *Relay) leaveShared(ctx context.Context, u *toolset.Upstream, id, uri string) error {
 	mu := r.lock(u) // see subscribe
 	mu.Lock()
 	defer mu.Unlock()
-	if st != nil {
-		r.mu.Lock()
-		m := r.subs[uri]
-		delete(m, caller.id)
-		last := len(m) == 0
-		if last {
-			delete(r.subs, uri)
-		}
-		r.mu.Unlock()
-		if !last {
-			return nil
-		}
+	r.mu.Lock()
+	m := r.subs[uri]
+	delete(m, id)
+	last := len(m) == 0
+	if last {
+		delete(r.subs, uri)
+	}
+	r.mu.Unlock()
+	if !last {
+		return nil
 	}
 	return r.forward(ctx, u, nil, func(s *mcp.ClientSession) error {
 		return r.ups.Unsubscribe(ctx, s, uri)

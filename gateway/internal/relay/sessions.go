@@ -118,6 +118,7 @@ func (r *Relay) sessionOf(req mcp.Request, local bool) *session {
 		progress: func(ctx context.Context, p *mcp.ProgressNotificationParams) {
 			_ = ss.NotifyProgress(s.routeCtx(ctx), p)
 		},
+		updated: func(p *mcp.ResourceUpdatedNotificationParams) { notifyUpdated(ss, p) },
 	}
 	s.caller = caller
 	r.sessions[ss] = s
@@ -208,6 +209,8 @@ type Direct struct {
 	// LastSeen is when the go-sdk last served a request of the session
 	// (its idle timer runs from there).
 	LastSeen time.Time
+	// ClientCapabilities are what the session announced in initialize.
+	ClientCapabilities *mcp.ClientCapabilities
 }
 
 // Direct returns the stateful HTTP session id when its tools/call requests
@@ -230,5 +233,6 @@ func (r *Relay) Direct(id string) (Direct, bool) {
 	if !ok || !r.shares(s.caller) {
 		return Direct{}, false
 	}
-	return Direct{Caller: s.caller, UserID: s.userID, ProtocolVersion: s.protocol, LastSeen: time.Unix(0, s.lastSeen.Load())}, true
+	return Direct{Caller: s.caller, UserID: s.userID, ProtocolVersion: s.protocol, LastSeen: time.Unix(0, s.lastSeen.Load()),
+		ClientCapabilities: s.caller.capabilities}, true
 }

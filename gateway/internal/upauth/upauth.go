@@ -41,6 +41,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
 	"github.com/gatehouse-dev/gatehouse/egress"
+	"github.com/gatehouse-dev/gatehouse/gateway/internal/relay"
 	"github.com/gatehouse-dev/gatehouse/identity/upstream"
 	"github.com/gatehouse-dev/gatehouse/refusal"
 )
@@ -464,7 +465,11 @@ func (m *Manager) connect(ctx context.Context, s *Server, k key, ss *subjectSess
 		}
 		t.OAuthHandler = h
 	}
-	o := &mcp.ClientOptions{Logger: m.log}
+	// It announces what the shared sessions announce, so the server lists
+	// on it what it lists there (a server may list tools by the client's
+	// capabilities: a narrower listing would be judged as drift). Their
+	// requests are not routed on it: the go-sdk refuses them.
+	o := &mcp.ClientOptions{Logger: m.log, Capabilities: relay.RoutableCapabilities()}
 	if j := m.o.Judge; j != nil {
 		o.ToolListChangedHandler = func(_ context.Context, r *mcp.ToolListChangedRequest) { j.SessionChanged(s.Name, r.Session) }
 	}

@@ -1,6 +1,7 @@
-// Package upsub subscribes a relay's shared upstream sessions to resource
-// updates, at either revision of MCP, so that a subscription holds when
-// its subscribe returns.
+// Package upsub subscribes a relay's upstream sessions (the shared ones,
+// and the callers' own: Target.Own) to resource updates, at either
+// revision of MCP, so that a subscription holds when its subscribe
+// returns.
 //
 //	b := upsub.New(upsub.Options{})
 //	err := b.Subscribe(ctx, sess, upsub.Target{Server: "github"}, uri, true)
@@ -71,6 +72,9 @@ type Target struct {
 	Server string
 	// HTTP: it is spoken to over streamable HTTP.
 	HTTP bool
+	// Own: the session is one caller's own, not the server's shared one.
+	// Forget leaves it alone; Drop forgets it when it closes.
+	Own bool
 }
 
 // ErrNoPush answers a subscribe when the upstream cannot deliver resource
@@ -95,6 +99,7 @@ type Book struct {
 // streams is what a Book asked of one 2026-07-28 session.
 type streams struct {
 	server string
+	own    bool // Target.Own
 	// open are the URIs whose streams are open (asked for and not
 	// cancelled); each channel is closed when the server acknowledged it.
 	open map[string]chan struct{}
@@ -135,7 +140,7 @@ func (b *Book) Subscribe(ctx context.Context, s *mcp.ClientSession, t Target, ur
 	if ir := s.InitializeResult(); ir.Capabilities == nil || ir.Capabilities.Resources == nil || !ir.Capabilities.Resources.Subscribe {
 		return fmt.Errorf("resources/subscribe: server %q does not offer resource subscriptions", t.Server)
 	}
-	acked, opening, wait := b.openStream(t.Server, s, uri)
+	acked, opening, wait := b.openStream(t, s, uri)
 	if !opening {
 		// A stream is open (or opening) already: the go-sdk would not
 		// open another. Wait for its acknowledgement, if not yet in.
@@ -194,12 +199,12 @@ func (b *Book) Unsubscribe(ctx context.Context, s *mcp.ClientSession, uri string
 // openStream registers uri's stream on s, unless one is open: it returns
 // the channel closed at the stream's acknowledgement, whether the caller
 // is to open the stream, and how long it must wait first (Settle).
-func (b *Book) openStream(server string, s *mcp.ClientSession, uri string) (acked chan struct{}, opening bool, wait time.Duration) {
+func (b *Book) openStream(t Target, s *mcp.ClientSession, uri string) (acked chan struct{}, opening bool, wait time.Duration) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	l := b.m[s]
 	if l == nil {
-		l = &streams{server: server, open: map[string]chan struct{}{}, ended: map[string]time.Time{}}
+		l = &streams{server: t.Server, own: t.Own, open: map[string]chan struct{}{}, ended: map[string]time.Time{}}
 		b.m[s] = l
 	}
 	if ch, ok := l.open[uri]; ok {
@@ -266,14 +271,22 @@ func (b *Book) Acknowledged(s *mcp.ClientSession, p *mcp.SubscriptionsAcknowledg
 	}
 }
 
-// Forget drops what b knew of server's sessions but live (their streams
-// ended with them: call it when a server's session was replaced).
+// Forget drops what b knew of server's shared sessions but live (their
+// streams ended with them: call it when a server's shared session was
+// replaced). Sessions subscribed with Target.Own are kept.
 func (b *Book) Forget(server string, live *mcp.ClientSession) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for s, l := range b.m {
-		if l.server == server && s != live {
+		if l.server == server && s != live && !l.own {
 			delete(b.m, s)
 		}
 	}
+}
+
+// Drop forgets what b knew of s (call it when s is closed).
+func (b *Book) Drop(s *mcp.ClientSession) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.m, s)
 }

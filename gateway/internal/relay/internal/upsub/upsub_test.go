@@ -217,3 +217,44 @@ func TestForget(t *testing.T) {
 		t.Fatal("the live session's subscription was lost")
 	}
 }
+
+// TestForgetKeepsOwn: Forget leaves a caller's own session's streams
+// (Target.Own) alone, so its subscription still answers and holds; Drop
+// forgets that session's.
+func TestForgetKeepsOwn(t *testing.T) {
+	ctx := context.Background()
+	b := New(Options{})
+	shared, own, live := newPair(t, b, "2026-07-28", ""), newPair(t, b, "2026-07-28", ""), newPair(t, b, "2026-07-28", "")
+	if err := b.Subscribe(ctx, shared.cs, Target{Server: "s"}, "x://a", true); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Subscribe(ctx, own.cs, Target{Server: "s", Own: true}, "x://b", true); err != nil {
+		t.Fatal(err)
+	}
+	kept := func(p *pair) bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		_, ok := b.m[p.cs]
+		return ok
+	}
+	b.Forget("s", live.cs)
+	if kept(shared) || !kept(own) {
+		t.Fatalf("after Forget: shared kept %v, own kept %v", kept(shared), kept(own))
+	}
+	// Still acknowledged: a second subscribe returns at once, and the
+	// stream is the one that holds.
+	start := time.Now()
+	if err := b.Subscribe(ctx, own.cs, Target{Server: "s", Own: true}, "x://b", true); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Fatalf("subscribing again took %v: the acknowledged stream was forgotten", d)
+	}
+	if !own.heard(t, "x://b", 5*time.Second) {
+		t.Fatal("the own session's subscription was lost")
+	}
+	b.Drop(own.cs)
+	if kept(own) {
+		t.Fatal("Drop kept the session's streams")
+	}
+}
