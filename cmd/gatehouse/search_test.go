@@ -78,7 +78,9 @@ func TestToolsSearch(t *testing.T) {
 		t.Fatalf("answer: %+v", ans)
 	}
 	for _, h := range ans.Tools {
-		if h.Score*100 != math.Round(h.Score*100) || h.Score <= 0 {
+		// Rounded: the nearest float64 to a number of hundredths (4.85 times
+		// 100 is 484.99999999999994 in floating point, not 485).
+		if math.Abs(h.Score*100-math.Round(h.Score*100)) > 1e-9 || h.Score <= 0 {
 			t.Errorf("score %v is not rounded to 2 decimals", h.Score)
 		}
 	}
