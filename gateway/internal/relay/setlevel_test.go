@@ -58,3 +58,48 @@ func TestSetLevelSkipsSubjectServers(t *testing.T) {
 		t.Errorf("b has %d sessions after a read, want %d", got, beforeB)
 	}
 }
+
+// TestOwnSubscriptionSurvivesRestart: a caller with a log level holds its
+// subscription on its own upstream session; the server restarts (every
+// session gone); the caller's next call re-establishes its own session,
+// and the subscription is renewed there: the server's next update of the
+// URI reaches the caller.
+func TestOwnSubscriptionSurvivesRestart(t *testing.T) {
+	fx := startHTTP(t, "127.0.0.1:0", "-tools", "echo", "-resource", "x://r")
+	r := openRelay(t, []toolset.Server{remote("a", fx.URL(""))}, nil, nil)
+	sb := newSubscriber(t, r)
+	ctx := ctxT(t)
+	if err := sb.c.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "debug"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := sb.c.Subscribe(ctx, &mcp.SubscribeParams{URI: "x://r"}); err != nil {
+		t.Fatal(err)
+	}
+	caller := callerFor(t, r, sb.c)
+	r.mu.Lock()
+	st := r.callers[caller.id]
+	r.mu.Unlock()
+	held := func() *mcp.ClientSession {
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		return st.subs["x://r"].sess
+	}
+	first := held()
+	if first == nil {
+		t.Fatal("the subscription is not held on the caller's own session")
+	}
+	sb.await(ctx, "x://r", "before the restart")
+	fx.Restart()
+	tg, err := r.Toolset().Target(ctx, "a__echo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.CallTool(ctx, tg, Call{Args: []byte(`{"text":"hi"}`), Caller: caller})
+	if err != nil || res.IsError {
+		t.Fatalf("the caller's call after the restart: %v %+v", err, res)
+	}
+	if s := held(); s == nil || s == first {
+		t.Fatalf("the subscription is held on %p (before: %p), want the caller's new session", s, first)
+	}
+	sb.await(ctx, "x://r", "after the restart")
+}
