@@ -36,6 +36,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/store/dsn"
 	"github.com/gatehouse-dev/gatehouse/toolset"
+	"github.com/gatehouse-dev/gatehouse/trust"
 )
 
 // Instructions are the gateway's own MCP instructions. Upstream servers'
@@ -318,7 +319,7 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 	// drift). Each new drift is counted and audited as a server's is.
 	skillTrust := skills.NewWatcher(g.st, skills.WatchOptions{Instance: g.exec.Instance(), Serve: g.SetSkills,
 		Build:   func() *skills.Catalog { cat, _ := skills.New(g.loaded, nil); return cat },
-		Recheck: cfg.Drift.Recheck, Poll: trustEvery, Logger: log,
+		Recheck: cfg.Drift.Recheck, Poll: -1, Logger: log, // polled by g.trust's one watch
 		OnEvent: func(ev skills.DriftEvent) {
 			kind, action := telemetry.DriftRemoved, pin.Removed
 			if ev.Withheld {
@@ -411,10 +412,12 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 	warnUnprotected(log, cfg)
 	g.pipe.srv = g.srv
 
-	// Re-trusts made in the store by other processes take effect here
-	// within trustEvery; the watcher ends with the gateway.
-	g.trust.start()
-	if len(g.loaded) > 0 {
+	// Re-trusts made in the store by other processes, and drift other
+	// replicas recorded, take effect here within trustEvery, for the
+	// servers and the skills alike (one poll of the trust state); the
+	// watcher ends with the gateway.
+	g.trust.start(trust.NewLedger(g.st, g.exec.Instance(), log), skillTrust.ApplyTrust)
+	if len(g.loaded) > 0 && cfg.Drift.Recheck > 0 {
 		g.trust.bg.Go(func() { _ = skillTrust.Run(g.life.ctx) })
 	}
 

@@ -13,7 +13,9 @@ import (
 	"github.com/gatehouse-dev/gatehouse/pin"
 	"github.com/gatehouse-dev/gatehouse/policy"
 	"github.com/gatehouse-dev/gatehouse/refusal"
+	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/toolset"
+	"github.com/gatehouse-dev/gatehouse/trust"
 )
 
 // refreshTimeout bounds one refresh made because the toolset changed.
@@ -25,7 +27,7 @@ const trustEvery = time.Second
 
 // trustWatcher keeps the served map in step with the toolset's trust
 // decisions: a re-listing that quarantined, withheld or dropped tools, or
-// a re-trust noticed in the store (toolset.WatchTrust, which it runs),
+// a re-trust noticed in the store (the one trust.Ledger.Watch it runs),
 // refreshes the served map, and each new drift event is counted once.
 type trustWatcher struct {
 	ts      *toolset.Toolset
@@ -51,9 +53,12 @@ type driftKey struct {
 	renamedFrom string
 }
 
-// start runs toolset.WatchTrust until the gateway's life ends.
-func (w *trustWatcher) start() {
-	w.bg.Go(func() { _ = w.ts.WatchTrust(w.life, trustEvery) })
+// start runs the process's one watch of the trust state (trust.Ledger.Watch)
+// until the gateway's life ends: each tick's heads go to the toolset
+// (toolset.Toolset.ApplyTrust) and to also (the skills' watcher).
+func (w *trustWatcher) start(led *trust.Ledger, also ...func(context.Context, map[string]store.DriftHead) error) {
+	fns := append([]func(context.Context, map[string]store.DriftHead) error{w.ts.ApplyTrust}, also...)
+	w.bg.Go(func() { _ = led.Watch(w.life, trustEvery, fns...) })
 }
 
 // wait waits for the watcher to end (after the gateway's life ended).

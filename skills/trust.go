@@ -281,23 +281,38 @@ func applyPlugin(ctx context.Context, led *trust.Ledger, plugin string, l trust.
 
 // heads returns a digest of the trust state of every plugin's skills in st
 // (the baseline version and the latest observation of each row Owner
-// names), in one store query: a process polls it and calls Apply again when
-// it differs from the digest it read after its last Apply (the Watcher does), so a trust made
-// by another process (`gatehouse trust skills:PLUGIN`) or drift another
-// instance recorded takes effect without waiting for the next re-check.
+// names), in one store query: a Watcher compares it with the digest it read
+// before its last judgement, so a trust made by another process (`gatehouse
+// trust skills:PLUGIN`) or drift another instance recorded takes effect
+// without waiting for the next re-check.
 func heads(ctx context.Context, st trust.Store) (string, error) {
-	heads, err := st.DriftHeads(ctx)
+	hs, err := st.DriftHeads(ctx)
 	if err != nil {
 		return "", fmt.Errorf("skills: reading the trust state: %w", err)
 	}
-	var b []byte
-	for _, h := range heads {
-		if _, ok := PluginOf(h.ServerID); !ok {
-			continue
-		}
-		b = fmt.Appendf(b, "%q %d %d\n", h.ServerID, h.BaselineVersion, h.LastObservation)
+	byID := make(map[string]store.DriftHead, len(hs))
+	for _, h := range hs {
+		byID[h.ServerID] = h
 	}
-	return string(b), nil
+	return digest(byID), nil
+}
+
+// digest is the part of heads (by row ID) that concerns skills, as one
+// string: the rows Owner names, sorted, each with its baseline version and
+// latest observation.
+func digest(heads map[string]store.DriftHead) string {
+	ids := make([]string, 0, len(heads))
+	for id := range heads {
+		if _, ok := PluginOf(id); ok {
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	var b []byte
+	for _, id := range ids {
+		b = fmt.Appendf(b, "%q %d %d\n", id, heads[id].BaselineVersion, heads[id].LastObservation)
+	}
+	return string(b)
 }
 
 // ErrUnknownPlugin is Retrust's error when the catalog was not built from

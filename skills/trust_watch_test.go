@@ -10,6 +10,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/plugin"
 	"github.com/gatehouse-dev/gatehouse/skills"
 	"github.com/gatehouse-dev/gatehouse/store"
+	"github.com/gatehouse-dev/gatehouse/trust"
 )
 
 // watched is what a Watcher's Serve and OnEvent were handed.
@@ -119,6 +120,39 @@ func TestWatcherPollSeesTrust(t *testing.T) {
 			t.Fatalf("served %v after the edit", got)
 		}
 		run(t, w)
+		o := openDrift(t, st, "acme")[0]
+		if _, err := open().TrustListing(ctxT(t), "skills:acme", o.Listing); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the trust applied", func() bool {
+			got, _, _ := seen.now()
+			return slices.Equal(got, []string{"acme/count", "acme/greet"})
+		})
+	})
+}
+
+// TestWatcherApplyTrust: a Watcher that does not poll (Poll < 0) takes the
+// heads from the process's one watch (trust.Ledger.Watch, shared with the
+// toolset's ApplyTrust), and applies a trust made by another process.
+func TestWatcherApplyTrust(t *testing.T) {
+	stores(t, func(t *testing.T, open func() store.Store) {
+		st := open()
+		dir := acmePlugin(t)
+		var seen watched
+		opts := seen.options(dir)
+		opts.Poll = -1
+		w := skills.NewWatcher(st, opts)
+		if err := w.Check(ctxT(t), nil, true); err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, dir, "skills/greet/SKILL.md", trustSkillMD("greet", "Greet someone by name.", rugLine+"\n"))
+		if err := w.Check(ctxT(t), nil, true); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(ctxT(t))
+		done := make(chan error, 1)
+		go func() { done <- trust.NewLedger(st, "watch", nil).Watch(ctx, 10*time.Millisecond, w.ApplyTrust) }()
+		defer func() { cancel(); <-done }()
 		o := openDrift(t, st, "acme")[0]
 		if _, err := open().TrustListing(ctxT(t), "skills:acme", o.Listing); err != nil {
 			t.Fatal(err)

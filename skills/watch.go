@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/trust"
 )
 
@@ -28,7 +29,8 @@ type WatchOptions struct {
 	Recheck time.Duration
 	// Poll is how often the store's trust state is read (heads, one
 	// query): a trust made by another process, or drift another instance
-	// recorded, is applied within it. 0 means one second.
+	// recorded, is applied within it. 0 means one second; negative: Run
+	// does not poll, the process's one trust.Ledger.Watch calls ApplyTrust.
 	Poll time.Duration
 	// Logger gets each new drift event (DriftEvent.Message) at Warn, once for
 	// as long as it persists, and the errors of judging. nil: discarded.
@@ -55,7 +57,7 @@ type Watcher struct {
 // NewWatcher returns a Watcher of st's trust state for the catalogs
 // opts.Build makes.
 func NewWatcher(st trust.Store, opts WatchOptions) *Watcher {
-	if opts.Poll <= 0 {
+	if opts.Poll == 0 {
 		opts.Poll = time.Second
 	}
 	if opts.Logger == nil {
@@ -121,11 +123,17 @@ func signature(cat *Catalog) []string {
 }
 
 // Run re-judges until ctx ends: every Recheck with a catalog built
-// afresh, and whenever heads moved since the last judgement. It returns
-// ctx.Err(); errors are logged and retried at the next tick.
+// afresh, and whenever the trust state of skills moved since the last
+// judgement (polled every Poll, unless Poll is negative: then the process's
+// one trust.Ledger.Watch hands it to ApplyTrust). It returns ctx.Err();
+// errors are logged and retried at the next tick.
 func (w *Watcher) Run(ctx context.Context) error {
-	poll := time.NewTicker(w.opts.Poll)
-	defer poll.Stop()
+	var poll <-chan time.Time
+	if w.opts.Poll > 0 {
+		t := time.NewTicker(w.opts.Poll)
+		defer t.Stop()
+		poll = t.C
+	}
 	var recheck <-chan time.Time
 	if w.opts.Recheck > 0 {
 		t := time.NewTicker(w.opts.Recheck)
@@ -138,20 +146,34 @@ func (w *Watcher) Run(ctx context.Context) error {
 			return ctx.Err()
 		case <-recheck:
 			_ = w.Check(ctx, nil, true)
-		case <-poll.C:
-			heads, err := heads(ctx, w.st)
+		case <-poll:
+			h, err := heads(ctx, w.st)
 			if err != nil {
 				if ctx.Err() == nil {
 					w.opts.Logger.Warn("skills: polling the trust state", "err", err)
 				}
 				continue
 			}
-			w.mu.Lock()
-			moved := heads != w.heads
-			w.mu.Unlock()
-			if moved {
-				_ = w.Check(ctx, nil, false)
-			}
+			w.judgeIfMoved(ctx, h)
 		}
+	}
+}
+
+// ApplyTrust judges the skills again when the trust state of skills in
+// heads (as trust.Ledger.Heads reads them) moved since the last judgement:
+// a trust made by another process, drift another instance recorded. It is
+// what Run's poll does, for a process that polls the trust state once for
+// all its parts (trust.Ledger.Watch).
+func (w *Watcher) ApplyTrust(ctx context.Context, heads map[string]store.DriftHead) error {
+	w.judgeIfMoved(ctx, digest(heads))
+	return nil
+}
+
+func (w *Watcher) judgeIfMoved(ctx context.Context, h string) {
+	w.mu.Lock()
+	moved := h != w.heads
+	w.mu.Unlock()
+	if moved {
+		_ = w.Check(ctx, nil, false)
 	}
 }

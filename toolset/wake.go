@@ -9,6 +9,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/diag"
 	"github.com/gatehouse-dev/gatehouse/plugin"
+	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/trust"
 )
 
@@ -247,48 +248,47 @@ func (c *conn) reconcileFailed(err error) error {
 // (DriftHeads) when nothing changed. It blocks until ctx ends or the
 // toolset is closed, and returns ctx.Err() or ErrClosed; run it in its
 // own goroutine. A store error is logged and retried at the next tick.
+//
+// It is trust.Ledger.Watch with ApplyTrust: a process with other parts
+// under trust (a gateway's skills) runs one Watch for all of them instead.
 func (t *Toolset) WatchTrust(ctx context.Context, every time.Duration) error {
-	if every <= 0 {
-		every = time.Second
-	}
 	if _, err := t.ensure(ctx); err != nil {
 		return err
 	}
-	tick := time.NewTicker(every)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.life.Done():
-			return &Error{Code: CodeClosed}
-		case <-tick.C:
-		}
-		if err := t.checkHeads(ctx); err != nil && ctx.Err() == nil && !t.isClosed() {
-			t.log.Warn("toolset: checking the trust baselines", "err", err)
-		}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(t.life, cancel)()
+	err := t.ledger.Watch(wctx, every, t.ApplyTrust)
+	if ctx.Err() == nil && t.life.Err() != nil {
+		return &Error{Code: CodeClosed}
 	}
+	return err
 }
 
-// checkHeads re-judges every server whose baseline version or drift
-// observations moved since its listing was judged.
-func (t *Toolset) checkHeads(ctx context.Context) error {
-	byID, err := t.ledger.Heads(ctx)
-	if err != nil {
-		return err
+// ApplyTrust re-judges every server whose baseline version or drift
+// observations moved in heads (as trust.Ledger.Heads reads them) since its
+// listing was judged: one tick of WatchTrust, for a process that polls the
+// trust state once for all its parts (trust.Ledger.Watch). Before the
+// toolset's first use, and after Close, it does nothing.
+func (t *Toolset) ApplyTrust(ctx context.Context, heads map[string]store.DriftHead) error {
+	t.mu.Lock()
+	loaded := t.cat != nil && !t.closed
+	t.mu.Unlock()
+	if !loaded {
+		return nil
 	}
 	var errs []error
 	for _, c := range t.conns {
 		if c.skip || c.asleep {
 			continue
 		}
-		h, ok := byID[c.id]
+		h, ok := heads[c.id]
 		cur := t.listingOf(c)
 		if !ok || !cur.ok || h.BaselineVersion == cur.version && h.LastObservation <= cur.observed {
 			continue
 		}
 		if err := c.checkTrust(ctx, h.LastObservation); err != nil {
-			errs = append(errs, fmt.Errorf("server %s: %w", c.name, err))
+			errs = append(errs, fmt.Errorf("toolset: server %s: %w", c.name, err))
 		}
 	}
 	return errors.Join(errs...)

@@ -4,8 +4,10 @@ import (
 	"context"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/goleak"
 
 	"github.com/gatehouse-dev/gatehouse/pin"
 	"github.com/gatehouse-dev/gatehouse/plugin"
@@ -167,3 +169,43 @@ func TestUnreviewed(t *testing.T) {
 		t.Fatalf("none: %#v", got)
 	}
 }
+
+// TestWatch: one poll hands every part the heads each tick, a trust made
+// meanwhile shows as a newer baseline version, and Watch ends with its
+// context.
+func TestWatch(t *testing.T) {
+	st := openSQLite(t)
+	l := trust.NewLedger(st, "a", nil)
+	j := record(t, l, tool("pay", "Pays."))
+	seen := make(chan int64, 100)
+	parts := 0
+	count := func(context.Context, map[string]store.DriftHead) error { parts++; return nil }
+	version := func(_ context.Context, h map[string]store.DriftHead) error {
+		seen <- h[bank.ID].BaselineVersion
+		return nil
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- l.Watch(ctx, 10*time.Millisecond, count, version) }()
+	if v := <-seen; v != j.Version {
+		t.Fatalf("first tick: version %d, want %d", v, j.Version)
+	}
+	p := trust.Listing{Tools: []*mcp.Tool{tool("pay", "Pays more.")}}
+	if _, err := l.Retrust(ctx, bank, p, trust.Fingerprint(bank.Name, p)); err != nil {
+		t.Fatal(err)
+	}
+	for v := range seen {
+		if v > j.Version {
+			break
+		}
+	}
+	cancel()
+	if err := <-done; err != context.Canceled {
+		t.Fatalf("Watch returned %v", err)
+	}
+	if parts < 2 {
+		t.Fatalf("the first part ran %d times", parts)
+	}
+}
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
