@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -166,18 +167,28 @@ func (m *servedMap) register(r registered, t toolset.ToolInfo) {
 // The snapshot is taken under the lock, so concurrent refreshes apply in
 // order and the last one leaves the newest map.
 func (m *servedMap) refresh(ctx context.Context) error {
-	if m.gates != nil {
-		// Which tools need a capability, learned before they are served
-		// (only for servers whose tools changed).
-		if list, err := m.ts.Tools(ctx); err == nil {
-			m.gates.Classify(ctx, list)
-		}
+	list, err := m.publish(ctx)
+	if err == nil && m.gates != nil {
+		// Which tools need a capability (only for servers whose tools
+		// changed), learned once the map is out: a slow server delays no
+		// quarantine. visible asks gates at each request.
+		cctx, cancel := context.WithTimeout(ctx, classifyTimeout)
+		m.gates.Classify(cctx, list)
+		cancel()
 	}
+	return err
+}
+
+// classifyTimeout bounds refresh's learning of the capability-gated tools.
+const classifyTimeout = 30 * time.Second
+
+// publish is refresh's update of the map; it returns the toolset's tools.
+func (m *servedMap) publish(ctx context.Context) ([]toolset.ToolInfo, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	list, err := m.ts.Tools(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	list = slices.DeleteFunc(list, func(t toolset.ToolInfo) bool {
 		if !m.search.Reserved(t) {
@@ -209,7 +220,7 @@ func (m *servedMap) refresh(ctx context.Context) error {
 	m.sizes = m.search.Sizes(list, m.tools, m.sizes)
 	m.tools = next
 	m.current.Store(&next)
-	return nil
+	return list, nil
 }
 
 func set(names []string) map[string]bool {

@@ -95,9 +95,9 @@ const classifyConcurrency = 4
 // announces all but that one. A tool the first listing lacks needs each
 // capability without which it is not listed (a tool listed whichever one
 // is left out, e.g. one offered for sampling or elicitation, needs all
-// of them). A server Classify cannot list keeps what was learned before
-// (nothing, at first: its tools are shown to every caller). A server that
-// is not connected (woken from the store) is not connected for this.
+// of them). A server Classify cannot list has its tools shown to every
+// caller (logged) until its tools change. A server that is not connected
+// (woken from the store) is not connected for this.
 func (r *Relay) Classify(ctx context.Context, tools []toolset.ToolInfo) {
 	byServer := map[string][]string{}
 	for _, t := range tools {
@@ -126,8 +126,10 @@ func (r *Relay) Classify(ctx context.Context, tools []toolset.ToolInfo) {
 			defer func() { <-sem }()
 			g, err := r.classify(ctx, u, served)
 			if err != nil {
+				// Not tried again until its tools change: a server that
+				// cannot run twice is not started on every refresh.
 				r.log.Warn("relay: listing a server for the capabilities its tools need; its tools are shown to every caller", "server", u.Name(), "err", err)
-				return
+				g = &gateSet{}
 			}
 			g.key = key
 			r.gmu.Lock()
