@@ -16,7 +16,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/internal/executor"
 	"github.com/gatehouse-dev/gatehouse/internal/rawresult"
-	"github.com/gatehouse-dev/gatehouse/pin"
+	"github.com/gatehouse-dev/gatehouse/internal/pin"
 	"github.com/gatehouse-dev/gatehouse/refusal"
 	"github.com/gatehouse-dev/gatehouse/store"
 )

@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/gatehouse-dev/gatehouse/audit"
+	"github.com/gatehouse-dev/gatehouse/internal/audit"
 	"github.com/gatehouse-dev/gatehouse/internal/fixture/pgtest"
 	"github.com/gatehouse-dev/gatehouse/store"
 )

@@ -16,7 +16,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/gatehouse-dev/gatehouse/audit"
+	"github.com/gatehouse-dev/gatehouse/internal/audit"
 	"github.com/gatehouse-dev/gatehouse/internal/fixture/pgtest"
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/toolset"

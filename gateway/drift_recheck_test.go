@@ -16,7 +16,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/internal/fixture/pgtest"
 	"github.com/gatehouse-dev/gatehouse/internal/projection"
-	"github.com/gatehouse-dev/gatehouse/pin"
+	"github.com/gatehouse-dev/gatehouse/internal/pin"
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/store/dsn"
 )

@@ -29,7 +29,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/upauth"
 	"github.com/gatehouse-dev/gatehouse/identity/upstream"
 	"github.com/gatehouse-dev/gatehouse/internal/executor"
-	"github.com/gatehouse-dev/gatehouse/pin"
+	"github.com/gatehouse-dev/gatehouse/internal/pin"
 	"github.com/gatehouse-dev/gatehouse/plugin"
 	"github.com/gatehouse-dev/gatehouse/server"
 	"github.com/gatehouse-dev/gatehouse/skills"

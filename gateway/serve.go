@@ -14,7 +14,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/diag"
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/bearer"
-	"github.com/gatehouse-dev/gatehouse/identity/oauth"
+	"github.com/gatehouse-dev/gatehouse/internal/identity/oauth"
 	"github.com/gatehouse-dev/gatehouse/server"
 )
 

@@ -10,7 +10,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/auditlog"
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/telemetry"
-	"github.com/gatehouse-dev/gatehouse/pin"
+	"github.com/gatehouse-dev/gatehouse/internal/pin"
 	"github.com/gatehouse-dev/gatehouse/policy"
 	"github.com/gatehouse-dev/gatehouse/refusal"
 	"github.com/gatehouse-dev/gatehouse/store"

@@ -21,7 +21,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
-	"github.com/gatehouse-dev/gatehouse/identity/oauth"
+	"github.com/gatehouse-dev/gatehouse/internal/identity/oauth"
 	"github.com/gatehouse-dev/gatehouse/identity/upstream"
 	"github.com/gatehouse-dev/gatehouse/internal/fixture/authserver"
 )

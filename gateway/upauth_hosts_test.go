@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/egress"
+	"github.com/gatehouse-dev/gatehouse/internal/egress"
 	"github.com/gatehouse-dev/gatehouse/identity/upstream"
 	"github.com/gatehouse-dev/gatehouse/internal/fixture/authserver"
 	"github.com/gatehouse-dev/gatehouse/internal/vault"

@@ -3,7 +3,7 @@ package skills
 import (
 	"strings"
 
-	"github.com/gatehouse-dev/gatehouse/pin"
+	"github.com/gatehouse-dev/gatehouse/internal/pin"
 )
 
 // Contract is what trust pins for a skill: its identity, its description as

@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/gatehouse-dev/gatehouse/diag"
-	"github.com/gatehouse-dev/gatehouse/pin"
+	"github.com/gatehouse-dev/gatehouse/internal/pin"
 )
 
 // DriftKind is what drifted.

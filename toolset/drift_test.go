@@ -15,7 +15,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/diag"
 	"github.com/gatehouse-dev/gatehouse/internal/fixture/testserver"
-	"github.com/gatehouse-dev/gatehouse/pin"
+	"github.com/gatehouse-dev/gatehouse/internal/pin"
 	"github.com/gatehouse-dev/gatehouse/plugin"
 	"github.com/gatehouse-dev/gatehouse/policy"
 	"github.com/gatehouse-dev/gatehouse/store"

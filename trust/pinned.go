@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/gatehouse-dev/gatehouse/pin"
+	"github.com/gatehouse-dev/gatehouse/internal/pin"
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/trust/internal/judge"
 )

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/gatehouse-dev/gatehouse/pin"
+	"github.com/gatehouse-dev/gatehouse/internal/pin"
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/trust"
 )

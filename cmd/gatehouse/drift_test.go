@@ -14,7 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/gatehouse-dev/gatehouse/internal/fixture/pgtest"
-	"github.com/gatehouse-dev/gatehouse/pin"
+	"github.com/gatehouse-dev/gatehouse/internal/pin"
 	"github.com/gatehouse-dev/gatehouse/store"
 )
 

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gatehouse-dev/gatehouse/pin"
+	"github.com/gatehouse-dev/gatehouse/internal/pin"
 	"github.com/gatehouse-dev/gatehouse/plugin"
 	"github.com/gatehouse-dev/gatehouse/skills"
 	"github.com/gatehouse-dev/gatehouse/store"

@@ -11,7 +11,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/durable/loop"
 	"github.com/gatehouse-dev/gatehouse/internal/fixture/chattest"
-	"github.com/gatehouse-dev/gatehouse/pin"
+	"github.com/gatehouse-dev/gatehouse/internal/pin"
 	"github.com/gatehouse-dev/gatehouse/plugin"
 	"github.com/gatehouse-dev/gatehouse/refusal"
 	"github.com/gatehouse-dev/gatehouse/skills"

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gatehouse-dev/gatehouse/audit"
+	"github.com/gatehouse-dev/gatehouse/internal/audit"
 )
 
 // TestActionsCheckpointSigned: with Options.AuditSigningKey, each action

@@ -20,10 +20,10 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/gatehouse-dev/gatehouse/audit"
+	"github.com/gatehouse-dev/gatehouse/internal/audit"
 	"github.com/gatehouse-dev/gatehouse/durable"
 	"github.com/gatehouse-dev/gatehouse/internal/fixture/pgtest"
-	"github.com/gatehouse-dev/gatehouse/pin"
+	"github.com/gatehouse-dev/gatehouse/internal/pin"
 	"github.com/gatehouse-dev/gatehouse/policy"
 	"github.com/gatehouse-dev/gatehouse/refusal"
 	"github.com/gatehouse-dev/gatehouse/store"

@@ -5,9 +5,9 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/store/memory"
-	"github.com/gatehouse-dev/gatehouse/store/storetest"
-	"github.com/gatehouse-dev/gatehouse/store/storetest/audittest"
-	"github.com/gatehouse-dev/gatehouse/store/storetest/conntest"
+	"github.com/gatehouse-dev/gatehouse/store/internal/storetest"
+	"github.com/gatehouse-dev/gatehouse/store/internal/storetest/audittest"
+	"github.com/gatehouse-dev/gatehouse/store/internal/storetest/conntest"
 )
 
 func TestConformance(t *testing.T) {

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/store/internal/sqlstore"
-	"github.com/gatehouse-dev/gatehouse/store/storetest"
+	"github.com/gatehouse-dev/gatehouse/store/internal/storetest"
 )
 
 // allVersions is 1..the latest schema version.

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/gatehouse-dev/gatehouse/store/internal/sqlstore"
-	"github.com/gatehouse-dev/gatehouse/store/storetest"
+	"github.com/gatehouse-dev/gatehouse/store/internal/storetest"
 )
 
 // TestMigrateBaselinesFromV4: a schema written by version 4 (one-string

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/gatehouse-dev/gatehouse/store"
-	"github.com/gatehouse-dev/gatehouse/store/storetest"
+	"github.com/gatehouse-dev/gatehouse/store/internal/storetest"
 )
 
 // BenchmarkGroupCommit: conc goroutines each doing claim+complete pairs on

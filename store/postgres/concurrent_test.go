@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/gatehouse-dev/gatehouse/store"
-	"github.com/gatehouse-dev/gatehouse/store/storetest"
+	"github.com/gatehouse-dev/gatehouse/store/internal/storetest"
 )
 
 // The smallest pool a PostgreSQL store supports is one connection: there

@@ -15,7 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/gatehouse-dev/gatehouse/audit"
+	"github.com/gatehouse-dev/gatehouse/internal/audit"
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/store/postgres"
 )

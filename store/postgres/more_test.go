@@ -18,7 +18,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/store/internal/sqlstore"
 	"github.com/gatehouse-dev/gatehouse/store/postgres"
-	"github.com/gatehouse-dev/gatehouse/store/storetest"
+	"github.com/gatehouse-dev/gatehouse/store/internal/storetest"
 )
 
 func connect(t *testing.T, cfg *pgx.ConnConfig) *pgx.Conn {

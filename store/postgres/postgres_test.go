@@ -14,9 +14,9 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/store/postgres"
-	"github.com/gatehouse-dev/gatehouse/store/storetest"
-	"github.com/gatehouse-dev/gatehouse/store/storetest/audittest"
-	"github.com/gatehouse-dev/gatehouse/store/storetest/conntest"
+	"github.com/gatehouse-dev/gatehouse/store/internal/storetest"
+	"github.com/gatehouse-dev/gatehouse/store/internal/storetest/audittest"
+	"github.com/gatehouse-dev/gatehouse/store/internal/storetest/conntest"
 )
 
 // testDSN returns $GATEHOUSE_TEST_POSTGRES or skips the test.

@@ -8,7 +8,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/store/internal/sqlstore"
 	"github.com/gatehouse-dev/gatehouse/store/sqlite"
-	"github.com/gatehouse-dev/gatehouse/store/storetest"
+	"github.com/gatehouse-dev/gatehouse/store/internal/storetest"
 )
 
 // allVersions is 1..the latest schema version.

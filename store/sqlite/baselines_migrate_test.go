@@ -6,7 +6,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/store/internal/sqlstore"
 	"github.com/gatehouse-dev/gatehouse/store/sqlite"
-	"github.com/gatehouse-dev/gatehouse/store/storetest"
+	"github.com/gatehouse-dev/gatehouse/store/internal/storetest"
 )
 
 // TestMigrateBaselinesFromV4: a file written by schema version 4 (one-string

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/gatehouse-dev/gatehouse/store"
-	"github.com/gatehouse-dev/gatehouse/store/storetest"
+	"github.com/gatehouse-dev/gatehouse/store/internal/storetest"
 )
 
 // The smallest pool a SQLite store supports is one read connection (the

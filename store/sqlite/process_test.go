@@ -15,7 +15,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/store/internal/sqlstore"
 	"github.com/gatehouse-dev/gatehouse/store/sqlite"
-	"github.com/gatehouse-dev/gatehouse/store/storetest"
+	"github.com/gatehouse-dev/gatehouse/store/internal/storetest"
 )
 
 const (

@@ -8,9 +8,9 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/store/sqlite"
-	"github.com/gatehouse-dev/gatehouse/store/storetest"
-	"github.com/gatehouse-dev/gatehouse/store/storetest/audittest"
-	"github.com/gatehouse-dev/gatehouse/store/storetest/conntest"
+	"github.com/gatehouse-dev/gatehouse/store/internal/storetest"
+	"github.com/gatehouse-dev/gatehouse/store/internal/storetest/audittest"
+	"github.com/gatehouse-dev/gatehouse/store/internal/storetest/conntest"
 )
 
 func openTemp(t *testing.T, opts *store.Options) *sqlite.Store {

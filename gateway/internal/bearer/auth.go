@@ -18,7 +18,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/config"
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/scopes"
-	"github.com/gatehouse-dev/gatehouse/identity/oauth"
+	"github.com/gatehouse-dev/gatehouse/internal/identity/oauth"
 )
 
 // Authenticator checks bearer tokens: static ones against their

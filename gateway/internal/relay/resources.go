@@ -14,7 +14,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/relay/internal/upsub"
 	"github.com/gatehouse-dev/gatehouse/internal/projection"
-	"github.com/gatehouse-dev/gatehouse/pin"
+	"github.com/gatehouse-dev/gatehouse/internal/pin"
 	"github.com/gatehouse-dev/gatehouse/toolset"
 )
 

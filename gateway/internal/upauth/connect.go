@@ -21,7 +21,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"golang.org/x/oauth2"
 
-	"github.com/gatehouse-dev/gatehouse/egress"
+	"github.com/gatehouse-dev/gatehouse/internal/egress"
 	"github.com/gatehouse-dev/gatehouse/identity/upstream"
 )
 

@@ -11,7 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/gatehouse-dev/gatehouse/identity/oauth"
+	"github.com/gatehouse-dev/gatehouse/internal/identity/oauth"
 	"github.com/gatehouse-dev/gatehouse/identity/upstream"
 	"github.com/gatehouse-dev/gatehouse/internal/fixture/authserver"
 )

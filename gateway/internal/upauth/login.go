@@ -14,7 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"golang.org/x/oauth2"
 
-	"github.com/gatehouse-dev/gatehouse/identity/oauth"
+	"github.com/gatehouse-dev/gatehouse/internal/identity/oauth"
 )
 
 // The OpenID login by which an OAuth subject's browser proves its subject

@@ -14,7 +14,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/diag"
 	"github.com/gatehouse-dev/gatehouse/internal/metatool"
 	"github.com/gatehouse-dev/gatehouse/internal/projection"
-	"github.com/gatehouse-dev/gatehouse/pin"
+	"github.com/gatehouse-dev/gatehouse/internal/pin"
 )
 
 // Server is what projecting a server's tools needs of it.

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"maps"
 
-	"github.com/gatehouse-dev/gatehouse/pin"
+	"github.com/gatehouse-dev/gatehouse/internal/pin"
 	"github.com/gatehouse-dev/gatehouse/trust/internal/stored"
 )
 

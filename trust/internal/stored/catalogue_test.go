@@ -6,7 +6,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/gatehouse-dev/gatehouse/pin"
+	"github.com/gatehouse-dev/gatehouse/internal/pin"
 )
 
 func tool(name, desc string, props ...string) *mcp.Tool {

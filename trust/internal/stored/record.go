@@ -1,6 +1,6 @@
 package stored
 
-import "github.com/gatehouse-dev/gatehouse/pin"
+import "github.com/gatehouse-dev/gatehouse/internal/pin"
 
 // TrustRecord is what Retrust recorded for one server.
 type TrustRecord struct {

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/gatehouse-dev/gatehouse/diag"
-	"github.com/gatehouse-dev/gatehouse/egress"
+	"github.com/gatehouse-dev/gatehouse/internal/egress"
 )
 
 func TestCheckURLHostList(t *testing.T) {

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/gatehouse-dev/gatehouse/diag"
-	"github.com/gatehouse-dev/gatehouse/egress"
+	"github.com/gatehouse-dev/gatehouse/internal/egress"
 )
 
 // TestLoopbackLiteralOnlyForLoopbackClients: without a host list, a loopback

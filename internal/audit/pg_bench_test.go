@@ -6,7 +6,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/gatehouse-dev/gatehouse/audit"
+	"github.com/gatehouse-dev/gatehouse/internal/audit"
 	"github.com/gatehouse-dev/gatehouse/internal/fixture/pgtest"
 	"github.com/gatehouse-dev/gatehouse/store/postgres"
 )

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/gatehouse-dev/gatehouse/diag"
-	"github.com/gatehouse-dev/gatehouse/egress"
+	"github.com/gatehouse-dev/gatehouse/internal/egress"
 )
 
 // redirector answers every request with a 307 to target.

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gatehouse-dev/gatehouse/audit"
+	"github.com/gatehouse-dev/gatehouse/internal/audit"
 	"github.com/gatehouse-dev/gatehouse/store"
 )
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/identity/oauth"
+	"github.com/gatehouse-dev/gatehouse/internal/identity/oauth"
 	"github.com/gatehouse-dev/gatehouse/internal/fixture/authserver"
 )
 

@@ -10,7 +10,7 @@ import (
 	"net/netip"
 	"strings"
 
-	"github.com/gatehouse-dev/gatehouse/egress"
+	"github.com/gatehouse-dev/gatehouse/internal/egress"
 )
 
 // A guard without a host list: a loopback literal is fine, a name that

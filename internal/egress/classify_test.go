@@ -4,7 +4,7 @@ import (
 	"net/netip"
 	"testing"
 
-	"github.com/gatehouse-dev/gatehouse/egress"
+	"github.com/gatehouse-dev/gatehouse/internal/egress"
 )
 
 func TestClassify(t *testing.T) {

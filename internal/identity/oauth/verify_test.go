@@ -14,7 +14,7 @@ import (
 
 	jose "github.com/go-jose/go-jose/v4"
 
-	"github.com/gatehouse-dev/gatehouse/identity/oauth"
+	"github.com/gatehouse-dev/gatehouse/internal/identity/oauth"
 	"github.com/gatehouse-dev/gatehouse/internal/fixture/testclock"
 )
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/gatehouse-dev/gatehouse/diag"
-	"github.com/gatehouse-dev/gatehouse/egress"
+	"github.com/gatehouse-dev/gatehouse/internal/egress"
 )
 
 func bearer(token string, calls *atomic.Int32) func(*http.Request) http.Header {

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/gatehouse-dev/gatehouse/pin"
+	"github.com/gatehouse-dev/gatehouse/internal/pin"
 )
 
 func ExampleCanonical() {

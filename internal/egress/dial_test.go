@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/gatehouse-dev/gatehouse/diag"
-	"github.com/gatehouse-dev/gatehouse/egress"
+	"github.com/gatehouse-dev/gatehouse/internal/egress"
 )
 
 // A made-up name that resolves to 127.0.0.1 and was not allowed is refused at
