@@ -40,21 +40,46 @@ func (m *Model) TurnStream(ctx context.Context, req loop.ModelRequest, emit func
 	defer stream.Close()
 	var (
 		msg     sdk.Message
+		started bool
 		stopped bool
 		calls   = map[int64]int{} // content block index -> its place among the tool_use blocks
 	)
+	// startBlock tells a block's start, as accumulated: a tool_use block's
+	// ID and name (and its input when it starts with more than {}), a
+	// text block's text when it starts with some.
+	startBlock := func(index int64, b sdk.ContentBlockUnion) {
+		switch b.Type {
+		case "tool_use":
+			i := len(calls)
+			calls[index] = i
+			d := &loop.ToolCallDelta{Index: i, ID: b.ID, Name: b.Name}
+			if in := string(b.Input); in != "{}" {
+				d.Args = in
+			}
+			emit(loop.Delta{ToolCall: d})
+		case "text":
+			if b.Text != "" {
+				emit(loop.Delta{Text: b.Text})
+			}
+		}
+	}
 	for stream.Next() {
 		ev := stream.Current()
 		if err := msg.Accumulate(ev); err != nil {
 			return loop.ModelResponse{}, fmt.Errorf("anthropic: messages stream: %w", err)
 		}
 		switch ev.Type {
-		case "content_block_start":
-			if ev.ContentBlock.Type == "tool_use" {
-				i := len(calls)
-				calls[ev.Index] = i
-				emit(loop.Delta{ToolCall: &loop.ToolCallDelta{Index: i, ID: ev.ContentBlock.ID, Name: ev.ContentBlock.Name}})
+		case "message_start":
+			if started {
+				return loop.ModelResponse{}, fmt.Errorf("anthropic: messages stream: a second message_start")
 			}
+			started = true
+			// The API starts with no content; any it sends is told too.
+			for i, b := range msg.Content {
+				startBlock(int64(i), b)
+			}
+		case "content_block_start":
+			startBlock(ev.Index, msg.Content[ev.Index]) // Accumulate checked the index
 		case "content_block_delta":
 			switch ev.Delta.Type {
 			case "text_delta":
