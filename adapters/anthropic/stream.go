@@ -83,7 +83,9 @@ func (m *Model) TurnStream(ctx context.Context, req loop.ModelRequest, emit func
 		case "content_block_delta":
 			switch ev.Delta.Type {
 			case "text_delta":
-				if ev.Delta.Text != "" {
+				// Only a text block's text is the turn's (Accumulate adds
+				// it to a block of any type).
+				if ev.Delta.Text != "" && msg.Content[ev.Index].Type == "text" {
 					emit(loop.Delta{Text: ev.Delta.Text})
 				}
 			case "input_json_delta":
