@@ -30,7 +30,7 @@ const (
 	// KindSkill: a skill's fingerprint (its contract: name, description,
 	// the body's hash and the file list with hashes), by skill name, in
 	// the baseline of the plugin whose skills it pins (package
-	// internal/skilltrust).
+	// skills, through package trust).
 	KindSkill BaselineKind = "skill"
 )
 

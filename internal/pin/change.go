@@ -30,7 +30,7 @@ const (
 	ChangePrompt       = "prompt"
 	ChangeTemplate     = "template"
 	ChangeInstructions = "instructions"
-	// ChangeSkill: a skill of a plugin (package internal/skilltrust), in
+	// ChangeSkill: a skill of a plugin (package skills, through package trust), in
 	// the baseline its plugin's skills are pinned in.
 	ChangeSkill = "skill"
 
