@@ -9,8 +9,8 @@ import (
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/config"
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/stablelist"
 	"github.com/gatehouse-dev/gatehouse/internal/metatool"
+	"github.com/gatehouse-dev/gatehouse/internal/toolsearch"
 	"github.com/gatehouse-dev/gatehouse/server"
-	"github.com/gatehouse-dev/gatehouse/toolsearch"
 )
 
 // Tool search in the gateway. Unless search.enabled is false, the gateway

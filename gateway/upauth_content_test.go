@@ -21,9 +21,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
-	"github.com/gatehouse-dev/gatehouse/internal/identity/oauth"
 	"github.com/gatehouse-dev/gatehouse/identity/upstream"
 	"github.com/gatehouse-dev/gatehouse/internal/fixture/authserver"
+	"github.com/gatehouse-dev/gatehouse/internal/identity/oauth"
 )
 
 // contentUpstream is a real go-sdk MCP server over streamable HTTP on

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/internal/egress"
 	"github.com/gatehouse-dev/gatehouse/identity/upstream"
+	"github.com/gatehouse-dev/gatehouse/internal/egress"
 	"github.com/gatehouse-dev/gatehouse/internal/fixture/authserver"
 	"github.com/gatehouse-dev/gatehouse/internal/vault"
 )

@@ -27,11 +27,11 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
-	"github.com/gatehouse-dev/gatehouse/internal/egress"
-	"github.com/gatehouse-dev/gatehouse/internal/identity/oauth"
 	"github.com/gatehouse-dev/gatehouse/identity/upstream"
+	"github.com/gatehouse-dev/gatehouse/internal/egress"
 	"github.com/gatehouse-dev/gatehouse/internal/fixture/authserver"
 	"github.com/gatehouse-dev/gatehouse/internal/fixture/pgtest"
+	"github.com/gatehouse-dev/gatehouse/internal/identity/oauth"
 	"github.com/gatehouse-dev/gatehouse/internal/vault"
 )
 

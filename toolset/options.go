@@ -12,7 +12,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gatehouse-dev/gatehouse/plugin"
-	"github.com/gatehouse-dev/gatehouse/toolsearch"
 	"github.com/gatehouse-dev/gatehouse/toolset/internal/transport"
 )
 
@@ -83,9 +82,9 @@ type Options struct {
 	// choose) finds the rest and calls them by name.
 	SearchTool bool
 	// SearchModel, when set, is the static embedding model Search re-ranks
-	// its best candidates with (toolsearch.LoadModel; docs/search.md). Nil:
+	// its best candidates with (LoadSearchModel; docs/search.md). Nil:
 	// words only.
-	SearchModel *toolsearch.Model
+	SearchModel *SearchModel
 	// ConnectTimeout bounds each server's connection (launch or dial,
 	// handshake and tools/list); 0 means 60 s.
 	ConnectTimeout time.Duration

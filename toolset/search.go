@@ -7,6 +7,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/internal/metatool"
 	"github.com/gatehouse-dev/gatehouse/internal/projection"
+	"github.com/gatehouse-dev/gatehouse/internal/toolsearch"
 )
 
 // Search connects the servers if needed and returns up to limit tools of
@@ -63,3 +64,12 @@ func (t *Toolset) ownCall(cat *catalog, name string, args any) (*mcp.CallToolRes
 	}
 	return res, nil
 }
+
+// SearchModel is a static embedding model in the model2vec format that
+// Search re-ranks its best candidates with (Options.SearchModel).
+type SearchModel = toolsearch.Model
+
+// LoadSearchModel reads a static embedding model from dir: its
+// model.safetensors and tokenizer.json (docs/search.md says where to get
+// one and what it costs). Nothing is downloaded.
+func LoadSearchModel(dir string) (*SearchModel, error) { return toolsearch.LoadModel(dir) }

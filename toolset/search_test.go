@@ -16,8 +16,8 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/diag"
 	"github.com/gatehouse-dev/gatehouse/internal/pin"
+	"github.com/gatehouse-dev/gatehouse/internal/toolsearch"
 	"github.com/gatehouse-dev/gatehouse/plugin"
-	"github.com/gatehouse-dev/gatehouse/toolsearch"
 )
 
 // bankServer is a real go-sdk server over streamable HTTP on 127.0.0.1

@@ -15,10 +15,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"github.com/spf13/cobra"
 
-	"github.com/gatehouse-dev/gatehouse/internal/audit"
-	"github.com/gatehouse-dev/gatehouse/internal/egress"
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/identity/upstream"
+	"github.com/gatehouse-dev/gatehouse/internal/audit"
+	"github.com/gatehouse-dev/gatehouse/internal/egress"
 	"github.com/gatehouse-dev/gatehouse/internal/vault"
 	"github.com/gatehouse-dev/gatehouse/server"
 	"github.com/gatehouse-dev/gatehouse/store"

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/internal/audit"
 	"github.com/gatehouse-dev/gatehouse/identity/upstream"
+	"github.com/gatehouse-dev/gatehouse/internal/audit"
 	"github.com/gatehouse-dev/gatehouse/internal/vault"
 )
 

@@ -17,10 +17,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
-	"github.com/gatehouse-dev/gatehouse/internal/egress"
-	"github.com/gatehouse-dev/gatehouse/internal/identity/oauth"
 	"github.com/gatehouse-dev/gatehouse/identity/upstream"
+	"github.com/gatehouse-dev/gatehouse/internal/egress"
 	"github.com/gatehouse-dev/gatehouse/internal/fixture/authserver"
+	"github.com/gatehouse-dev/gatehouse/internal/identity/oauth"
 )
 
 // callback is the redirect URI of the tests' client; Walk stops at it, so

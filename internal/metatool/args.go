@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/gatehouse-dev/gatehouse/toolsearch"
+	"github.com/gatehouse-dev/gatehouse/internal/toolsearch"
 )
 
 // SearchArgs are a search call's arguments, read by ParseSearchArgs.

@@ -11,7 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/gatehouse-dev/gatehouse/toolsearch"
+	"github.com/gatehouse-dev/gatehouse/internal/toolsearch"
 )
 
 // Each way a search call's arguments can be wrong is an *ArgsError that

@@ -13,7 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/gatehouse-dev/gatehouse/toolsearch"
+	"github.com/gatehouse-dev/gatehouse/internal/toolsearch"
 )
 
 // Names of the search meta-tool.

@@ -4,10 +4,10 @@ import (
 	"testing"
 
 	"github.com/gatehouse-dev/gatehouse/store"
-	"github.com/gatehouse-dev/gatehouse/store/memory"
 	"github.com/gatehouse-dev/gatehouse/store/internal/storetest"
 	"github.com/gatehouse-dev/gatehouse/store/internal/storetest/audittest"
 	"github.com/gatehouse-dev/gatehouse/store/internal/storetest/conntest"
+	"github.com/gatehouse-dev/gatehouse/store/memory"
 )
 
 func TestConformance(t *testing.T) {

@@ -17,8 +17,8 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/store/internal/sqlstore"
-	"github.com/gatehouse-dev/gatehouse/store/postgres"
 	"github.com/gatehouse-dev/gatehouse/store/internal/storetest"
+	"github.com/gatehouse-dev/gatehouse/store/postgres"
 )
 
 func connect(t *testing.T, cfg *pgx.ConnConfig) *pgx.Conn {

@@ -13,10 +13,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/gatehouse-dev/gatehouse/store"
-	"github.com/gatehouse-dev/gatehouse/store/postgres"
 	"github.com/gatehouse-dev/gatehouse/store/internal/storetest"
 	"github.com/gatehouse-dev/gatehouse/store/internal/storetest/audittest"
 	"github.com/gatehouse-dev/gatehouse/store/internal/storetest/conntest"
+	"github.com/gatehouse-dev/gatehouse/store/postgres"
 )
 
 // testDSN returns $GATEHOUSE_TEST_POSTGRES or skips the test.

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/store/internal/sqlstore"
-	"github.com/gatehouse-dev/gatehouse/store/sqlite"
 	"github.com/gatehouse-dev/gatehouse/store/internal/storetest"
+	"github.com/gatehouse-dev/gatehouse/store/sqlite"
 )
 
 // allVersions is 1..the latest schema version.

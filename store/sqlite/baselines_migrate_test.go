@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/gatehouse-dev/gatehouse/store/internal/sqlstore"
-	"github.com/gatehouse-dev/gatehouse/store/sqlite"
 	"github.com/gatehouse-dev/gatehouse/store/internal/storetest"
+	"github.com/gatehouse-dev/gatehouse/store/sqlite"
 )
 
 // TestMigrateBaselinesFromV4: a file written by schema version 4 (one-string

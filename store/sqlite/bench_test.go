@@ -9,8 +9,8 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/internal/audit"
 	"github.com/gatehouse-dev/gatehouse/store"
-	"github.com/gatehouse-dev/gatehouse/store/sqlite"
 	"github.com/gatehouse-dev/gatehouse/store/internal/storetest"
+	"github.com/gatehouse-dev/gatehouse/store/sqlite"
 )
 
 // BenchmarkClaimComplete: one claim plus one completion (two transactions)

@@ -14,8 +14,8 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/store/internal/sqlstore"
-	"github.com/gatehouse-dev/gatehouse/store/sqlite"
 	"github.com/gatehouse-dev/gatehouse/store/internal/storetest"
+	"github.com/gatehouse-dev/gatehouse/store/sqlite"
 )
 
 const (

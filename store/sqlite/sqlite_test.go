@@ -7,10 +7,10 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/store"
-	"github.com/gatehouse-dev/gatehouse/store/sqlite"
 	"github.com/gatehouse-dev/gatehouse/store/internal/storetest"
 	"github.com/gatehouse-dev/gatehouse/store/internal/storetest/audittest"
 	"github.com/gatehouse-dev/gatehouse/store/internal/storetest/conntest"
+	"github.com/gatehouse-dev/gatehouse/store/sqlite"
 )
 
 func openTemp(t *testing.T, opts *store.Options) *sqlite.Store {

@@ -13,8 +13,8 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/gatehouse-dev/gatehouse/internal/audit"
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/config"
+	"github.com/gatehouse-dev/gatehouse/internal/audit"
 	"github.com/gatehouse-dev/gatehouse/store/memory"
 )
 

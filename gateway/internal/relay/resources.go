@@ -13,8 +13,8 @@ import (
 	"github.com/yosida95/uritemplate/v3"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/relay/internal/upsub"
-	"github.com/gatehouse-dev/gatehouse/internal/projection"
 	"github.com/gatehouse-dev/gatehouse/internal/pin"
+	"github.com/gatehouse-dev/gatehouse/internal/projection"
 	"github.com/gatehouse-dev/gatehouse/toolset"
 )
 

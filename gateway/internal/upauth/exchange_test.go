@@ -11,9 +11,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/gatehouse-dev/gatehouse/internal/identity/oauth"
 	"github.com/gatehouse-dev/gatehouse/identity/upstream"
 	"github.com/gatehouse-dev/gatehouse/internal/fixture/authserver"
+	"github.com/gatehouse-dev/gatehouse/internal/identity/oauth"
 )
 
 // recordingUpstream is a real go-sdk MCP server over streamable HTTP on

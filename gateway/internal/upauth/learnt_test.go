@@ -17,8 +17,8 @@ import (
 
 	"golang.org/x/oauth2"
 
-	"github.com/gatehouse-dev/gatehouse/internal/egress"
 	"github.com/gatehouse-dev/gatehouse/identity/upstream"
+	"github.com/gatehouse-dev/gatehouse/internal/egress"
 )
 
 // public stands in for a public address: the tests' guard resolves

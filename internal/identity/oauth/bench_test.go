@@ -15,8 +15,8 @@ import (
 
 	jose "github.com/go-jose/go-jose/v4"
 
-	"github.com/gatehouse-dev/gatehouse/internal/identity/oauth"
 	"github.com/gatehouse-dev/gatehouse/internal/fixture/testclock"
+	"github.com/gatehouse-dev/gatehouse/internal/identity/oauth"
 )
 
 // BenchmarkVerifyCached is one Verify of a valid token whose key is cached:

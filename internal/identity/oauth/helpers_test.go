@@ -21,8 +21,8 @@ import (
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
 
-	"github.com/gatehouse-dev/gatehouse/internal/identity/oauth"
 	"github.com/gatehouse-dev/gatehouse/internal/fixture/testclock"
+	"github.com/gatehouse-dev/gatehouse/internal/identity/oauth"
 )
 
 const resource = "https://gw.example.com/mcp"

@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/internal/identity/oauth"
 	"github.com/gatehouse-dev/gatehouse/internal/fixture/authserver"
 	"github.com/gatehouse-dev/gatehouse/internal/fixture/testclock"
+	"github.com/gatehouse-dev/gatehouse/internal/identity/oauth"
 )
 
 const (

@@ -9,8 +9,8 @@ import (
 
 	jose "github.com/go-jose/go-jose/v4"
 
-	"github.com/gatehouse-dev/gatehouse/internal/identity/oauth"
 	"github.com/gatehouse-dev/gatehouse/internal/fixture/testclock"
+	"github.com/gatehouse-dev/gatehouse/internal/identity/oauth"
 )
 
 // TestKeyRotation: the issuer switches keys; a token with the new kid

@@ -10,8 +10,8 @@ import (
 
 	jose "github.com/go-jose/go-jose/v4"
 
-	"github.com/gatehouse-dev/gatehouse/internal/identity/oauth"
 	"github.com/gatehouse-dev/gatehouse/internal/fixture/testclock"
+	"github.com/gatehouse-dev/gatehouse/internal/identity/oauth"
 )
 
 // jti makes a token's claims distinct.

@@ -14,8 +14,8 @@ import (
 
 	jose "github.com/go-jose/go-jose/v4"
 
-	"github.com/gatehouse-dev/gatehouse/internal/identity/oauth"
 	"github.com/gatehouse-dev/gatehouse/internal/fixture/testclock"
+	"github.com/gatehouse-dev/gatehouse/internal/identity/oauth"
 )
 
 func reasonOf(t *testing.T, err error) oauth.Reason {

@@ -13,8 +13,8 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/diag"
 	"github.com/gatehouse-dev/gatehouse/internal/metatool"
-	"github.com/gatehouse-dev/gatehouse/internal/projection"
 	"github.com/gatehouse-dev/gatehouse/internal/pin"
+	"github.com/gatehouse-dev/gatehouse/internal/projection"
 )
 
 // Server is what projecting a server's tools needs of it.

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/gatehouse-dev/gatehouse/toolsearch"
+	"github.com/gatehouse-dev/gatehouse/internal/toolsearch"
 )
 
 func Example() {
