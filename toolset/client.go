@@ -39,9 +39,8 @@ func (t *Toolset) newSharedClient() *mcp.Client {
 		}
 	}
 	c := mcp.NewClient(&mcp.Implementation{Name: "gatehouse", Version: "0.1.0"}, o)
-	mws := []mcp.Middleware{transport.Refuse("roots/list", ErrNoRoots),
-		transport.Refuse("sampling/createMessage", errNoCaller("sampling/createMessage")),
-		transport.Refuse("elicitation/create", errNoCaller("elicitation/create"))}
+	// (Sampling and elicitation without a handler: the go-sdk refuses them.)
+	mws := []mcp.Middleware{transport.Refuse("roots/list", ErrNoRoots)}
 	if h.Middleware != nil {
 		mws = append([]mcp.Middleware{h.Middleware}, mws...)
 	}
@@ -54,13 +53,6 @@ func (t *Toolset) newSharedClient() *mcp.Client {
 // whose roots it could give.
 var ErrNoRoots = &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
 	Message: "roots/list: the gateway forwards server-to-client requests only to a caller with an upstream session of its own (a stateful caller that advertised sampling or elicitation)"}
-
-// errNoCaller answers a server's request on a shared upstream session
-// that no SessionHooks.Middleware answered, as ErrNoRoots does roots/list.
-func errNoCaller(method string) *jsonrpc.Error {
-	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
-		Message: method + ": the gateway forwards server-to-client requests only to a caller with an upstream session of its own"}
-}
 
 // hooks returns the session hooks (never nil).
 func (t *Toolset) hooks() *SessionHooks {

@@ -44,6 +44,27 @@ func TestCLIChild(t *testing.T) {
 			add("has_path")
 		}
 	}
+	// Listed only to a client that announces sampling (as server-everything
+	// lists its sampling tool): the gateway's sessions do.
+	add("for_sampling")
+	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			res, err := next(ctx, method, req)
+			if lr, ok := res.(*mcp.ListToolsResult); ok && method == "tools/list" {
+				if ip := req.GetSession().(*mcp.ServerSession).InitializeParams(); ip == nil || ip.Capabilities == nil || ip.Capabilities.Sampling == nil {
+					cp := *lr
+					cp.Tools = nil
+					for _, tl := range lr.Tools {
+						if tl.Name != "for_sampling" {
+							cp.Tools = append(cp.Tools, tl)
+						}
+					}
+					return &cp, err
+				}
+			}
+			return res, err
+		}
+	})
 	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 		os.Exit(1)
 	}
@@ -51,7 +72,9 @@ func TestCLIChild(t *testing.T) {
 }
 
 // TestToolsChildEnvironment: the stdio servers `gatehouse tools` and
-// `gatehouse trust` start get what `gatehouse serve` gives them: PATH and
+// `gatehouse trust` start get what `gatehouse serve` gives them (the
+// client capabilities its sessions announce too, so they list what it
+// pins): PATH and
 // what inheritEnv names, never GATEHOUSE_STORE (it may hold the store's
 // password) nor any other variable of the operator's shell; a line the
 // child forges on its stderr is quoted data in a log record, not raw bytes.
@@ -88,9 +111,9 @@ func TestToolsChildEnvironment(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("tools: exit %d: %s", code, errOut)
 	}
-	for _, want := range []string{"bank__alive", "bank__has_path", "bank__inherited"} {
+	for _, want := range []string{"bank__alive", "bank__has_path", "bank__inherited", "bank__for_sampling"} {
 		if !strings.Contains(out, `"`+want+`"`) {
-			t.Errorf("the child does not publish %s: it lacks what it needs\n%s", want, out)
+			t.Errorf("the child does not publish %s: it lacks what it needs (for_sampling: the client capabilities the gateway's sessions announce)\n%s", want, out)
 		}
 	}
 	if strings.Contains(out, "leaked_") {

@@ -12,6 +12,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
 	"github.com/gatehouse-dev/gatehouse/diag"
@@ -311,8 +312,13 @@ func firstLine(s string, max int) string {
 // GATEHOUSE_* variable, so not the store's DSN) plus the config's
 // inheritEnv, and their stderr as the "line" field of log records on the
 // command's stderr rather than raw bytes that could forge a line or move
-// the terminal's cursor.
+// the terminal's cursor. Their sessions announce the client capabilities
+// the gateway's announce (sampling, elicitation, roots: its relay routes
+// them), so a server that lists tools by them lists here what the gateway
+// pins, and a listing reviewed or trusted here is the one it judges.
 func childOptions(o *toolset.Options, cfg *gateway.Config, stderr io.Writer) {
 	o.Env = toolset.MinimalEnv(os.Environ(), cfg.InheritEnv)
 	o.StderrLog = slog.New(slog.NewTextHandler(stderr, nil))
+	o.ClientCapabilities = &mcp.ClientCapabilities{Sampling: &mcp.SamplingCapabilities{},
+		Elicitation: &mcp.ElicitationCapabilities{}, RootsV2: &mcp.RootCapabilities{ListChanged: true}}
 }

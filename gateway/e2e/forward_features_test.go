@@ -361,27 +361,26 @@ func checkForwarding(t *testing.T, p pairing, fc, other *fwdClient, cancelled st
 			t.Fatalf("touch: %q %v", text(res), err)
 		}
 	}
-	// Subscriptions are held on the server's shared upstream session, and
-	// only what that session reports is passed on (an update on a caller's
-	// own session is dropped: it could be about that caller's view alone).
-	// Over stdio each upstream session is a process of its own, and
-	// stateful callers here have one (they advertise sampling): the touch
-	// that counts comes from a caller on the shared session.
+	// A caller's subscriptions are held where its calls go: on its own
+	// upstream session when it has one (stateful callers here do: they
+	// advertise sampling), else on the server's shared one; what a
+	// caller's own session reports reaches that caller alone. Over stdio
+	// each upstream session is a process of its own: the touch that counts
+	// comes through the subscriber's own process (a stateful caller), or
+	// through the shared process (a stateless caller, which shares it).
 	toucher, second := other, fc
 	if p.mode == "stdio" {
-		plain, err := mcp.NewClient(&mcp.Implementation{Name: "e2e-plain", Version: "1"}, nil).
-			Connect(ctx, &mcp.StreamableClientTransport{Endpoint: fc.url}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = plain.Close() })
-		shared := &fwdClient{cs: plain, updated: make(chan string, 8)}
-		toucher, second = shared, shared
-		if !p.statelessCaller {
-			// A touch on the subscriber's own process is not the
-			// shared session's news: nothing reaches anyone (a leak
-			// would show below as an update after unsubscribing).
-			touch(fc)
+		if p.statelessCaller {
+			plain, err := mcp.NewClient(&mcp.Implementation{Name: "e2e-plain", Version: "1"}, nil).
+				Connect(ctx, &mcp.StreamableClientTransport{Endpoint: fc.url}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = plain.Close() })
+			shared := &fwdClient{cs: plain, updated: make(chan string, 8)}
+			toucher, second = shared, shared
+		} else {
+			toucher, second = fc, other
 		}
 	}
 	touch(toucher)
