@@ -6,8 +6,9 @@ import (
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/config"
 )
 
-// The configuration lives in gateway/internal/config; these names are its
-// public face. docs/gateway.md lists every key and its default.
+// The configuration lives in gateway/internal/config; Config and
+// ConfigError are its public face (a Config's fields are set by name:
+// cfg.HTTP.Listen). docs/gateway.md lists every key and its default.
 type (
 	// Config is the gateway configuration of docs/gateway.md (Config fields). It is read
 	// from YAML (JSON is valid YAML); unknown fields are errors, so a typo
@@ -18,63 +19,8 @@ type (
 	// and the fix.
 	ConfigError = config.Error
 
-	// ServerEntry is one inline server: the mcp.json server shape plus an
-	// optional prefix for its projected names.
-	ServerEntry = config.ServerEntry
-	// Auth configures who may call the MCP endpoint: static bearer tokens,
-	// OAuth access tokens (auth.oauth, with auth.resource), or both.
-	Auth = config.Auth
-	// OAuth configures the authorization server whose JWT access tokens
-	// the gateway accepts.
-	OAuth = config.OAuth
-	// Token is one static bearer token, stored as the SHA-256 hex of the
-	// token.
-	Token = config.Token
-	// Tools holds the tool-level policy.
-	Tools = config.Tools
-	// RateLimit is a per-subject fixed-window limit shared through the
-	// store.
-	RateLimit = config.RateLimit
-	// Disclosure configures the schema disclosure budget.
-	Disclosure = config.Disclosure
-	// Firewall configures the MCP firewall.
-	Firewall = config.Firewall
-	// Journal tunes the effect journal.
-	Journal = config.Journal
-	// Approvals tunes approvals.
-	Approvals = config.Approvals
-	// HTTP tunes how the MCP endpoint answers callers.
-	HTTP = config.HTTP
-	// Sessions bounds the MCP sessions callers keep open, and the upstream
-	// sessions of their own they hold.
-	Sessions = config.Sessions
-	// Metrics configures the Prometheus endpoint.
-	Metrics = config.Metrics
-	// Drift tunes how drift is caught while the gateway runs
-	// (drift.recheck).
-	Drift = config.Drift
-	// Search configures tool search (search.enabled, search.limit).
-	Search = config.Search
 )
 
-// Defaults of the gateway config.
-const (
-	DefaultListen           = config.DefaultListen
-	DefaultStore            = config.DefaultStore
-	DefaultBudgetTokens     = config.DefaultBudgetTokens
-	DefaultRateLimitWindow  = config.DefaultRateLimitWindow
-	DefaultShutdownTimeout  = config.DefaultShutdownTimeout
-	DefaultJournalLease     = config.DefaultJournalLease
-	DefaultJournalTTL       = config.DefaultJournalTTL
-	DefaultApprovalTTL      = config.DefaultApprovalTTL
-	DefaultUpstreamProtocol = config.DefaultUpstreamProtocol
-	// DefaultMaxSessionsPerSubject is sessions.maxPerSubject's default.
-	DefaultMaxSessionsPerSubject = config.DefaultMaxSessionsPerSubject
-	// DefaultDriftRecheck is drift.recheck's default.
-	DefaultDriftRecheck = config.DefaultDriftRecheck
-	// DefaultSearchLimit is search.limit's default.
-	DefaultSearchLimit = config.DefaultSearchLimit
-)
 
 // LoadConfig reads and validates the config file at path. Relative paths
 // in it resolve against the file's directory. A mistake is a *ConfigError.

@@ -10,6 +10,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/gatehouse-dev/gatehouse/gateway/internal/config"
 )
 
 func hashOf(tok string) string {
@@ -20,7 +22,7 @@ func hashOf(tok string) string {
 // A caller who knows the config (the hashes) but not the tokens gets in
 // nowhere; a prefix or a case change of a token is not the token.
 func TestVerifierAttacks(t *testing.T) {
-	au := staticAuthenticator(&Auth{Tokens: []Token{
+	au := staticAuthenticator(&config.Auth{Tokens: []config.Token{
 		{SHA256: hashOf("s3cret-alice"), Subject: "alice"},
 		{SHA256: hashOf("s3cret-bob"), Subject: "bob", Scopes: []string{"tool:a__x"}},
 	}})

@@ -10,6 +10,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/gatehouse-dev/gatehouse/gateway/internal/config"
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/telemetry"
 	"github.com/gatehouse-dev/gatehouse/plugin"
 	"github.com/gatehouse-dev/gatehouse/server"
@@ -81,8 +82,8 @@ func listed(t *testing.T, s *mcp.Server) []string {
 // toolset's quarantined stand-in.
 func TestServedMapAlone(t *testing.T) {
 	up, ts := partsUpstream(t)
-	cfg := &Config{Tools: Tools{Block: []string{"up__c"}}}
-	auth := staticAuthenticator(&Auth{Tokens: []Token{
+	cfg := &Config{Tools: config.Tools{Block: []string{"up__c"}}}
+	auth := staticAuthenticator(&config.Auth{Tokens: []config.Token{
 		{SHA256: hashOf("x"), Subject: "alice"},
 		{SHA256: hashOf("y"), Subject: "bob", Scopes: []string{"tool:up__a"}},
 	}})

@@ -6,6 +6,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/bearer"
+	"github.com/gatehouse-dev/gatehouse/gateway/internal/config"
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/scopes"
 	"github.com/gatehouse-dev/gatehouse/server"
 )
@@ -15,7 +16,7 @@ import (
 // nothing of it); an OAuth token with no scope of a kind sees everything
 // of that kind.
 func TestScopeKinds(t *testing.T) {
-	au := staticAuthenticator(&Auth{Tokens: []Token{
+	au := staticAuthenticator(&config.Auth{Tokens: []config.Token{
 		{SHA256: hashOf("a"), Subject: "all"},
 		{SHA256: hashOf("t"), Subject: "tools", Scopes: []string{"tool:*"}},
 		{SHA256: hashOf("s"), Subject: "skill", Scopes: []string{"tool:x__y", "skill:acme__triage"}},

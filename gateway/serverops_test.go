@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/gatehouse-dev/gatehouse/gateway/internal/config"
 	"github.com/gatehouse-dev/gatehouse/server"
 )
 
@@ -114,7 +115,7 @@ func TestSessionsPerSubject(t *testing.T) {
 			_ = cs.Close()
 		}
 	})
-	for i := range DefaultMaxSessionsPerSubject {
+	for i := range config.DefaultMaxSessionsPerSubject {
 		cs, err := connectAs(url, "alice-token")
 		if err != nil {
 			t.Fatalf("session %d: %v", i+1, err)
@@ -309,7 +310,7 @@ func FuzzVerified(f *testing.F) {
 		"Basic alice-token", "Bearer", "", "Bearer \x00", "BEARER alice-token"} {
 		f.Add(s)
 	}
-	au := staticAuthenticator(&Auth{Tokens: []Token{{SHA256: hashOf("alice-token"), Subject: "alice"}}})
+	au := staticAuthenticator(&config.Auth{Tokens: []config.Token{{SHA256: hashOf("alice-token"), Subject: "alice"}}})
 	f.Fuzz(func(t *testing.T, header string) {
 		r := httptest.NewRequest(http.MethodGet, "/readyz", nil)
 		r.Header["Authorization"] = []string{header}
