@@ -18,9 +18,7 @@ type (
 	// ConfigError is a configuration mistake: it names the file, the field
 	// and the fix.
 	ConfigError = config.Error
-
 )
-
 
 // LoadConfig reads and validates the config file at path. Relative paths
 // in it resolve against the file's directory. A mistake is a *ConfigError.
