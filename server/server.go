@@ -143,6 +143,8 @@ type Options struct {
 	// {Name: "gatehouse-server", Version: "dev"}.
 	Implementation *mcp.Implementation
 	// ServerOptions are passed to mcp.NewServer (copied). Nil means defaults.
+	// Its Logger gets the go-sdk's warnings, except the one per session that
+	// a notification did not reach (a caller not listening), which is Debug.
 	ServerOptions *mcp.ServerOptions
 	// Tools maps a tool name to the tool.
 	Tools map[string]Tool
@@ -326,6 +328,7 @@ func (s *Server) build(local bool) (m *mcp.Server, err error) {
 	if s.opts.ServerOptions != nil {
 		so = *s.opts.ServerOptions
 	}
+	so.Logger = sdkLogger(so.Logger) // a caller not listening is no warning
 	m = mcp.NewServer(s.opts.Implementation, &so)
 	defer func() {
 		// mcp.AddTool panics on a definition it cannot use.
