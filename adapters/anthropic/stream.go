@@ -25,9 +25,10 @@ var _ loop.StreamModel = (*Model)(nil)
 // block's start (its ID and name) and each input_json_delta as a
 // loop.ToolCallDelta, indexed in the order the tool_use blocks come. Once
 // message_stop has arrived the accumulated reply is converted as Turn
-// converts it (see Response; a tool_use input is compacted, as the API
-// sends it whole); a stream that fails, or ends before message_stop, is
-// an error (ErrIncomplete when it ended cleanly).
+// converts it (see Response), each tool_use input being the one streamed,
+// compacted as the API sends it whole ("{}" when none was; not JSON is an
+// error); a stream that fails, or ends before message_stop, is an error
+// (ErrIncomplete when it ended cleanly).
 func (m *Model) TurnStream(ctx context.Context, req loop.ModelRequest, emit func(loop.Delta)) (loop.ModelResponse, error) {
 	if m.Client == nil {
 		return loop.ModelResponse{}, errors.New("anthropic: Model.Client is nil")
@@ -43,6 +44,7 @@ func (m *Model) TurnStream(ctx context.Context, req loop.ModelRequest, emit func
 		started bool
 		stopped bool
 		calls   = map[int64]int{} // content block index -> its place among the tool_use blocks
+		inputs  []string          // each tool_use block's input as streamed
 	)
 	// startBlock tells a block's start, as accumulated: a tool_use block's
 	// ID and name (and its input when it starts with more than {}), a
@@ -53,8 +55,10 @@ func (m *Model) TurnStream(ctx context.Context, req loop.ModelRequest, emit func
 			i := len(calls)
 			calls[index] = i
 			d := &loop.ToolCallDelta{Index: i, ID: b.ID, Name: b.Name}
+			inputs = append(inputs, "")
 			if in := string(b.Input); in != "{}" {
 				d.Args = in
+				inputs[i] = in
 			}
 			emit(loop.Delta{ToolCall: d})
 		case "text":
@@ -90,6 +94,7 @@ func (m *Model) TurnStream(ctx context.Context, req loop.ModelRequest, emit func
 				}
 			case "input_json_delta":
 				if i, ok := calls[ev.Index]; ok && ev.Delta.PartialJSON != "" {
+					inputs[i] += ev.Delta.PartialJSON
 					emit(loop.Delta{ToolCall: &loop.ToolCallDelta{Index: i, Args: ev.Delta.PartialJSON}})
 				}
 			}
@@ -103,13 +108,16 @@ func (m *Model) TurnStream(ctx context.Context, req loop.ModelRequest, emit func
 	if !stopped {
 		return loop.ModelResponse{}, ErrIncomplete
 	}
-	for i := range msg.Content {
-		b := &msg.Content[i]
-		if b.Type != "tool_use" {
-			continue
+	// Each tool_use input is the one streamed (what OnDelta saw), compact;
+	// "{}" when none was.
+	for idx, i := range calls {
+		b := &msg.Content[idx]
+		in := inputs[i]
+		if in == "" {
+			in = "{}"
 		}
 		var buf bytes.Buffer
-		if err := json.Compact(&buf, b.Input); err != nil {
+		if err := json.Compact(&buf, []byte(in)); err != nil {
 			return loop.ModelResponse{}, fmt.Errorf("anthropic: messages stream: tool_use %s: input is not JSON: %w", b.ID, err)
 		}
 		b.Input = buf.Bytes()
