@@ -244,11 +244,20 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 		return fail(err)
 	}
 
+	// The instruments, before anything that counts: the relay's closures
+	// below hold metrics itself, so they cannot be built before it. The
+	// sessions gauge reads the served map, registered once that exists.
+	otlp, err := telemetry.OTLPFromEnv(ctx) // off unless OTEL_* ask for it
+	if err != nil {
+		return fail(fmt.Errorf("gateway: %w", err))
+	}
+	g.tel = telemetry.NewInstruments(g.st, g.life.ctx, nil, otlp...)
+	metrics := g.tel.Metrics
+
 	// The upstreams: the relay and its toolset. Every server connects now,
 	// in parallel. Catalogues and trust baselines live in the gateway's
 	// store, so replicas share them and `gatehouse trust` (another
 	// process) re-trusts through it.
-	g.trust = &trustWatcher{log: log, life: g.life.ctx, audit: g.audit}
 	// Without auth every loopback caller is the one subject "local": no
 	// per-subject cap of upstream sessions unless set.
 	perSubject := cfg.Sessions.UpstreamPerSubject
@@ -290,14 +299,14 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 		Limit:     g.relayLimit,
 		// Notifications an upstream sent for another server's call or
 		// resource: dropped, and counted here.
-		Dropped: func(server string, what relay.Dropped) { g.tel.Metrics.NotificationDropped(server, string(what)) },
+		Dropped: func(server string, what relay.Dropped) { metrics.NotificationDropped(server, string(what)) },
 		// The content of servers with auth: user or exchange is each
 		// subject's own (upauth.go).
 		Subjects: subjectContent{m: g.upauth, log: log},
 		// Upstream sessions of callers' own (a process each for stdio).
 		UpstreamPerServer:  cfg.Sessions.UpstreamPerServer,
 		UpstreamPerSubject: perSubject,
-		Capped:             func(server string, why relay.Capped) { g.tel.Metrics.UpstreamSessionCapped(server, string(why)) },
+		Capped:             func(server string, why relay.Capped) { metrics.UpstreamSessionCapped(server, string(why)) },
 	})
 	if err != nil {
 		return fail(fmt.Errorf("gateway: %w", err))
@@ -306,12 +315,10 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 	g.served = newServedMap(g.ts, log, cfg, g.auth)
 	g.served.gates = g.relay // tools a server offers only for sampling, elicitation or roots
 	g.skills = g.newSkills()
-	otlp, err := telemetry.OTLPFromEnv(ctx) // off unless OTEL_* ask for it
-	if err != nil {
-		return fail(fmt.Errorf("gateway: %w", err))
-	}
-	g.tel = telemetry.NewInstruments(g.st, g.life.ctx, g.sessionCount, otlp...)
-	g.trust.ts, g.trust.served, g.trust.metrics = g.ts, g.served, g.tel.Metrics
+	metrics.SetSessionsSource(g.served.sessionCount)
+	// The drift watcher, whole: the toolset's changes reach it (OnChange)
+	// only once Connect below has listed the servers.
+	g.trust = &trustWatcher{ts: g.ts, served: g.served, metrics: metrics, log: log, life: g.life.ctx, audit: g.audit}
 	// The skills served are judged against their baselines in the store
 	// (through package trust: a drifted one is withheld) now, on every
 	// drift.recheck with the catalog built afresh from disk, and when the
@@ -326,7 +333,7 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 				kind, action = telemetry.DriftWithheld, pin.Withheld
 			}
 			owner := skills.Owner(ev.Plugin)
-			g.tel.Metrics.DriftEvent(owner, kind)
+			metrics.DriftEvent(owner, kind)
 			g.audit.Drift(toolset.DriftEvent{Server: owner, ServerID: owner, Kind: toolset.DriftKind(pin.ChangeSkill),
 				Decision: pin.Decision{Tool: ev.Skill, Action: action}})
 		}})
@@ -377,12 +384,6 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 		}
 		_, _ = g.st.SweepConnectFlows(ctx, g.now()) // connect URLs never used (upauth)
 	})
-	g.pipe = &pipeline{
-		served: g.served, relay: g.relay, ts: g.ts, journal: journal, guard: guard, st: g.st,
-		health: health.NewBackoff(o.Clock), calls: &g.life.calls, stopCtx: g.life.ctx, tel: g.tel, log: log,
-		runs: cfg.Firewall.MaxCallsPerRun > 0, bytes: cfg.HTTP.BytePath(), audit: g.audit, upauth: g.upauth, trace: g.trace,
-	}
-
 	// The hardened server. Dedup is the pipeline's (the journal, after
 	// the guards and approvals), and so is admission: every tools/call,
 	// from the go-sdk's front or the byte front, is admitted by the
@@ -410,7 +411,13 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 		return fail(fmt.Errorf("gateway: %w", err))
 	}
 	warnUnprotected(log, cfg)
-	g.pipe.srv = g.srv
+
+	g.pipe = &pipeline{
+		served: g.served, relay: g.relay, ts: g.ts, journal: journal, guard: guard, st: g.st,
+		health: health.NewBackoff(o.Clock), calls: &g.life.calls, stopCtx: g.life.ctx, tel: g.tel, log: log,
+		runs: cfg.Firewall.MaxCallsPerRun > 0, bytes: cfg.HTTP.BytePath(), audit: g.audit, upauth: g.upauth, trace: g.trace,
+		srv: g.srv,
+	}
 
 	// Re-trusts made in the store by other processes, and drift other
 	// replicas recorded, take effect here within trustEvery, for the

@@ -29,10 +29,11 @@ func metricOutcome(outcome string, cancelled bool) string {
 	return outcome
 }
 
-// sessionCount counts the open caller sessions of every go-sdk server.
-func (g *Gateway) sessionCount() int {
+// sessionCount counts the open caller sessions of every go-sdk server the
+// map serves.
+func (m *servedMap) sessionCount() int {
 	n := 0
-	for _, s := range g.served.mcpServers() {
+	for _, s := range m.mcpServers() {
 		for range s.Sessions() {
 			n++
 		}
