@@ -79,7 +79,9 @@ func TestUndeliveredNotificationIsNoWarning(t *testing.T) {
 			// A tool added: the go-sdk tells every session its list changed.
 			for i := range 3 {
 				s.MCPServer().AddTool(&mcp.Tool{Name: "late" + string(rune('a'+i)), InputSchema: map[string]any{"type": "object"}},
-					func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil })
+					func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+						return &mcp.CallToolResult{}, nil
+					})
 			}
 			deadline := time.Now().Add(5 * time.Second)
 			for level == slog.LevelDebug && !strings.Contains(logs.String(), "calling notifications/tools/list_changed") {

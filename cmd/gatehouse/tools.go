@@ -1,5 +1,7 @@
 package main
 
+//lint:file-ignore SA1019 sampling, roots and logging are deprecated as of 2026-07-28 and still served to callers of the revisions that have them
+
 import (
 	"fmt"
 	"io"

@@ -79,8 +79,6 @@ type ownSub struct {
 
 type callerCtxKey struct{}
 
-var errNoCaller = &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "the gateway has no caller to route this request to"}
-
 // errNotAnnounced answers a server's request, on a caller's own session,
 // of a capability the caller did not announce (the session announces what
 // the relay routes: newDedicatedClient).
