@@ -48,6 +48,9 @@ func injectOracle(t testing.TB, meta json.RawMessage, tp, ts string) map[string]
 			t.Fatalf("oracle: %v", err)
 		}
 	}
+	if m == nil {
+		m = map[string]any{} // a null _meta is none: injected into a fresh object
+	}
 	m["traceparent"] = tp
 	delete(m, "tracestate")
 	if ts != "" {
