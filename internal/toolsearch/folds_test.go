@@ -59,8 +59,9 @@ type candidate struct {
 
 // candidates are the settings the leave-servers-out evaluation chooses
 // among on each fold's training servers: the name's weight, the long
-// fields' saturation and length normalization, and whether values are
-// weighed down. The shipped defaults are one of them.
+// fields' saturation and length normalization, whether values are
+// weighed down, and how much a tool whose name's action is not the
+// request's loses. The shipped defaults are one of them.
 func candidates() []candidate {
 	var out []candidate
 	for _, nameW := range []float64{1, 1.5, 3} {
@@ -68,20 +69,22 @@ func candidates() []candidate {
 			for _, longB := range []float64{0.5, 0.75} {
 				for _, value := range []float32{0.3, 0.6, 1} {
 					for _, joint := range []bool{false, true} {
-						w := DefaultWeights()
-						w.Name = nameW
-						k1, b := DefaultFieldK1(), DefaultFieldB()
-						k1.Description, k1.Params = longK1, longK1
-						b.Description, b.Params = longB, longB
-						tu := defaultTuning
-						tu.value, tu.joint = value, joint
-						if joint && (longK1 != 0.6 || longB != 0.5) {
-							continue // one saturation: the fields' k1 and b are not used
+						for _, conflict := range []float32{1, 0.5, 0.25} {
+							w := DefaultWeights()
+							w.Name = nameW
+							k1, b := DefaultFieldK1(), DefaultFieldB()
+							k1.Description, k1.Params = longK1, longK1
+							b.Description, b.Params = longB, longB
+							tu := defaultTuning
+							tu.value, tu.joint, tu.conflict = value, joint, conflict
+							if joint && (longK1 != 0.6 || longB != 0.5) {
+								continue // one saturation: the fields' k1 and b are not used
+							}
+							out = append(out, candidate{
+								name: fmt.Sprintf("name=%g k1=%g b=%g value=%g joint=%v conflict=%g", nameW, longK1, longB, value, joint, conflict),
+								tu:   tu, weights: w, fk1: k1, fb: b,
+							})
 						}
-						out = append(out, candidate{
-							name: fmt.Sprintf("name=%g k1=%g b=%g value=%g joint=%v", nameW, longK1, longB, value, joint),
-							tu:   tu, weights: w, fk1: k1, fb: b,
-						})
 					}
 				}
 			}
@@ -187,8 +190,8 @@ func summary(rs []foldResult) (meanAll, worstAll, meanPara, worstPara float64) {
 // Floors of TestLeaveServersOut: just under what the chosen rankings
 // reach on the worst fold. See docs/search.md for the figures.
 const (
-	floorWorstFold     = 0.56
-	floorWorstFoldPara = 0.28
+	floorWorstFold     = 0.62
+	floorWorstFoldPara = 0.32
 )
 
 // TestLeaveServersOut measures the index the way that cannot flatter it:
@@ -209,6 +212,11 @@ func TestLeaveServersOut(t *testing.T) {
 		ma, wa, mp, wp := summary(rs)
 		for i, r := range rs {
 			t.Logf("%s fold %d %v: %v / para %v (chose %s)", label, i, r.servers, r.all, r.para, r.chosen)
+			if testing.Verbose() && os.Getenv("TOOLSEARCH_MISSES") == label {
+				for _, m := range r.all.missed5 {
+					t.Logf("  miss: %s", m)
+				}
+			}
 		}
 		t.Logf("%s: recall@5 mean %.3f worst %.3f; paraphrases mean %.3f worst %.3f", label, ma, wa, mp, wp)
 	}

@@ -40,6 +40,9 @@ type Query struct {
 	kind  []valueKind // per word: whether it is a value, and how sure
 	pairs []pair      // adjacent words that may be one word split in two ("on call": "oncall")
 	hints []string    // words a value stands for ("url" for a URL)
+	// action is what the request asks to do, as its verb or its question
+	// form says (see requestAction).
+	action action
 }
 
 // valueKind says whether a query word is an argument value rather than
@@ -108,7 +111,7 @@ func ParseQuery(s string) (*Query, error) {
 	prev := "" // the previous word, common or not, for pairs
 	prevIdx := -1
 	sentenceStart := true
-	var buf []string
+	var buf, all []string // all: the words that are not values, in order, common ones included
 	for _, tok := range tokens(s) {
 		kind := tok.kind
 		if kind == notValue {
@@ -124,6 +127,9 @@ func ParseQuery(s string) (*Query, error) {
 				k = softValue
 			}
 			sentenceStart = false
+			if k != hardValue && len(all) < 2*MaxQueryWords {
+				all = append(all, w)
+			}
 			i := -1
 			if _, stop := stopWords[w]; !stop {
 				if j, ok := index[w]; ok {
@@ -152,6 +158,7 @@ func ParseQuery(s string) (*Query, error) {
 	if len(q.words) == 0 {
 		return nil, ErrNoWords
 	}
+	q.action = requestAction(all)
 	return q, nil
 }
 
