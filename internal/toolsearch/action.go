@@ -1,5 +1,7 @@
 package toolsearch
 
+import "slices"
+
 // action is the kind of thing a request asks for or a tool does, as far
 // as its verb says: to read, to create, to change or to delete. Most tool
 // names start with one of these verbs (list_, get_, create_, update_,
@@ -118,4 +120,44 @@ func howTo(ws []string) bool {
 		return true
 	}
 	return ws[0] == "to"
+}
+
+// questionWords are the words a question asks for without saying them:
+// "how many" asks for a count, "how big" a size, "when" a date. They are
+// added to a request as hints (Query.hints), at a value's hint weight and
+// outside coordination: they help a tool that says them, and cost nothing
+// to one that does not.
+var questionWords = map[[2]string][]string{
+	{"how", "many"}:  {"count", "number"},
+	{"how", "much"}:  {"amount", "total", "cost"},
+	{"how", "long"}:  {"duration", "time"},
+	{"how", "big"}:   {"size"},
+	{"how", "large"}: {"size"},
+	{"how", "far"}:   {"distance"},
+	{"how", "old"}:   {"age", "created"},
+	{"how", "high"}:  {"height"},
+	{"how", "often"}: {"frequency", "interval"},
+	{"when", ""}:     {"date", "time"},
+	{"where", ""}:    {"location", "path"},
+	{"who", ""}:      {"user", "owner", "author"},
+}
+
+// questionHints returns the words a request's questions ask for (see
+// questionWords), from its words in order, common ones included.
+func questionHints(ws []string) []string {
+	var out []string
+	for i, w := range ws {
+		hs := questionWords[[2]string{w, ""}]
+		if i+1 < len(ws) {
+			if two, ok := questionWords[[2]string{w, ws[i+1]}]; ok {
+				hs = two
+			}
+		}
+		for _, h := range hs {
+			if !slices.Contains(out, h) {
+				out = append(out, h)
+			}
+		}
+	}
+	return out
 }

@@ -1,6 +1,7 @@
 package toolsearch
 
 import (
+	"slices"
 	"testing"
 )
 
@@ -111,5 +112,57 @@ func TestActionConflict(t *testing.T) {
 			t.Errorf("%q: %v with the action factor, %v without", q, a, b)
 			break
 		}
+	}
+}
+
+// TestQuestionHints checks the words a question asks for without saying
+// them, and that they rank a tool that says them first.
+func TestQuestionHints(t *testing.T) {
+	for _, c := range []struct {
+		query string
+		want  []string
+	}{
+		{"how many rows are in orders", []string{"count", "number"}},
+		{"how big is the dump and when was it modified", []string{"size", "date", "time"}},
+		{"who opened this issue", []string{"user", "owner", "author"}},
+		{"list the rows", nil},
+		{"how 'many' rows", nil}, // a quoted value asks nothing
+	} {
+		q, err := ParseQuery(c.query)
+		if err != nil {
+			t.Fatalf("%q: %v", c.query, err)
+		}
+		if !slices.Equal(q.hints, c.want) {
+			t.Errorf("%q: hints %q, want %q", c.query, q.hints, c.want)
+		}
+	}
+	ix := New(nil)
+	ix.ReplaceAll([]Doc{
+		{Name: "db__find", Server: "db", Description: "Find documents in a collection."},
+		{Name: "db__count", Server: "db", Description: "Count the documents of a collection matching a filter."},
+		{Name: "db__insert_many", Server: "db", Description: "Insert documents into a collection. Documents are JSON objects; many documents at once."},
+	})
+	if hits := ix.Search("how many documents are in the users collection", 3, nil); len(hits) == 0 || hits[0].Name != "db__count" {
+		t.Errorf("how many documents: %v, want db__count first", hits)
+	}
+}
+
+// TestServerShortName: a word of a request that starts a server's name
+// ("mongo") finds that server's tools as its full name would; a shorter
+// word does not (three letters start too many names).
+func TestServerShortName(t *testing.T) {
+	ix := New(nil)
+	ix.ReplaceAll([]Doc{
+		{Name: "mongodb__update-many", Server: "mongodb", Description: "Update many documents."},
+		{Name: "airtable__update_records", Server: "airtable", Description: "Update records."},
+		{Name: "linear__update_issue", Server: "linear", Description: "Update an issue."},
+	})
+	hits := ix.Search("update every inactive account in mongo", 3, nil)
+	if len(hits) == 0 || hits[0].Name != "mongodb__update-many" {
+		t.Errorf("in mongo: %v, want mongodb__update-many first", hits)
+	}
+	hits = ix.Search("update every inactive account in air", 3, nil)
+	if len(hits) == 3 && hits[0].Score != hits[1].Score && hits[0].Name == "airtable__update_records" {
+		t.Errorf("in air: %v: a three-letter word stood for airtable", hits)
 	}
 }

@@ -30,6 +30,9 @@ const (
 	// semanticCandidates is how many of the lexical ranking's best tools a
 	// model re-ranks, at least (three times the limit, when more).
 	semanticCandidates = 30
+	// minServerPrefix is the length of the shortest word of a request
+	// that stands for a server's name it starts ("mongo" for mongodb).
+	minServerPrefix = 4
 )
 
 // tuning holds the weights of query expansions, relative to a word of the
@@ -188,16 +191,17 @@ type segment struct {
 // reused by the next new one, so a Replace changes only the term lists of
 // the terms its server had or has.
 type snapshot struct {
-	slots  []*segment        // nil: a free slot
-	slotOf map[string]int32  // server → slot
-	terms  map[string][]hold // term → the slots that hold it, with their postings
-	base   []int32           // slot → its first flat document number
-	names  []string          // flat document number → name
-	vecs   [][]float32       // flat document number → vector, with a model
-	acts   []action          // flat document number → its name's action
-	norm   [][numFields]float32
-	n      int
-	lens   [numFields]float64 // total length of each field
+	slots    []*segment        // nil: a free slot
+	slotOf   map[string]int32  // server → slot
+	terms    map[string][]hold // term → the slots that hold it, with their postings
+	base     []int32           // slot → its first flat document number
+	names    []string          // flat document number → name
+	vecs     [][]float32       // flat document number → vector, with a model
+	acts     []action          // flat document number → its name's action
+	srvWords []string          // the words of the servers' names, sorted, each once
+	norm     [][numFields]float32
+	n        int
+	lens     [numFields]float64 // total length of each field
 }
 
 // hold is one slot's postings of a term.
@@ -441,6 +445,15 @@ func (ix *Index) snapshot(slots []*segment, slotOf map[string]int32, terms map[s
 			avg[f] = float32(lens[f] / float64(s.n))
 		}
 	}
+	for _, seg := range slots {
+		if seg != nil {
+			for _, w := range words(nil, seg.server) {
+				if i, found := slices.BinarySearch(s.srvWords, w); !found {
+					s.srvWords = slices.Insert(s.srvWords, i, w)
+				}
+			}
+		}
+	}
 	s.base = make([]int32, len(slots))
 	s.names = make([]string, 0, s.n)
 	s.norm = make([][numFields]float32, 0, s.n)
@@ -589,6 +602,16 @@ func (ix *Index) queryTerms(s *snapshot, q *Query) ([]wterm, uint32) {
 			counted |= bit
 		}
 		add(st, weight, bit)
+		if q.kind[i] != hardValue && len(w) >= minServerPrefix {
+			// A server's short name ("mongo" for mongodb, "todo" for
+			// todoist) is its name.
+			j, _ := slices.BinarySearch(s.srvWords, w)
+			for ; j < len(s.srvWords) && strings.HasPrefix(s.srvWords[j], w); j++ {
+				if sw := s.srvWords[j]; sw != w {
+					add(stem(sw), weight, bit)
+				}
+			}
+		}
 		for _, e := range ix.expand[st] {
 			add(e.term, e.w*weight, bit)
 		}

@@ -131,7 +131,11 @@ func ParseQuery(s string) (*Query, error) {
 				all = append(all, w)
 			}
 			i := -1
-			if _, stop := stopWords[w]; !stop {
+			_, stop := stopWords[w]
+			if _, asks := questionWords[[2]string{prev, w}]; asks && prev == "how" {
+				stop = true // "many" of "how many" is the question, not a word to find
+			}
+			if !stop {
 				if j, ok := index[w]; ok {
 					i = j
 					q.kind[j] = min(q.kind[j], k) // said once as a value, once not: not a value
@@ -159,6 +163,11 @@ func ParseQuery(s string) (*Query, error) {
 		return nil, ErrNoWords
 	}
 	q.action = requestAction(all)
+	for _, h := range questionHints(all) {
+		if !slices.Contains(q.hints, h) {
+			q.hints = append(q.hints, h)
+		}
+	}
 	return q, nil
 }
 
