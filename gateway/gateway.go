@@ -78,9 +78,9 @@ type Options struct {
 	// Instance names this gateway in the store across its restarts (see
 	// the executor in docs/gateway.md): the next start under the same name
 	// makes the calls the previous one left running in doubt at once. Two
-	// running gateways must never share one. Empty means derived from the
-	// host and the store (a free slot among lock files), or random when
-	// Store is given.
+	// running gateways must never share one. Empty means the config's
+	// instance, else derived from the host and the store (a free slot among
+	// lock files), or random when Store is given.
 	Instance string
 	// UpstreamTokens, when set, keeps the token sets of the servers with
 	// auth: service or user instead of the vault in the store.
@@ -133,6 +133,7 @@ type Gateway struct {
 // stops waiting, and the journal's sweeper.
 type lifecycle struct {
 	calls     health.Inflight // tool calls being served
+	drain     health.Drain    // readiness while it stops (serve.go)
 	posts     health.Inflight // HTTP POSTs being answered
 	ctx       context.Context
 	stop      context.CancelFunc
@@ -221,7 +222,7 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 		ttl = durable.DefaultTTL
 	}
 	ttl = max(ttl, lease)
-	g.exec, err = executor.Start(ctx, g.st, &executor.Options{Instance: o.Instance, StoreDSN: storeDSN,
+	g.exec, err = executor.Start(ctx, g.st, &executor.Options{Instance: cmp.Or(o.Instance, cfg.Instance), StoreDSN: storeDSN,
 		Lease: lease, TTL: ttl, SweepEvery: sweepEvery, Logger: log})
 	if err != nil {
 		return fail(err)

@@ -74,8 +74,10 @@ func (g *Gateway) Handler() (http.Handler, error) {
 
 // serveReady answers /readyz: 200 or 503 with {"ready": bool}, and the
 // whole Readiness (servers, plugins) when detail is true: for a caller
-// with a valid token, on the metrics listener, or without auth.
+// with a valid token, on the metrics listener, or without auth. Someone
+// asking is what makes Serve wait the config's shutdownDrain when it stops.
 func (g *Gateway) serveReady(w http.ResponseWriter, r *http.Request, detail bool) {
+	g.life.drain.Probed()
 	rep := g.Ready(r.Context())
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
@@ -130,7 +132,8 @@ type Readiness struct {
 	Plugins []PluginState `json:"plugins"`
 	// Tools is the number of tools served.
 	Tools int `json:"tools"`
-	// Draining is true while the gateway shuts down.
+	// Draining is true while the gateway shuts down: from the start of its
+	// drain (shutdownDrain), during which it still serves, to its end.
 	Draining bool `json:"draining,omitempty"`
 }
 
@@ -210,14 +213,18 @@ func (g *Gateway) Ready(ctx context.Context) Readiness {
 	for _, p := range g.plugins {
 		rep.Plugins = append(rep.Plugins, PluginState{Dir: p.Dir, Name: p.Name, Loaded: p.Loaded})
 	}
-	rep.Draining = g.life.calls.IsClosed()
+	rep.Draining = g.life.drain.Draining() || g.life.calls.IsClosed()
 	rep.Ready = rep.Store == "ok" && !rep.Draining
 	return rep
 }
 
 // Serve serves HTTP on ln until ctx ends, with the limits of
 // Listeners().MCP (the config's http: timeouts, http.maxConnections
-// within the process's file-descriptor limit), then shuts down gracefully: it
+// within the process's file-descriptor limit), then shuts down gracefully.
+// First it drains: /readyz answers 503 while everything else is served as
+// before for the config's shutdownDrain (when /readyz was asked since the
+// start; see Config.ShutdownDrain), so that a load balancer watching it
+// stops sending new work here. Then it
 // stops accepting connections and new calls (they get `unavailable`),
 // waits up to the config's shutdownTimeout for calls in flight (their
 // outcomes are journaled as usual), cancels the ones still running (a
@@ -243,6 +250,9 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 	case err := <-errc:
 		return err
 	case <-ctx.Done():
+	}
+	if err := g.drain(errc); err != nil {
+		return err
 	}
 	g.log.Info("gateway: shutting down", "inflight", g.life.calls.Count(), "timeout", g.cfg.ShutdownTimeout.String())
 	sctx, cancel := context.WithTimeout(context.Background(), g.cfg.ShutdownTimeout)
@@ -274,6 +284,28 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	g.log.Info("gateway: stopped")
 	return nil
+}
+
+// drain fails readiness and keeps serving for the config's shutdownDrain
+// when anyone asked /readyz. It returns the listener's error if serving
+// fails meanwhile (errc then holds nothing more).
+func (g *Gateway) drain(errc chan error) error {
+	wait := g.life.drain.Begin(g.cfg.ShutdownDrain)
+	if wait <= 0 {
+		if g.cfg.ShutdownDrain > 0 {
+			g.log.Info("gateway: no drain: /readyz was never asked, so no load balancer is watching it")
+		}
+		return nil
+	}
+	g.log.Info("gateway: draining: /readyz answers 503, calls are still served", "drain", wait.String(), "inflight", g.life.calls.Count())
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case err := <-errc:
+		return err
+	}
 }
 
 // ServeStdio serves one MCP session over stdin/stdout until the peer

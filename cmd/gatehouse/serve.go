@@ -50,7 +50,14 @@ func newServeCmd() *cobra.Command {
 					return configErr(err)
 				}
 			}
-			opts := &gateway.Options{Logger: log, StoreDSN: sf.store, Version: Version} // upstreams' stderr: into the log, as data
+			// The executor's instance: GATEHOUSE_INSTANCE (on Kubernetes, the
+			// pod's name) over the config's instance.
+			if v := os.Getenv("GATEHOUSE_INSTANCE"); v != "" {
+				if err := cfg.SetInstance(v, "$GATEHOUSE_INSTANCE"); err != nil {
+					return configErr(err)
+				}
+			}
+			opts := &gateway.Options{Logger: log, StoreDSN: sf.store, Version: Version, Instance: cfg.Instance} // upstreams' stderr: into the log, as data
 			ctx := cmd.Context()
 			g, err := gateway.New(ctx, cfg, opts)
 			if err != nil {
@@ -86,7 +93,9 @@ func serveListeners(ctx context.Context, g *gateway.Gateway, cfg *gateway.Config
 		if err != nil {
 			return fmt.Errorf("listening on %s (metrics.listen): %w", cfg.Metrics.Listen, err)
 		}
-		mctx, stop := context.WithCancel(ctx)
+		// Not ctx: the metrics (and their /readyz) are served through the
+		// MCP endpoint's drain and shutdown, until serveListeners returns.
+		mctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 		done := make(chan struct{})
 		go func() {
 			defer close(done)

@@ -64,6 +64,22 @@ type Config struct {
 	// ShutdownTimeout bounds graceful shutdown: in-flight calls get this
 	// long to finish before they are cancelled (and journaled in doubt).
 	ShutdownTimeout time.Duration `yaml:"shutdownTimeout" json:"shutdownTimeout"`
+	// ShutdownDrain is how long a stopping gateway keeps serving with its
+	// /readyz answering 503 before it stops accepting, so that a load
+	// balancer (or Kubernetes) takes it out of rotation first. It is
+	// waited only when /readyz has been asked since the start: no one
+	// watches the readiness of a gateway that nobody probes. 0 stops
+	// without a drain. Default 10s (DefaultShutdownDrain) when read from
+	// YAML; 0 in a Config built by hand.
+	ShutdownDrain time.Duration `yaml:"shutdownDrain" json:"shutdownDrain"`
+	// Instance names this gateway in the store across its restarts (the
+	// executor of docs/gateway.md): a gateway started under the name of one
+	// that died takes its place, so the keyed calls the dead one was
+	// running answer in_doubt at once and its audit chain continues. Two
+	// running gateways must never share one: on Kubernetes, the pod's name.
+	// GATEHOUSE_INSTANCE overrides it in gatehouse serve. Empty means
+	// derived (a free slot among lock files beside the store).
+	Instance string `yaml:"instance" json:"instance"`
 	// Journal tunes the effect journal behind dedup and approvals.
 	Journal Journal `yaml:"journal" json:"journal"`
 	// InheritEnv names the gateway's environment variables passed to every

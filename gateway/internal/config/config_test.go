@@ -271,6 +271,9 @@ func FuzzParseConfig(f *testing.F) {
 	f.Add([]byte("auth: {resource: 'https://gw/mcp', oauth: {issuer: 'https://i', login: {clientID: gw, clientSecretEnv: GW_LOGIN}}}"))
 	f.Add([]byte("auth: {resource: 'https://gw/mcp', oauth: {issuer: 'https://i', login: {clientID: \"a\\u0001\", clientSecretEnv: '9X', clientSecret: s}}}"))
 	f.Add([]byte("auth: {resource: 'https://gw/mcp', oauth: {issuer: 'https://i', introspection: {url: 'http://i/x#y', clientID: \"a\\u0001\", clientSecretEnv: '9X', clientSecret: s}}}"))
+	f.Add([]byte("instance: gatehouse-0\nshutdownDrain: 15s\n"))
+	f.Add([]byte("instance: 'a#1'\nshutdownDrain: -1s\n"))
+	f.Add([]byte("instance: [a]\nshutdownDrain: ~\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := Parse(data, "f.yaml", "/srv")
 		if err != nil {
@@ -291,6 +294,9 @@ func FuzzParseConfig(f *testing.F) {
 		}
 		if l := c.Search.Limit; l < 1 || l > MaxSearchLimit {
 			t.Fatalf("accepted search.limit %d", l)
+		}
+		if c.ShutdownDrain < 0 || (c.Instance != "" && CheckInstance(c.Instance) != nil) || strings.ContainsAny(c.Instance, "#/ \t\n") {
+			t.Fatalf("accepted shutdownDrain %v, instance %q", c.ShutdownDrain, c.Instance)
 		}
 		if r := c.Drift.Recheck; r < 0 || (r > 0 && r < MinDriftRecheck) || (r == 0) != c.Drift.RecheckOff() {
 			t.Fatalf("accepted drift.recheck %v (off %v)", r, c.Drift.RecheckOff())

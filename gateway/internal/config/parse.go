@@ -50,6 +50,7 @@ func Parse(data []byte, file, dir string) (*Config, error) {
 			return nil, e
 		}
 	}
+	data = bareZero(data, &doc)
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(c); err != nil && !errors.Is(err, io.EOF) { // io.EOF: an empty file, all defaults
@@ -62,6 +63,9 @@ func Parse(data []byte, file, dir string) (*Config, error) {
 		return nil, &Error{File: file, Msg: "more than one YAML document", Fix: "keep one document per config file"}
 	}
 	c.File, c.Dir = file, dir
+	if !hasKey(&doc, "shutdownDrain") {
+		c.ShutdownDrain = DefaultShutdownDrain
+	}
 	if err := c.applyDefaults(); err != nil {
 		return nil, err
 	}
@@ -234,6 +238,9 @@ func (c *Config) validate() error {
 	}
 	if c.ShutdownTimeout < 0 {
 		return c.errf("shutdownTimeout", "use a positive duration such as 10s", "must not be negative")
+	}
+	if err := c.checkLifecycle(); err != nil {
+		return err
 	}
 	if c.Journal.Lease < time.Second {
 		return c.errf("journal.lease", "use a duration of at least 1s (default 30s)", "lease %v is too short", c.Journal.Lease)

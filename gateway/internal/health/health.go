@@ -1,7 +1,7 @@
-// Package health holds two small books the gateway keeps about its
-// life: which upstream servers are in their restart backoff (Backoff), and
-// how many tool calls are being served, so that a shutdown admits no more
-// and waits for the rest (Inflight).
+// Package health holds three small books the gateway keeps about its
+// life: which upstream servers are in their restart backoff (Backoff), how
+// many tool calls are being served, so that a shutdown admits no more and
+// waits for the rest (Inflight), and its readiness while it stops (Drain).
 //
 //	b := health.NewBackoff(time.Now)
 //	b.Observe("pay", true)      // its connection was lost
@@ -13,6 +13,7 @@ package health
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -172,4 +173,31 @@ func (f *Inflight) Add() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.n++
+}
+
+// Drain is a gateway's readiness while it stops: once Begin is called
+// /readyz fails, and the gateway keeps serving for the drain, so that a
+// load balancer (or Kubernetes) that watches its readiness takes it out of
+// rotation before it stops accepting. The drain is waited only when
+// readiness was asked since the start (Probed): nobody else would notice.
+// The zero value is ready and never probed.
+type Drain struct {
+	probed   atomic.Bool
+	draining atomic.Bool
+}
+
+// Probed records that /readyz was asked.
+func (d *Drain) Probed() { d.probed.Store(true) }
+
+// Draining reports whether Begin was called: readiness fails from then on.
+func (d *Drain) Draining() bool { return d.draining.Load() }
+
+// Begin fails readiness from now on and returns how long to keep serving:
+// wait when readiness was ever asked, else 0.
+func (d *Drain) Begin(wait time.Duration) time.Duration {
+	d.draining.Store(true)
+	if wait <= 0 || !d.probed.Load() {
+		return 0
+	}
+	return wait
 }

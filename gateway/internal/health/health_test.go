@@ -59,3 +59,28 @@ func TestInflightDrain(t *testing.T) {
 		t.Error("drain did not finish when the last call left")
 	}
 }
+
+// TestDrain: ready until Begin; the drain is waited only when readiness
+// was asked, and never when it is 0.
+func TestDrain(t *testing.T) {
+	var d Drain
+	if d.Draining() {
+		t.Fatal("draining before Begin")
+	}
+	if w := d.Begin(10 * time.Second); w != 0 || !d.Draining() {
+		t.Fatalf("never probed: wait %v, draining %v; want 0, true", w, d.Draining())
+	}
+	var p Drain
+	p.Probed()
+	if p.Draining() {
+		t.Fatal("a probe started the drain")
+	}
+	if w := p.Begin(10 * time.Second); w != 10*time.Second || !p.Draining() {
+		t.Fatalf("probed: wait %v, draining %v; want 10s, true", w, p.Draining())
+	}
+	var z Drain
+	z.Probed()
+	if w := z.Begin(0); w != 0 || !z.Draining() {
+		t.Fatalf("drain 0: wait %v, draining %v", w, z.Draining())
+	}
+}
