@@ -166,3 +166,31 @@ func TestServerShortName(t *testing.T) {
 		t.Errorf("in air: %v: a three-letter word stood for airtable", hits)
 	}
 }
+
+// TestServerVocabulary: a request's words that a server's tools say
+// together ("pods", "namespace") rank that server's tools above another
+// server's tool that says one of them in its name; with the server's match
+// not counted, the other server's tool is first.
+func TestServerVocabulary(t *testing.T) {
+	docs := []Doc{
+		{Name: "k8s__get", Server: "k8s", Description: "Get or list resources by type and name."},
+		{Name: "k8s__exec_in_pod", Server: "k8s", Description: "Run a command in a pod's container, in a namespace."},
+		{Name: "k8s__pod_logs", Server: "k8s", Description: "Read the logs of a pod in a namespace."},
+		{Name: "k8s__port_forward", Server: "k8s", Description: "Forward a local port to a pod."},
+		{Name: "kv__namespaces_list", Server: "kv", Description: "List the key-value namespaces of an account."},
+		{Name: "kv__put", Server: "kv", Description: "Put a value under a key."},
+	}
+	q := "list the pods in the staging namespace"
+	off := defaultTuning
+	off.server = 0
+	plain := newIndex(nil, off)
+	plain.ReplaceAll(docs)
+	if hits := plain.Search(q, 2, nil); len(hits) == 0 || hits[0].Name != "kv__namespaces_list" {
+		t.Fatalf("without the server's match: %v, want kv__namespaces_list first (else the test shows nothing)", hits)
+	}
+	ix := New(nil)
+	ix.ReplaceAll(docs)
+	if hits := ix.Search(q, 6, nil); len(hits) == 0 || serverOf(hits[0].Name) != "k8s" {
+		t.Errorf("%q: %v, want a k8s tool first", q, hits)
+	}
+}

@@ -60,8 +60,10 @@ type candidate struct {
 // candidates are the settings the leave-servers-out evaluation chooses
 // among on each fold's training servers: the name's weight, the long
 // fields' saturation and length normalization, whether values are
-// weighed down, and how much a tool whose name's action is not the
-// request's loses. The shipped defaults are one of them.
+// weighed down, how much a tool whose name's action is not the
+// request's loses (every fold chose 0.5 or 0.25 over 1 when 1 was among
+// them), and how much its server's match of the request counts. The
+// shipped defaults are one of them.
 func candidates() []candidate {
 	var out []candidate
 	for _, nameW := range []float64{1, 1.5, 3} {
@@ -69,19 +71,20 @@ func candidates() []candidate {
 			for _, longB := range []float64{0.5, 0.75} {
 				for _, value := range []float32{0.3, 0.6, 1} {
 					for _, joint := range []bool{false, true} {
-						for _, conflict := range []float32{1, 0.5, 0.25} {
+						for _, tc := range [][2]float32{{0.5, 0}, {0.25, 0}, {0.5, 2}, {0.25, 2}} {
+							conflict, server := tc[0], tc[1]
 							w := DefaultWeights()
 							w.Name = nameW
 							k1, b := DefaultFieldK1(), DefaultFieldB()
 							k1.Description, k1.Params = longK1, longK1
 							b.Description, b.Params = longB, longB
 							tu := defaultTuning
-							tu.value, tu.joint, tu.conflict = value, joint, conflict
+							tu.value, tu.joint, tu.conflict, tu.server = value, joint, conflict, server
 							if joint && (longK1 != 0.6 || longB != 0.5) {
 								continue // one saturation: the fields' k1 and b are not used
 							}
 							out = append(out, candidate{
-								name: fmt.Sprintf("name=%g k1=%g b=%g value=%g joint=%v conflict=%g", nameW, longK1, longB, value, joint, conflict),
+								name: fmt.Sprintf("name=%g k1=%g b=%g value=%g joint=%v conflict=%g server=%g", nameW, longK1, longB, value, joint, conflict, server),
 								tu:   tu, weights: w, fk1: k1, fb: b,
 							})
 						}
@@ -190,8 +193,8 @@ func summary(rs []foldResult) (meanAll, worstAll, meanPara, worstPara float64) {
 // Floors of TestLeaveServersOut: just under what the chosen rankings
 // reach on the worst fold. See docs/search.md for the figures.
 const (
-	floorWorstFold     = 0.62
-	floorWorstFoldPara = 0.32
+	floorWorstFold     = 0.67
+	floorWorstFoldPara = 0.37
 )
 
 // TestLeaveServersOut measures the index the way that cannot flatter it:

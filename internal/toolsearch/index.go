@@ -47,6 +47,7 @@ type tuning struct {
 	hint         float32 // the word a value stands for ("url" for a URL)
 	joint        bool    // saturate the fields' weighted sum once (classic BM25F), not each field
 	conflict     float32 // the factor of a tool whose name's action is not the request's (1: none)
+	server       float32 // how much a tool's score grows with its server's match of the request (0: none)
 }
 
 // defaultTuning is the tuning of New. The domain weight sits between a
@@ -54,7 +55,7 @@ type tuning struct {
 // over 0.4-0.6. A tool whose name's action conflicts with the request's
 // keeps half its score: the leave-servers-out folds choose 0.5 or 0.25
 // on their training servers, never 1 (TestLeaveServersOut).
-var defaultTuning = tuning{synonym: 0.35, domain: 0.5, abbreviation: 0.8, coord: 1.0, value: 0.3, hint: 0.3, conflict: 0.5}
+var defaultTuning = tuning{synonym: 0.35, domain: 0.5, abbreviation: 0.8, coord: 1.0, value: 0.3, hint: 0.3, conflict: 0.25, server: 2}
 
 // DefaultWeights returns the default field weights.
 func DefaultWeights() Weights {
@@ -142,6 +143,7 @@ type Index struct {
 // scratch is a search's working memory, reused through Index.accs.
 type scratch struct {
 	acc   []float32 // score per flat document number
+	srv   []float32 // score per slot: how much of the request its server's tools say
 	words []uint32  // the query words each document matched
 }
 
@@ -697,8 +699,26 @@ func (ix *Index) SearchQuery(q *Query, limit int, allow func(name string) bool) 
 	n := float64(s.n)
 	k1 := ix.k1
 	qts, counted := ix.queryTerms(s, q)
+	var srv []float32
+	if ix.tu.server > 0 && !ix.plain {
+		if cap(sc.srv) < len(s.slots) {
+			sc.srv = make([]float32, len(s.slots))
+		}
+		srv = sc.srv[:len(s.slots)]
+		clear(srv)
+	}
 	for _, qt := range qts {
 		list := s.terms[qt.term]
+		if srv != nil && len(list) > 0 {
+			// The servers' own BM25 over their tools: a server many of
+			// whose tools say a word that few servers say.
+			ns := float64(len(s.slotOf))
+			idf := float32(math.Log(1 + (ns-float64(len(list))+0.5)/(float64(len(list))+0.5)))
+			for _, h := range list {
+				c := float32(len(h.ps))
+				srv[h.slot] += qt.w * idf * c / (c + 1)
+			}
+		}
 		var df int
 		for _, h := range list {
 			df += len(h.ps)
@@ -748,6 +768,24 @@ func (ix *Index) SearchQuery(q *Query, limit int, allow func(name string) bool) 
 		for d, a := range acc {
 			if a > 0 && s.acts[d] != noAction && s.acts[d] != q.action {
 				acc[d] = a * c
+			}
+		}
+	}
+	if srv != nil {
+		// A tool of a server whose tools say the request's words ranks
+		// above one of a server that says them once: "pods" and
+		// "namespace" are said by a Kubernetes server's other tools.
+		best := slices.Max(srv)
+		if best > 0 {
+			for slot, sv := range srv {
+				if sv <= 0 {
+					continue
+				}
+				f := 1 + ix.tu.server*sv/best
+				base := s.base[slot]
+				for d := base; d < base+int32(len(s.slots[slot].names)); d++ {
+					acc[d] *= f
+				}
 			}
 		}
 	}
