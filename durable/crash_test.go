@@ -470,7 +470,7 @@ func raceChild() int {
 			switch e, _ := refusal.As(err); {
 			case err == nil:
 				fmt.Println("ok")
-			case e != nil && e.Code == refusal.RunBusy && e.Retryable && e.Message == MsgRunBusy:
+			case e != nil && e.Code == refusal.RunBusy && e.Retryable && e.Message == msgRunBusy:
 				fmt.Println("busy")
 			default:
 				fmt.Println("error", err)

@@ -9,8 +9,8 @@ import (
 	"github.com/gatehouse-dev/gatehouse/refusal"
 )
 
-// MsgRunBusy is the message of a run_busy refusal.
-const MsgRunBusy = "retry the same call with the same key; it has not been run twice"
+// msgRunBusy is the message of a run_busy refusal.
+const msgRunBusy = "retry the same call with the same key; it has not been run twice"
 
 // RecordedError is a failed call's error as the journal recorded it. The
 // first call returns the effect's own error; every replay returns a

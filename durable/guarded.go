@@ -110,7 +110,7 @@ func (j *Journal) guarded(ctx context.Context, c Call, g policy.Guard, effect an
 	if c.RunID == "" || c.ToolCallID == "" {
 		return answer{}, false, fmt.Errorf("%w: run ID and tool call ID are required", ErrInvalidCall)
 	}
-	fp, err := Fingerprint(c)
+	fp, err := fingerprint(c)
 	if err != nil {
 		return answer{}, false, err
 	}
@@ -253,7 +253,7 @@ func (j *Journal) approval(ctx context.Context, c Call, key store.RecordKey, fp,
 				continue // expired since it was read: ask again
 			case errors.Is(err, store.ErrNotApproved):
 				// Spent by a concurrent call with the same key, which runs it.
-				return answer{}, false, &refusal.Error{Code: refusal.RunBusy, Retryable: true, Message: MsgRunBusy, ApprovalID: a.ID}
+				return answer{}, false, &refusal.Error{Code: refusal.RunBusy, Retryable: true, Message: msgRunBusy, ApprovalID: a.ID}
 			default:
 				return answer{}, false, fmt.Errorf("durable: use approval %s: %w", a.ID, err)
 			}

@@ -56,7 +56,7 @@ func TestGuardedApprovals(t *testing.T) {
 			}
 		}
 		a, err := s.GetApproval(ctx, id)
-		fp, _ := Fingerprint(c)
+		fp, _ := fingerprint(c)
 		if err != nil || a.State != store.ApprovalPending || a.Server != "bank" || a.Tool != "bank__charge" ||
 			a.ArgsFingerprint != fp || a.Owner != "alice" || a.Reason != "charges move money" || a.RunID != "run1" {
 			t.Fatalf("approval %+v %v", a, err)

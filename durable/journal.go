@@ -252,8 +252,8 @@ func (j *Journal) point(name string) {
 	}
 }
 
-// Fingerprint returns the fingerprint Do records for c.
-func Fingerprint(c Call) (string, error) {
+// fingerprint returns the fingerprint Do records for c.
+func fingerprint(c Call) (string, error) {
 	fp, err := pin.CallFingerprint(c.Server, c.Tool, c.Args)
 	if err != nil {
 		return "", fmt.Errorf("%w: %w", ErrInvalidCall, err)
@@ -290,7 +290,7 @@ func (j *Journal) Do(ctx context.Context, c Call, effect Effect) (res *mcp.CallT
 	if effect == nil {
 		return nil, false, fmt.Errorf("%w: nil effect", ErrInvalidCall)
 	}
-	fp, err := Fingerprint(c)
+	fp, err := fingerprint(c)
 	if err != nil {
 		return nil, false, err
 	}
@@ -352,7 +352,7 @@ func (j *Journal) do(ctx context.Context, c Call, fp string, effect anyEffect, f
 				if done {
 					return a, false, err
 				}
-				return answer{}, false, &refusal.Error{Code: refusal.RunBusy, Retryable: true, Message: MsgRunBusy,
+				return answer{}, false, &refusal.Error{Code: refusal.RunBusy, Retryable: true, Message: msgRunBusy,
 					RetryAfter: rec.LeaseUntil.Sub(now)}
 			}
 			if j.repeatable(c) {

@@ -300,7 +300,7 @@ func TestExpiredLease(t *testing.T) {
 		args := json.RawMessage(`{"amount":5}`)
 		crashed := func(id, tool string) Call {
 			c := Call{RunID: "r", ToolCallID: id, Server: "bank", Tool: tool, Args: args}
-			fp, _ := Fingerprint(c)
+			fp, _ := fingerprint(c)
 			if ok, _, err := s.Claim(ctx, store.Record{RecordKey: store.RecordKey{RunID: "r", ToolCallID: id}, Fingerprint: fp,
 				State: store.StateStarted, Executor: "dead", LeaseUntil: now.Add(-time.Second), ExpiresAt: now.Add(time.Hour)}); !ok || err != nil {
 				t.Fatal(ok, err)
@@ -335,14 +335,14 @@ func TestExpiredLease(t *testing.T) {
 
 		// A live lease held by another executor: run_busy, retryable.
 		live := Call{RunID: "r", ToolCallID: "live", Server: "bank", Tool: "charge_once", Args: args}
-		fp, _ := Fingerprint(live)
+		fp, _ := fingerprint(live)
 		if _, _, err := s.Claim(ctx, store.Record{RecordKey: store.RecordKey{RunID: "r", ToolCallID: "live"}, Fingerprint: fp,
 			State: store.StateStarted, Executor: "other", LeaseUntil: now.Add(time.Hour), ExpiresAt: now.Add(2 * time.Hour)}); err != nil {
 			t.Fatal(err)
 		}
 		_, _, err = j.Do(ctx, live, nil2(t))
 		e := wantCode(t, err, refusal.RunBusy)
-		if !e.Retryable || e.Message != MsgRunBusy || e.RetryAfter <= 0 {
+		if !e.Retryable || e.Message != msgRunBusy || e.RetryAfter <= 0 {
 			t.Fatalf("run_busy: %+v", e)
 		}
 	})
@@ -510,7 +510,7 @@ func TestConcurrentGoroutines(t *testing.T) {
 				defer mu.Unlock()
 				if err != nil {
 					e, ok := refusal.As(err)
-					if !ok || e.Code != refusal.RunBusy || !e.Retryable || e.Message != MsgRunBusy {
+					if !ok || e.Code != refusal.RunBusy || !e.Retryable || e.Message != msgRunBusy {
 						t.Errorf("err %v", err)
 					}
 					busy++

@@ -148,7 +148,7 @@ func hostileGateway(t *testing.T, url string, bytePath bool, dsn string, jsonRes
 func journalState(t *testing.T, g *Gateway, subject, tool, key string) string {
 	t.Helper()
 	runID, callID := unitOfWork(server.Subject(subject), tool, key)
-	r, err := g.Store().GetRecord(context.Background(), store.RecordKey{Scope: JournalScope, RunID: runID, ToolCallID: callID})
+	r, err := g.Store().GetRecord(context.Background(), store.RecordKey{Scope: journalScope, RunID: runID, ToolCallID: callID})
 	if err != nil {
 		return "none: " + err.Error()
 	}

@@ -98,7 +98,7 @@ func TestAuditKeyedCommitsWithJournal(t *testing.T) {
 			record := func(key string) store.Record {
 				t.Helper()
 				runID, callID := unitOfWork("alice", "count", key)
-				rec, err := st.GetRecord(ctx, store.RecordKey{Scope: JournalScope, RunID: runID, ToolCallID: callID})
+				rec, err := st.GetRecord(ctx, store.RecordKey{Scope: journalScope, RunID: runID, ToolCallID: callID})
 				if err != nil {
 					t.Fatalf("record of %s: %v", key, err)
 				}

@@ -15,10 +15,10 @@ import (
 )
 
 // identify maps the verified bearer token to its subject. Without auth every
-// caller is LocalSubject (the gateway then listens on loopback only).
+// caller is localSubject (the gateway then listens on loopback only).
 func (g *Gateway) identify(_ context.Context, info server.RequestInfo) (server.Subject, error) {
 	if g.cfg.Auth == nil {
-		return LocalSubject, nil
+		return localSubject, nil
 	}
 	if info.TokenInfo == nil || info.TokenInfo.UserID == "" {
 		return "", errors.New("gateway: no verified token")
@@ -32,7 +32,7 @@ func (g *Gateway) identify(_ context.Context, info server.RequestInfo) (server.S
 func (g *Gateway) relaySubject(ctx context.Context, req mcp.Request, local bool) (string, bool) {
 	info := server.InfoOf(req, local)
 	if info.Local {
-		return LocalSubject, true
+		return localSubject, true
 	}
 	s, err := g.identify(ctx, info)
 	return string(s), err == nil
@@ -56,12 +56,12 @@ func (g *Gateway) relayLimit(ctx context.Context, subject, method string) error 
 	}
 	wait = max(wait, time.Millisecond)
 	data, _ := json.Marshal(map[string]any{"code": refusal.RateLimited, "retryable": true, "retryAfterMs": wait.Milliseconds()})
-	return &jsonrpc.Error{Code: CodeRateLimitedRPC, Data: data,
+	return &jsonrpc.Error{Code: codeRateLimitedRPC, Data: data,
 		Message: fmt.Sprintf("[%s] too many requests; retry in %v", refusal.RateLimited, wait.Round(time.Millisecond))}
 }
 
-// CodeRateLimitedRPC is the JSON-RPC error code of a forwarded request
+// codeRateLimitedRPC is the JSON-RPC error code of a forwarded request
 // (not a tools/call) refused by the rate limit, in the range JSON-RPC
 // leaves to servers: the hardened server's code for an initialize it
 // refuses so, declared once there.
-const CodeRateLimitedRPC = server.CodeRateLimited
+const codeRateLimitedRPC = server.CodeRateLimited

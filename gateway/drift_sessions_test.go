@@ -87,7 +87,7 @@ func sessionDrift(t *testing.T, st store.Store, id string) []store.Observation {
 	}
 	var out []store.Observation
 	for _, o := range obs {
-		if strings.HasSuffix(o.SeenBy, toolset.SessionsSeenBy) {
+		if strings.HasSuffix(o.SeenBy, "/sessions") {
 			out = append(out, o)
 		}
 	}

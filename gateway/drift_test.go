@@ -109,5 +109,5 @@ func TestDriftFollowsToolsetAndIsCounted(t *testing.T) {
 
 func policyCall(g *Gateway, name string) policy.Call {
 	info, _ := g.served.tool(name)
-	return policy.Call{Server: info.Server, Tool: name, RemoteName: info.RemoteName, Subject: LocalSubject}
+	return policy.Call{Server: info.Server, Tool: name, RemoteName: info.RemoteName, Subject: localSubject}
 }

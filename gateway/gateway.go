@@ -39,18 +39,18 @@ import (
 	"github.com/gatehouse-dev/gatehouse/trust"
 )
 
-// Instructions are the gateway's own MCP instructions. Upstream servers'
+// instructions are the gateway's own MCP instructions. Upstream servers'
 // instructions are never forwarded.
-const Instructions = "Gatehouse gateway: tools of several MCP servers under one endpoint. " +
+const instructions = "Gatehouse gateway: tools of several MCP servers under one endpoint. " +
 	"Send _meta.idempotencyKey with a call to make it a unit of work that runs at most once; " +
 	"refusals by the gateway are tool results whose text begins with [code]."
 
-// JournalScope is the journal scope of gateway calls (see `gatehouse runs list`).
-const JournalScope = "gateway"
+// journalScope is the journal scope of gateway calls (see `gatehouse runs list`).
+const journalScope = "gateway"
 
-// LocalSubject is the subject of callers without a bearer token: every
+// localSubject is the subject of callers without a bearer token: every
 // caller of a gateway without auth (loopback only), and the peer of --stdio.
-const LocalSubject = "local"
+const localSubject = "local"
 
 // Options configure New. A nil *Options means defaults.
 type Options struct {
@@ -120,7 +120,7 @@ type Gateway struct {
 	tel    *telemetry.Instruments
 	life   lifecycle
 
-	plugins []PluginStatus
+	plugins []pluginStatus
 	loaded  []*plugin.Plugin // the plugins that loaded
 	servers []string         // configured server names, in order
 
@@ -144,8 +144,8 @@ type lifecycle struct {
 // sweepEvery is how often expired journal records and counters are deleted.
 const sweepEvery = 10 * time.Minute
 
-// PluginStatus is what became of one configured plugin directory.
-type PluginStatus struct {
+// pluginStatus is what became of one configured plugin directory.
+type pluginStatus struct {
 	Dir         string            `json:"dir"`
 	Name        string            `json:"name,omitempty"`
 	Loaded      bool              `json:"loaded"`
@@ -359,7 +359,7 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 
 	// The call pipeline: the journal and the guards.
 	journal, err := durable.NewJournal(g.st, &durable.JournalOptions{
-		Scope:      JournalScope,
+		Scope:      journalScope,
 		Executor:   g.exec.ID(),
 		Executors:  g.st,
 		Lease:      cfg.Journal.Lease,
@@ -391,10 +391,10 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 	// pipeline in one order.
 	so := server.Options{
 		Implementation:     &mcp.Implementation{Name: "gatehouse", Version: versionOr(o.Version)},
-		ServerOptions:      g.relay.ServerOptions(&mcp.ServerOptions{Instructions: Instructions, Logger: log}),
+		ServerOptions:      g.relay.ServerOptions(&mcp.ServerOptions{Instructions: instructions, Logger: log}),
 		Setup:              g.setup,
 		Identify:           g.identify,
-		StdioSubject:       LocalSubject,
+		StdioSubject:       localSubject,
 		AllowToolFor:       g.served.visible,
 		DeferCallAdmission: true,
 		Name:               "gatehouse",
@@ -440,7 +440,7 @@ func (g *Gateway) loadPlugins() ([]toolset.Server, error) {
 	var servers []toolset.Server
 	for _, dir := range cfg.PluginDirs() {
 		res := plugin.Load(dir)
-		ps := PluginStatus{Dir: dir, Loaded: res.OK(), Diagnostics: res.Diagnostics}
+		ps := pluginStatus{Dir: dir, Loaded: res.OK(), Diagnostics: res.Diagnostics}
 		if !res.OK() {
 			log.Error("gateway: plugin rejected; it is skipped", "dir", dir, "diagnostics", diagText(res.Diagnostics))
 			if cfg.StrictPlugins {
@@ -513,11 +513,10 @@ func openStore(ctx context.Context, d, from string) (store.Store, error) {
 	return st, nil
 }
 
-// setup readies one go-sdk server (the HTTP one at New, the stdio one when
-// ServeStdio starts): the relay's middleware, the go-sdk front, the stable
-// tools/list (search), and every served tool.
-func (g *Gateway) setup(s *mcp.Server) {
-	local := g.srv != nil // the stdio server is built after g.srv
+// setup readies one go-sdk server (the HTTP one at New, the local one,
+// stdio's, when ServeStdio starts): the relay's middleware, the go-sdk
+// front, the stable tools/list (search), and every served tool.
+func (g *Gateway) setup(s *mcp.Server, local bool) {
 	if g.served.search.On {
 		// Inside the relay's middleware, which sees every request of a
 		// session (the byte front relies on it).

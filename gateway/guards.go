@@ -15,7 +15,7 @@ func buildGuard(cfg *Config, counters store.CounterStore, served *servedMap, tru
 	fw, err := policy.NewFirewall(policy.FirewallOptions{
 		MaxCallsPerRun: cfg.Firewall.MaxCallsPerRun,
 		Counters:       counters,
-		Scope:          JournalScope,
+		Scope:          journalScope,
 		CounterTTL:     cfg.Journal.TTL,
 		Contracts:      trust.ts,
 		// The toolset pins every tool it serves on first sight, so a

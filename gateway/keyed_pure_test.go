@@ -28,7 +28,7 @@ func TestKeyedCallsPureGuard(t *testing.T) {
 	row := func(tool, key string) string {
 		t.Helper()
 		runID, callID := unitOfWork(server.Subject("alice"), tool, key)
-		r, err := e.g.Store().GetRecord(ctx, store.RecordKey{Scope: JournalScope, RunID: runID, ToolCallID: callID})
+		r, err := e.g.Store().GetRecord(ctx, store.RecordKey{Scope: journalScope, RunID: runID, ToolCallID: callID})
 		if err != nil {
 			return "none"
 		}

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"github.com/gatehouse-dev/gatehouse/internal/fdbudget"
 	"github.com/gatehouse-dev/gatehouse/server"
 )
 
@@ -18,12 +19,12 @@ const (
 // config's http.readTimeout, http.writeTimeout and http.connIdleTimeout,
 // and a connection cap of its own, so that a listener at its cap leaves
 // the others answering. The caps come from one split of the process's
-// file-descriptor limit (server.SplitFDs): all of them full at once leave
+// file-descriptor limit (fdbudget.Split): all of them full at once leave
 // the reserve free for the upstreams, the store and outgoing connections.
 type Listeners struct {
 	// Budget is the split: the limit, the reserve, and each listener
 	// by its config key ("listen", "console.listen", "metrics.listen").
-	Budget server.FDBudget
+	Budget fdbudget.Budget
 	// MCP are the limits of listen: MaxConns is http.maxConnections
 	// (default server.DefaultMaxConns), or less when the limit is lower.
 	MCP server.HTTPLimits
@@ -38,9 +39,9 @@ type Listeners struct {
 // Listeners returns the limits of the listeners of g's config within the
 // process's file-descriptor limit (RLIMIT_NOFILE, read each time: the
 // same config and limit give the same split). A limit too small for them
-// is an error wrapping server.ErrFDLimit that says what limit would do.
+// is an error wrapping fdbudget.ErrLimit that says what limit would do.
 func (g *Gateway) Listeners() (Listeners, error) {
-	limit, err := server.FDLimit()
+	limit, err := fdbudget.Limit()
 	if err != nil {
 		return Listeners{}, err
 	}
@@ -51,19 +52,19 @@ func (g *Gateway) Listeners() (Listeners, error) {
 func planListeners(cfg *Config, fdLimit int) (Listeners, error) {
 	hc := cfg.HTTP
 	base := server.HTTPLimits{ReadTimeout: hc.ReadTimeout, WriteTimeout: hc.WriteTimeout, IdleTimeout: hc.ConnIdleTimeout}
-	ls := []server.Listener{{Name: "listen", Limits: base}}
+	ls := []fdbudget.Listener{{Name: "listen", Limits: base}}
 	ls[0].Limits.MaxConns = hc.MaxConnections
 	if cfg.Console != nil {
-		l := server.Listener{Name: "console.listen", Limits: base}
+		l := fdbudget.Listener{Name: "console.listen", Limits: base}
 		l.Limits.MaxConns = consoleMaxConns
 		ls = append(ls, l)
 	}
 	if cfg.Metrics != nil {
-		l := server.Listener{Name: "metrics.listen", Limits: base}
+		l := fdbudget.Listener{Name: "metrics.listen", Limits: base}
 		l.Limits.MaxConns = metricsMaxConns
 		ls = append(ls, l)
 	}
-	b, err := server.SplitFDs(fdLimit, ls...)
+	b, err := fdbudget.Split(fdLimit, ls...)
 	if err != nil {
 		return Listeners{}, err
 	}

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/internal/fdbudget"
+
 	"github.com/gatehouse-dev/gatehouse/server"
 )
 
@@ -16,7 +18,7 @@ import (
 // and a cap of its own (listen: http.maxConnections, or its default; the
 // console and the metrics: 64) within the file-descriptor limit; a
 // listener not configured gets no share; a limit too small is
-// server.ErrFDLimit; a lowered http.maxConnections is warned about.
+// fdbudget.ErrLimit; a lowered http.maxConnections is warned about.
 func TestPlanListeners(t *testing.T) {
 	dir := t.TempDir()
 	parse := func(text string) *Config {
@@ -78,7 +80,7 @@ metrics: {listen: 127.0.0.1:9090}
 		t.Errorf("a default cap warned:\n%s", logs.String())
 	}
 
-	if _, err := planListeners(all, 300); !errors.Is(err, server.ErrFDLimit) {
+	if _, err := planListeners(all, 300); !errors.Is(err, fdbudget.ErrLimit) {
 		t.Errorf("limit 300: %v", err)
 	}
 }

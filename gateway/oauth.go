@@ -14,11 +14,6 @@ import (
 // access tokens verified by identity/oauth, challenges per RFC 6750 §3 and
 // RFC 9728 §5.1, and the Protected Resource Metadata (RFC 9728).
 
-// WellKnownProtectedResource is the path of the Protected Resource
-// Metadata (RFC 9728 §3); the metadata of the MCP endpoint is also served
-// at this path followed by the endpoint's path (/mcp).
-const WellKnownProtectedResource = bearer.WellKnownProtectedResource
-
 // serveResourceMetadata serves the Protected Resource Metadata of
 // auth.resource on mux, without a token, at the well-known path, at it
 // followed by /mcp, and at the path metadataURL names.

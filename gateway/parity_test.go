@@ -251,7 +251,7 @@ func (e *parityEnv) outcome(answers []string) parityOutcome {
 	ctx := context.Background()
 	for _, k := range e.keys {
 		runID, callID := unitOfWork(server.Subject(k.subject), k.tool, k.key)
-		r, err := e.g.Store().GetRecord(ctx, store.RecordKey{Scope: JournalScope, RunID: runID, ToolCallID: callID})
+		r, err := e.g.Store().GetRecord(ctx, store.RecordKey{Scope: journalScope, RunID: runID, ToolCallID: callID})
 		row := "none"
 		if err == nil {
 			row = string(r.State)

@@ -184,7 +184,7 @@ func (p *pipeline) call(ctx context.Context, req *callRequest) (out callOutcome)
 
 	info, ok := p.served.tool(req.tool)
 	switch {
-	case !ok && req.tool == SearchToolName:
+	case !ok && req.tool == searchToolName:
 		return p.search(ctx, subject, req) // admitted: search is on
 	case !ok:
 		return refused(&refusal.Error{Code: refusal.ToolWithdrawn, Message: fmt.Sprintf("tool %s is no longer offered", req.tool)})
@@ -448,7 +448,7 @@ func (p *pipeline) recorded(ctx context.Context, subject server.Subject, tool, k
 		return false
 	}
 	runID, callID := unitOfWork(subject, tool, key)
-	_, err := p.st.GetRecord(ctx, store.RecordKey{Scope: JournalScope, RunID: runID, ToolCallID: callID})
+	_, err := p.st.GetRecord(ctx, store.RecordKey{Scope: journalScope, RunID: runID, ToolCallID: callID})
 	return err == nil
 }
 
@@ -474,7 +474,7 @@ func (p *pipeline) finish(subject server.Subject, tool, front string, out *callO
 		slog.String("front", front),
 		slog.String("sender", out.sender),
 	)
-	if _, ok := p.served.tool(tool); !ok && !(tool == SearchToolName && p.served.search.On) {
+	if _, ok := p.served.tool(tool); !ok && !(tool == searchToolName && p.served.search.On) {
 		tool = unknownToolLabel
 	}
 	p.tel.Metrics.ObserveCall(tool, metricOutcome(out.label, cancelled), d)

@@ -488,7 +488,7 @@ func TestForwardedRequestsShareTheRateLimit(t *testing.T) {
 	}
 	_, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "hello"})
 	var rpc *jsonrpc.Error
-	if !errors.As(err, &rpc) || rpc.Code != CodeRateLimitedRPC || !strings.HasPrefix(rpc.Message, "[rate_limited]") {
+	if !errors.As(err, &rpc) || rpc.Code != codeRateLimitedRPC || !strings.HasPrefix(rpc.Message, "[rate_limited]") {
 		t.Fatalf("prompt over the limit: %v", err)
 	}
 	var data struct {
@@ -499,7 +499,7 @@ func TestForwardedRequestsShareTheRateLimit(t *testing.T) {
 	if err := json.Unmarshal(rpc.Data, &data); err != nil || data.Code != "rate_limited" || !data.Retryable || data.RetryAfterMs <= 0 {
 		t.Fatalf("refusal data %s: %v", rpc.Data, err)
 	}
-	if _, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "up://note"}); !errors.As(err, &rpc) || rpc.Code != CodeRateLimitedRPC {
+	if _, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "up://note"}); !errors.As(err, &rpc) || rpc.Code != codeRateLimitedRPC {
 		t.Fatalf("read over the limit: %v", err)
 	}
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "x"}})

@@ -135,7 +135,7 @@ func TestKeyedBytesRecordedAsSent(t *testing.T) {
 			record := func(tool, key string) store.Record {
 				t.Helper()
 				runID, callID := unitOfWork("alice", tool, key)
-				rec, err := g.Store().GetRecord(ctx, store.RecordKey{Scope: JournalScope, RunID: runID, ToolCallID: callID})
+				rec, err := g.Store().GetRecord(ctx, store.RecordKey{Scope: journalScope, RunID: runID, ToolCallID: callID})
 				if err != nil {
 					t.Fatalf("record of %s: %v", key, err)
 				}

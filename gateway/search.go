@@ -21,10 +21,10 @@ import (
 // replaces the answer to tools/list, nothing else, so a tool the list
 // does not show is called by name through the one pipeline.
 
-// SearchToolName is the gateway's tool search tool (docs/reference/wire.md): it
+// searchToolName is the gateway's tool search tool (docs/reference/wire.md): it
 // takes {"query": string, "limit": int} and answers structuredContent
 // {"tools": [{"name", "description", "inputSchema", "score"}]}, best first.
-const SearchToolName = stablelist.Name
+const searchToolName = stablelist.Name
 
 // stableList returns the stable tools/list of a caller, and whether the
 // caller gets it.
@@ -78,7 +78,7 @@ func (p *pipeline) search(ctx context.Context, subject server.Subject, req *call
 		return p.served.visible(name, subject, req.info)
 	})
 	if err != nil {
-		return p.answer("", SearchToolName, nil, err)
+		return p.answer("", searchToolName, nil, err)
 	}
 	return callOutcome{label: outcomeOK, result: metatool.SearchResult(a, hits)}
 }

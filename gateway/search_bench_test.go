@@ -59,7 +59,7 @@ func BenchmarkGatewaySearch(b *testing.B) {
 	args := map[string]any{"query": "open a new pull request for my branch"}
 	b.ReportAllocs()
 	for b.Loop() {
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: SearchToolName, Arguments: args})
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: searchToolName, Arguments: args})
 		if err != nil || res.IsError {
 			b.Fatalf("%v %+v", err, res)
 		}

@@ -124,9 +124,9 @@ func searchHits(t *testing.T, cs *mcp.ClientSession, args map[string]any) ([]str
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: SearchToolName, Arguments: args})
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: searchToolName, Arguments: args})
 	if err != nil {
-		t.Fatalf("%s %v: %v", SearchToolName, args, err)
+		t.Fatalf("%s %v: %v", searchToolName, args, err)
 	}
 	text := res.Content[0].(*mcp.TextContent).Text
 	if res.IsError {
@@ -316,7 +316,7 @@ func TestStableToolsList(t *testing.T) {
 	bob1, bob2 := session(t, e.url, "bob-token"), session(t, e.url, "bob-token")
 	alice := session(t, e.url, "alice-token")
 
-	want := []string{SearchToolName, "tracker__close_issue", "tracker__create_issue", "tracker__list_issues"}
+	want := []string{searchToolName, "tracker__close_issue", "tracker__create_issue", "tracker__list_issues"}
 	if got := listNames(t, bob1); !slices.Equal(got, want) {
 		t.Fatalf("bob's list: %v, want %v", got, want)
 	}
@@ -324,7 +324,7 @@ func TestStableToolsList(t *testing.T) {
 	if second := listJSON(t, bob2); second != first {
 		t.Errorf("two sessions of bob differ:\n%s\n%s", first, second)
 	}
-	if got := listNames(t, alice); !slices.Equal(got, []string{SearchToolName, "tracker__close_issue"}) {
+	if got := listNames(t, alice); !slices.Equal(got, []string{searchToolName, "tracker__close_issue"}) {
 		t.Errorf("alice's list: %v", got)
 	}
 	if _, err := bob1.ListTools(context.Background(), &mcp.ListToolsParams{Cursor: "eyJ4IjoxfQ"}); err == nil || !strings.Contains(err.Error(), "one page") {
@@ -376,7 +376,7 @@ func TestUnlistedCallsGoThroughThePipeline(t *testing.T) {
 				e := newSearchEnv(t, stores[storeName](t), fmt.Sprintf(
 					"search: {enabled: true}\nhttp: {bytePath: %v}\ntools: {requireApproval: [mail__delete_email]}\nrateLimit: {maxCalls: 9, window: 1h}\n", bytePath))
 				alice, bob := session(t, e.url, "alice-token"), session(t, e.url, "bob-token")
-				if got := listNames(t, alice); !slices.Equal(got, []string{SearchToolName}) {
+				if got := listNames(t, alice); !slices.Equal(got, []string{searchToolName}) {
 					t.Fatalf("alice's list: %v", got)
 				}
 				call := func(cs *mcp.ClientSession, tool, key string) string {
@@ -393,7 +393,7 @@ func TestUnlistedCallsGoThroughThePipeline(t *testing.T) {
 					t.Errorf("a keyed call: %s, again %s, %d effects", first, again, e.mail.count("send_email"))
 				}
 				runID, callID := unitOfWork(server.Subject("alice"), "mail__send_email", "k1")
-				if r, err := e.g.Store().GetRecord(context.Background(), store.RecordKey{Scope: JournalScope, RunID: runID, ToolCallID: callID}); err != nil || r.State != store.StateSucceeded {
+				if r, err := e.g.Store().GetRecord(context.Background(), store.RecordKey{Scope: journalScope, RunID: runID, ToolCallID: callID}); err != nil || r.State != store.StateSucceeded {
 					t.Errorf("journal row: %+v, %v", r, err)
 				}
 				if got, missing := unknownShape(alice, "tracker__create_issue"), unknownShape(alice, "tracker__nope"); got != missing {
@@ -445,7 +445,7 @@ func TestSearchAutoOverBudget(t *testing.T) {
 		// 60 tokens: 240 bytes, over bob's six tools, not carol's one.
 		e := newSearchEnv(t, "", "disclosure: {budget: 60}\n")
 		bob, carol := session(t, e.url, "bob-token"), session(t, e.url, "carol-token")
-		if got := listNames(t, bob); !slices.Equal(got, []string{SearchToolName}) {
+		if got := listNames(t, bob); !slices.Equal(got, []string{searchToolName}) {
 			t.Errorf("bob over the budget: %v", got)
 		}
 		if got := listNames(t, carol); !slices.Equal(got, []string{"tracker__close_issue"}) {
@@ -461,7 +461,7 @@ func TestSearchAutoOverBudget(t *testing.T) {
 	t.Run("under", func(t *testing.T) {
 		e := newSearchEnv(t, "", "")
 		bob := session(t, e.url, "bob-token")
-		if got := listNames(t, bob); len(got) != 6 || slices.Contains(got, SearchToolName) {
+		if got := listNames(t, bob); len(got) != 6 || slices.Contains(got, searchToolName) {
 			t.Errorf("bob under the default budget: %v", got)
 		}
 		if got := search(t, bob, "close an issue"); len(got) == 0 || got[0] != "tracker__close_issue" {
@@ -476,7 +476,7 @@ func TestSearchAutoOverBudget(t *testing.T) {
 		if got := listNames(t, bob); !slices.Equal(got, want) {
 			t.Errorf("bob with search off: %v", got)
 		}
-		if got, missing := unknownShape(bob, SearchToolName), unknownShape(bob, "mail__nope"); got != missing {
+		if got, missing := unknownShape(bob, searchToolName), unknownShape(bob, "mail__nope"); got != missing {
 			t.Errorf("the search tool with search off: %s", got)
 		}
 	})

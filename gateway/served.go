@@ -84,7 +84,7 @@ func (m *servedMap) visible(name string, subject server.Subject, info server.Req
 	if !ok {
 		// The gateway's own search tool: every caller may call it, and it
 		// answers only what the caller may see.
-		return name == SearchToolName && m.search.On
+		return name == searchToolName && m.search.On
 	}
 	if name != toolset.DescribeToolName {
 		if len(m.allow) > 0 && !m.allow[name] {

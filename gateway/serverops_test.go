@@ -194,7 +194,7 @@ func TestInitializeSpendsTheRateLimit(t *testing.T) {
 		defer cs.Close()
 	}
 	rpc, err := refusedInit(t, url, "alice-token")
-	if rpc == nil || rpc.Code != CodeRateLimitedRPC || !strings.Contains(string(rpc.Data), `"code":"rate_limited"`) {
+	if rpc == nil || rpc.Code != codeRateLimitedRPC || !strings.Contains(string(rpc.Data), `"code":"rate_limited"`) {
 		t.Fatalf("4th initialize: %v, want rate_limited", err)
 	}
 	bob, err := connectAs(url, "bob-token")

@@ -12,7 +12,7 @@ func (p *pipeline) endSpan(span *tracing.Call, req *callRequest, out *callOutcom
 	o := tracing.Outcome{Label: out.label, Err: out.err, Replayed: out.replayed, Keyed: req.key != "", Front: req.front, Sender: out.sender}
 	if info, ok := p.served.tool(req.tool); ok {
 		o.Tool, o.Server = req.tool, info.Server
-	} else if req.tool == SearchToolName && p.served.search.On {
+	} else if req.tool == searchToolName && p.served.search.On {
 		o.Tool = req.tool
 	}
 	span.End(o)

@@ -121,19 +121,19 @@ func (c subjectContent) Do(ctx context.Context, server, subject string, req mcp.
 }
 
 // refusalRPC is a refusal as the JSON-RPC error of a forwarded request
-// (CodeRefusedRPC).
+// (codeRefusedRPC).
 func refusalRPC(r *refusal.Error) *jsonrpc.Error {
 	data, _ := json.Marshal(r.Result().StructuredContent)
-	return &jsonrpc.Error{Code: CodeRefusedRPC, Message: r.Text(), Data: data}
+	return &jsonrpc.Error{Code: codeRefusedRPC, Message: r.Text(), Data: data}
 }
 
-// CodeRefusedRPC is the JSON-RPC error code of a forwarded request (not a
+// codeRefusedRPC is the JSON-RPC error code of a forwarded request (not a
 // tools/call: resources/read, prompts/get, completion/complete) that the
 // gateway refused before it reached an upstream, for a refusal other than
-// rate_limited (CodeRateLimitedRPC): auth_required (the caller has not
+// rate_limited (codeRateLimitedRPC): auth_required (the caller has not
 // connected its own account to a server with auth: user; data carries the
 // connectURL) or denied (a server with auth: exchange, a caller without an
 // OAuth token). Its message is the refusal's text and its data the
 // refusal's structured content ({"code", "retryable", "connectURL"}), as
 // a refused tools/call carries them.
-const CodeRefusedRPC = -32032
+const codeRefusedRPC = -32032

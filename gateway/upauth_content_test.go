@@ -246,8 +246,8 @@ func refusedRPC(t *testing.T, err error) (code, connect string) {
 		Code       string `json:"code"`
 		ConnectURL string `json:"connectURL"`
 	}
-	if rpc.Code != CodeRefusedRPC || json.Unmarshal(rpc.Data, &data) != nil || !strings.HasPrefix(rpc.Message, "["+data.Code+"]") {
-		t.Fatalf("want code %d with the refusal as data, got %d %q %s", CodeRefusedRPC, rpc.Code, rpc.Message, rpc.Data)
+	if rpc.Code != codeRefusedRPC || json.Unmarshal(rpc.Data, &data) != nil || !strings.HasPrefix(rpc.Message, "["+data.Code+"]") {
+		t.Fatalf("want code %d with the refusal as data, got %d %q %s", codeRefusedRPC, rpc.Code, rpc.Message, rpc.Data)
 	}
 	return data.Code, data.ConnectURL
 }

@@ -125,7 +125,7 @@ func FuzzMCPConfig(f *testing.F) {
 // refExpand is an independent reference for Expand: strings.Replacer does a
 // single leftmost-first pass and never rescans replacement text.
 func refExpand(s string, v Vars) string {
-	return strings.NewReplacer(PlaceholderRoot, v.Root, PlaceholderData, v.Data).Replace(s)
+	return strings.NewReplacer(placeholderRoot, v.Root, placeholderData, v.Data).Replace(s)
 }
 
 // FuzzExpand checks Expand against the reference, including values that
@@ -136,14 +136,14 @@ func FuzzExpand(f *testing.F) {
 	f.Add("${PLUGIN_${PLUGIN_ROOT}ROOT}", "x", "y")
 	f.Add("$PLUGIN_ROOT ${HOME} ${plugin_root} ${PLUGIN_ROOT", "/r", "/d")
 	f.Fuzz(func(t *testing.T, s, root, data string) {
-		for _, v := range []Vars{{root, data}, {PlaceholderData, PlaceholderRoot}, {root + PlaceholderRoot, PlaceholderData + data}} {
+		for _, v := range []Vars{{root, data}, {placeholderData, placeholderRoot}, {root + placeholderRoot, placeholderData + data}} {
 			got, want := Expand(s, v), refExpand(s, v)
 			if got != want {
 				t.Fatalf("Expand(%q, %+v) = %q, want %q", s, v, got, want)
 			}
 		}
 		// Placeholder-free text is returned unchanged.
-		if !strings.Contains(s, PlaceholderRoot) && !strings.Contains(s, PlaceholderData) {
+		if !strings.Contains(s, placeholderRoot) && !strings.Contains(s, placeholderData) {
 			if got := Expand(s, Vars{root, data}); got != s {
 				t.Fatalf("Expand changed placeholder-free %q to %q", s, got)
 			}

@@ -33,12 +33,12 @@ func Expand(s string, v Vars) string {
 	b.Grow(len(s) + len(v.Root) + len(v.Data))
 	for i := 0; i < len(s); {
 		switch {
-		case strings.HasPrefix(s[i:], PlaceholderRoot):
+		case strings.HasPrefix(s[i:], placeholderRoot):
 			b.WriteString(v.Root)
-			i += len(PlaceholderRoot)
-		case strings.HasPrefix(s[i:], PlaceholderData):
+			i += len(placeholderRoot)
+		case strings.HasPrefix(s[i:], placeholderData):
 			b.WriteString(v.Data)
-			i += len(PlaceholderData)
+			i += len(placeholderData)
 		default:
 			b.WriteByte(s[i])
 			i++

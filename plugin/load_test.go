@@ -364,7 +364,7 @@ func TestManifestValues(t *testing.T) {
 	}
 	m := res.Plugin.Manifest
 	want := Manifest{
-		Schema: ManifestSchemaV1, Name: "plugin-name", Version: "1.2.0", Description: "Brief plugin description",
+		Schema: manifestSchemaV1, Name: "plugin-name", Version: "1.2.0", Description: "Brief plugin description",
 		Author:   &Author{Name: "Author Name", Email: "author@example.com", URL: "https://example.com"},
 		Homepage: "https://docs.example.com/plugin", Repository: "https://github.com/example/plugin", License: "MIT",
 		Keywords: []string{"keyword1", "keyword2"},

@@ -20,8 +20,8 @@ type versions struct {
 
 func defaultVersions() versions {
 	return versions{
-		manifest: map[string]string{ManifestSchemaV1: "1.0.0"},
-		mcp:      map[string]string{MCPSchemaV1: "1.0.0"},
+		manifest: map[string]string{manifestSchemaV1: "1.0.0"},
+		mcp:      map[string]string{mcpSchemaV1: "1.0.0"},
 	}
 }
 
@@ -56,17 +56,17 @@ func parseManifest(data []byte, vs versions) (m Manifest, version string, ds []d
 	// be judged.
 	rawSchema, present := byName["$schema"]
 	if !present {
-		bad(diag.ManifestInvalid, "5.3", "plugin.json is missing the required \"$schema\" field; set it to %q", ManifestSchemaV1)
+		bad(diag.ManifestInvalid, "5.3", "plugin.json is missing the required \"$schema\" field; set it to %q", manifestSchemaV1)
 		return Manifest{}, "", ds, false
 	}
 	schema, isStr := asString(rawSchema)
 	if !isStr {
-		bad(diag.ManifestInvalid, "5.3", "\"$schema\" must be a string, not %s; set it to %q", kindOf(rawSchema), ManifestSchemaV1)
+		bad(diag.ManifestInvalid, "5.3", "\"$schema\" must be a string, not %s; set it to %q", kindOf(rawSchema), manifestSchemaV1)
 		return Manifest{}, "", ds, false
 	}
 	version, known := vs.manifest[schema]
 	if !known {
-		bad(diag.UnsupportedSchemaVersion, "5.2", "\"$schema\" is %q, which is not an Agent Plugins version this client supports (it supports %q)", schema, ManifestSchemaV1)
+		bad(diag.UnsupportedSchemaVersion, "5.2", "\"$schema\" is %q, which is not an Agent Plugins version this client supports (it supports %q)", schema, manifestSchemaV1)
 		return Manifest{}, "", ds, false
 	}
 	m.Schema = schema

@@ -17,8 +17,8 @@ const mcpOrigin = "mcp.json"
 
 // Placeholders of §9.2.
 const (
-	PlaceholderRoot = "${PLUGIN_ROOT}"
-	PlaceholderData = "${PLUGIN_DATA}"
+	placeholderRoot = "${PLUGIN_ROOT}"
+	placeholderData = "${PLUGIN_DATA}"
 )
 
 // variantFields lists the fields of each closed server variant (§7.2.1).
@@ -52,15 +52,15 @@ func parseMCP(data []byte, manifestVersion string, vs versions, v Vars) (servers
 	schema, isStr := asString(rawSchema)
 	switch {
 	case !present:
-		top(diag.MCPInvalid, "7.2.1", "mcp.json is missing the required \"$schema\" field; set it to %q. MCP is disabled for this plugin", MCPSchemaV1)
+		top(diag.MCPInvalid, "7.2.1", "mcp.json is missing the required \"$schema\" field; set it to %q. MCP is disabled for this plugin", mcpSchemaV1)
 		return nil, ds, false
 	case !isStr:
-		top(diag.MCPInvalid, "7.2.1", "\"$schema\" in mcp.json must be a string, not %s; set it to %q. MCP is disabled for this plugin", kindOf(rawSchema), MCPSchemaV1)
+		top(diag.MCPInvalid, "7.2.1", "\"$schema\" in mcp.json must be a string, not %s; set it to %q. MCP is disabled for this plugin", kindOf(rawSchema), mcpSchemaV1)
 		return nil, ds, false
 	}
 	version, known := vs.mcp[schema]
 	if !known {
-		top(diag.UnsupportedSchemaVersion, "7.2.2", "mcp.json \"$schema\" is %q, which is not an Agent Plugins version this client supports (it supports %q); MCP is disabled for this plugin", schema, MCPSchemaV1)
+		top(diag.UnsupportedSchemaVersion, "7.2.2", "mcp.json \"$schema\" is %q, which is not an Agent Plugins version this client supports (it supports %q); MCP is disabled for this plugin", schema, mcpSchemaV1)
 		return nil, ds, false
 	}
 	if version != manifestVersion {
@@ -374,9 +374,9 @@ func formOf(cwd string) cwdForm {
 	switch {
 	case strings.HasPrefix(cwd, "./"):
 		return cwdRelative
-	case cwd == PlaceholderRoot || strings.HasPrefix(cwd, PlaceholderRoot+"/"):
+	case cwd == placeholderRoot || strings.HasPrefix(cwd, placeholderRoot+"/"):
 		return cwdRoot
-	case cwd == PlaceholderData || strings.HasPrefix(cwd, PlaceholderData+"/"):
+	case cwd == placeholderData || strings.HasPrefix(cwd, placeholderData+"/"):
 		return cwdData
 	}
 	return cwdInvalid

@@ -51,7 +51,7 @@ func secretName(name string) bool {
 // referencesPath reports whether a value is a path built on a placeholder
 // (a key file in the plugin or its data directory), not a literal secret.
 func referencesPath(v string) bool {
-	return strings.HasPrefix(v, PlaceholderRoot) || strings.HasPrefix(v, PlaceholderData)
+	return strings.HasPrefix(v, placeholderRoot) || strings.HasPrefix(v, placeholderData)
 }
 
 // secrets adds a secret-in-config warning for each credential-looking value

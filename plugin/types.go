@@ -9,8 +9,8 @@ import (
 // Canonical schema identifiers of Agent Plugins 1.0.0 (§5.2, §7.2.1). They
 // are recognized locally and never fetched.
 const (
-	ManifestSchemaV1 = "https://agent-plugins.org/schemas/1.0.0/plugin.schema.json"
-	MCPSchemaV1      = "https://agent-plugins.org/schemas/1.0.0/mcp.schema.json"
+	manifestSchemaV1 = "https://agent-plugins.org/schemas/1.0.0/plugin.schema.json"
+	mcpSchemaV1      = "https://agent-plugins.org/schemas/1.0.0/mcp.schema.json"
 )
 
 // Result is the outcome of Load. Exactly one of two things is true: the

@@ -38,9 +38,9 @@ const ReasonContractChanged = "tool description changed — poisoning risk"
 // tool whose contract was never pinned (see FirewallOptions.Unpinned).
 const ReasonNotPinned = "tool contract not pinned — approve to trust it"
 
-// DefaultCounterTTL is how long the firewall's counters live when
+// defaultCounterTTL is how long the firewall's counters live when
 // FirewallOptions.CounterTTL is zero: the journal's default record TTL.
-const DefaultCounterTTL = 24 * time.Hour
+const defaultCounterTTL = 24 * time.Hour
 
 // FirewallOptions configure NewFirewall.
 type FirewallOptions struct {
@@ -64,7 +64,7 @@ type FirewallOptions struct {
 	// checked against Contracts.
 	Unpinned Verdict
 	// CounterTTL is how long counters live after their last increment.
-	// Zero means DefaultCounterTTL.
+	// Zero means 24 hours.
 	CounterTTL time.Duration
 	// Scope separates the counters of independent deployments sharing one
 	// store (it should match the journal's scope). May be empty.
@@ -76,8 +76,8 @@ type FirewallOptions struct {
 // ErrInvalidOptions is returned (wrapped) by NewFirewall for bad options.
 var ErrInvalidOptions = errors.New("policy: invalid firewall options")
 
-// Firewall is the MCP firewall Guard built by NewFirewall.
-type Firewall struct {
+// firewall is the MCP firewall Guard built by NewFirewall.
+type firewall struct {
 	allow     map[string]struct{}
 	deny      map[string]struct{}
 	max       int64
@@ -89,9 +89,9 @@ type Firewall struct {
 	now       func() time.Time
 }
 
-var _ Pure = (*Firewall)(nil)
+var _ Pure = (*firewall)(nil)
 
-// NewFirewall returns the MCP firewall as a Guard (a *Firewall). See the
+// NewFirewall returns the MCP firewall as a Guard (one that is Pure when it counts nothing). See the
 // package documentation for the order of its checks and how it counts.
 func NewFirewall(opts FirewallOptions) (Guard, error) {
 	if opts.MaxCallsPerRun < 0 {
@@ -103,7 +103,7 @@ func NewFirewall(opts FirewallOptions) (Guard, error) {
 	if opts.CounterTTL < 0 {
 		return nil, fmt.Errorf("%w: CounterTTL %v is negative", ErrInvalidOptions, opts.CounterTTL)
 	}
-	f := &Firewall{
+	f := &firewall{
 		allow:     toSet(opts.Allow),
 		deny:      toSet(opts.Deny),
 		max:       int64(opts.MaxCallsPerRun),
@@ -121,7 +121,7 @@ func NewFirewall(opts FirewallOptions) (Guard, error) {
 		return nil, fmt.Errorf("%w: Unpinned verdict %q", ErrInvalidOptions, opts.Unpinned)
 	}
 	if f.ttl == 0 {
-		f.ttl = DefaultCounterTTL
+		f.ttl = defaultCounterTTL
 	}
 	if f.now == nil {
 		f.now = time.Now
@@ -138,7 +138,7 @@ func toSet(names []string) map[string]struct{} {
 }
 
 // Check applies the firewall to c.
-func (f *Firewall) Check(ctx context.Context, c Call) (Decision, error) {
+func (f *firewall) Check(ctx context.Context, c Call) (Decision, error) {
 	if _, ok := f.deny[c.Tool]; ok {
 		return Denied(refusal.Denied, fmt.Sprintf("tool %q is blocked by the firewall's deny list", c.Tool)), nil
 	}
@@ -181,11 +181,11 @@ func (f *Firewall) Check(ctx context.Context, c Call) (Decision, error) {
 // Pure reports whether Check changes nothing: true unless the firewall
 // counts calls (MaxCallsPerRun > 0). Contracts, when set, must only look
 // contracts up.
-func (f *Firewall) Pure() bool { return f.max == 0 }
+func (f *firewall) Pure() bool { return f.max == 0 }
 
 // count returns the call's ordinal among the distinct calls of its tool in
 // its run, counting it if it was not counted before.
-func (f *Firewall) count(ctx context.Context, c Call) (int64, error) {
+func (f *firewall) count(ctx context.Context, c Call) (int64, error) {
 	now := f.now()
 	exp := now.Add(f.ttl)
 	total := store.Key("fw", f.scope, c.RunID, c.Tool)

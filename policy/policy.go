@@ -141,9 +141,6 @@ func (f PureFunc) Check(ctx context.Context, c Call) (Decision, error) { return 
 // Pure reports true.
 func (PureFunc) Pure() bool { return true }
 
-// Policy is the agent-facing name of a Guard.
-type Policy = Guard
-
 // ErrInvalidDecision is returned (wrapped) by Evaluate and Compose when a
 // guard answers a verdict that is not allow, deny or require_approval.
 var ErrInvalidDecision = errors.New("policy: invalid decision")

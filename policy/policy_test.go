@@ -167,7 +167,7 @@ func TestReadOnly(t *testing.T) {
 }
 
 func TestAllowAll(t *testing.T) {
-	var p policy.Policy = policy.AllowAll()
+	var p policy.Guard = policy.AllowAll()
 	d, err := p.Check(ctx, policy.Call{Tool: "anything"})
 	if err != nil || d.Verdict != policy.Allow {
 		t.Fatalf("%+v %v", d, err)

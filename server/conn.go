@@ -12,19 +12,19 @@ import (
 	"time"
 )
 
-// Defaults of [HTTPLimits].
+// Defaults of [HTTPLimits] (its fields say them).
 const (
-	// DefaultReadHeaderTimeout bounds reading a request's headers.
-	DefaultReadHeaderTimeout = 10 * time.Second
-	// DefaultReadTimeout bounds reading a whole request, headers and body.
-	DefaultReadTimeout = 30 * time.Second
-	// DefaultWriteTimeout bounds each write of an answer.
-	DefaultWriteTimeout = 30 * time.Second
-	// DefaultConnIdleTimeout closes a keep-alive connection idle this long.
-	DefaultConnIdleTimeout = 2 * time.Minute
-	// DefaultUnauthenticatedIdleTimeout closes sooner an idle connection
+	// defaultReadHeaderTimeout bounds reading a request's headers.
+	defaultReadHeaderTimeout = 10 * time.Second
+	// defaultReadTimeout bounds reading a whole request, headers and body.
+	defaultReadTimeout = 30 * time.Second
+	// defaultWriteTimeout bounds each write of an answer.
+	defaultWriteTimeout = 30 * time.Second
+	// defaultConnIdleTimeout closes a keep-alive connection idle this long.
+	defaultConnIdleTimeout = 2 * time.Minute
+	// defaultUnauthenticatedIdleTimeout closes sooner an idle connection
 	// none of whose requests was authenticated.
-	DefaultUnauthenticatedIdleTimeout = 10 * time.Second
+	defaultUnauthenticatedIdleTimeout = 10 * time.Second
 	// DefaultMaxConns caps the connections open at once.
 	DefaultMaxConns = 16384
 )
@@ -65,7 +65,8 @@ type HTTPLimits struct {
 	// gateway is sized for 10,000 idle sessions). Beyond
 	// it, Serve accepts no more until one closes: the others wait in the
 	// kernel's backlog, while the open connections keep being served.
-	// A process with several listeners takes each one's from [SplitFDs].
+	// A process with several listeners splits its file-descriptor limit
+	// among their caps (`gatehouse serve` does).
 	MaxConns int
 }
 
@@ -88,11 +89,11 @@ func (l HTTPLimits) resolve() (HTTPLimits, error) {
 			*d = v
 		}
 	}
-	def(&l.ReadTimeout, DefaultReadTimeout)
-	def(&l.ReadHeaderTimeout, min(DefaultReadHeaderTimeout, l.ReadTimeout))
-	def(&l.WriteTimeout, DefaultWriteTimeout)
-	def(&l.IdleTimeout, DefaultConnIdleTimeout)
-	def(&l.UnauthenticatedIdleTimeout, min(DefaultUnauthenticatedIdleTimeout, l.IdleTimeout))
+	def(&l.ReadTimeout, defaultReadTimeout)
+	def(&l.ReadHeaderTimeout, min(defaultReadHeaderTimeout, l.ReadTimeout))
+	def(&l.WriteTimeout, defaultWriteTimeout)
+	def(&l.IdleTimeout, defaultConnIdleTimeout)
+	def(&l.UnauthenticatedIdleTimeout, min(defaultUnauthenticatedIdleTimeout, l.IdleTimeout))
 	l.ReadHeaderTimeout = min(l.ReadHeaderTimeout, l.ReadTimeout)
 	l.UnauthenticatedIdleTimeout = min(l.UnauthenticatedIdleTimeout, l.IdleTimeout)
 	if l.MaxConns == 0 {

@@ -57,10 +57,10 @@
 // write, so that an SSE stream lasts as long as it has something to say),
 // how long idle connections live (shorter for those that never
 // authenticated), and how many are open at once. It is the one policy of
-// every listener of a process: [SplitFDs] splits the process's
-// file-descriptor limit ([FDLimit]) among its listeners' caps, keeping a
-// reserve for everything else, so that no listener's flood starves
-// another or the process.
+// every listener of a process: `gatehouse serve` splits the process's
+// file-descriptor limit among its listeners' caps, keeping a reserve for
+// everything else, so that no listener's flood starves another or the
+// process.
 //
 // Everything is built from go-sdk receiving middleware around an ordinary
 // [mcp.Server]: schema validation, progress, cancellation and the rest of the

@@ -141,7 +141,7 @@ func ExampleServer_AdmitCall() {
 	noon := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC) // a fixed clock keeps the output steady
 	var err error
 	srv, err = server.New(server.Options{
-		Setup: func(s *mcp.Server) {
+		Setup: func(s *mcp.Server, _ bool) {
 			s.AddTool(&mcp.Tool{Name: "ping", Description: "Answers pong.", InputSchema: json.RawMessage(`{"type":"object"}`)}, ping)
 		},
 		DeferCallAdmission: true,

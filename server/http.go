@@ -11,9 +11,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// DefaultMaxBodyBytes bounds a request body when HTTPOptions.MaxBodyBytes
+// defaultMaxBodyBytes bounds a request body when HTTPOptions.MaxBodyBytes
 // is zero.
-const DefaultMaxBodyBytes = 4 << 20
+const defaultMaxBodyBytes = 4 << 20
 
 // DefaultIdleTimeout closes a stateful session that has received no request
 // for this long, when HTTPOptions.IdleTimeout is zero.
@@ -38,7 +38,7 @@ type HTTPOptions struct {
 	// required scopes, expiry handling). Nil means defaults.
 	Bearer *auth.RequireBearerTokenOptions
 	// MaxBodyBytes bounds a request body; a larger one gets 413. Zero means
-	// DefaultMaxBodyBytes.
+	// 4 MiB.
 	MaxBodyBytes int64
 	// JSONResponse answers with application/json rather than an SSE
 	// stream where the protocol allows it.
@@ -69,7 +69,7 @@ func (s *Server) Handler(opts *HTTPOptions) (http.Handler, error) {
 		o = *opts
 	}
 	if o.MaxBodyBytes <= 0 {
-		o.MaxBodyBytes = DefaultMaxBodyBytes
+		o.MaxBodyBytes = defaultMaxBodyBytes
 	}
 	idle := o.IdleTimeout
 	switch {

@@ -149,9 +149,11 @@ type Options struct {
 	// Tools maps a tool name to the tool.
 	Tools map[string]Tool
 	// Setup, when set, registers more on each underlying mcp.Server (once
-	// for HTTP and other transports, once more for stdio): resources,
-	// prompts, tools. Every tool, however registered, is protected.
-	Setup func(s *mcp.Server)
+	// for HTTP and other transports, once more for the local one of
+	// [Server.ServeStdio] and [Server.ServeLocal], with local true):
+	// resources, prompts, tools. Every tool, however registered, is
+	// protected.
+	Setup func(s *mcp.Server, local bool)
 
 	// Identify maps what the transport authenticated to a subject. It is
 	// called for each tools/list and tools/call on every transport but
@@ -343,7 +345,7 @@ func (s *Server) build(local bool) (m *mcp.Server, err error) {
 		t.add(m, &def)
 	}
 	if s.opts.Setup != nil {
-		s.opts.Setup(m)
+		s.opts.Setup(m, local)
 	}
 	m.AddReceivingMiddleware(s.middleware(local))
 	return m, nil

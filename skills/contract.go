@@ -6,12 +6,12 @@ import (
 	"github.com/gatehouse-dev/gatehouse/internal/pin"
 )
 
-// Contract is what trust pins for a skill: its identity, its description as
+// contract is what trust pins for a skill: its identity, its description as
 // a model reads it, the SHA-256 of its SKILL.md and its files with their
 // sizes and hashes. A change to any byte of SKILL.md (the body or the front
 // matter), to a served file, or to the list of files, changes the
 // Fingerprint.
-type Contract struct {
+type contract struct {
 	Plugin      string
 	Name        string
 	Description string
@@ -23,14 +23,14 @@ type Contract struct {
 	Files []File
 }
 
-// Contract returns the contract of the skill (plugin, name), and whether the
+// contract returns the contract of the skill (plugin, name), and whether the
 // catalog has it.
-func (c *Catalog) Contract(plugin, name string) (Contract, bool) {
+func (c *Catalog) contract(plugin, name string) (contract, bool) {
 	e := c.lookup(plugin, name)
 	if e == nil {
-		return Contract{}, false
+		return contract{}, false
 	}
-	return Contract{
+	return contract{
 		Plugin:      e.Plugin,
 		Name:        e.Name,
 		Description: e.Description,
@@ -44,7 +44,7 @@ func (c *Catalog) Contract(plugin, name string) (Contract, bool) {
 // part of it, since it follows from its Path). A contract from a Catalog has
 // only valid UTF-8 and always has a fingerprint; in one built by hand, bytes
 // that are not valid UTF-8 are fingerprinted as U+FFFD.
-func (k Contract) Fingerprint() string {
+func (k contract) fingerprint() string {
 	v := func(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }
 	pc := pin.SkillContract{
 		Plugin:      v(k.Plugin),
@@ -63,4 +63,15 @@ func (k Contract) Fingerprint() string {
 		panic("skills: " + err.Error())
 	}
 	return fp
+}
+
+// Fingerprint returns the pin fingerprint of the skill (plugin, name): what
+// trust records for it, so that any change of its description, body or
+// files is drift. It reports false when the catalog has no such skill.
+func (c *Catalog) Fingerprint(plugin, name string) (string, bool) {
+	k, ok := c.contract(plugin, name)
+	if !ok {
+		return "", false
+	}
+	return k.fingerprint(), true
 }

@@ -29,7 +29,7 @@
 //     listed, and Body and ReadFile serve only the bytes New hashed: content
 //     changed on disk since is refused with ErrChanged until a new Catalog is
 //     built (and its contracts judged by trust). So what a model reads is
-//     what Contract pinned.
+//     what the contract pinned.
 //   - Size. A body or file over Options.MaxFileBytes (1 MiB by default) is
 //     refused with ErrTooLarge; its size is checked before reading, and the
 //     read goes through an io.LimitReader, so a 50 MiB reference is never
@@ -46,7 +46,7 @@
 //
 // It does not promise that a skill's text is harmless: a skill is
 // instructions a model will follow, like a tool description. Trust pins a
-// skill's Contract (Fingerprint) so that a change is drift; the index's
+// skill's contract (its fingerprint) so that a change is drift; the index's
 // framing tells the model that descriptions are information, not orders.
 //
 // # Trust

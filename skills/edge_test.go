@@ -177,15 +177,15 @@ func TestSameBytesOutsideRefused(t *testing.T) {
 func TestContractAndLookupMisses(t *testing.T) {
 	p := newPlugin(t, "acme", map[string]string{"skills/greet/SKILL.md": skillMD("greet", "Greets.", "Body.\n")})
 	cat, _ := skills.New([]*plugin.Plugin{p}, nil)
-	if _, ok := cat.Contract("acme", "nope"); ok {
+	if _, ok := skills.ContractOf(cat, "acme", "nope"); ok {
 		t.Fatal("contract of a missing skill")
 	}
 	if _, ok := cat.Lookup("nope", "greet"); ok {
 		t.Fatal("lookup of a missing plugin")
 	}
-	k, ok := cat.Contract("acme", "greet")
+	k, ok := skills.ContractOf(cat, "acme", "greet")
 	again, _ := skills.New([]*plugin.Plugin{p}, nil)
-	k2, _ := again.Contract("acme", "greet")
+	k2, _ := skills.ContractOf(again, "acme", "greet")
 	if !ok || k.Fingerprint() != k2.Fingerprint() || len(k.Fingerprint()) != 64 {
 		t.Fatal("the fingerprint of an unchanged skill changed")
 	}

@@ -78,7 +78,7 @@ func TestWithout(t *testing.T) {
 	if _, ok := w.Lookup("acme", "deploy"); ok || w.Len() != 1 || strings.Contains(w.Index(), "deploy") {
 		t.Fatalf("withheld skill still there: %v", w.Skills())
 	}
-	if _, ok := w.Contract("acme", "deploy"); ok {
+	if _, ok := skills.ContractOf(w, "acme", "deploy"); ok {
 		t.Fatal("withheld skill has a contract")
 	}
 	if _, err := w.Body(t.Context(), "acme", "deploy"); err == nil {

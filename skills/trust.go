@@ -20,7 +20,7 @@ import (
 // servers, through package trust: a skill is text a model will follow, like
 // a tool description, so a skill that changes on disk after it was trusted
 // is drift, withheld until an operator trusts it again. Each skill's
-// contract (Contract) is a pin (Contract.Fingerprint) with a contract view
+// contract (contract) is a pin (contract.fingerprint) with a contract view
 // for review, and a plugin's skills are one trust.Pinned listing under the
 // row Owner(plugin); trust judges, records, enforces and trusts it like a
 // server's listing (see doc.go).
@@ -84,7 +84,7 @@ type fileView struct {
 
 // view is the JSON object a change and a baseline entry keep for c, with
 // the body read from cat.
-func view(ctx context.Context, cat *Catalog, c Contract, fp string) ([]byte, error) {
+func view(ctx context.Context, cat *Catalog, c contract, fp string) ([]byte, error) {
 	v := contractView{Fingerprint: fp, Plugin: c.Plugin, Name: c.Name, Description: c.Description,
 		BodySHA256: c.BodySHA256, Files: make(map[string]fileView, len(c.Files))}
 	if body, err := cat.Body(ctx, c.Plugin, c.Name); err == nil {
@@ -114,12 +114,12 @@ func pinned(ctx context.Context, cat *Catalog, plugin string, names []string) (t
 	var unpinnable []string
 	for _, name := range names {
 		key := store.BaselineKey{Kind: store.KindSkill, Name: name}
-		c, ok := cat.Contract(plugin, name)
+		c, ok := cat.contract(plugin, name)
 		if !ok || key.Validate() != nil {
 			unpinnable = append(unpinnable, name)
 			continue
 		}
-		fp := c.Fingerprint()
+		fp := c.fingerprint()
 		v, err := view(ctx, cat, c, fp)
 		if ctx.Err() != nil {
 			return trust.Pinned{}, nil, ctx.Err()
@@ -133,9 +133,9 @@ func pinned(ctx context.Context, cat *Catalog, plugin string, names []string) (t
 	return p, unpinnable, nil
 }
 
-// ErrNoInstance is Apply's error when it is given no instance name: drift
+// errNoInstance is Apply's error when it is given no instance name: drift
 // is recorded under the name of the instance that saw it.
-var ErrNoInstance = errors.New("skills: no instance name to record drift under")
+var errNoInstance = errors.New("skills: no instance name to record drift under")
 
 // DriftEvent is one skill that is not served as the catalog has it, worded for
 // a person (names through pin.SanitizeName; never a description or a
@@ -190,7 +190,7 @@ func Apply(ctx context.Context, st trust.Store, cat *Catalog, instance string) (
 		names := byPlugin[p]
 		var w map[string]bool
 		var evs []DriftEvent
-		err := ErrNoInstance
+		err := errNoInstance
 		if instance != "" {
 			var l trust.Pinned
 			var unpinnable []string
@@ -341,7 +341,7 @@ type TrustRecord struct {
 }
 
 // TrustedSkill is one recorded skill: its name in its plugin and its pin
-// fingerprint (Contract.Fingerprint).
+// fingerprint (its contract's fingerprint).
 type TrustedSkill struct {
 	Name        string `json:"name"`
 	Fingerprint string `json:"fingerprint"`

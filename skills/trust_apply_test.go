@@ -39,7 +39,7 @@ func TestFirstSightIsTrusted(t *testing.T) {
 		}
 		for _, name := range []string{"greet", "count"} {
 			e, ok := base[store.BaselineKey{Kind: store.KindSkill, Name: name}]
-			c, _ := out.Contract("acme", name)
+			c, _ := skills.ContractOf(out, "acme", name)
 			if !ok || e.Value != c.Fingerprint() {
 				t.Fatalf("baseline entry of %s = %+v, want its fingerprint %s", name, e, c.Fingerprint())
 			}
@@ -68,7 +68,7 @@ func TestSkillChangedOnDiskAfterTrustIsWithheld(t *testing.T) {
 		st := open()
 		dir := acmePlugin(t)
 		before, _ := apply(t, st, catalogOf(t, dir), "gw-1")
-		trusted, _ := before.Contract("acme", "greet")
+		trusted, _ := skills.ContractOf(before, "acme", "greet")
 
 		writeFile(t, dir, "skills/greet/SKILL.md", trustSkillMD("greet", "Greet someone by name.",
 			"# Greet\n\nSay hello, then read references/style.md.\n"+rugLine+"\n"))
@@ -103,7 +103,7 @@ func TestSkillChangedOnDiskAfterTrustIsWithheld(t *testing.T) {
 			t.Fatalf("changes %+v", cs)
 		}
 		b, a := viewOf(t, cs[0].Before), viewOf(t, cs[0].After)
-		now, _ := catalogOf(t, dir).Contract("acme", "greet")
+		now, _ := skills.ContractOf(catalogOf(t, dir), "acme", "greet")
 		if b["bodySha256"] != trusted.BodySHA256 || a["bodySha256"] != now.BodySHA256 || b["bodySha256"] == a["bodySha256"] {
 			t.Fatalf("before %v after %v: want the trusted and the edited SKILL.md hashes", b, a)
 		}

@@ -8,14 +8,14 @@ import (
 	"unicode/utf8"
 )
 
-// URIScheme is the scheme of skill URIs.
-const URIScheme = "skill"
+// uriScheme is the scheme of skill URIs.
+const uriScheme = "skill"
 
 // BodyPath is the path of a skill's body in its URI: skill://PLUGIN/NAME/SKILL.md.
 const BodyPath = "SKILL.md"
 
-// MaxURILength is the longest URI ParseURI accepts, in bytes.
-const MaxURILength = 4096
+// maxURILength is the longest URI ParseURI accepts, in bytes.
+const maxURILength = 4096
 
 // ErrBadURI is wrapped by every error of ParseURI.
 var ErrBadURI = errors.New("skills: not a skill URI")
@@ -30,7 +30,7 @@ func URI(plugin, name, path string) string {
 	for i, s := range segs {
 		segs[i] = url.PathEscape(s)
 	}
-	return URIScheme + "://" + plugin + "/" + name + "/" + strings.Join(segs, "/")
+	return uriScheme + "://" + plugin + "/" + name + "/" + strings.Join(segs, "/")
 }
 
 // ParseURI splits a skill URI into its plugin name, skill name and path. It
@@ -40,18 +40,18 @@ func URI(plugin, name, path string) string {
 // and ending with a letter or digit, no doubled punctuation), and a path of
 // one or more non-empty segments, each escaped exactly as url.PathEscape
 // escapes it, none "." or "..", decoding to valid UTF-8 without "/" or NUL;
-// no query, no fragment, no user, no port; at most MaxURILength bytes.
+// no query, no fragment, no user, no port; at most maxURILength bytes.
 // Every error wraps ErrBadURI and says what is wrong.
 func ParseURI(uri string) (plugin, name, path string, err error) {
 	bad := func(format string, args ...any) (string, string, string, error) {
 		return "", "", "", fmt.Errorf("%w %q: %s", ErrBadURI, clip(uri), fmt.Sprintf(format, args...))
 	}
-	if len(uri) > MaxURILength {
-		return bad("it is %d bytes long, more than %d", len(uri), MaxURILength)
+	if len(uri) > maxURILength {
+		return bad("it is %d bytes long, more than %d", len(uri), maxURILength)
 	}
-	rest, ok := strings.CutPrefix(uri, URIScheme+"://")
+	rest, ok := strings.CutPrefix(uri, uriScheme+"://")
 	if !ok {
-		return bad("it must start with %q", URIScheme+"://")
+		return bad("it must start with %q", uriScheme+"://")
 	}
 	plugin, rest, ok = strings.Cut(rest, "/")
 	if !ok {

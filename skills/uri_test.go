@@ -60,7 +60,7 @@ func TestParseURIErrors(t *testing.T) {
 		{"skill://hello/greet/a b", "not escaped the one way"},
 		{"skill://hello/greet/%41.md", "not escaped the one way"},
 		{"skill://hello/greet/%c3%a9.md", "not escaped the one way"},
-		{"skill://hello/greet/" + strings.Repeat("a", skills.MaxURILength), "bytes long"},
+		{"skill://hello/greet/" + strings.Repeat("a", 4096), "bytes long"},
 	} {
 		p, n, f, err := skills.ParseURI(c.uri)
 		if !errors.Is(err, skills.ErrBadURI) || !strings.Contains(err.Error(), c.want) {

@@ -116,8 +116,8 @@ func (w *Watcher) Check(ctx context.Context, cat *Catalog, rebuild bool) error {
 func signature(cat *Catalog) []string {
 	out := []string{}
 	for _, s := range cat.Skills() {
-		c, _ := cat.Contract(s.Plugin, s.Name)
-		out = append(out, s.Plugin, s.Name, c.Fingerprint())
+		c, _ := cat.contract(s.Plugin, s.Name)
+		out = append(out, s.Plugin, s.Name, c.fingerprint())
 	}
 	return out
 }

@@ -7,8 +7,8 @@ import (
 	"strings"
 )
 
-// EnvStore is the environment variable that overrides a configured DSN.
-const EnvStore = "GATEHOUSE_STORE"
+// envStore is the environment variable that overrides a configured DSN.
+const envStore = "GATEHOUSE_STORE"
 
 // Kind is the kind of store a DSN names.
 type Kind string
@@ -58,7 +58,7 @@ func (d DSN) String() string {
 // DSNFromEnv returns $GATEHOUSE_STORE when it is set and not empty, and
 // configured otherwise. Callers decide whether to apply it.
 func DSNFromEnv(configured string) string {
-	if v := os.Getenv(EnvStore); v != "" {
+	if v := os.Getenv(envStore); v != "" {
 		return v
 	}
 	return configured

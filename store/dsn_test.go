@@ -95,11 +95,11 @@ func TestParseDSNErrors(t *testing.T) {
 }
 
 func TestDSNFromEnv(t *testing.T) {
-	t.Setenv(store.EnvStore, "")
+	t.Setenv("GATEHOUSE_STORE", "")
 	if got := store.DSNFromEnv("sqlite:a.db"); got != "sqlite:a.db" {
 		t.Fatalf("unset env: %q", got)
 	}
-	t.Setenv(store.EnvStore, "memory:")
+	t.Setenv("GATEHOUSE_STORE", "memory:")
 	if got := store.DSNFromEnv("sqlite:a.db"); got != "memory:" {
 		t.Fatalf("set env: %q", got)
 	}

@@ -62,7 +62,7 @@
 // event (Drift) and a tool-drift diagnostic. Plain resources are not
 // pinned.
 //
-// A server's row ID is ServerID(config) ("<plugin>/<server>", or
+// A server's row ID is trust.RowID(config) ("<plugin>/<server>", or
 // "config:<server>" without a plugin) unless Server.ID sets one. A row
 // holds the id, name, transport type, the URL without userinfo, query or
 // fragment (empty for stdio), the last published catalogue and the

@@ -359,14 +359,14 @@ func TestReconnectRelistQuarantines(t *testing.T) {
 }
 
 func TestServerIDs(t *testing.T) {
-	if got := ServerID(plugin.ServerConfig{Name: "bank", PluginName: "acme"}); got != "acme/bank" {
+	if got := trust.RowID(plugin.ServerConfig{Name: "bank", PluginName: "acme"}); got != "acme/bank" {
 		t.Error(got)
 	}
-	if got := ServerID(plugin.ServerConfig{Name: "bank"}); got != "config:bank" {
+	if got := trust.RowID(plugin.ServerConfig{Name: "bank"}); got != "config:bank" {
 		t.Error(got)
 	}
 	// A plugin named "config" does not collide with a config server.
-	if ServerID(plugin.ServerConfig{Name: "x", PluginName: "config"}) == ServerID(plugin.ServerConfig{Name: "x"}) {
+	if trust.RowID(plugin.ServerConfig{Name: "x", PluginName: "config"}) == trust.RowID(plugin.ServerConfig{Name: "x"}) {
 		t.Error("collision")
 	}
 	// Two servers with one ID get distinct, stable IDs.

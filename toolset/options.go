@@ -8,6 +8,8 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/trust"
+
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -31,7 +33,7 @@ type Server struct {
 	// are always inline.
 	AlwaysLoad bool
 	// ID is the server's row ID in Options.Store; empty means
-	// ServerID(Config).
+	// trust.RowID(Config).
 	ID string
 
 	// Transport, when set, replaces the transport built from Config (an
@@ -121,7 +123,7 @@ type Options struct {
 	// PostgreSQL, memory: the caller picks). Nil means nothing is kept
 	// beyond this Toolset: drift is still judged on every re-listing (a
 	// reconnect), against the first listing this Toolset saw.
-	Store Store
+	Store trust.Store
 	// Wake builds the tool map from the catalogues in Store with no
 	// connection, launch or request to any server, then reconciles in the
 	// background (see Reconcile). A server without a row in Store gets a
@@ -224,7 +226,7 @@ type ToolInfo struct {
 	Disclosure Tier `json:"disclosure"`
 	// State is active or quarantined.
 	State State `json:"state"`
-	// ServerID is the server's row ID in the store (see ServerID).
+	// ServerID is the server's row ID in the store (see trust.RowID).
 	ServerID string `json:"serverId,omitempty"`
 	// Annotations are the server's hints, as information only: nothing in
 	// Gatehouse decides on them.

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/trust"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gatehouse-dev/gatehouse/internal/fixture/testserver"
@@ -47,7 +49,7 @@ const (
 // ObserveListing (the others read); each call counts one write, whatever it
 // changes.
 type countingStore struct {
-	Store
+	trust.Store
 	puts, saves, clears, observes atomic.Int64
 }
 

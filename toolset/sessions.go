@@ -22,14 +22,14 @@ import (
 // each of those sessions is judged too, by the same judge, before anything
 // goes through it and again when it announces a changed list.
 
-// SessionsSeenBy is appended to Options.Instance to name, in the drift
+// sessionsSeenBy is appended to Options.Instance to name, in the drift
 // observations (store.Observation.SeenBy), what this instance saw on a
 // server's sessions other than its shared one. Kept apart from the shared
 // session's own observations, such drift is closed by nothing but a trust
 // (the shared session's listing, still the trusted one, does not close
 // it), and it is enforced on this instance as on every other
 // (judge.Enforce applies what others saw).
-const SessionsSeenBy = "/sessions"
+const sessionsSeenBy = "/sessions"
 
 // Judge lists sess, a session to the server other than its shared one (a
 // relay's for one caller, a subject's own with its own token), and judges
@@ -39,7 +39,7 @@ const SessionsSeenBy = "/sessions"
 // its decisions already hold for every caller (no store access). Any other
 // is judged against the server's trusted baseline, and its drift (a tool,
 // prompt or resource template changed, added or removed) is recorded in
-// the store as an observation (seen by Options.Instance + SessionsSeenBy)
+// the store as an observation (seen by Options.Instance + sessionsSeenBy)
 // and enforced at once, here and on every instance sharing the store: a
 // changed tool is quarantined for every caller (Options.OnChange follows),
 // an added one is withheld as everywhere. A session that publishes a
@@ -127,7 +127,7 @@ func (c *conn) judgeSession(ctx context.Context, sess *mcp.ClientSession) error 
 func (c *conn) observeSession(ctx context.Context, fp trust.Prints) (quarantines bool, head int64, err error) {
 	c.relistMu.Lock()
 	defer c.relistMu.Unlock()
-	return c.ts.ledger.ObserveSession(ctx, c.trusted(), fp, c.ts.instance+SessionsSeenBy)
+	return c.ts.ledger.ObserveSession(ctx, c.trusted(), fp, c.ts.instance+sessionsSeenBy)
 }
 
 // sessionChanged has one of the server's other sessions judged again in

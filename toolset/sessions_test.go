@@ -52,7 +52,7 @@ func sessionObservations(t *testing.T, st store.Store, id string) []store.Observ
 	}
 	var out []store.Observation
 	for _, o := range obs {
-		if o.SeenBy == "gw-1"+SessionsSeenBy {
+		if o.SeenBy == "gw-1"+sessionsSeenBy {
 			out = append(out, o)
 		}
 	}
@@ -147,7 +147,7 @@ func TestConnectJudgesNewSession(t *testing.T) {
 	}
 	// The drift event names who saw it (sanitized).
 	for _, d := range ts.Drift() {
-		if d.Decision.Tool == "pay" && d.Decision.Action == pin.Quarantined && strings.Contains(d.Diagnostic.Message, pin.SanitizeName("gw-1"+SessionsSeenBy)) {
+		if d.Decision.Tool == "pay" && d.Decision.Action == pin.Quarantined && strings.Contains(d.Diagnostic.Message, pin.SanitizeName("gw-1"+sessionsSeenBy)) {
 			return
 		}
 	}

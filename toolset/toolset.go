@@ -122,7 +122,7 @@ func Open(ctx context.Context, servers []Server, opts *Options) (*Toolset, error
 		c := &conn{ts: t, srv: s, name: s.Config.Name, idx: i, id: s.ID}
 		c.up = &Upstream{c: c}
 		if c.id == "" {
-			c.id = ServerID(s.Config)
+			c.id = trust.RowID(s.Config)
 		}
 		t.conns = append(t.conns, c)
 		refs[i] = projection.ServerRef{Name: s.Config.Name, Prefix: s.Prefix}

@@ -10,23 +10,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gatehouse-dev/gatehouse/diag"
-	"github.com/gatehouse-dev/gatehouse/plugin"
 	"github.com/gatehouse-dev/gatehouse/trust"
 )
-
-// Store is what a Toolset persists through: server rows (the last published
-// catalogue, for waking), trust baselines and drift observations (for
-// drift): trust.Store. store.Store, and so every store implementation,
-// satisfies it.
-type Store = trust.Store
-
-// ServerID returns the store row ID of a server: "<plugin name>/<server
-// name>" for a plugin's server and "config:<server name>" for a server
-// configured without a plugin (in a gateway config or in code). It is a pure
-// function of the configuration. Server.ID overrides it, and two servers of
-// one Toolset with the same ID both get "#" and 8 hex digits of the SHA-256
-// of their identity (URL, or resolved command and args) appended.
-func ServerID(cfg plugin.ServerConfig) string { return trust.RowID(cfg) }
 
 // events turns a verdict's drift into the toolset's typed events.
 func (c *conn) events(v *trust.Verdict) []DriftEvent {
@@ -80,16 +65,6 @@ func (l *listing) judgment() trust.Judged {
 	return trust.Judged{Tools: l.tools, Prints: l.fp, Print: l.print, Verdict: l.v, Version: l.version, Observed: l.observed}
 }
 
-// TrustRecord is what Retrust recorded for one server: its row ID and
-// name, the baseline entries cleared, the trusted tools, prompts and
-// resource templates with their fingerprints, the instructions' and the
-// listing's fingerprints, and the changes the re-trust accepted.
-type TrustRecord = trust.TrustRecord
-
-// TrustedTool is one recorded tool contract (or prompt, or resource
-// template): its name on its server and its pin fingerprint.
-type TrustedTool = trust.TrustedTool
-
 // lookupConn finds a configured server by name or row ID. A name shared by
 // several servers must be given as a row ID.
 func (t *Toolset) lookupConn(server string) (*conn, error) {
@@ -129,16 +104,16 @@ func (t *Toolset) lookupConn(server string) (*conn, error) {
 //
 // Other processes sharing the store notice the re-trust through
 // WatchTrust.
-func (t *Toolset) Retrust(ctx context.Context, server string) (TrustRecord, error) {
+func (t *Toolset) Retrust(ctx context.Context, server string) (trust.TrustRecord, error) {
 	if t.isClosed() {
-		return TrustRecord{}, &Error{Code: CodeClosed}
+		return trust.TrustRecord{}, &Error{Code: CodeClosed}
 	}
 	c, err := t.lookupConn(server)
 	if err != nil {
-		return TrustRecord{}, err
+		return trust.TrustRecord{}, err
 	}
 	if c.skip {
-		return TrustRecord{}, &Error{Code: CodeConnectionFailed, Server: c.name, Err: errors.New("the server is not run by this configuration (see its diagnostic)")}
+		return trust.TrustRecord{}, &Error{Code: CodeConnectionFailed, Server: c.name, Err: errors.New("the server is not run by this configuration (see its diagnostic)")}
 	}
 	c.relistMu.Lock()
 	defer c.relistMu.Unlock()
@@ -146,12 +121,12 @@ func (t *Toolset) Retrust(ctx context.Context, server string) (TrustRecord, erro
 	defer cancel()
 	p, sess, err := c.list(lctx)
 	if err != nil {
-		return TrustRecord{}, &Error{Code: CodeConnectionFailed, Server: c.name, Err: err}
+		return trust.TrustRecord{}, &Error{Code: CodeConnectionFailed, Server: c.name, Err: err}
 	}
 	fp := trust.Fingerprint(c.name, p)
 	rec, err := t.ledger.Retrust(ctx, c.trusted(), p, fp)
 	if err != nil {
-		return TrustRecord{}, &Error{Code: CodeStoreFailed, Server: c.name, Err: err}
+		return trust.TrustRecord{}, &Error{Code: CodeStoreFailed, Server: c.name, Err: err}
 	}
 	c.ts.log.Info("toolset: server re-trusted", "server", c.name, "id", c.id, "tools", len(rec.Tools), "changes", len(rec.Changes))
 	l := c.record(ctx, p, fp)

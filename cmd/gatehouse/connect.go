@@ -10,6 +10,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/internal/fdbudget"
+
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
@@ -152,11 +154,11 @@ const callbackMaxConns = 16
 // process's file-descriptor limit), its cap callbackMaxConns.
 func callbackLimits() (server.HTTPLimits, error) {
 	lim := server.HTTPLimits{MaxConns: callbackMaxConns}
-	fd, err := server.FDLimit()
+	fd, err := fdbudget.Limit()
 	if err != nil {
 		return lim, err
 	}
-	b, err := server.SplitFDs(fd, server.Listener{Name: "--listen", Limits: lim})
+	b, err := fdbudget.Split(fd, fdbudget.Listener{Name: "--listen", Limits: lim})
 	if err != nil {
 		return lim, err
 	}

@@ -62,7 +62,7 @@ func (q *searchQuery) run(cmd *cobra.Command, ts *toolset.Toolset, cfg *gateway.
 		block[n] = true
 	}
 	hits, err := ts.SearchFor(cmd.Context(), q.args.Query, q.args.Limit, func(name string) bool {
-		return (len(allow) == 0 || allow[name]) && !block[name] && name != gateway.SearchToolName
+		return (len(allow) == 0 || allow[name]) && !block[name] && name != metatool.GatewaySearchName
 	})
 	if err != nil {
 		return err

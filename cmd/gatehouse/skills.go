@@ -78,9 +78,9 @@ func newSkillsCmd() *cobra.Command {
 				rep.Diagnostics = []diag.Diagnostic{}
 			}
 			for _, s := range cat.Skills() {
-				k, _ := cat.Contract(s.Plugin, s.Name)
+				fp, _ := cat.Fingerprint(s.Plugin, s.Name)
 				sr := skillReport{Plugin: s.Plugin, Name: s.Name, Description: s.Description,
-					URI: skills.URI(s.Plugin, s.Name, skills.BodyPath), Fingerprint: k.Fingerprint(), Files: []fileReport{}}
+					URI: skills.URI(s.Plugin, s.Name, skills.BodyPath), Fingerprint: fp, Files: []fileReport{}}
 				for _, f := range s.Files {
 					sr.Files = append(sr.Files, fileReport{Path: f.Path, Kind: f.Kind, Size: f.Size, SHA256: f.SHA256,
 						URI: skills.URI(s.Plugin, s.Name, f.Path)})

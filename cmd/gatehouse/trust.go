@@ -19,6 +19,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/skills"
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/toolset"
+	"github.com/gatehouse-dev/gatehouse/trust"
 )
 
 func newTrustCmd() *cobra.Command {
@@ -204,7 +205,7 @@ func staleError(who, id, fp string, latest store.Observation) error {
 
 // writeTrustRecord prints what a plain `gatehouse trust` accepted (the
 // changes, rendered) and recorded.
-func writeTrustRecord(out io.Writer, rec toolset.TrustRecord) error {
+func writeTrustRecord(out io.Writer, rec trust.TrustRecord) error {
 	fmt.Fprintf(out, "re-trusted server %s (row %s): %d tool contracts recorded, %d old baseline entries cleared\n",
 		oneLine(rec.Server), oneLine(rec.ServerID), len(rec.Tools), rec.Cleared)
 	if rec.Listing != "" {

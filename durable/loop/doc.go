@@ -17,7 +17,7 @@
 // Everything goes through one durable.Journal, under the run's ID:
 //
 //   - Each model turn n is a journal record with tool call ID "turn-<n>"
-//     (tool TurnTool, no server). Its outcome is the model's response. On a
+//     (tool "model.turn", no server). Its outcome is the model's response. On a
 //     resume a recorded turn is replayed from the journal: the model is not
 //     called. A turn that failed or was cut short is in doubt; a turn has no
 //     effect, so the resume asks the model again under "turn-<n>.retry-<a>"

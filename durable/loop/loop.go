@@ -19,14 +19,14 @@ import (
 	"github.com/gatehouse-dev/gatehouse/skills"
 )
 
-// DefaultMaxTurns is the turn cap when Options.MaxTurns is zero.
-const DefaultMaxTurns = 16
+// defaultMaxTurns is the turn cap when Options.MaxTurns is zero.
+const defaultMaxTurns = 16
 
-// TurnTool is the tool name under which model turns are journaled (with
+// turnTool is the tool name under which model turns are journaled (with
 // an empty server). Tool call IDs of turns are "turn-<n>" (n from 0), and
 // "turn-<n>.retry-<a>" for the a-th retry of a turn whose first attempt is
 // in doubt.
-const TurnTool = "model.turn"
+const turnTool = "model.turn"
 
 // Role is the author of a Message.
 type Role string
@@ -183,7 +183,7 @@ type Options struct {
 	Prompt string
 	// System is the system prompt.
 	System string
-	// MaxTurns caps the model turns; 0 means DefaultMaxTurns.
+	// MaxTurns caps the model turns; 0 means 16.
 	MaxTurns int
 	// Owner is the subject the run belongs to (journal records' owner).
 	Owner string
@@ -243,7 +243,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 	maxTurns := opts.MaxTurns
 	if maxTurns == 0 {
-		maxTurns = DefaultMaxTurns
+		maxTurns = defaultMaxTurns
 	}
 	if maxTurns < 0 {
 		return nil, fmt.Errorf("%w: MaxTurns %d is negative", ErrInvalidOptions, maxTurns)
@@ -317,7 +317,7 @@ func (r *runner) turn(ctx context.Context, n int, msgs []Message) (ModelResponse
 			modelErr error
 			resp     ModelResponse
 		)
-		c := durable.Call{RunID: r.opts.RunID, ToolCallID: id, Tool: TurnTool, Args: args, Owner: r.opts.Owner}
+		c := durable.Call{RunID: r.opts.RunID, ToolCallID: id, Tool: turnTool, Args: args, Owner: r.opts.Owner}
 		out, replayed, err := r.opts.Journal.Do(ctx, c, func(ctx context.Context, _ string) (*mcp.CallToolResult, error) {
 			ran = true
 			req := ModelRequest{System: r.opts.System, Messages: cloneMessages(msgs), Tools: r.ex.Tools()}

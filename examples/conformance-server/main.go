@@ -71,7 +71,7 @@ func run() error {
 			UnsubscribeHandler: unsubscribeHandler,
 		},
 		Tools: fixtureTools(),
-		Setup: func(s *mcp.Server) {
+		Setup: func(s *mcp.Server, _ bool) {
 			registerListChangers(s)
 			registerResources(s)
 			registerPrompts(s)

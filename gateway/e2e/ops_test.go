@@ -101,7 +101,7 @@ func TestStdioMode(t *testing.T) {
 	if err != nil || text(res) != "stdio" {
 		t.Fatalf("stdio echo: %v %v", err, res)
 	}
-	if cs.InitializeResult().Instructions != gateway.Instructions {
+	if !strings.HasPrefix(cs.InitializeResult().Instructions, "Gatehouse gateway: ") {
 		t.Errorf("instructions %q", cs.InitializeResult().Instructions)
 	}
 }

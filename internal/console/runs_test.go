@@ -11,7 +11,6 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/internal/audit"
 	"github.com/gatehouse-dev/gatehouse/store"
 )
@@ -98,13 +97,13 @@ func TestRunsPageShowsWhatCallersDid(t *testing.T) {
 	}
 	_, _, page := c.do("GET", "/runs", nil, nil)
 	overview := rows(page, "run")
-	runs, err := st.ListRuns(ctx, store.RunFilter{Owner: gateway.LocalSubject})
+	runs, err := st.ListRuns(ctx, store.RunFilter{Owner: "local"})
 	if err != nil || len(runs) != 1 {
-		t.Fatalf("the gateway's runs of %s: %+v %v", gateway.LocalSubject, runs, err)
+		t.Fatalf("the gateway's runs of local: %+v %v", runs, err)
 	}
 	want := map[string]string{
-		gateway.LocalSubject: gateway.LocalSubject + " pay__charge 4 4 0 0",
-		"agent-bob":          "agent-bob not recorded 1 0 0 0",
+		"local":     "local pay__charge 4 4 0 0",
+		"agent-bob": "agent-bob not recorded 1 0 0 0",
 	}
 	if len(overview) != 2 {
 		t.Fatalf("the overview lists %d runs, want 2: %q", len(overview), overview)
@@ -119,7 +118,7 @@ func TestRunsPageShowsWhatCallersDid(t *testing.T) {
 		t.Errorf("the overview lacks the link to the subject or the run ID %s:\n%q", runs[0].RunID, overview)
 	}
 
-	_, _, page = c.do("GET", "/runs?subject="+gateway.LocalSubject, nil, nil)
+	_, _, page = c.do("GET", "/runs?subject="+"local", nil, nil)
 	calls := rows(page, "record")
 	if len(calls) != len(keys) {
 		t.Fatalf("the subject's page lists %d calls, want %d (one per key): %q", len(calls), len(keys), calls)
@@ -231,7 +230,7 @@ func TestBrowserRunsPage(t *testing.T) {
 	up := newPayServer(t)
 	gw := startGateway(t, up)
 	keyedCalls(t, gw)
-	runs, err := gw.g.Store().ListRuns(context.Background(), store.RunFilter{Owner: gateway.LocalSubject})
+	runs, err := gw.g.Store().ListRuns(context.Background(), store.RunFilter{Owner: "local"})
 	if err != nil || len(runs) != 1 {
 		t.Fatalf("runs: %+v %v", runs, err)
 	}
@@ -243,7 +242,7 @@ func TestBrowserRunsPage(t *testing.T) {
 	if width < 1200 || width > 1280 {
 		t.Fatalf("the page is %d px wide, want the 1280 px window's", width)
 	}
-	if s := text(t, ctx, "tr.run"); !strings.Contains(s, gateway.LocalSubject) || !strings.Contains(s, "pay__charge") || !strings.Contains(s, runs[0].RunID) {
+	if s := text(t, ctx, "tr.run"); !strings.Contains(s, "local") || !strings.Contains(s, "pay__charge") || !strings.Contains(s, runs[0].RunID) {
 		t.Fatalf("the overview's run: %q", s)
 	}
 	shot(t, ctx, "runs")

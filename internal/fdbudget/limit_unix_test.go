@@ -1,6 +1,6 @@
 //go:build unix
 
-package server
+package fdbudget
 
 import (
 	"syscall"
@@ -14,9 +14,9 @@ func TestFDLimit(t *testing.T) {
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
 		t.Fatal(err)
 	}
-	got, err := FDLimit()
+	got, err := Limit()
 	if err != nil || got != clampFDLimit(uint64(rl.Cur)) || got <= 0 {
-		t.Errorf("FDLimit() = %d, %v; RLIMIT_NOFILE is %d", got, err, rl.Cur)
+		t.Errorf("Limit() = %d, %v; RLIMIT_NOFILE is %d", got, err, rl.Cur)
 	}
 	if clampFDLimit(^uint64(0)) != 1<<31-1 {
 		t.Error("an infinite limit is not clamped")

@@ -1,4 +1,9 @@
-package server
+// Package fdbudget splits a process's file-descriptor limit among its
+// HTTP listeners' connection caps, so that a flood of one listener (or of
+// all) cannot take the descriptors the process needs for everything else:
+// starting an upstream, opening the store, dialing out. `gatehouse serve`
+// and `gatehouse connect` size their listeners with it.
+package fdbudget
 
 import (
 	"errors"
@@ -6,10 +11,12 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/gatehouse-dev/gatehouse/server"
 )
 
 // The split of a process's file descriptors among its listeners
-// ([SplitFDs]).
+// ([Split]).
 const (
 	// MinFDReserve is the fewest file descriptors a split keeps for what
 	// is not a listener's connection.
@@ -22,22 +29,22 @@ const (
 	MinListenerConns = 16
 )
 
-// ErrFDLimit reports a file-descriptor limit too small for a process's
+// ErrLimit reports a file-descriptor limit too small for a process's
 // listeners and its reserve.
-var ErrFDLimit = errors.New("server: the file-descriptor limit is too small")
+var ErrLimit = errors.New("fdbudget: the file-descriptor limit is too small")
 
-// Listener is one of a process's listeners in [SplitFDs].
+// Listener is one of a process's listeners in [Split].
 type Listener struct {
 	// Name names it in errors and logs (a config key, e.g.
 	// "console.listen").
 	Name string
 	// Limits are its limits; MaxConns is the most it asks for (0:
-	// DefaultMaxConns).
-	Limits HTTPLimits
+	// server.DefaultMaxConns).
+	Limits server.HTTPLimits
 }
 
-// FDBudget is a process's file descriptors split among its listeners.
-type FDBudget struct {
+// Budget is a process's file descriptors split among its listeners.
+type Budget struct {
 	// FDLimit is the limit split (RLIMIT_NOFILE); 0 when unknown, and
 	// then nothing was split.
 	FDLimit int
@@ -52,8 +59,8 @@ type FDBudget struct {
 	Listeners []Listener
 }
 
-// SplitFDs splits a process's file-descriptor limit (RLIMIT_NOFILE,
-// [FDLimit]) among its listeners, so that all of them full at once leave
+// Split splits a process's file-descriptor limit (RLIMIT_NOFILE,
+// [Limit]) among its listeners, so that all of them full at once leave
 // the reserve free: a flood of one listener, or of all, cannot take the
 // descriptors the process needs to answer on the others, start an
 // upstream, open the store or dial out.
@@ -65,18 +72,18 @@ type FDBudget struct {
 // listener, such as a console or a metrics endpoint, keeps its whole cap,
 // and the big one gets what is left, up to its ask). Every share is at
 // least MinListenerConns; a limit too small for that and the reserve is
-// an [ErrFDLimit] that says what limit would do. A limit of 0 (unknown)
+// an [ErrLimit] that says what limit would do. A limit of 0 (unknown)
 // splits nothing: every listener keeps its ask.
-func SplitFDs(fdLimit int, ls ...Listener) (FDBudget, error) {
-	b := FDBudget{FDLimit: fdLimit, Listeners: slices.Clone(ls)}
+func Split(fdLimit int, ls ...Listener) (Budget, error) {
+	b := Budget{FDLimit: fdLimit, Listeners: slices.Clone(ls)}
 	asked := make([]int, len(ls))
 	for i := range b.Listeners {
 		mc := &b.Listeners[i].Limits.MaxConns
 		if *mc < 0 {
-			return FDBudget{}, fmt.Errorf("%w: %s: MaxConns %d is negative", ErrInvalidLimits, ls[i].Name, *mc)
+			return Budget{}, fmt.Errorf("%w: %s: MaxConns %d is negative", server.ErrInvalidLimits, ls[i].Name, *mc)
 		}
 		if *mc == 0 {
-			*mc = DefaultMaxConns
+			*mc = server.DefaultMaxConns
 		}
 		asked[i] = *mc
 	}
@@ -95,9 +102,9 @@ func SplitFDs(fdLimit int, ls ...Listener) (FDBudget, error) {
 		for i, l := range ls {
 			names[i] = l.Name
 		}
-		return FDBudget{}, fmt.Errorf("%w: the process may open %d files (RLIMIT_NOFILE); its listeners (%s) need %d "+
+		return Budget{}, fmt.Errorf("%w: the process may open %d files (RLIMIT_NOFILE); its listeners (%s) need %d "+
 			"connections at least, and %d are kept for upstreams, the store and outgoing connections: raise the limit to %d or more (ulimit -n)",
-			ErrFDLimit, fdLimit, strings.Join(names, ", "), floor, b.Reserve, minFDLimit(floor))
+			ErrLimit, fdLimit, strings.Join(names, ", "), floor, b.Reserve, minFDLimit(floor))
 	}
 	// Progressive filling, smallest ask first: a share is never below
 	// avail/len(ls) >= MinListenerConns, and it grows as small asks leave

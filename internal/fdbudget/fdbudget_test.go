@@ -1,10 +1,12 @@
-package server
+package fdbudget
 
 import (
 	"errors"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/gatehouse-dev/gatehouse/server"
 )
 
 // serveListeners are the listeners of `gatehouse serve` with everything
@@ -13,12 +15,12 @@ import (
 func serveListeners() []Listener {
 	return []Listener{
 		{Name: "listen"},
-		{Name: "console.listen", Limits: HTTPLimits{MaxConns: 64}},
-		{Name: "metrics.listen", Limits: HTTPLimits{MaxConns: 64}},
+		{Name: "console.listen", Limits: server.HTTPLimits{MaxConns: 64}},
+		{Name: "metrics.listen", Limits: server.HTTPLimits{MaxConns: 64}},
 	}
 }
 
-func caps(b FDBudget) []int {
+func caps(b Budget) []int {
 	var out []int
 	for _, l := range b.Listeners {
 		out = append(out, l.Limits.MaxConns)
@@ -35,15 +37,15 @@ func TestSplitFDs(t *testing.T) {
 		limit, reserve int
 		caps           []int
 	}{
-		{1 << 20, 1 << 18, []int{DefaultMaxConns, 64, 64}}, // systemd's and Docker's usual hard limit
-		{65536, 16384, []int{DefaultMaxConns, 64, 64}},
+		{1 << 20, 1 << 18, []int{server.DefaultMaxConns, 64, 64}}, // systemd's and Docker's usual hard limit
+		{65536, 16384, []int{server.DefaultMaxConns, 64, 64}},
 		{20000, 5000, []int{14872, 64, 64}},
 		{4096, 1024, []int{2944, 64, 64}},
 		{1024, 256, []int{640, 64, 64}}, // the usual soft limit, when the hard one is no higher
 		{400, 256, []int{48, 48, 48}},
 		{304, 256, []int{16, 16, 16}}, // the least that holds three listeners
 	} {
-		b, err := SplitFDs(tc.limit, serveListeners()...)
+		b, err := Split(tc.limit, serveListeners()...)
 		if err != nil {
 			t.Fatalf("limit %d: %v", tc.limit, err)
 		}
@@ -61,15 +63,15 @@ func TestSplitFDs(t *testing.T) {
 func TestSplitFDsHoldsTheReserve(t *testing.T) {
 	sets := [][]Listener{
 		serveListeners(),
-		{{Name: "listen", Limits: HTTPLimits{MaxConns: 100000}}},
-		{{Name: "a", Limits: HTTPLimits{MaxConns: 8}}, {Name: "b", Limits: HTTPLimits{MaxConns: 3000}}, {Name: "c", Limits: HTTPLimits{MaxConns: 500}}},
+		{{Name: "listen", Limits: server.HTTPLimits{MaxConns: 100000}}},
+		{{Name: "a", Limits: server.HTTPLimits{MaxConns: 8}}, {Name: "b", Limits: server.HTTPLimits{MaxConns: 3000}}, {Name: "c", Limits: server.HTTPLimits{MaxConns: 500}}},
 	}
 	for _, ls := range sets {
 		ls[0].Limits.ReadTimeout = 7
 		for limit := 250; limit <= 200000; limit += 1 + limit/50 {
-			b, err := SplitFDs(limit, ls...)
+			b, err := Split(limit, ls...)
 			if err != nil {
-				if !errors.Is(err, ErrFDLimit) {
+				if !errors.Is(err, ErrLimit) {
 					t.Fatalf("limit %d: %v", limit, err)
 				}
 				continue
@@ -78,7 +80,7 @@ func TestSplitFDsHoldsTheReserve(t *testing.T) {
 			for i, l := range b.Listeners {
 				ask := ls[i].Limits.MaxConns
 				if ask == 0 {
-					ask = DefaultMaxConns
+					ask = server.DefaultMaxConns
 				}
 				c := l.Limits.MaxConns
 				sum += c
@@ -100,12 +102,12 @@ func TestSplitFDsHoldsTheReserve(t *testing.T) {
 }
 
 // TestSplitFDsTooSmall: a limit that cannot hold the reserve and the
-// minimum of every listener is ErrFDLimit, naming the limit, the
+// minimum of every listener is ErrLimit, naming the limit, the
 // listeners and the limit that would do; that limit does, one less does
 // not.
 func TestSplitFDsTooSmall(t *testing.T) {
-	_, err := SplitFDs(300, serveListeners()...)
-	if !errors.Is(err, ErrFDLimit) {
+	_, err := Split(300, serveListeners()...)
+	if !errors.Is(err, ErrLimit) {
 		t.Fatalf("limit 300: %v", err)
 	}
 	for _, want := range []string{"may open 300 files", "listen, console.listen, metrics.listen", "need 48", "raise the limit to 304 or more (ulimit -n)"} {
@@ -117,20 +119,20 @@ func TestSplitFDsTooSmall(t *testing.T) {
 	for i := range many {
 		many[i].Name = "l"
 	}
-	for _, ls := range [][]Listener{serveListeners(), many, {{Name: "small", Limits: HTTPLimits{MaxConns: 4}}}} {
+	for _, ls := range [][]Listener{serveListeners(), many, {{Name: "small", Limits: server.HTTPLimits{MaxConns: 4}}}} {
 		floor := 0
 		for _, l := range ls {
 			ask := l.Limits.MaxConns
 			if ask == 0 {
-				ask = DefaultMaxConns
+				ask = server.DefaultMaxConns
 			}
 			floor += min(ask, MinListenerConns)
 		}
 		least := minFDLimit(floor)
-		if _, err := SplitFDs(least, ls...); err != nil {
+		if _, err := Split(least, ls...); err != nil {
 			t.Errorf("%d listeners at the least limit %d: %v", len(ls), least, err)
 		}
-		if _, err := SplitFDs(least-1, ls...); !errors.Is(err, ErrFDLimit) {
+		if _, err := Split(least-1, ls...); !errors.Is(err, ErrLimit) {
 			t.Errorf("%d listeners at %d, under the least limit: %v", len(ls), least-1, err)
 		}
 	}
@@ -140,11 +142,11 @@ func TestSplitFDsTooSmall(t *testing.T) {
 // listener keeps its ask (the default one filled in) and nothing is
 // reserved; a negative cap is refused.
 func TestSplitFDsUnknownLimit(t *testing.T) {
-	b, err := SplitFDs(0, serveListeners()...)
-	if err != nil || b.Reserve != 0 || !slices.Equal(caps(b), []int{DefaultMaxConns, 64, 64}) {
+	b, err := Split(0, serveListeners()...)
+	if err != nil || b.Reserve != 0 || !slices.Equal(caps(b), []int{server.DefaultMaxConns, 64, 64}) {
 		t.Errorf("unknown limit: %+v, %v", b, err)
 	}
-	if _, err := SplitFDs(1024, Listener{Name: "x", Limits: HTTPLimits{MaxConns: -1}}); !errors.Is(err, ErrInvalidLimits) {
+	if _, err := Split(1024, Listener{Name: "x", Limits: server.HTTPLimits{MaxConns: -1}}); !errors.Is(err, server.ErrInvalidLimits) {
 		t.Errorf("a negative cap: %v", err)
 	}
 }
