@@ -149,7 +149,8 @@ func TestQuestionHints(t *testing.T) {
 
 // TestServerShortName: a word of a request that starts a server's name
 // ("mongo") finds that server's tools as its full name would; a shorter
-// word does not (three letters start too many names).
+// word does not (three letters start too many names), nor one that is
+// half of the name or less ("post" for postgres).
 func TestServerShortName(t *testing.T) {
 	ix := New(nil)
 	ix.ReplaceAll([]Doc{
@@ -160,6 +161,12 @@ func TestServerShortName(t *testing.T) {
 	hits := ix.Search("update every inactive account in mongo", 3, nil)
 	if len(hits) == 0 || hits[0].Name != "mongodb__update-many" {
 		t.Errorf("in mongo: %v, want mongodb__update-many first", hits)
+	}
+	ix.Replace("postgres", []Doc{{Name: "postgres__query", Description: "Run a read-only SQL query."}})
+	for _, h := range ix.Search("post a message", 4, nil) {
+		if h.Name == "postgres__query" {
+			t.Errorf("post a message: %v: four letters of eight stood for postgres", h)
+		}
 	}
 	hits = ix.Search("update every inactive account in air", 3, nil)
 	if len(hits) == 3 && hits[0].Score != hits[1].Score && hits[0].Name == "airtable__update_records" {

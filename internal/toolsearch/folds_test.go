@@ -193,8 +193,8 @@ func summary(rs []foldResult) (meanAll, worstAll, meanPara, worstPara float64) {
 // Floors of TestLeaveServersOut: just under what the chosen rankings
 // reach on the worst fold. See docs/search.md for the figures.
 const (
-	floorWorstFold     = 0.67
-	floorWorstFoldPara = 0.37
+	floorWorstFold     = 0.62
+	floorWorstFoldPara = 0.32
 )
 
 // TestLeaveServersOut measures the index the way that cannot flatter it:
@@ -207,7 +207,8 @@ const (
 // flatter; the new servers' requests ("set": "new") were never looked at
 // when anything was chosen, and are measured apart).
 //
-// The whole evaluation (45 candidates, 5 folds) takes one to five seconds.
+// The whole evaluation (180 candidates, 5 folds) takes five to fifteen
+// seconds.
 func TestLeaveServersOut(t *testing.T) {
 	docs := loadCatalog(t)
 	qs := loadQueries(t)

@@ -31,7 +31,9 @@ const (
 	// model re-ranks, at least (three times the limit, when more).
 	semanticCandidates = 30
 	// minServerPrefix is the length of the shortest word of a request
-	// that stands for a server's name it starts ("mongo" for mongodb).
+	// that stands for a server's name it starts ("mongo" for mongodb),
+	// when it is more than half of that name ("post" is not postgres,
+	// "file" not filesystem).
 	minServerPrefix = 4
 )
 
@@ -606,10 +608,10 @@ func (ix *Index) queryTerms(s *snapshot, q *Query) ([]wterm, uint32) {
 		add(st, weight, bit)
 		if q.kind[i] != hardValue && len(w) >= minServerPrefix {
 			// A server's short name ("mongo" for mongodb, "todo" for
-			// todoist) is its name.
+			// todoist: more than half of it) is its name.
 			j, _ := slices.BinarySearch(s.srvWords, w)
 			for ; j < len(s.srvWords) && strings.HasPrefix(s.srvWords[j], w); j++ {
-				if sw := s.srvWords[j]; sw != w {
+				if sw := s.srvWords[j]; sw != w && 2*len(w) > len(sw) {
 					add(stem(sw), weight, bit)
 				}
 			}
@@ -761,52 +763,70 @@ func (ix *Index) SearchQuery(q *Query, limit int, allow func(name string) bool) 
 			}
 		}
 	}
-	if c := ix.tu.conflict; !ix.plain && q.action != noAction && c != 1 {
-		// A tool whose name does another thing than the request asks (it
-		// creates when the request asks to read) ranks lower, whatever
-		// words it shares with the request.
-		for d, a := range acc {
-			if a > 0 && s.acts[d] != noAction && s.acts[d] != q.action {
-				acc[d] = a * c
-			}
-		}
-	}
-	if srv != nil {
-		// A tool of a server whose tools say the request's words ranks
-		// above one of a server that says them once: "pods" and
-		// "namespace" are said by a Kubernetes server's other tools.
-		best := slices.Max(srv)
-		if best > 0 {
-			for slot, sv := range srv {
-				if sv <= 0 {
-					continue
-				}
-				f := 1 + ix.tu.server*sv/best
-				base := s.base[slot]
-				for d := base; d < base+int32(len(s.slots[slot].names)); d++ {
-					acc[d] *= f
-				}
-			}
-		}
-	}
-	if n := bits.OnesCount32(counted); !ix.plain && n > 1 {
-		// Coordination: a tool that matches more of the request's words
-		// ranks above one that matches a single word many times. Values
-		// do not count: a tool is not better for matching a URL's words.
-		coord := make([]float32, n+1)
-		for k := range coord {
-			coord[k] = float32(math.Pow(float64(k)/float64(n), ix.coord))
-		}
-		for d, a := range acc {
-			if a > 0 {
-				acc[d] = a * coord[bits.OnesCount32(matched[d]&counted)]
-			}
-		}
+	if !ix.plain {
+		ix.adjust(s, q, acc, matched, counted, srv)
 	}
 	if ix.model == nil {
 		return topHits(acc, s.names, limit, allow)
 	}
 	return ix.rerank(s, q, topScored(acc, s.names, max(semanticCandidates, 3*limit), allow), limit)
+}
+
+// adjust applies to a search's scores, in one pass, what depends on more
+// than one word of the request: its server's match, its action, and
+// coordination.
+func (ix *Index) adjust(s *snapshot, q *Query, acc []float32, matched []uint32, counted uint32, srv []float32) {
+	// Coordination: a tool that matches more of the request's words
+	// ranks above one that matches a single word many times. Values do
+	// not count: a tool is not better for matching a URL's words.
+	var coord []float32
+	if n := bits.OnesCount32(counted); n > 1 {
+		coord = make([]float32, n+1)
+		for k := range coord {
+			coord[k] = float32(math.Pow(float64(k)/float64(n), ix.coord))
+		}
+	}
+	// A tool whose name does another thing than the request asks (it
+	// creates when the request asks to read) ranks lower, whatever words
+	// it shares with the request.
+	conflict := ix.tu.conflict
+	if q.action == noAction {
+		conflict = 1
+	}
+	// A tool of a server whose tools say the request's words ranks above
+	// one of a server that says them once: "pods" and "namespace" are
+	// said by a Kubernetes server's other tools.
+	var best float32
+	if srv != nil {
+		best = slices.Max(srv)
+	}
+	if coord == nil && conflict == 1 && best <= 0 {
+		return
+	}
+	for slot, seg := range s.slots {
+		if seg == nil {
+			continue
+		}
+		f := float32(1)
+		if best > 0 {
+			f = 1 + ix.tu.server*srv[slot]/best
+		}
+		base := s.base[slot]
+		for d := base; d < base+int32(len(seg.names)); d++ {
+			a := acc[d]
+			if a <= 0 {
+				continue
+			}
+			a *= f
+			if conflict != 1 && s.acts[d] != noAction && s.acts[d] != q.action {
+				a *= conflict
+			}
+			if coord != nil {
+				a *= coord[bits.OnesCount32(matched[d]&counted)]
+			}
+			acc[d] = a
+		}
+	}
 }
 
 // rerank orders a lexical ranking's best hits by a mix of their lexical
