@@ -222,7 +222,9 @@ func (p poster) call(ctx context.Context, n uint64, remote string, args, meta js
 		}
 		return nil, false, err
 	}
-	defer resp.Body.Close()
+	// The body as it is at the end: a resumed stream's (read), or none
+	// when the drainer has it.
+	defer func() { resp.Body.Close() }()
 	switch {
 	case resp.StatusCode == http.StatusNotFound:
 		return nil, true, fmt.Errorf("%w: the server answered 404 to session %s", mcp.ErrSessionMissing, p.sid)
@@ -252,51 +254,17 @@ func (p poster) call(ctx context.Context, n uint64, remote string, args, meta js
 	if err != nil && ctx.Err() != nil {
 		p.cancel(id)
 	}
-	if err == nil && stop() {
+	if err == nil && stop() && !rr.src.eof {
 		// The rest of the stream (the server ends it right after the
-		// answer) is read before the next call can want a connection: a
-		// moment in line here, or a goroutine when it takes longer.
+		// answer) is read by the relay's drainer, so that the connection
+		// goes back to the pool; when its end came with the answer
+		// (src.eof), it went back already.
 		draining = true
 		body := resp.Body
 		resp.Body = http.NoBody
-		done := make(chan struct{})
-		go func() {
-			drain(body)
-			rcancel()
-			close(done)
-		}()
-		t := time.NewTimer(drainWait)
-		select {
-		case <-done:
-		case <-t.C:
-		}
-		t.Stop()
+		p.r.drains.drain(body, rcancel)
 	}
 	return res, false, err
-}
-
-// drainWait is how long a call waits for the end of its response stream
-// before it leaves the reading to a goroutine: long enough for the
-// chunk that ends a stream written right after the answer (see
-// docs/BENCHMARKS.md), short enough to bound a call's added latency.
-const drainWait = 2 * time.Millisecond
-
-// drain reads what is left of a response stream after the answer (the
-// server ends it once it has answered) and closes it: a body read to its
-// end returns its connection to the pool instead of closing it. A server
-// that keeps the stream open is cut after a moment.
-func drain(body io.ReadCloser) {
-	t := time.AfterFunc(100*time.Millisecond, func() { body.Close() })
-	var b [512]byte
-	for n := 0; n < 64<<10; {
-		k, err := body.Read(b[:])
-		n += k
-		if err != nil {
-			break
-		}
-	}
-	t.Stop()
-	body.Close()
 }
 
 // post POSTs one JSON-RPC message, the concatenation of parts, on the
@@ -334,6 +302,7 @@ func (p poster) cancel(id []byte) {
 // stream (resumed if the server closes it early).
 type rawReader struct {
 	poster
+	src       eofReader // the response body being read
 	ctx       context.Context
 	id        []byte
 	lastEvent string // the last SSE event ID seen
@@ -350,7 +319,8 @@ func (r *rawReader) read(resp *http.Response) (json.RawMessage, error) {
 	for resumes := 0; ; resumes++ {
 		ct := resp.Header.Get("Content-Type")
 		if strings.HasPrefix(ct, "application/json") {
-			b, err := readLimited(resp.Body, resp.ContentLength)
+			r.src = eofReader{r: resp.Body}
+			b, err := readLimited(&r.src, resp.ContentLength)
 			if errors.Is(err, errEventTooLarge) {
 				return nil, answerTooLarge()
 			}
@@ -366,7 +336,8 @@ func (r *rawReader) read(resp *http.Response) (json.RawMessage, error) {
 		if !strings.HasPrefix(ct, "text/event-stream") {
 			return nil, toolset.BadAnswer(toolset.ReasonContentType)
 		}
-		res, done, err := r.events(resp.Body)
+		r.src = eofReader{r: resp.Body}
+		res, done, err := r.events(&r.src)
 		if errors.Is(err, errEventTooLarge) {
 			return nil, answerTooLarge()
 		}
@@ -395,8 +366,25 @@ func (r *rawReader) read(resp *http.Response) (json.RawMessage, error) {
 			return nil, err
 		}
 		resp.Body.Close()
-		resp = next
+		// The caller's response is the resumed one from now on: the
+		// body it closes or drains.
+		*resp = *next
 	}
+}
+
+// eofReader reads r and notes when it ends (io.EOF): a response body
+// read to its end has returned its connection to the pool.
+type eofReader struct {
+	r   io.Reader
+	eof bool
+}
+
+func (e *eofReader) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if err == io.EOF {
+		e.eof = true
+	}
+	return n, err
 }
 
 // resume GETs the rest of the stream after lastEvent.

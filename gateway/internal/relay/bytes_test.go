@@ -142,6 +142,7 @@ type hostile struct {
 	raw     atomic.Int64 // tools/call with the byte path's IDs
 	resume  string       // the answer to a GET with Last-Event-ID
 	cancels chan struct{}
+	conns   atomic.Int64 // connections accepted
 }
 
 func newHostile(t *testing.T) *hostile {
@@ -199,7 +200,11 @@ func newHostile(t *testing.T) *hostile {
 			}
 		}
 		sdk.ServeHTTP(w, r)
-	})}
+	}), ConnState: func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			h.conns.Add(1)
+		}
+	}}
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
 	h.url = "http://" + ln.Addr().String() + "/mcp"

@@ -113,6 +113,7 @@ type Relay struct {
 
 	rawIDs atomic.Uint64 // JSON-RPC IDs of CallBytes's requests
 	bufs   sync.Pool     // CallBytes's read buffers (*[]byte)
+	drains *drainer      // reads the ends of CallBytes's response streams
 }
 
 type routedTemplate struct {
@@ -167,6 +168,7 @@ func Open(ctx context.Context, servers []toolset.Server, tsOpts *toolset.Options
 		slots: map[*toolset.Upstream]*slotCount{}, ups: upsub.New(upsub.Options{}),
 		sessions: map[*mcp.ServerSession]*session{}, byID: map[string]*session{},
 		gates: map[*toolset.Upstream]*gateSet{}, caps: to.ClientCapabilities,
+		drains: newDrainer(),
 	}
 	r.life, r.stop = context.WithCancel(context.Background())
 	to.SessionHooks = &toolset.SessionHooks{
@@ -192,6 +194,7 @@ func (r *Relay) Toolset() *toolset.Toolset { return r.ts }
 // closes the toolset.
 func (r *Relay) Close() error {
 	r.stop() // nothing more is sent on a caller's behalf
+	r.drains.close()
 	r.mu.Lock()
 	ids := make([]string, 0, len(r.callers))
 	for id := range r.callers {
