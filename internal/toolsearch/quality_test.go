@@ -197,7 +197,9 @@ func TestQuality(t *testing.T) {
 	}
 }
 
-// TestQueriesHonest checks the benchmark's requests: each names tools of
+// TestQueriesHonest checks the benchmark's requests (sets "dev" and
+// "heldout" of issue 18, "new" and "fresh" of issue 39's first and second
+// passes): each names tools of
 // the catalog, a request flagged paraphrase shares no content word with
 // any of its tools' names (after the same splitting, common-word removal
 // and stemming as the index), and a request not flagged shares one.
@@ -208,9 +210,9 @@ func TestQueriesHonest(t *testing.T) {
 		names[d.Name] = true
 	}
 	qs := loadQueries(t)
-	var para, held, fresh, freshPara int
+	var para, held, fresh, freshPara, later, laterPara int
 	for _, q := range qs {
-		if q.Set != "dev" && q.Set != "heldout" && q.Set != "new" {
+		if q.Set != "dev" && q.Set != "heldout" && q.Set != "new" && q.Set != "fresh" {
 			t.Errorf("%q: set %q", q.Query, q.Set)
 		}
 		if q.Set == "heldout" {
@@ -244,11 +246,16 @@ func TestQueriesHonest(t *testing.T) {
 			if q.Paraphrase {
 				freshPara++
 			}
+		case q.Set == "fresh":
+			later++
+			if q.Paraphrase {
+				laterPara++
+			}
 		case q.Paraphrase:
 			para++
 		}
 	}
-	first := len(qs) - fresh // the requests of issue 18's benchmark
+	first := len(qs) - fresh - later // the requests of issue 18's benchmark
 	if first < 100 || 2*para < first {
 		t.Errorf("%d requests of the first benchmark, %d paraphrased: want at least 100, half paraphrased", first, para)
 	}
@@ -258,5 +265,9 @@ func TestQueriesHonest(t *testing.T) {
 	if fresh < 100 || 3*freshPara < fresh {
 		t.Errorf("%d new requests, %d paraphrased: want at least 100, a third paraphrased", fresh, freshPara)
 	}
-	t.Logf("%d requests (%d new), %d paraphrased (%d new), %d held out; %d tools", len(qs), fresh, para+freshPara, freshPara, held, len(docs))
+	if later < 20 || 4*laterPara < later {
+		t.Errorf("%d requests of the second pass's servers, %d paraphrased: want at least 20, a quarter paraphrased", later, laterPara)
+	}
+	t.Logf("%d requests (%d new, %d fresh), %d paraphrased (%d new, %d fresh), %d held out; %d tools",
+		len(qs), fresh, later, para+freshPara+laterPara, freshPara, laterPara, held, len(docs))
 }
