@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"cmp"
+
 	"github.com/gatehouse-dev/gatehouse/internal/fdbudget"
 	"github.com/gatehouse-dev/gatehouse/server"
 )
@@ -52,17 +54,12 @@ func (g *Gateway) Listeners() (Listeners, error) {
 func planListeners(cfg *Config, fdLimit int) (Listeners, error) {
 	hc := cfg.HTTP
 	base := server.HTTPLimits{ReadTimeout: hc.ReadTimeout, WriteTimeout: hc.WriteTimeout, IdleTimeout: hc.ConnIdleTimeout}
-	ls := []fdbudget.Listener{{Name: "listen", Limits: base}}
-	ls[0].Limits.MaxConns = hc.MaxConnections
+	ls := []fdbudget.Listener{{Name: "listen", MaxConns: cmp.Or(hc.MaxConnections, server.DefaultMaxConns)}}
 	if cfg.Console != nil {
-		l := fdbudget.Listener{Name: "console.listen", Limits: base}
-		l.Limits.MaxConns = consoleMaxConns
-		ls = append(ls, l)
+		ls = append(ls, fdbudget.Listener{Name: "console.listen", MaxConns: consoleMaxConns})
 	}
 	if cfg.Metrics != nil {
-		l := fdbudget.Listener{Name: "metrics.listen", Limits: base}
-		l.Limits.MaxConns = metricsMaxConns
-		ls = append(ls, l)
+		ls = append(ls, fdbudget.Listener{Name: "metrics.listen", MaxConns: metricsMaxConns})
 	}
 	b, err := fdbudget.Split(fdLimit, ls...)
 	if err != nil {
@@ -70,13 +67,15 @@ func planListeners(cfg *Config, fdLimit int) (Listeners, error) {
 	}
 	out := Listeners{Budget: b}
 	for _, l := range b.Listeners {
+		lim := base
+		lim.MaxConns = l.MaxConns
 		switch l.Name {
 		case "listen":
-			out.MCP = l.Limits
+			out.MCP = lim
 		case "console.listen":
-			out.Console = l.Limits
+			out.Console = lim
 		case "metrics.listen":
-			out.Metrics = l.Limits
+			out.Metrics = lim
 		}
 	}
 	return out, nil
@@ -87,7 +86,7 @@ func planListeners(cfg *Config, fdLimit int) (Listeners, error) {
 func (g *Gateway) logListeners(ls Listeners) {
 	args := []any{"fdLimit", ls.Budget.FDLimit, "reserve", ls.Budget.Reserve}
 	for _, l := range ls.Budget.Listeners {
-		args = append(args, l.Name, l.Limits.MaxConns)
+		args = append(args, l.Name, l.MaxConns)
 	}
 	g.log.Info("gateway: connection caps", args...)
 	if asked := g.cfg.HTTP.MaxConnections; asked > ls.MCP.MaxConns {

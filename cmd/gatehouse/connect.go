@@ -158,11 +158,12 @@ func callbackLimits() (server.HTTPLimits, error) {
 	if err != nil {
 		return lim, err
 	}
-	b, err := fdbudget.Split(fd, fdbudget.Listener{Name: "--listen", Limits: lim})
+	b, err := fdbudget.Split(fd, fdbudget.Listener{Name: "--listen", MaxConns: lim.MaxConns})
 	if err != nil {
 		return lim, err
 	}
-	return b.Listeners[0].Limits, nil
+	lim.MaxConns = b.Listeners[0].MaxConns
+	return lim, nil
 }
 
 // loopbackFetch prints the authorization URL and waits for the browser's

@@ -1,5 +1,5 @@
 // Package fdbudget splits a process's file-descriptor limit among its
-// HTTP listeners' connection caps, so that a flood of one listener (or of
+// HTTP listeners' connection caps (server.HTTPLimits.MaxConns), so that a flood of one listener (or of
 // all) cannot take the descriptors the process needs for everything else:
 // starting an upstream, opening the store, dialing out. `gatehouse serve`
 // and `gatehouse connect` size their listeners with it.
@@ -11,8 +11,6 @@ import (
 	"math"
 	"slices"
 	"strings"
-
-	"github.com/gatehouse-dev/gatehouse/server"
 )
 
 // The split of a process's file descriptors among its listeners
@@ -38,10 +36,14 @@ type Listener struct {
 	// Name names it in errors and logs (a config key, e.g.
 	// "console.listen").
 	Name string
-	// Limits are its limits; MaxConns is the most it asks for (0:
-	// server.DefaultMaxConns).
-	Limits server.HTTPLimits
+	// MaxConns is the most connections it asks for, at least 1. In a
+	// [Budget] it is the listener's share.
+	MaxConns int
 }
+
+// ErrInvalid reports a listener that asks for no connection, or for a
+// negative number.
+var ErrInvalid = errors.New("fdbudget: invalid listener")
 
 // Budget is a process's file descriptors split among its listeners.
 type Budget struct {
@@ -78,14 +80,10 @@ func Split(fdLimit int, ls ...Listener) (Budget, error) {
 	b := Budget{FDLimit: fdLimit, Listeners: slices.Clone(ls)}
 	asked := make([]int, len(ls))
 	for i := range b.Listeners {
-		mc := &b.Listeners[i].Limits.MaxConns
-		if *mc < 0 {
-			return Budget{}, fmt.Errorf("%w: %s: MaxConns %d is negative", server.ErrInvalidLimits, ls[i].Name, *mc)
+		if mc := ls[i].MaxConns; mc < 1 {
+			return Budget{}, fmt.Errorf("%w: %s asks for %d connections; it must ask for 1 or more", ErrInvalid, ls[i].Name, mc)
 		}
-		if *mc == 0 {
-			*mc = server.DefaultMaxConns
-		}
-		asked[i] = *mc
+		asked[i] = ls[i].MaxConns
 	}
 	if fdLimit <= 0 {
 		b.FDLimit = 0
@@ -117,7 +115,7 @@ func Split(fdLimit int, ls ...Listener) (Budget, error) {
 	left := avail
 	for k, i := range order {
 		share := min(asked[i], left/(len(order)-k))
-		b.Listeners[i].Limits.MaxConns = share
+		b.Listeners[i].MaxConns = share
 		left -= share
 	}
 	return b, nil

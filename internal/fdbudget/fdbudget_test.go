@@ -2,11 +2,10 @@ package fdbudget
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/gatehouse-dev/gatehouse/server"
 )
 
 // serveListeners are the listeners of `gatehouse serve` with everything
@@ -14,16 +13,20 @@ import (
 // metrics.
 func serveListeners() []Listener {
 	return []Listener{
-		{Name: "listen"},
-		{Name: "console.listen", Limits: server.HTTPLimits{MaxConns: 64}},
-		{Name: "metrics.listen", Limits: server.HTTPLimits{MaxConns: 64}},
+		{Name: "listen", MaxConns: defaultAsk},
+		{Name: "console.listen", MaxConns: 64},
+		{Name: "metrics.listen", MaxConns: 64},
 	}
 }
+
+// defaultAsk is what `gatehouse serve`'s MCP listener asks for by default
+// (server.DefaultMaxConns).
+const defaultAsk = 16384
 
 func caps(b Budget) []int {
 	var out []int
 	for _, l := range b.Listeners {
-		out = append(out, l.Limits.MaxConns)
+		out = append(out, l.MaxConns)
 	}
 	return out
 }
@@ -37,8 +40,8 @@ func TestSplitFDs(t *testing.T) {
 		limit, reserve int
 		caps           []int
 	}{
-		{1 << 20, 1 << 18, []int{server.DefaultMaxConns, 64, 64}}, // systemd's and Docker's usual hard limit
-		{65536, 16384, []int{server.DefaultMaxConns, 64, 64}},
+		{1 << 20, 1 << 18, []int{defaultAsk, 64, 64}}, // systemd's and Docker's usual hard limit
+		{65536, 16384, []int{defaultAsk, 64, 64}},
 		{20000, 5000, []int{14872, 64, 64}},
 		{4096, 1024, []int{2944, 64, 64}},
 		{1024, 256, []int{640, 64, 64}}, // the usual soft limit, when the hard one is no higher
@@ -59,15 +62,14 @@ func TestSplitFDs(t *testing.T) {
 // the listeners up, the caps together leave the reserve free; no listener
 // gets more than it asks for, nor less than the minimum (or its ask); a
 // small listener loses its cap only when an equal share is below it; the
-// other limits the listeners asked for are kept.
+// names are kept in order.
 func TestSplitFDsHoldsTheReserve(t *testing.T) {
 	sets := [][]Listener{
 		serveListeners(),
-		{{Name: "listen", Limits: server.HTTPLimits{MaxConns: 100000}}},
-		{{Name: "a", Limits: server.HTTPLimits{MaxConns: 8}}, {Name: "b", Limits: server.HTTPLimits{MaxConns: 3000}}, {Name: "c", Limits: server.HTTPLimits{MaxConns: 500}}},
+		{{Name: "listen", MaxConns: 100000}},
+		{{Name: "a", MaxConns: 8}, {Name: "b", MaxConns: 3000}, {Name: "c", MaxConns: 500}},
 	}
 	for _, ls := range sets {
-		ls[0].Limits.ReadTimeout = 7
 		for limit := 250; limit <= 200000; limit += 1 + limit/50 {
 			b, err := Split(limit, ls...)
 			if err != nil {
@@ -78,11 +80,8 @@ func TestSplitFDsHoldsTheReserve(t *testing.T) {
 			}
 			sum := 0
 			for i, l := range b.Listeners {
-				ask := ls[i].Limits.MaxConns
-				if ask == 0 {
-					ask = server.DefaultMaxConns
-				}
-				c := l.Limits.MaxConns
+				ask := ls[i].MaxConns
+				c := l.MaxConns
 				sum += c
 				if c > ask || c < min(ask, MinListenerConns) || l.Name != ls[i].Name {
 					t.Fatalf("limit %d: %s gets %d of %d", limit, l.Name, c, ask)
@@ -93,9 +92,6 @@ func TestSplitFDsHoldsTheReserve(t *testing.T) {
 			}
 			if b.Reserve < MinFDReserve || b.Reserve < limit/4 || sum+b.Reserve > limit {
 				t.Fatalf("limit %d: reserve %d, caps %v", limit, b.Reserve, caps(b))
-			}
-			if b.Listeners[0].Limits.ReadTimeout != 7 {
-				t.Fatalf("limit %d: the other limits were not kept: %+v", limit, b.Listeners[0].Limits)
 			}
 		}
 	}
@@ -117,16 +113,12 @@ func TestSplitFDsTooSmall(t *testing.T) {
 	}
 	many := make([]Listener, 100) // past a limit of 1024, the reserve is a quarter
 	for i := range many {
-		many[i].Name = "l"
+		many[i] = Listener{Name: "l", MaxConns: defaultAsk}
 	}
-	for _, ls := range [][]Listener{serveListeners(), many, {{Name: "small", Limits: server.HTTPLimits{MaxConns: 4}}}} {
+	for _, ls := range [][]Listener{serveListeners(), many, {{Name: "small", MaxConns: 4}}} {
 		floor := 0
 		for _, l := range ls {
-			ask := l.Limits.MaxConns
-			if ask == 0 {
-				ask = server.DefaultMaxConns
-			}
-			floor += min(ask, MinListenerConns)
+			floor += min(l.MaxConns, MinListenerConns)
 		}
 		least := minFDLimit(floor)
 		if _, err := Split(least, ls...); err != nil {
@@ -139,14 +131,17 @@ func TestSplitFDsTooSmall(t *testing.T) {
 }
 
 // TestSplitFDsUnknownLimit: without a limit (0: none known), every
-// listener keeps its ask (the default one filled in) and nothing is
-// reserved; a negative cap is refused.
+// listener keeps its ask and nothing is reserved; a listener asking for
+// no connection, or a negative number, is refused.
 func TestSplitFDsUnknownLimit(t *testing.T) {
 	b, err := Split(0, serveListeners()...)
-	if err != nil || b.Reserve != 0 || !slices.Equal(caps(b), []int{server.DefaultMaxConns, 64, 64}) {
+	if err != nil || b.Reserve != 0 || !slices.Equal(caps(b), []int{defaultAsk, 64, 64}) {
 		t.Errorf("unknown limit: %+v, %v", b, err)
 	}
-	if _, err := Split(1024, Listener{Name: "x", Limits: server.HTTPLimits{MaxConns: -1}}); !errors.Is(err, server.ErrInvalidLimits) {
-		t.Errorf("a negative cap: %v", err)
+	for _, ask := range []int{-1, 0} {
+		_, err := Split(1024, Listener{Name: "x", MaxConns: ask})
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), fmt.Sprintf("x asks for %d connections", ask)) {
+			t.Errorf("a cap of %d: %v", ask, err)
+		}
 	}
 }
