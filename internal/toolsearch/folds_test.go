@@ -193,8 +193,8 @@ func summary(rs []foldResult) (meanAll, worstAll, meanPara, worstPara float64) {
 // Floors of TestLeaveServersOut: just under what the chosen rankings
 // reach on the worst fold. See docs/search.md for the figures.
 const (
-	floorWorstFold     = 0.62
-	floorWorstFoldPara = 0.32
+	floorWorstFold     = 0.65
+	floorWorstFoldPara = 0.42
 )
 
 // TestLeaveServersOut measures the index the way that cannot flatter it:
@@ -234,6 +234,9 @@ func TestLeaveServersOut(t *testing.T) {
 	dix.ReplaceAll(docs)
 	da, dp := evaluate(dix, qs, "new")
 	t.Logf("new servers' requests: defaults %v / para %v; plain BM25 %v / para %v", da, dp, pa, pp)
+	fa, fp := evaluate(dix, qs, "fresh")
+	pfa, pfp := evaluate(pix, qs, "fresh")
+	t.Logf("second pass's servers' requests: defaults %v / para %v; plain BM25 %v / para %v", fa, fp, pfa, pfp)
 	if testing.Verbose() && os.Getenv("TOOLSEARCH_MISSES") != "" {
 		for _, m := range da.missed5 {
 			t.Logf("  miss: %s", m)
