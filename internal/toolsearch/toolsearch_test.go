@@ -379,6 +379,7 @@ func FuzzSearch(f *testing.F) {
 		"open a ticket for the login bug", "", " ", "PR", "k8s pods", "listPullRequests", "東京 検索",
 		"\x00\x01", "\xff\xfe", strings.Repeat("a ", 600), "what is it", "a-b_c.d/e", "ÉCOLE Ǆ",
 		`scrape "https://example.com/a b" 'x'`, "email bob@example.com PROJ-12 3f9a1c7", "who is on call. Then 'unclosed",
+		"how many rows are in orders", "how do I delete a branch", "get rid of the 'call Bob' todo", "how", "set up mongo",
 	} {
 		f.Add(s, 5)
 	}
@@ -418,6 +419,15 @@ func FuzzSearch(f *testing.F) {
 		for _, p := range q.pairs {
 			if p.a >= len(ws) || p.b >= len(ws) || p.a < -1 || p.b < -1 || p.a < 0 && p.b < 0 {
 				t.Fatalf("pair %+v of %d words", p, len(ws))
+			}
+		}
+		// The action is one of the four or none; a hint is a word.
+		if q.action > actDelete {
+			t.Fatalf("action %d", q.action)
+		}
+		for _, h := range q.hints {
+			if h == "" || h != strings.ToLower(h) {
+				t.Fatalf("hint %q", h)
 			}
 		}
 		want := limit
