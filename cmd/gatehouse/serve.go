@@ -15,7 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gatehouse-dev/gatehouse/gateway"
-	"github.com/gatehouse-dev/gatehouse/internal/console"
+	"github.com/gatehouse-dev/gatehouse/cmd/gatehouse/internal/console"
 )
 
 // defaultPlugin is the plugin `gatehouse serve` runs without --config,
