@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -35,7 +34,12 @@ func newServeCmd() *cobra.Command {
 			"example plugin " + defaultPlugin + " on .gatehouse/gatehouse.db.",
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			log, err := newLogger(cmd.ErrOrStderr(), logFormat)
+			// The log's lines are written together, within
+			// logFlushEvery (warnings and errors at once), and all of
+			// them before serve returns.
+			lw := newLogWriter(cmd.ErrOrStderr())
+			defer lw.Close()
+			log, err := newLogger(lw, logFormat)
 			if err != nil {
 				return err
 			}
@@ -204,12 +208,14 @@ func configErr(err error) error {
 	return err
 }
 
-func newLogger(w io.Writer, format string) (*slog.Logger, error) {
+// newLogger returns serve's logger, in format, writing to w: what waits
+// in w is written after every warning and error.
+func newLogger(w *logWriter, format string) (*slog.Logger, error) {
 	switch format {
 	case "text", "":
-		return slog.New(slog.NewTextHandler(w, nil)), nil
+		return slog.New(flushHandler{slog.NewTextHandler(w, nil), w}), nil
 	case "json":
-		return slog.New(slog.NewJSONHandler(w, nil)), nil
+		return slog.New(flushHandler{slog.NewJSONHandler(w, nil), w}), nil
 	}
 	return nil, usagef("--log-format must be text or json (got %q)", format)
 }

@@ -290,10 +290,16 @@ func TestOAuthQuickStart(t *testing.T) {
 	// authorization code went through a login.
 	issuer := vars["ISSUER"]
 	subjects := map[string]string{}
-	for _, l := range g.callLogs() {
-		if l["tool"] == "greeter__greet" {
-			subjects[fmt.Sprint(l["subject"])] = fmt.Sprint(l["outcome"])
+	for range 100 { // the call lines reach the log within its flush interval (100 ms)
+		for _, l := range g.callLogs() {
+			if l["tool"] == "greeter__greet" {
+				subjects[fmt.Sprint(l["subject"])] = fmt.Sprint(l["outcome"])
+			}
 		}
+		if subjects[issuer+"#mcp-agent"] == "ok" && subjects[issuer+"#alice"] == "ok" {
+			break
+		}
+		sleep(20)
 	}
 	for _, sub := range []string{issuer + "#mcp-agent", issuer + "#alice"} {
 		if subjects[sub] != "ok" {
