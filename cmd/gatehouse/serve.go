@@ -13,8 +13,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/cmd/gatehouse/internal/console"
+	"github.com/gatehouse-dev/gatehouse/gateway"
 )
 
 // defaultPlugin is the plugin `gatehouse serve` runs without --config,
