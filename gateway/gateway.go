@@ -182,26 +182,10 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 		return nil, err
 	}
 
-	// The store.
-	var storeDSN string
-	if o.Store != nil {
-		g.st = o.Store
-	} else {
-		// Where the DSN came from, for a mistake in it.
-		d, from := o.StoreDSN, "the --store flag"
-		if d == "" {
-			d = store.DSNFromEnv(cfg.StoreDSN())
-			from = cmp.Or(cfg.File, "(default config)")
-			if d != cfg.StoreDSN() {
-				from = "$GATEHOUSE_STORE"
-			}
-		}
-		st, err := openStore(ctx, d, from)
-		if err != nil {
-			g.life.stop()
-			return nil, err
-		}
-		g.st, g.ownStore, storeDSN = st, true, d
+	storeDSN, err := g.useStore(ctx, &o)
+	if err != nil {
+		g.life.stop()
+		return nil, err
 	}
 	fail := func(err error) (*Gateway, error) {
 		_ = g.Close()
@@ -213,18 +197,7 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 
 	// This process as the journal's executor; its instance also names
 	// the drift this gateway observes (store.Observation.SeenBy).
-	lease := cfg.Journal.Lease
-	if lease <= 0 {
-		lease = durable.DefaultLease
-	}
-	ttl := cfg.Journal.TTL
-	if ttl <= 0 {
-		ttl = durable.DefaultTTL
-	}
-	ttl = max(ttl, lease)
-	g.exec, err = executor.Start(ctx, g.st, &executor.Options{Instance: cmp.Or(o.Instance, cfg.Instance), StoreDSN: storeDSN,
-		Lease: lease, TTL: ttl, SweepEvery: sweepEvery, Logger: log})
-	if err != nil {
+	if g.exec, err = startExecutor(ctx, g.st, cfg, cmp.Or(o.Instance, cfg.Instance), storeDSN, log); err != nil {
 		return fail(err)
 	}
 
@@ -255,60 +228,13 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 	g.tel = telemetry.NewInstruments(g.st, g.life.ctx, nil, otlp...)
 	metrics := g.tel.Metrics
 
-	// The upstreams: the relay and its toolset. Every server connects now,
-	// in parallel. Catalogues and trust baselines live in the gateway's
-	// store, so replicas share them and `gatehouse trust` (another
-	// process) re-trusts through it.
-	// Without auth every loopback caller is the one subject "local": no
-	// per-subject cap of upstream sessions unless set.
-	perSubject := cfg.Sessions.UpstreamPerSubject
-	if perSubject == 0 && cfg.Auth == nil {
-		perSubject = -1
-	}
-	// search.model: the search's semantic stage, read now or not at all.
+	// The upstreams: the relay and its toolset (toolsetOptions). The
+	// search's semantic stage (search.model) is read now or not at all.
 	searchModel, err := loadSearchModel(cfg)
 	if err != nil {
 		return fail(err)
 	}
-	g.relay, err = relay.Open(ctx, servers, &toolset.Options{
-		SearchModel:  searchModel,
-		AllowedHosts: cfg.AllowedHosts,
-		Budget:       cfg.Disclosure.Budget,
-		Logger:       log,
-		Stderr:       o.Stderr,
-		StderrLog:    log,
-		// Stdio upstreams get what they need, not the gateway's
-		// environment (GATEHOUSE_STORE may hold a password).
-		Env:      toolset.MinimalEnv(os.Environ(), cfg.InheritEnv),
-		Store:    g.st,
-		OnChange: g.changed,
-		// Every connected server re-listed in the background and judged
-		// (drift.recheck; 0 turns it off).
-		Recheck:  cfg.Drift.Recheck,
-		Instance: g.exec.Instance(),
-		// The revision asked of every upstream (config upstreamProtocol).
-		ProtocolVersion: cfg.UpstreamProtocolVersion(),
-	}, &relay.Options{
-		Subject: g.relaySubject,
-		Visible: func(srv, subject string, req mcp.Request, local bool) bool {
-			return g.served.serverVisible(srv, subject, server.InfoOf(req, local))
-		},
-		Logger: log,
-		// Stateless HTTP sessions last one request: no upstream session
-		// of their own.
-		Stateless: cfg.HTTP.Stateless,
-		Limit:     g.relayLimit,
-		// Notifications an upstream sent for another server's call or
-		// resource: dropped, and counted here.
-		Dropped: func(server string, what relay.Dropped) { metrics.NotificationDropped(server, string(what)) },
-		// The content of servers with auth: user or exchange is each
-		// subject's own (upauth.go).
-		Subjects: subjectContent{m: g.upauth, log: log},
-		// Upstream sessions of callers' own (a process each for stdio).
-		UpstreamPerServer:  cfg.Sessions.UpstreamPerServer,
-		UpstreamPerSubject: perSubject,
-		Capped:             func(server string, why relay.Capped) { metrics.UpstreamSessionCapped(server, string(why)) },
-	})
+	g.relay, err = relay.Open(ctx, servers, g.toolsetOptions(&o, searchModel), g.relayOptions(metrics))
 	if err != nil {
 		return fail(fmt.Errorf("gateway: %w", err))
 	}
@@ -325,19 +251,7 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 	// drift.recheck with the catalog built afresh from disk, and when the
 	// store's trust state of skills moves (a trust, another replica's
 	// drift). Each new drift is counted and audited as a server's is.
-	skillTrust := skills.NewWatcher(g.st, skills.WatchOptions{Instance: g.exec.Instance(), Serve: g.SetSkills,
-		Build:   func() *skills.Catalog { cat, _ := skills.New(g.loaded, nil); return cat },
-		Recheck: cfg.Drift.Recheck, Poll: -1, Logger: log, // polled by g.trust's one watch
-		OnEvent: func(ev skills.DriftEvent) {
-			kind, action := telemetry.DriftRemoved, pin.Removed
-			if ev.Withheld {
-				kind, action = telemetry.DriftWithheld, pin.Withheld
-			}
-			owner := skills.Owner(ev.Plugin)
-			metrics.DriftEvent(owner, kind)
-			g.audit.Drift(toolset.DriftEvent{Server: owner, ServerID: owner, Kind: toolset.DriftKind(pin.ChangeSkill),
-				Decision: pin.Decision{Tool: ev.Skill, Action: action}})
-		}})
+	skillTrust := g.newSkillTrust(metrics)
 	_ = skillTrust.Check(ctx, g.Skills(), false) // logged; a plugin it could not judge is withheld
 	// Said before: a stdio server run by `go run` or `npx` builds or
 	// downloads first, which can take minutes on a first start.
@@ -358,20 +272,7 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 	g.upMu.Unlock()
 
 	// The call pipeline: the journal and the guards.
-	journal, err := durable.NewJournal(g.st, &durable.JournalOptions{
-		Scope:      journalScope,
-		Executor:   g.exec.ID(),
-		Executors:  g.st,
-		Lease:      cfg.Journal.Lease,
-		TTL:        cfg.Journal.TTL,
-		Repeatable: func(_, tool string) bool { return slices.Contains(cfg.Tools.Repeatable, tool) },
-		Approvals:  g.st,
-		Logger:     log,
-
-		// An approval is spent by the call it allowed and expires; a
-		// subject has at most durable.DefaultMaxPendingApprovals pending.
-		ApprovalTTL: cfg.Approvals.TTL,
-	})
+	journal, err := newJournal(cfg, g.st, g.exec.ID(), log)
 	if err != nil {
 		return fail(fmt.Errorf("gateway: %w", err))
 	}
@@ -385,29 +286,8 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 		}
 		_, _ = g.st.SweepConnectFlows(ctx, g.now()) // connect URLs never used (upauth)
 	})
-	// The hardened server. Dedup is the pipeline's (the journal, after
-	// the guards and approvals), and so is admission: every tools/call,
-	// from the go-sdk's front or the byte front, is admitted by the
-	// pipeline in one order.
-	so := server.Options{
-		Implementation:     &mcp.Implementation{Name: "gatehouse", Version: versionOr(o.Version)},
-		ServerOptions:      g.relay.ServerOptions(&mcp.ServerOptions{Instructions: instructions, Logger: log}),
-		Setup:              g.setup,
-		Identify:           g.identify,
-		StdioSubject:       localSubject,
-		AllowToolFor:       g.served.visible,
-		DeferCallAdmission: true,
-		Name:               "gatehouse",
-		Logger:             log,
-		Clock:              o.Clock,
-		OwnWarnings:        true, // warnUnprotected names the config's fields
-	}
-	// Sessions per subject (each initialize also spends the rate limit).
-	so.MaxSessionsPerSubject = cfg.Sessions.MaxPerSubject
-	if rl := cfg.RateLimit; rl != nil {
-		so.RateLimit = &server.RateLimit{MaxCalls: rl.MaxCalls, Window: rl.Window, Counters: g.st}
-	}
-	g.srv, err = server.New(so)
+	// The hardened server (serverOptions).
+	g.srv, err = server.New(g.serverOptions(&o))
 	if err != nil {
 		return fail(fmt.Errorf("gateway: %w", err))
 	}
@@ -431,6 +311,173 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 
 	log.Info("gateway: ready", "tools", len(g.Tools()), "servers", len(g.servers), "plugins", len(g.plugins), "skills", g.Skills().Len())
 	return g, nil
+}
+
+// toolsetOptions are the options of the relay's toolset: every server
+// connects at New, in parallel; catalogues and trust baselines live in
+// the gateway's store, so replicas share them and `gatehouse trust`
+// (another process) re-trusts through it.
+func (g *Gateway) toolsetOptions(o *Options, searchModel *toolset.SearchModel) *toolset.Options {
+	cfg, log := g.cfg, g.log
+	return &toolset.Options{
+		SearchModel:  searchModel,
+		AllowedHosts: cfg.AllowedHosts,
+		Budget:       cfg.Disclosure.Budget,
+		Logger:       log,
+		Stderr:       o.Stderr,
+		StderrLog:    log,
+		// Stdio upstreams get what they need, not the gateway's
+		// environment (GATEHOUSE_STORE may hold a password).
+		Env:      toolset.MinimalEnv(os.Environ(), cfg.InheritEnv),
+		Store:    g.st,
+		OnChange: g.changed,
+		// Every connected server re-listed in the background and judged
+		// (drift.recheck; 0 turns it off).
+		Recheck:  cfg.Drift.Recheck,
+		Instance: g.exec.Instance(),
+		// The revision asked of every upstream (config upstreamProtocol).
+		ProtocolVersion: cfg.UpstreamProtocolVersion(),
+	}
+}
+
+// relayOptions are the relay's: who a caller is, what it may see, the
+// caps of upstream sessions of callers' own, and the metrics of what it
+// drops or refuses.
+func (g *Gateway) relayOptions(metrics *telemetry.Metrics) *relay.Options {
+	cfg, log := g.cfg, g.log
+	// Without auth every loopback caller is the one subject "local": no
+	// per-subject cap of upstream sessions unless set.
+	perSubject := cfg.Sessions.UpstreamPerSubject
+	if perSubject == 0 && cfg.Auth == nil {
+		perSubject = -1
+	}
+	return &relay.Options{
+		Subject: g.relaySubject,
+		Visible: func(srv, subject string, req mcp.Request, local bool) bool {
+			return g.served.serverVisible(srv, subject, server.InfoOf(req, local))
+		},
+		Logger: log,
+		// Stateless HTTP sessions last one request: no upstream session
+		// of their own.
+		Stateless: cfg.HTTP.Stateless,
+		Limit:     g.relayLimit,
+		// Notifications an upstream sent for another server's call or
+		// resource: dropped, and counted here.
+		Dropped: func(server string, what relay.Dropped) { metrics.NotificationDropped(server, string(what)) },
+		// The content of servers with auth: user or exchange is each
+		// subject's own (upauth.go).
+		Subjects: subjectContent{m: g.upauth, log: log},
+		// Upstream sessions of callers' own (a process each for stdio).
+		UpstreamPerServer:  cfg.Sessions.UpstreamPerServer,
+		UpstreamPerSubject: perSubject,
+		Capped:             func(server string, why relay.Capped) { metrics.UpstreamSessionCapped(server, string(why)) },
+	}
+}
+
+// newSkillTrust is the watcher of the skills' trust: each new drift is
+// counted and audited as a server's is.
+func (g *Gateway) newSkillTrust(metrics *telemetry.Metrics) *skills.Watcher {
+	cfg, log := g.cfg, g.log
+	return skills.NewWatcher(g.st, skills.WatchOptions{Instance: g.exec.Instance(), Serve: g.SetSkills,
+		Build:   func() *skills.Catalog { cat, _ := skills.New(g.loaded, nil); return cat },
+		Recheck: cfg.Drift.Recheck, Poll: -1, Logger: log, // polled by g.trust's one watch
+		OnEvent: func(ev skills.DriftEvent) {
+			kind, action := telemetry.DriftRemoved, pin.Removed
+			if ev.Withheld {
+				kind, action = telemetry.DriftWithheld, pin.Withheld
+			}
+			owner := skills.Owner(ev.Plugin)
+			metrics.DriftEvent(owner, kind)
+			g.audit.Drift(toolset.DriftEvent{Server: owner, ServerID: owner, Kind: toolset.DriftKind(pin.ChangeSkill),
+				Decision: pin.Decision{Tool: ev.Skill, Action: action}})
+		}})
+}
+
+// newJournal is the journal of the gateway's calls, over the store.
+func newJournal(cfg *Config, st store.Store, executorID string, log *slog.Logger) (*durable.Journal, error) {
+	return durable.NewJournal(st, &durable.JournalOptions{
+		Scope:      journalScope,
+		Executor:   executorID,
+		Executors:  st,
+		Lease:      cfg.Journal.Lease,
+		TTL:        cfg.Journal.TTL,
+		Repeatable: func(_, tool string) bool { return slices.Contains(cfg.Tools.Repeatable, tool) },
+		Approvals:  st,
+		Logger:     log,
+
+		// An approval is spent by the call it allowed and expires; a
+		// subject has at most durable.DefaultMaxPendingApprovals pending.
+		ApprovalTTL: cfg.Approvals.TTL,
+	})
+}
+
+// serverOptions are the hardened server's. Dedup is the pipeline's (the
+// journal, after the guards and approvals), and so is admission: every
+// tools/call, from the go-sdk's front or the byte front, is admitted by
+// the pipeline in one order.
+func (g *Gateway) serverOptions(o *Options) server.Options {
+	cfg, log := g.cfg, g.log
+	so := server.Options{
+		Implementation:     &mcp.Implementation{Name: "gatehouse", Version: versionOr(o.Version)},
+		ServerOptions:      g.relay.ServerOptions(&mcp.ServerOptions{Instructions: instructions, Logger: log}),
+		Setup:              g.setup,
+		Identify:           g.identify,
+		StdioSubject:       localSubject,
+		AllowToolFor:       g.served.visible,
+		DeferCallAdmission: true,
+		Name:               "gatehouse",
+		Logger:             log,
+		Clock:              o.Clock,
+		OwnWarnings:        true, // warnUnprotected names the config's fields
+	}
+	// Sessions per subject (each initialize also spends the rate limit).
+	so.MaxSessionsPerSubject = cfg.Sessions.MaxPerSubject
+	if rl := cfg.RateLimit; rl != nil {
+		so.RateLimit = &server.RateLimit{MaxCalls: rl.MaxCalls, Window: rl.Window, Counters: g.st}
+	}
+	return so
+}
+
+// useStore takes the store of o, or opens the one the config (or
+// $GATEHOUSE_STORE, or o.StoreDSN) names; it returns the DSN it opened
+// ("" for o.Store).
+func (g *Gateway) useStore(ctx context.Context, o *Options) (string, error) {
+	if o.Store != nil {
+		g.st = o.Store
+		return "", nil
+	}
+	cfg := g.cfg
+	// Where the DSN came from, for a mistake in it.
+	d, from := o.StoreDSN, "the --store flag"
+	if d == "" {
+		d = store.DSNFromEnv(cfg.StoreDSN())
+		from = cmp.Or(cfg.File, "(default config)")
+		if d != cfg.StoreDSN() {
+			from = "$GATEHOUSE_STORE"
+		}
+	}
+	st, err := openStore(ctx, d, from)
+	if err != nil {
+		return "", err
+	}
+	g.st, g.ownStore = st, true
+	return d, nil
+}
+
+// startExecutor registers this process as the journal's executor, with
+// the config's lease and TTL (the TTL never shorter than the lease).
+func startExecutor(ctx context.Context, st store.Store, cfg *Config, instance, storeDSN string, log *slog.Logger) (*executor.Executor, error) {
+	lease := cfg.Journal.Lease
+	if lease <= 0 {
+		lease = durable.DefaultLease
+	}
+	ttl := cfg.Journal.TTL
+	if ttl <= 0 {
+		ttl = durable.DefaultTTL
+	}
+	ttl = max(ttl, lease)
+	return executor.Start(ctx, st, &executor.Options{Instance: instance, StoreDSN: storeDSN,
+		Lease: lease, TTL: ttl, SweepEvery: sweepEvery, Logger: log})
 }
 
 // loadPlugins loads the configured plugins and returns the servers to
