@@ -75,7 +75,7 @@ func TestConcurrentCallsAndOneReconnect(t *testing.T) {
 func TestConnectTimeout(t *testing.T) {
 	before := len(descendants(t))
 	ts := open(t, []Server{{Config: stdioConfig("mute", "sh", "-c", "trap '' TERM; sleep 60")}, stdio("good")},
-		&Options{ConnectTimeout: 300 * time.Millisecond, StopGrace: 100 * time.Millisecond})
+		&Options{ConnectTimeout: 3 * time.Second, StopGrace: 100 * time.Millisecond}) // long enough for the good one on a loaded machine
 	m := tools(t, ts)
 	if _, ok := m["good__echo"]; !ok {
 		t.Errorf("sibling missing: %v", keys(m))
