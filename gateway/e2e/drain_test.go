@@ -47,7 +47,7 @@ func (g *gw) logIndex(msg string) int {
 // replays it). Only then does the listener close.
 func TestDrainOnSIGTERM(t *testing.T) {
 	t.Parallel()
-	const drain = 3 * time.Second
+	const drain = 5 * time.Second // room for a loaded machine before the late call below
 	dir := t.TempDir()
 	effects, marker := filepath.Join(dir, "effects"), filepath.Join(dir, "marker")
 	writeConfig(t, dir, fmt.Sprintf("servers:\n%sshutdownDrain: %v\nshutdownTimeout: 20s\n", slowServer("slow", effects, marker), drain))
