@@ -156,9 +156,10 @@ func TestWALBoundedUnderSteadyWrites(t *testing.T) {
 	// The WAL file keeps the largest size it reached. Without the restart
 	// pass it passes 100 MB (tables and indexes: more than the 32 MB of
 	// blobs); with it, it holds what the writers commit while a pass runs,
-	// which a busy machine makes longer (20 MB once, beside the PostgreSQL
-	// tests): the bound is the blobs, a third of the WAL without the pass.
-	if max := int64(writers * each * size); wal.Size() > max {
+	// which a busy machine makes longer (20 MB once beside the PostgreSQL
+	// tests, 53 MB once at a load average of 15): the bound is twice the
+	// blobs, two thirds of the WAL without the pass.
+	if max := int64(2 * writers * each * size); wal.Size() > max {
 		t.Errorf("the WAL reached %d bytes for %d bytes written (restarts %d, passes %d, failures %d); want at most %d",
 			wal.Size(), writers*each*size, cp.restarts.Load(), cp.passes.Load(), cp.failures.Load(), max)
 	}
