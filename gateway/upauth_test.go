@@ -81,6 +81,7 @@ func startProtectedOn(t *testing.T, issuer, host string) *protectedUpstream {
 	mux.Handle("/mcp", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		var id oauth.Identity
+		var err error // the request's own: requests run at once
 		if ok {
 			id, err = v.Verify(r.Context(), tok)
 		}

@@ -69,6 +69,7 @@ func protectedMCP(t *testing.T, issuer string) (string, *atomic.Int64) {
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
 	mux.Handle("/mcp", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		var err error // the request's own: requests run at once
 		if ok {
 			_, err = v.Verify(r.Context(), tok)
 		}

@@ -111,6 +111,7 @@ func startProtectedUpstream(t *testing.T, issuer string) string {
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
 	mux.Handle("/mcp", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		var err error // the request's own: requests run at once
 		if ok {
 			_, err = v.Verify(r.Context(), tok)
 		}
