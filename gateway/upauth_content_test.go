@@ -98,6 +98,7 @@ func startContent(t *testing.T, issuer string) *contentUpstream {
 	mux.Handle("/mcp", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		var ti *auth.TokenInfo
+		var err error // the request's own: requests run at once
 		if ok {
 			ti, err = verify(r.Context(), tok, r)
 		}
