@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -104,9 +105,8 @@ func newParityUpstream(t *testing.T) *parityUpstream {
 		}
 		return text("lost"), nil
 	})
-	add("big", "Answers more than an SSE event may carry.", func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		effect("big", req)
-		return text(strings.Repeat("x", mcp.DefaultMaxEventSize+1024)), nil
+	add("big", "Answers more than an SSE event may carry (the HTTP handler below).", func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return text("big"), nil
 	})
 	add("pretty", "Answers with newlines inside the JSON.", func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		effect("pretty", req)
@@ -124,6 +124,7 @@ func newParityUpstream(t *testing.T) *parityUpstream {
 		return text(fmt.Sprintf("leaving #%d", effect("leaving", req))), nil
 	})
 	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return u.srv }, nil)
+	bigText := bytes.Repeat([]byte("x"), mcp.DefaultMaxEventSize+1024)
 	u.hs = interceptCall(t, sdk, func(w http.ResponseWriter, name string, id json.RawMessage) bool {
 		switch name {
 		case "status500":
@@ -132,6 +133,15 @@ func newParityUpstream(t *testing.T) *parityUpstream {
 		case "garbage":
 			effect("garbage", &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{}})
 			writeEvent(w, `{"jsonrpc":"2.0","id":`+string(id)+`,"result":{nope`)
+		case "big":
+			// Written as bytes: the go-sdk's encoding of 16 MiB costs
+			// seconds under the race detector, and none of it is the
+			// gateway's.
+			effect("big", &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{}})
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.Write([]byte(`event: message` + "\n" + `data: {"jsonrpc":"2.0","id":` + string(id) + `,"result":{"content":[{"type":"text","text":"`))
+			w.Write(bigText)
+			w.Write([]byte(`"}]}}` + "\n\n"))
 		case "pretty":
 			// The answer of a server that writes its JSON indented: one
 			// SSE event whose data spans lines.

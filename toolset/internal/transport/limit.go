@@ -217,6 +217,7 @@ type eventLimit struct {
 	check bool
 
 	in      []byte // read from body, not yet split into events
+	scanned int    // how much of in is known to hold no newline
 	event   []byte // the current event's lines so far
 	out     []byte // complete events ready for Read
 	skip    bool   // inside an event past max: dropping to its end
@@ -245,7 +246,7 @@ func (e *eventLimit) Read(p []byte) (int, error) {
 			if !e.skip && !e.partial {
 				e.out = append(e.out, e.event...)
 				e.out = append(e.out, e.in...)
-				e.event, e.in = e.event[:0], e.in[:0]
+				e.event, e.in, e.scanned = e.event[:0], e.in[:0], 0
 			}
 			e.err = err
 		}
@@ -263,8 +264,11 @@ func (e *eventLimit) Read(p []byte) (int, error) {
 func (e *eventLimit) feed(chunk []byte) {
 	e.in = append(e.in, chunk...)
 	for {
-		i := bytes.IndexByte(e.in, '\n')
+		// A long line is scanned once, not again with each chunk (a
+		// server's 16 MiB line would cost it gigabytes of scanning).
+		i := bytes.IndexByte(e.in[e.scanned:], '\n')
 		if i < 0 {
+			e.scanned = len(e.in)
 			if !e.skip && len(e.event)+len(e.in) > e.max {
 				e.overflow()
 			}
@@ -273,11 +277,13 @@ func (e *eventLimit) feed(chunk []byte) {
 				// newline, is dropped too (a line of carriage returns may
 				// still be the blank line that ends the event).
 				e.cr = (!e.partial || e.cr) && len(bytes.Trim(e.in, "\r")) == 0
-				e.in = e.in[:0]
+				e.in, e.scanned = e.in[:0], 0
 				e.partial = true
 			}
 			return
 		}
+		i += e.scanned
+		e.scanned = 0
 		line := e.in[:i+1]
 		e.in = e.in[i+1:]
 		blank := len(bytes.TrimRight(line, "\r\n")) == 0

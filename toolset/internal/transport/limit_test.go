@@ -245,3 +245,36 @@ func sdkReads(ev string) bool {
 	_, err := jsonrpc.DecodeMessage([]byte(data))
 	return err == nil
 }
+
+// BenchmarkEventLimitLongLine reads one event of a single line past
+// MaxAnswer (a server's largest answer, or a hostile one's) as an HTTP
+// body delivers it, in 32 KiB chunks: each byte is to be looked at about
+// once, not once per chunk that follows it.
+func BenchmarkEventLimitLongLine(b *testing.B) {
+	stream := "event: message\ndata: " + strings.Repeat("x", MaxAnswer+1024) + "\n\n"
+	b.SetBytes(int64(len(stream)))
+	for b.Loop() {
+		el := &eventLimit{body: io.NopCloser(&chunked{s: stream, n: 32 << 10}), max: MaxAnswer, id: []byte("1")}
+		n, _ := io.Copy(io.Discard, el)
+		el.Close()
+		if want := int64(len("event: message\ndata: \n\n") + len(AnswerTooLarge([]byte("1")))); n != want {
+			b.Fatalf("read %d bytes, want %d (the answer in place of the event)", n, want)
+		}
+	}
+}
+
+// chunked reads s at most n bytes at a time.
+type chunked struct {
+	s string
+	n int
+}
+
+func (c *chunked) Read(p []byte) (int, error) {
+	if len(c.s) == 0 {
+		return 0, io.EOF
+	}
+	k := min(len(p), c.n, len(c.s))
+	copy(p, c.s[:k])
+	c.s = c.s[k:]
+	return k, nil
+}
