@@ -181,9 +181,9 @@ type JournalStore interface {
 	// ToolCallID.
 	ListRecords(ctx context.Context, scope, runID string) ([]Record, error)
 	// Purge deletes every journal record and approval whose owner is owner,
-	// and the connections, refresh leases and pending connect flows whose
-	// subject is owner (one transaction), and returns how many rows it
-	// deleted. An empty owner never reaches the service connections
+	// and the connections, refresh leases, pending connect flows and
+	// sessions whose subject is owner (one transaction), and returns how
+	// many rows it deleted. An empty owner never reaches the service connections
 	// (subject ""): those go only with DeleteConnections.
 	Purge(ctx context.Context, owner string) (int64, error)
 	// Sweep deletes the records whose ExpiresAt is non-zero and at or
@@ -367,6 +367,7 @@ type Store interface {
 	DriftStore
 	AuditStore
 	ConnectionStore
+	SessionStore
 	io.Closer
 }
 

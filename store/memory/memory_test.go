@@ -7,6 +7,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/store/internal/storetest"
 	"github.com/gatehouse-dev/gatehouse/store/internal/storetest/audittest"
 	"github.com/gatehouse-dev/gatehouse/store/internal/storetest/conntest"
+	"github.com/gatehouse-dev/gatehouse/store/internal/storetest/sesstest"
 	"github.com/gatehouse-dev/gatehouse/store/memory"
 )
 
@@ -56,6 +57,17 @@ func TestAuditConformance(t *testing.T) {
 
 func TestConnectionConformance(t *testing.T) {
 	conntest.Run(t, func(t *testing.T) (store.Store, store.Store) {
+		s, err := memory.New(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s, s
+	})
+}
+
+func TestSessionConformance(t *testing.T) {
+	sesstest.Run(t, func(t *testing.T) (store.Store, store.Store) {
 		s, err := memory.New(nil)
 		if err != nil {
 			t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/store/internal/storetest"
 	"github.com/gatehouse-dev/gatehouse/store/internal/storetest/audittest"
 	"github.com/gatehouse-dev/gatehouse/store/internal/storetest/conntest"
+	"github.com/gatehouse-dev/gatehouse/store/internal/storetest/sesstest"
 	"github.com/gatehouse-dev/gatehouse/store/postgres"
 )
 
@@ -120,6 +121,15 @@ func TestAuditConformance(t *testing.T) {
 // one database (two replicas).
 func TestConnectionConformance(t *testing.T) {
 	conntest.Run(t, func(t *testing.T) (store.Store, store.Store) {
+		_, cfg := freshSchema(t)
+		return openCfg(t, cfg(), nil), openCfg(t, cfg(), nil)
+	})
+}
+
+// TestSessionConformance: callers' sessions through two pools on one
+// database (two replicas).
+func TestSessionConformance(t *testing.T) {
+	sesstest.Run(t, func(t *testing.T) (store.Store, store.Store) {
 		_, cfg := freshSchema(t)
 		return openCfg(t, cfg(), nil), openCfg(t, cfg(), nil)
 	})

@@ -10,6 +10,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/store/internal/storetest"
 	"github.com/gatehouse-dev/gatehouse/store/internal/storetest/audittest"
 	"github.com/gatehouse-dev/gatehouse/store/internal/storetest/conntest"
+	"github.com/gatehouse-dev/gatehouse/store/internal/storetest/sesstest"
 	"github.com/gatehouse-dev/gatehouse/store/sqlite"
 )
 
@@ -49,6 +50,23 @@ func TestAuditConformance(t *testing.T) {
 // through two handles (two pools) on it.
 func TestConnectionConformance(t *testing.T) {
 	conntest.Run(t, func(t *testing.T) (store.Store, store.Store) {
+		path := filepath.Join(t.TempDir(), "gatehouse.db")
+		open := func() store.Store {
+			s, err := sqlite.Open(t.Context(), path, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			return s
+		}
+		return open(), open()
+	})
+}
+
+// TestSessionConformance: callers' sessions on a real SQLite file, through
+// two handles (two pools) on it.
+func TestSessionConformance(t *testing.T) {
+	sesstest.Run(t, func(t *testing.T) (store.Store, store.Store) {
 		path := filepath.Join(t.TempDir(), "gatehouse.db")
 		open := func() store.Store {
 			s, err := sqlite.Open(t.Context(), path, nil)

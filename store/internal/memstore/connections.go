@@ -210,7 +210,8 @@ func (m *Store) SweepConnectFlows(ctx context.Context, now time.Time) (int64, er
 	return n, nil
 }
 
-// purgeConnections deletes subject's connections, leases and flows; the
+// purgeConnections deletes subject's connections, leases, flows and
+// sessions; the
 // service subject ("") is never purged. The caller holds mu.
 func (m *Store) purgeConnections(subject string) int64 {
 	if subject == "" {
@@ -226,6 +227,12 @@ func (m *Store) purgeConnections(subject string) int64 {
 	for k := range m.conns.leases {
 		if k.subject == subject {
 			delete(m.conns.leases, k)
+			n++
+		}
+	}
+	for k, s := range m.sessions {
+		if s.Subject == subject {
+			delete(m.sessions, k)
 			n++
 		}
 	}

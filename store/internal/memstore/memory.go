@@ -39,6 +39,7 @@ type Store struct {
 	executors       map[string]store.Executor // made by RegisterExecutor
 	audit           auditLog
 	conns           conns
+	sessions        sessions
 }
 
 type counter struct {

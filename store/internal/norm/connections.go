@@ -60,3 +60,17 @@ func FlowKey(id string) string {
 	h := sha256.Sum256([]byte(id))
 	return hex.EncodeToString(h[:])
 }
+
+// Session validates a session for PutSession and returns it as stored.
+func Session(s store.Session) (store.Session, error) {
+	switch {
+	case s.ID == "":
+		return s, invalid("session has no ID")
+	case s.ExpiresAt.IsZero():
+		return s, invalid("session has no expiry")
+	}
+	s.ExpiresAt = Round(s.ExpiresAt)
+	s.State = Bytes(s.State)
+	s.Closed = false
+	return s, nil
+}

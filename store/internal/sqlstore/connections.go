@@ -168,14 +168,14 @@ func (s *Store) SweepConnectFlows(ctx context.Context, now time.Time) (int64, er
 	return n, nil
 }
 
-// purgeConnections deletes subject's connections, leases and flows in tx;
-// the service subject ("") is never purged.
+// purgeConnections deletes subject's connections, leases, flows and
+// sessions in tx; the service subject ("") is never purged.
 func purgeConnections(ctx context.Context, tx Querier, subject string) (int64, error) {
 	if subject == "" {
 		return 0, nil
 	}
 	var total int64
-	for _, t := range []string{"connections", "connection_leases", "connect_flows"} {
+	for _, t := range []string{"connections", "connection_leases", "connect_flows", "sessions"} {
 		n, err := tx.Exec(ctx, `DELETE FROM `+t+` WHERE subject = $1`, subject)
 		if err != nil {
 			return 0, err
