@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/bits"
 	"strconv"
 	"strings"
 
@@ -98,17 +99,18 @@ func (s *Store) AppendAudit(ctx context.Context, entries []store.AuditEntry) err
 	return nil
 }
 
-// auditChunk is how many of n entries one INSERT takes: 64, 8 or 1, so
-// that a batch of any size is a few statements of three shapes (the
-// prepared-statement cache holds three texts, not one per batch size).
+// auditChunk is how many of n entries one INSERT takes: the largest power
+// of two up to 64 that n reaches, so that a batch of any size is at most
+// a few statements (a batch of 26, what a gateway's writer gathers at a
+// few hundred calls a second, is 16 + 8 + 2: three statements, where
+// shapes of 64, 8 and 1 made it five) of seven shapes, whose texts the
+// prepared-statement cache holds.
 func auditChunk(n int) int {
-	switch {
-	case n >= 64:
-		return 64
-	case n >= 8:
-		return 8
+	c := 64
+	for c > 1 && c > n {
+		c /= 2
 	}
-	return 1
+	return c
 }
 
 // auditInsert returns the INSERT of n entries.
@@ -135,26 +137,25 @@ func auditInsertExec(n int) string {
 // of a plain call's CPU at the gateway).
 type auditText struct{ returning, exec string }
 
-var auditText1, auditText8, auditText64 = newAuditText(1), newAuditText(8), newAuditText(64)
-
-func newAuditText(n int) auditText {
-	return auditText{
-		returning: sqlbatch.AuditValues(n) + ` ON CONFLICT (chain, seq) DO NOTHING RETURNING id, seq`,
-		exec:      sqlbatch.AuditValuesAnon(n) + ` ON CONFLICT (chain, seq) DO NOTHING`,
+// auditTextsBySize holds the texts of the chunk sizes 1, 2, 4, ... 64, at
+// the index of the size's bit (1 << i).
+var auditTextsBySize = func() (out [7]auditText) {
+	for i := range out {
+		n := 1 << i
+		out[i] = auditText{
+			returning: sqlbatch.AuditValues(n) + ` ON CONFLICT (chain, seq) DO NOTHING RETURNING id, seq`,
+			exec:      sqlbatch.AuditValuesAnon(n) + ` ON CONFLICT (chain, seq) DO NOTHING`,
+		}
 	}
-}
+	return out
+}()
 
 // auditTexts returns the texts made once for n rows, if n is a chunk size.
 func auditTexts(n int) (auditText, bool) {
-	switch n {
-	case 1:
-		return auditText1, true
-	case 8:
-		return auditText8, true
-	case 64:
-		return auditText64, true
+	if n < 1 || n > 64 || n&(n-1) != 0 {
+		return auditText{}, false
 	}
-	return auditText{}, false
+	return auditTextsBySize[bits.TrailingZeros(uint(n))], true
 }
 
 // insertAudit inserts es in one statement and fills in ids (by seq: the

@@ -33,6 +33,7 @@ func Run(t *testing.T, open Opener) {
 	}{
 		{"AppendAndRead", testAppendAndRead},
 		{"AppendLargeBatch", testAppendLargeBatch},
+		{"AppendEverySize", testAppendEverySize},
 		{"AppendFollowsHead", testAppendFollowsHead},
 		{"AppendInvalid", testAppendInvalid},
 		{"AppendRace", testAppendRace},
@@ -147,6 +148,29 @@ func testAppendLargeBatch(t *testing.T, s store.AuditStore) {
 	}
 	if h, _ := s.AuditHead(ctx, "b"); h.Last != 10 || h.Entries != 10 {
 		t.Fatalf("head of b after the refused batch: %+v", h)
+	}
+}
+
+// testAppendEverySize: batches of 1 to 130 entries, one after the other
+// on one chain (the SQL stores split a batch into INSERTs of 64, 32, ...
+// 1 rows): every entry read back in its place, with its ID, IDs rising.
+func testAppendEverySize(t *testing.T, s store.AuditStore) {
+	ctx := ctxT(t)
+	var all []store.AuditEntry
+	for n := 1; n <= 130; n++ {
+		es := run("a", int64(len(all))+1, n)
+		must(t, s.AppendAudit(ctx, es))
+		all = append(all, es...)
+	}
+	got, err := s.ReadAuditChain(ctx, "a", 0, 0)
+	must(t, err)
+	if len(got) != len(all) {
+		t.Fatalf("%d entries read, %d appended", len(got), len(all))
+	}
+	for i, e := range got {
+		if e.Seq != int64(i+1) || e.ID != all[i].ID || e.Hash != all[i].Hash || e.PrevHash != all[i].PrevHash || (i > 0 && e.ID <= got[i-1].ID) {
+			t.Fatalf("entry %d: seq %d id %d hash %s, append said id %d hash %s", i, e.Seq, e.ID, e.Hash, all[i].ID, all[i].Hash)
+		}
 	}
 }
 
