@@ -36,6 +36,11 @@ func (g *Gateway) Handler() (http.Handler, error) {
 			ho.Bearer.ClockSkew = oauth.DefaultSkew
 		}
 	}
+	if !g.cfg.HTTP.Stateless {
+		// Any replica serves any session, and sessions outlive a restart
+		// (docs/gateway.md, "Replicas").
+		ho.Sessions = g.st
+	}
 	if !g.cfg.HTTP.Stateless && g.cfg.HTTP.BytePath() {
 		// tools/call read and answered as bytes (front_http.go).
 		ho.Inner = newByteFront(g, g.idle).handler

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"net"
 	"net/http"
 	"slices"
@@ -9,6 +10,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/gatehouse-dev/gatehouse/store"
 )
 
 // defaultMaxBodyBytes bounds a request body when HTTPOptions.MaxBodyBytes
@@ -52,6 +55,17 @@ type HTTPOptions struct {
 	// requests are accepted cross-origin. Other cross-origin browser
 	// requests get 403 (http.CrossOriginProtection).
 	TrustedOrigins []string
+	// Sessions, when set, keeps each stateful session in a store that the
+	// replicas of one deployment share, so that any replica serves any
+	// session, and a session outlives the process that opened it: a
+	// request for a session this process does not hold rebuilds it from
+	// its row (the caller's user, initialize parameters, revision and log
+	// level; never a token). A request with another user's token is
+	// refused (403) on every replica; a DELETE ends the session on every
+	// replica (on the others by their first request after 5 seconds).
+	// Sessions this process rebuilt answer with event streams even with
+	// JSONResponse. Ignored when Stateless.
+	Sessions store.SessionStore
 	// Inner, when set, wraps the go-sdk's handler inside every check above
 	// (Host, cross-origin, body bound, bearer token): a request it passes
 	// to next reaches the go-sdk unchanged. The gateway serves its raw
@@ -80,7 +94,7 @@ func (s *Server) Handler(opts *HTTPOptions) (http.Handler, error) {
 	case idle < 0:
 		idle = 0
 	}
-	var h http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.remote }, &mcp.StreamableHTTPOptions{
+	var sdk http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.remote }, &mcp.StreamableHTTPOptions{
 		Stateless:           o.Stateless,
 		JSONResponse:        o.JSONResponse,
 		SessionTimeout:      idle,
@@ -90,8 +104,27 @@ func (s *Server) Handler(opts *HTTPOptions) (http.Handler, error) {
 		// goes away cancels the handler (and whatever it called).
 		PropagateRequestCancellation: true,
 	})
+	var shared *sharedSessions
+	if o.Sessions != nil && !o.Stateless {
+		clock := s.opts.Clock
+		if clock == nil {
+			clock = time.Now
+		}
+		// Handlers of one server share one table (and must share the
+		// store): a session is the server's, whichever handler opened it.
+		s.shared.CompareAndSwap(nil, newSharedSessions(o.Sessions, s.remote, idle, clock, s.logger))
+		if shared = s.shared.Load(); shared.st != o.Sessions {
+			return nil, fmt.Errorf("%w: HTTPOptions.Sessions: another handler of this server keeps its sessions in another store", ErrInvalidOptions)
+		}
+		sdk = shared.dispatch(sdk)
+		shared.setInner(sdk)
+	}
+	h := sdk
 	if o.Inner != nil {
 		h = o.Inner(h)
+	}
+	if shared != nil {
+		h = shared.gate(h)
 	}
 	// A request that gets here passed the token check: its connection
 	// is kept open as an authenticated one (NewHTTPServer).

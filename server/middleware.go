@@ -15,6 +15,7 @@ import (
 const (
 	methodListTools = "tools/list"
 	methodCallTool  = "tools/call"
+	methodSetLevel  = "logging/setLevel"
 )
 
 // middleware is the receiving middleware that applies identity,
@@ -33,7 +34,21 @@ func (s *Server) middleware(local bool) mcp.Middleware {
 				}
 			case methodInitialize:
 				if !local {
-					return s.initialize(ctx, next, method, req)
+					res, err := s.initialize(ctx, next, method, req)
+					if x := s.shared.Load(); x != nil && err == nil {
+						s.recordOpened(ctx, x, req, res)
+					}
+					return res, err
+				}
+			case methodSetLevel:
+				if x := s.shared.Load(); x != nil && !local {
+					res, err := next(ctx, method, req)
+					ss, _ := req.GetSession().(*mcp.ServerSession)
+					//lint:ignore SA1019 a log level is still in 2025-11-25 (SEP-2577 deprecates it)
+					if p, ok := req.GetParams().(*mcp.SetLoggingLevelParams); ok && err == nil && ss != nil {
+						x.setLevel(ctx, ss, p.Level)
+					}
+					return res, err
 				}
 			}
 			return next(ctx, method, req)
@@ -241,4 +256,21 @@ func rateLimited(retryAfter time.Duration) *mcp.CallToolResult {
 		RetryAfter: retryAfter,
 	}
 	return e.Result()
+}
+
+// recordOpened stores a session the go-sdk's handler just initialized
+// (HTTPOptions.Sessions).
+func (s *Server) recordOpened(ctx context.Context, x *sharedSessions, req mcp.Request, res mcp.Result) {
+	ss, _ := req.GetSession().(*mcp.ServerSession)
+	params, _ := req.GetParams().(*mcp.InitializeParams)
+	ir, _ := res.(*mcp.InitializeResult)
+	if ss == nil || ss.ID() == "" {
+		return
+	}
+	subject, _ := s.identify(ctx, false, req)
+	userID := ""
+	if ex := req.GetExtra(); ex != nil && ex.TokenInfo != nil {
+		userID = ex.TokenInfo.UserID
+	}
+	x.opened(ctx, ss, subject, userID, params, ir)
 }

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -235,6 +236,9 @@ type Server struct {
 	limiter  limiter
 	sessions *sessionBook // nil: no cap
 	remote   *mcp.Server
+	// shared keeps the HTTP handler's sessions in a store
+	// (HTTPOptions.Sessions); nil without one.
+	shared atomic.Pointer[sharedSessions]
 
 	stdioOnce sync.Once
 	stdio     *mcp.Server

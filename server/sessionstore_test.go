@@ -1,0 +1,320 @@
+package server
+
+//lint:file-ignore SA1019 a session's log level (deprecated by SEP-2577, still in 2025-11-25) is part of what a replica rebuilds.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/gatehouse-dev/gatehouse/store/sqlite"
+)
+
+// replica is one of several servers sharing a store: its own go-sdk
+// server, its own handle on the SQLite file, its own listener on
+// 127.0.0.1.
+type replica struct {
+	srv    *Server
+	ts     *httptest.Server
+	served atomic.Int64 // requests it answered
+}
+
+// kill stops the replica the hard way for its callers: connections cut,
+// listener closed, sessions gone.
+func (r *replica) kill() {
+	r.ts.CloseClientConnections()
+	r.ts.Close()
+	r.srv.Close()
+}
+
+// cluster is replicas behind a proxy that sends each request to the next
+// live replica (round robin per request, not per connection), as a load
+// balancer without sticky sessions does.
+type cluster struct {
+	t        *testing.T
+	path     string // the SQLite file
+	eff      *effects
+	replicas []*replica
+	next     atomic.Int64
+	down     sync.Map // *replica → true
+	proxy    *httptest.Server
+}
+
+func newCluster(t *testing.T, n int) *cluster {
+	t.Helper()
+	c := &cluster{t: t, path: filepath.Join(t.TempDir(), "gatehouse.db"), eff: &effects{}}
+	for range n {
+		c.add()
+	}
+	c.proxy = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for range len(c.replicas) {
+			rp := c.replicas[int(c.next.Add(1))%len(c.replicas)]
+			if _, isDown := c.down.Load(rp); isDown {
+				continue
+			}
+			u, _ := url.Parse(rp.ts.URL)
+			p := httputil.NewSingleHostReverseProxy(u)
+			p.FlushInterval = -1 // event streams pass as they are written
+			p.ServeHTTP(w, r)
+			return
+		}
+		http.Error(w, "no replica", http.StatusBadGateway)
+	}))
+	t.Cleanup(c.proxy.Close)
+	return c
+}
+
+// add starts one more replica on the cluster's store.
+func (c *cluster) add() *replica {
+	t := c.t
+	st, err := sqlite.Open(t.Context(), c.path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	tools := testTools(c.eff, nil)
+	tools["shout"] = NewTool(&mcp.Tool{Description: "logs at debug"}, func(ctx context.Context, _ Caller, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, map[string]string, error) {
+		err := req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "debug", Data: "shouted"})
+		return nil, map[string]string{"logged": fmt.Sprint(err == nil)}, nil
+	})
+	s, err := New(Options{Tools: tools, Identify: identify, AllowTool: testAllow, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := s.Handler(&HTTPOptions{Verifier: verifier, Sessions: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.shared.Load().check = 20 * time.Millisecond
+	r := &replica{srv: s}
+	r.ts = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		r.served.Add(1)
+		h.ServeHTTP(w, req)
+	}))
+	t.Cleanup(func() { r.ts.Close(); s.Close() })
+	c.replicas = append(c.replicas, r)
+	return r
+}
+
+// charge calls charge through cs and returns its sequence number on the
+// replica that ran it.
+func charge(t *testing.T, cs *mcp.ClientSession, amount int) {
+	t.Helper()
+	res := callTool(t, cs, "charge", map[string]any{"account": "acct", "amount": amount}, nil)
+	if res.IsError {
+		t.Fatalf("charge %d: %+v", amount, res.Content)
+	}
+	if m := structured(t, res); m["subject"] != "alice" || m["amount"] != float64(amount) {
+		t.Fatalf("charge %d answered %v", amount, m)
+	}
+}
+
+// listOn posts a tools/list on session sid to url with token and returns
+// the status and body.
+func listOn(t *testing.T, url, sid, token string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":9,"method":"tools/list","params":{}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", sid)
+	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// One session, opened through a proxy that sends each request to the next
+// of three replicas: every call is answered and runs once, every replica
+// serves some, and the session goes on when the replica that opened it is
+// killed.
+func TestSessionAcrossReplicas(t *testing.T) {
+	c := newCluster(t, 3)
+	cs := connect(t, c.proxy.URL+"/mcp", "tok-alice")
+	for i := range 12 {
+		charge(t, cs, i+1)
+		if _, err := cs.ListTools(t.Context(), nil); err != nil {
+			t.Fatalf("list %d: %v", i, err)
+		}
+	}
+	for i := range 12 {
+		if n := c.eff.get(fmt.Sprintf("alice/acct/%d", i+1)); n != 1 {
+			t.Errorf("charge %d ran %d times", i+1, n)
+		}
+	}
+	for i, r := range c.replicas {
+		if r.served.Load() < 5 {
+			t.Errorf("replica %d served %d requests: the proxy did not spread the session", i, r.served.Load())
+		}
+	}
+	// The replica that opened the session goes away; the others go on.
+	opener := -1
+	for i, r := range c.replicas {
+		if r.srv.shared.Load().lookup(cs.ID()) != nil && r.srv.shared.Load().lookup(cs.ID()).t == nil {
+			opener = i
+		}
+	}
+	if opener < 0 {
+		t.Fatal("no replica holds the session as its opener")
+	}
+	c.down.Store(c.replicas[opener], true)
+	c.replicas[opener].kill()
+	for i := range 6 {
+		charge(t, cs, 100+i)
+	}
+	// A replica started now, on the same store, serves it too.
+	c.add()
+	for i := range 6 {
+		charge(t, cs, 200+i)
+	}
+	if got := c.replicas[3].served.Load(); got == 0 {
+		t.Error("the new replica served none of the session's requests")
+	}
+	if total := c.eff.total(); total != 24 {
+		t.Errorf("%d effects, want 24 (each call once)", total)
+	}
+}
+
+// Another user's token on the session is refused by every replica, the
+// one that opened it and those that never held it (which must not rebuild
+// it for them); its owner is served everywhere.
+func TestSessionOtherUserRefusedEverywhere(t *testing.T) {
+	c := newCluster(t, 3)
+	cs := connect(t, c.proxy.URL+"/mcp", "tok-alice")
+	for i, r := range c.replicas {
+		if code, body := listOn(t, r.ts.URL+"/mcp", cs.ID(), "tok-mallory"); code != http.StatusForbidden {
+			t.Errorf("replica %d answered mallory %d %q, want 403", i, code, body)
+		}
+	}
+	for i, r := range c.replicas {
+		if code, body := listOn(t, r.ts.URL+"/mcp", cs.ID(), "tok-alice"); code != http.StatusOK || !strings.Contains(body, "charge") {
+			t.Errorf("replica %d answered alice %d %q", i, code, body)
+		}
+	}
+	// An ID no one issued is not found anywhere.
+	if code, _ := listOn(t, c.replicas[0].ts.URL+"/mcp", "no-such-session", "tok-alice"); code != http.StatusNotFound {
+		t.Errorf("an unknown session: %d, want 404", code)
+	}
+}
+
+// A DELETE through one replica ends the session on every replica: its row
+// is closed at once, and a replica that had rebuilt it drops it at its
+// next check.
+func TestSessionDeleteEndsEverywhere(t *testing.T) {
+	c := newCluster(t, 3)
+	cs := connect(t, c.proxy.URL+"/mcp", "tok-alice")
+	sid := cs.ID()
+	for i, r := range c.replicas { // each holds it now
+		if code, _ := listOn(t, r.ts.URL+"/mcp", sid, "tok-alice"); code != http.StatusOK {
+			t.Fatalf("replica %d: %d", i, code)
+		}
+	}
+	req, _ := http.NewRequest(http.MethodDelete, c.replicas[1].ts.URL+"/mcp", nil)
+	req.Header.Set("Mcp-Session-Id", sid)
+	req.Header.Set("Authorization", "Bearer tok-alice")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("DELETE: %d", resp.StatusCode)
+	}
+	st, err := sqlite.Open(t.Context(), c.path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if row, ok, err := st.Session(t.Context(), sid, time.Now()); err != nil || !ok || !row.Closed {
+		t.Fatalf("the row after DELETE: %+v, %v, %v", row, ok, err)
+	}
+	time.Sleep(50 * time.Millisecond) // past the replicas' check
+	for i, r := range c.replicas {
+		if code, body := listOn(t, r.ts.URL+"/mcp", sid, "tok-alice"); code != http.StatusNotFound {
+			t.Errorf("replica %d after DELETE: %d %q, want 404", i, code, body)
+		}
+	}
+}
+
+// What a rebuilt session needs is in its row, and nothing else: the
+// caller's user and subject, its initialize parameters and revision, its
+// log level once set; never a token. A level set through one replica
+// holds on the others: a debug message logged by a call that another
+// replica runs reaches the caller.
+func TestSessionRowHoldsNoToken(t *testing.T) {
+	c := newCluster(t, 2)
+	var logged atomic.Int64
+	client := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, &mcp.ClientOptions{
+		LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
+			if req.Params.Data == "shouted" {
+				logged.Add(1)
+			}
+		},
+	})
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	cs, err := client.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: c.proxy.URL + "/mcp",
+		HTTPClient: &http.Client{Transport: bearer{token: "tok-alice", base: tr}}, DisableStandaloneSSE: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	// Before any level: no debug message reaches the caller.
+	for range 4 {
+		callTool(t, cs, "shout", map[string]any{}, nil)
+	}
+	if n := logged.Load(); n != 0 {
+		t.Fatalf("%d debug messages before the level was set", n)
+	}
+	if err := cs.SetLoggingLevel(t.Context(), &mcp.SetLoggingLevelParams{Level: "debug"}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond) // past the replicas' check
+	for range 6 {
+		callTool(t, cs, "shout", map[string]any{}, nil)
+	}
+	// Notifications are handled as they arrive, not with the answer.
+	for deadline := time.Now().Add(2 * time.Second); logged.Load() < 6 && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if n := logged.Load(); n != 6 {
+		t.Errorf("%d of 6 debug messages reached the caller across the replicas", n)
+	}
+	st, err := sqlite.Open(t.Context(), c.path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	row, ok, err := st.Session(t.Context(), cs.ID(), time.Now())
+	if err != nil || !ok {
+		t.Fatalf("row: %v, %v", ok, err)
+	}
+	var saved savedSession
+	if err := json.Unmarshal(row.State, &saved); err != nil {
+		t.Fatal(err)
+	}
+	if row.Subject != "alice" || row.UserID != "alice" || saved.LogLevel != "debug" || saved.Protocol == "" ||
+		saved.Initialize == nil || saved.Initialize.ClientInfo == nil || saved.Initialize.ClientInfo.Name != "test-client" {
+		t.Fatalf("row %+v, state %s", row, row.State)
+	}
+	if strings.Contains(string(row.State), "tok-alice") {
+		t.Fatalf("the row holds the token: %s", row.State)
+	}
+}
