@@ -71,7 +71,8 @@ const hashDomain = "gatehouse/audit/entry/v1"
 // store's ID and e.Hash itself are not covered. Times and durations are
 // taken as stored: round them first (Round).
 func Hash(e store.AuditEntry) string {
-	b := make([]byte, 0, 256+len(e.Detail))
+	var buf [512]byte // an entry without a long detail is encoded here, not on the heap
+	b := buf[:0]
 	b = appendString(b, hashDomain)
 	b = appendString(b, e.Chain)
 	b = binary.BigEndian.AppendUint64(b, uint64(e.Seq))
@@ -87,7 +88,9 @@ func Hash(e store.AuditEntry) string {
 	b = appendString(b, string(e.Detail))
 	b = appendString(b, e.PrevHash)
 	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
+	var h [2 * sha256.Size]byte
+	hex.Encode(h[:], sum[:])
+	return string(h[:])
 }
 
 func appendString(b []byte, s string) []byte {
@@ -127,9 +130,16 @@ func Link(e store.AuditEntry, head store.AuditHead) store.AuditEntry {
 // JSON (RFC 8785), so that the same arguments give the same digest however
 // they were written; arguments that are not canonicalizable JSON are
 // digested as sent, prefixed "raw:". Absent arguments digest as {}.
+// Arguments already in canonical form (the common case: a client's JSON
+// encoder sorts an object's keys and writes no blanks) are digested as
+// they are, without building their canonical form again (isCanonical).
 func ArgsDigest(args json.RawMessage) string {
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
+	}
+	if isCanonical(args) {
+		sum := sha256.Sum256(args)
+		return hex.EncodeToString(sum[:])
 	}
 	c, err := pin.Canonical(args)
 	prefix := ""

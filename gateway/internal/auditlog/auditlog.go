@@ -57,12 +57,15 @@ type Recorder struct {
 
 // Linger is how long the gateway's writer gathers entries after the first
 // of a batch before it commits them (audit.WriterOptions.Linger): at a
-// few hundred calls a second, tens of entries a transaction instead of one
-// or two, which is what makes the trail's CPU a few percent of a plain
-// call's (issue 36; a lone entry's transaction costs about five times an
-// entry's share of a 64-entry one on SQLite). A crash may lose the entries
-// of the last Linger (docs/audit.md).
-const Linger = 50 * time.Millisecond
+// few hundred calls a second, a hundred entries and more a transaction
+// instead of one or two, which is what makes the trail's CPU a few
+// percent of a plain call's (issue 36; BenchmarkAuditAppendLinked on
+// SQLite: an entry alone 80 µs of CPU, one of a batch of 26, what 50 ms
+// gathered at 500 calls a second, 15 µs, one of a batch of 64 to 256
+// about 9-14 µs). Above about 1,300 calls a second the batches fill (256
+// entries) before it ends. A crash may lose the entries of the last
+// Linger (docs/audit.md).
+const Linger = 200 * time.Millisecond
 
 // Open starts the writer of instance's chain, signing its checkpoints
 // with the key of audit.signingKeyFile or audit.signingKeyEnv (a mistake
@@ -187,10 +190,14 @@ func (r *Recorder) Committed(e store.AuditEntry) {
 	r.w.Note(e)
 }
 
-// callEntry is the entry of c.
+// callEntry is the entry of c. A plain call's (no flag, approval or key)
+// has no detail and builds none.
 func callEntry(c Call) store.AuditEntry {
 	e := store.AuditEntry{Kind: c.Kind, Subject: c.Subject, Server: c.Server, Tool: c.Tool, ArgsDigest: audit.ArgsDigest(c.Args),
 		Outcome: c.Outcome, Duration: c.Duration}
+	if !c.NotRecorded && !c.Replayed && c.ApprovalID == "" && c.Key == "" {
+		return e
+	}
 	d := map[string]any{}
 	switch {
 	case c.NotRecorded:
