@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/gatehouse-dev/gatehouse/internal/fixture/pgtest"
 )
 
 // BenchmarkGatewayKeyedCall is BenchmarkGatewayCall with a unique
@@ -21,7 +23,7 @@ func BenchmarkGatewayKeyedCall(b *testing.B) {
 	for _, audited := range []bool{false, true} {
 		for _, sessions := range []int{1, 8} {
 			b.Run(fmt.Sprintf("audit=%v/sessions=%d", audited, sessions), func(b *testing.B) {
-				benchKeyedCall(b, audited, sessions, true)
+				benchKeyedCall(b, sqliteBenchStore(b), audited, sessions, true)
 			})
 		}
 	}
@@ -33,16 +35,34 @@ func BenchmarkGatewayKeyedCall(b *testing.B) {
 func BenchmarkGatewayUnkeyedCall(b *testing.B) {
 	for _, sessions := range []int{1, 8} {
 		b.Run(fmt.Sprintf("audit=true/sessions=%d", sessions), func(b *testing.B) {
-			benchKeyedCall(b, true, sessions, false)
+			benchKeyedCall(b, sqliteBenchStore(b), true, sessions, false)
 		})
 	}
 }
 
-func benchKeyedCall(b *testing.B, audited bool, sessions int, keyed bool) {
+// BenchmarkGatewayKeyedCallPostgres is BenchmarkGatewayKeyedCall (audit
+// on) and its unkeyed baseline on PostgreSQL (GATEHOUSE_TEST_POSTGRES, a
+// fresh schema each; skipped without it):
+//
+//	go test ./gateway -run '^$' -bench KeyedCallPostgres -benchtime 4000x -cpuprofile pg.prof
+func BenchmarkGatewayKeyedCallPostgres(b *testing.B) {
+	for _, keyed := range []bool{false, true} {
+		for _, sessions := range []int{1, 8} {
+			b.Run(fmt.Sprintf("keyed=%v/sessions=%d", keyed, sessions), func(b *testing.B) {
+				benchKeyedCall(b, pgtest.Schema(b, "benchkeyed", "the keyed call on PostgreSQL"), true, sessions, keyed)
+			})
+		}
+	}
+}
+
+// sqliteBenchStore is a fresh SQLite file's DSN.
+func sqliteBenchStore(b *testing.B) string { return "sqlite:" + filepath.Join(b.TempDir(), "gh.db") }
+
+func benchKeyedCall(b *testing.B, dsn string, audited bool, sessions int, keyed bool) {
 	up := benchEcho(b)
 	dir := b.TempDir()
-	yml := fmt.Sprintf("listen: 127.0.0.1:0\nstore: sqlite:%s\naudit: {enabled: %v}\nservers:\n  echo:\n    type: streamable-http\n    url: %s/mcp\n    prefix: \"\"\n",
-		filepath.Join(dir, "gh.db"), audited, up)
+	yml := fmt.Sprintf("listen: 127.0.0.1:0\nstore: %q\naudit: {enabled: %v}\nservers:\n  echo:\n    type: streamable-http\n    url: %s/mcp\n    prefix: \"\"\n",
+		dsn, audited, up)
 	_, url := serveGateway(b, yml, dir)
 	ctx := context.Background()
 	css := make(chan *mcp.ClientSession, sessions)
