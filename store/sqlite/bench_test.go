@@ -95,7 +95,7 @@ func BenchmarkClaimCompleteAudited(b *testing.B) {
 //
 //	go test -run '^$' -bench BenchmarkAuditAppendLinked -benchmem ./store/sqlite/
 func BenchmarkAuditAppendLinked(b *testing.B) {
-	for _, n := range []int{1, 8, 26, 64, 106, 256} {
+	for _, n := range []int{1, 8, 26, 64, 106, 162, 256} {
 		b.Run(fmt.Sprintf("batch=%d", n), func(b *testing.B) {
 			s, err := sqlite.Open(b.Context(), filepath.Join(b.TempDir(), "bench.db"), nil)
 			if err != nil {

@@ -54,7 +54,7 @@ func New(db DB, o Options) *Store {
 		// The commit queue's audit statements run only in transactions.
 		ctx := context.Background()
 		_, exec := db.(Inserter)
-		for _, n := range []int{1, 8, 64} {
+		for n := 1; n <= 64; n *= 2 { // every auditChunk size
 			if exec {
 				p.Prepare(ctx, auditInsertExec(n))
 			} else {
