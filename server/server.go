@@ -197,8 +197,11 @@ type Options struct {
 	// beyond it is refused with a JSON-RPC error (CodeSessionLimit) that
 	// says why; a session frees its slot when it ends (DELETE, idle
 	// timeout, closed transport). Every initialize, counted or not, also
-	// spends one call of the subject's RateLimit. Zero means no cap;
-	// negative is invalid.
+	// spends one call of the subject's RateLimit. With
+	// HTTPOptions.Sessions the HTTP sessions are counted in the store, so
+	// that the cap holds across replicas (two initializes racing on two
+	// replicas may both pass it by one). Zero means no cap; negative is
+	// invalid.
 	MaxSessionsPerSubject int
 
 	// WorkKey names the unit of work of a call; "" means the call is not

@@ -118,10 +118,19 @@ func (s *Server) initialize(ctx context.Context, next mcp.MethodHandler, method 
 	if ss == nil || s.sessions == nil {
 		return next(ctx, method, req)
 	}
+	if x := s.shared.Load(); x != nil && ss.ID() != "" {
+		// Sessions in a store are counted there: every replica's.
+		n, err := x.st.CountSessions(ctx, string(subject), x.now())
+		if err != nil {
+			s.logger.Error("server: the session cap could not be checked; initialize refused", "err", err)
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the session cap could not be checked; the session was not opened"}
+		}
+		if n >= s.sessions.max {
+			return nil, s.sessionLimit()
+		}
+	}
 	if !s.sessions.acquire(ss, subject, s.remote.Sessions()) {
-		data, _ := json.Marshal(map[string]int{"maxPerSubject": s.sessions.max})
-		return nil, &jsonrpc.Error{Code: CodeSessionLimit, Data: data, Message: fmt.Sprintf(
-			"too many open sessions: this caller already has %d, the most allowed; close one (HTTP DELETE) or wait for an idle one to expire", s.sessions.max)}
+		return nil, s.sessionLimit()
 	}
 	go func() {
 		_ = ss.Wait()
@@ -132,6 +141,14 @@ func (s *Server) initialize(ctx context.Context, next mcp.MethodHandler, method 
 		s.sessions.release(ss) // not initialized: the go-sdk closes it
 	}
 	return res, err
+}
+
+// sessionLimit is the JSON-RPC error of an initialize past
+// MaxSessionsPerSubject.
+func (s *Server) sessionLimit() error {
+	data, _ := json.Marshal(map[string]int{"maxPerSubject": s.sessions.max})
+	return &jsonrpc.Error{Code: CodeSessionLimit, Data: data, Message: fmt.Sprintf(
+		"too many open sessions: this caller already has %d, the most allowed; close one (HTTP DELETE) or wait for an idle one to expire", s.sessions.max)}
 }
 
 // rateLimitedRPC is the JSON-RPC error of a request refused by the rate

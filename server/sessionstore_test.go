@@ -44,18 +44,31 @@ func (r *replica) kill() {
 // live replica (round robin per request, not per connection), as a load
 // balancer without sticky sessions does.
 type cluster struct {
-	t        *testing.T
+	t        testing.TB
 	path     string // the SQLite file
 	eff      *effects
 	replicas []*replica
 	next     atomic.Int64
 	down     sync.Map // *replica → true
 	proxy    *httptest.Server
+	mod      func(*Options)
 }
 
-func newCluster(t *testing.T, n int) *cluster {
+func newCluster(t *testing.T, n int) *cluster { return newClusterOpts(t, n, nil) }
+
+// newBenchCluster is two replicas whose check never comes due in a
+// benchmark's time.
+func newBenchCluster(b *testing.B) *cluster {
+	c := newClusterOpts(b, 2, nil)
+	for _, r := range c.replicas {
+		r.srv.shared.Load().check = time.Hour
+	}
+	return c
+}
+
+func newClusterOpts(t testing.TB, n int, mod func(*Options)) *cluster {
 	t.Helper()
-	c := &cluster{t: t, path: filepath.Join(t.TempDir(), "gatehouse.db"), eff: &effects{}}
+	c := &cluster{t: t, path: filepath.Join(t.TempDir(), "gatehouse.db"), eff: &effects{}, mod: mod}
 	for range n {
 		c.add()
 	}
@@ -90,7 +103,11 @@ func (c *cluster) add() *replica {
 		err := req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "debug", Data: "shouted"})
 		return nil, map[string]string{"logged": fmt.Sprint(err == nil)}, nil
 	})
-	s, err := New(Options{Tools: tools, Identify: identify, AllowTool: testAllow, Logger: quietLogger()})
+	o := Options{Tools: tools, Identify: identify, AllowTool: testAllow, Logger: quietLogger()}
+	if c.mod != nil {
+		c.mod(&o)
+	}
+	s, err := New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +141,7 @@ func charge(t *testing.T, cs *mcp.ClientSession, amount int) {
 
 // listOn posts a tools/list on session sid to url with token and returns
 // the status and body.
-func listOn(t *testing.T, url, sid, token string) (int, string) {
+func listOn(t testing.TB, url, sid, token string) (int, string) {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":9,"method":"tools/list","params":{}}`))
 	req.Header.Set("Content-Type", "application/json")
@@ -316,5 +333,69 @@ func TestSessionRowHoldsNoToken(t *testing.T) {
 	}
 	if strings.Contains(string(row.State), "tok-alice") {
 		t.Fatalf("the row holds the token: %s", row.State)
+	}
+}
+
+// The session cap holds across replicas: sessions opened on two replicas
+// count on a third, and one ended by DELETE frees its slot everywhere.
+func TestSessionCapAcrossReplicas(t *testing.T) {
+	c := newClusterOpts(t, 3, func(o *Options) { o.MaxSessionsPerSubject = 2 })
+	a := connect(t, c.replicas[0].ts.URL+"/mcp", "tok-alice")
+	connect(t, c.replicas[1].ts.URL+"/mcp", "tok-alice")
+	open := func() error {
+		cl := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, nil)
+		tr := &http.Transport{}
+		defer tr.CloseIdleConnections()
+		cs, err := cl.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: c.replicas[2].ts.URL + "/mcp",
+			HTTPClient: &http.Client{Transport: bearer{token: "tok-alice", base: tr}}, DisableStandaloneSSE: true}, nil)
+		if err == nil {
+			cs.Close()
+		}
+		return err
+	}
+	if err := open(); err == nil || !strings.Contains(err.Error(), "too many open sessions") {
+		t.Fatalf("a third session on a third replica: %v, want the session cap", err)
+	}
+	// Bob has slots of his own.
+	connect(t, c.replicas[2].ts.URL+"/mcp", "tok-bob")
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := open(); err != nil {
+		t.Fatalf("after a DELETE freed a slot: %v", err)
+	}
+}
+
+// BenchmarkSessionReplicas: what a session across replicas costs a
+// request (tools/list over real HTTP, SQLite NORMAL): on the replica that
+// opened it; on another that holds it already (rebuilt before); and on one
+// that must rebuild it from its row first (each request: the session is
+// dropped there before).
+func BenchmarkSessionReplicas(b *testing.B) {
+	run := func(b *testing.B, which string) {
+		c := newBenchCluster(b)
+		cs := connect(b, c.replicas[0].ts.URL+"/mcp", "tok-alice")
+		sid := cs.ID()
+		target := c.replicas[0]
+		if which != "opener" {
+			target = c.replicas[1]
+		}
+		url := target.ts.URL + "/mcp"
+		x := target.srv.shared.Load()
+		b.ResetTimer()
+		for b.Loop() {
+			if which == "rebuild" {
+				if h := x.lookup(sid); h != nil {
+					_ = h.ss.Close()
+					x.forget(sid, h)
+				}
+			}
+			if code, _ := listOn(b, url, sid, "tok-alice"); code != http.StatusOK {
+				b.Fatalf("status %d", code)
+			}
+		}
+	}
+	for _, which := range []string{"opener", "holder", "rebuild"} {
+		b.Run(which, func(b *testing.B) { run(b, which) })
 	}
 }

@@ -46,6 +46,9 @@ type SessionStore interface {
 	// CloseSession marks the session closed and reports whether it was
 	// live (false: unknown, already closed, or expired at now).
 	CloseSession(ctx context.Context, id string, now time.Time) (bool, error)
+	// CountSessions returns how many live sessions (neither closed nor
+	// expired at now) subject has.
+	CountSessions(ctx context.Context, subject string, now time.Time) (int, error)
 	// SweepSessions deletes the sessions, closed or not, expired at now
 	// and returns how many.
 	SweepSessions(ctx context.Context, now time.Time) (int64, error)

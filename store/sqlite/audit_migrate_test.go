@@ -63,7 +63,7 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)`, e.Chain, e.Seq, e.At.Unix
 	}
 	defer s.Close()
 	var v int64
-	if err := s.SQLDB().QueryRow(`SELECT MAX(version) FROM schema_migrations`).Scan(&v); err != nil || v != 11 || v != sqlstore.LatestVersion() {
+	if err := s.SQLDB().QueryRow(`SELECT MAX(version) FROM schema_migrations`).Scan(&v); err != nil || v < 11 || v != sqlstore.LatestVersion() {
 		t.Fatalf("schema version %d, %v after Open", v, err)
 	}
 	if got := auditIndexes(t, path); got != "audit_log_chain" {

@@ -93,6 +93,21 @@ func (m *Store) CloseSession(ctx context.Context, id string, now time.Time) (boo
 	return true, nil
 }
 
+// CountSessions implements store.SessionStore.
+func (m *Store) CountSessions(ctx context.Context, subject string, now time.Time) (int, error) {
+	if err := m.lock(ctx); err != nil {
+		return 0, err
+	}
+	defer m.mu.Unlock()
+	n := 0
+	for _, s := range m.sessions {
+		if s.Subject == subject && !s.Closed && !norm.Expired(norm.MS(s.ExpiresAt), norm.MS(now)) {
+			n++
+		}
+	}
+	return n, nil
+}
+
 // SweepSessions implements store.SessionStore.
 func (m *Store) SweepSessions(ctx context.Context, now time.Time) (int64, error) {
 	if err := m.lock(ctx); err != nil {

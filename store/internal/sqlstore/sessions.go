@@ -79,6 +79,17 @@ func (s *Store) CloseSession(ctx context.Context, id string, now time.Time) (boo
 	return n > 0, nil
 }
 
+// CountSessions implements store.SessionStore.
+func (s *Store) CountSessions(ctx context.Context, subject string, now time.Time) (int, error) {
+	var n int
+	err := s.db.QueryRow(ctx, `SELECT COUNT(*) FROM sessions WHERE subject = $1 AND expires_at > $2 AND closed = $3`,
+		subject, norm.MS(now), false).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("store: count sessions: %w", err)
+	}
+	return n, nil
+}
+
 // SweepSessions implements store.SessionStore.
 func (s *Store) SweepSessions(ctx context.Context, now time.Time) (int64, error) {
 	n, err := s.db.Exec(ctx, `DELETE FROM sessions WHERE expires_at <= $1`, norm.MS(now))

@@ -41,6 +41,7 @@ func Run(t *testing.T, open Opener) {
 		{"CloseRace", testCloseRace},
 		{"Sweep", testSweep},
 		{"Purge", testPurge},
+		{"Count", testCount},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -269,5 +270,33 @@ func testPurge(t *testing.T, s, other store.Store) {
 	}
 	if _, ok := get(t, s, "sid-bob", base); !ok {
 		t.Error("bob's session went with alice's purge")
+	}
+}
+
+// CountSessions counts a subject's live sessions: not another subject's,
+// not closed ones, not expired ones.
+func testCount(t *testing.T, s, other store.Store) {
+	ctx := t.Context()
+	for i, c := range []struct {
+		subject string
+		life    time.Duration
+	}{{"alice", time.Hour}, {"alice", time.Hour}, {"alice", time.Minute}, {"alice", time.Hour}, {"bob", time.Hour}} {
+		in := sess(fmt.Sprintf("sid-n%d", i))
+		in.Subject, in.ExpiresAt = c.subject, base.Add(c.life)
+		if err := s.PutSession(ctx, in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := other.CloseSession(ctx, "sid-n3", base); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		subject string
+		at      time.Time
+		want    int
+	}{{"alice", base, 3}, {"alice", base.Add(time.Minute), 2}, {"bob", base, 1}, {"carol", base, 0}, {"", base, 0}} {
+		if n, err := other.CountSessions(ctx, c.subject, c.at); err != nil || n != c.want {
+			t.Errorf("CountSessions(%q, %v) = %d, %v; want %d", c.subject, c.at, n, err, c.want)
+		}
 	}
 }

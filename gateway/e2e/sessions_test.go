@@ -1,0 +1,248 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// roundRobin is a load balancer without sticky sessions: each request
+// goes to the next replica in its table (per request, not per
+// connection). Replicas are taken out of the table before they stop, as a
+// load balancer that watches readiness does.
+type roundRobin struct {
+	srv  *httptest.Server
+	mu   sync.Mutex
+	live []*gw
+	next int
+	// opener is the replica that answered the last request without a
+	// session ID (an initialize).
+	opener *gw
+	// notFound counts 404 answers to requests on a session.
+	notFound atomic.Int64
+}
+
+func newRoundRobin(t *testing.T, replicas ...*gw) *roundRobin {
+	rr := &roundRobin{live: replicas}
+	rr.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rr.mu.Lock()
+		if len(rr.live) == 0 {
+			rr.mu.Unlock()
+			http.Error(w, "no replica", http.StatusBadGateway)
+			return
+		}
+		g := rr.live[rr.next%len(rr.live)]
+		rr.next++
+		if r.Header.Get("Mcp-Session-Id") == "" {
+			rr.opener = g
+		}
+		rr.mu.Unlock()
+		u, _ := url.Parse("http://" + g.addr)
+		p := httputil.NewSingleHostReverseProxy(u)
+		p.FlushInterval = -1
+		sw := &statusWriter{ResponseWriter: w}
+		p.ServeHTTP(sw, r)
+		if sw.code >= 400 {
+			t.Logf("proxy: %s %s on %s: %d", r.Method, r.Header.Get("Mcp-Session-Id"), g.addr, sw.code)
+		}
+		if sw.code == http.StatusNotFound && r.Header.Get("Mcp-Session-Id") != "" {
+			rr.notFound.Add(1)
+		}
+	}))
+	t.Cleanup(rr.srv.Close)
+	return rr
+}
+
+func (rr *roundRobin) url() string { return rr.srv.URL + "/mcp" }
+
+// remove takes g out of the table.
+func (rr *roundRobin) remove(g *gw) {
+	rr.mu.Lock()
+	defer rr.mu.Unlock()
+	for i, x := range rr.live {
+		if x == g {
+			rr.live = append(rr.live[:i:i], rr.live[i+1:]...)
+			return
+		}
+	}
+}
+
+func (rr *roundRobin) add(g *gw) {
+	rr.mu.Lock()
+	defer rr.mu.Unlock()
+	rr.live = append(rr.live, g)
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	s.code = code
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusWriter) Flush() {
+	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// rawSession speaks the protocol over plain HTTP POSTs: what a client
+// without an SDK sends.
+type rawSession struct {
+	t   *testing.T
+	url string
+	sid string
+	id  int
+}
+
+func (s *rawSession) post(body string) (int, string) {
+	s.t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, s.url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if s.sid != "" {
+		req.Header.Set("Mcp-Session-Id", s.sid)
+		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if sid := resp.Header.Get("Mcp-Session-Id"); sid != "" {
+		s.sid = sid
+	}
+	return resp.StatusCode, string(b)
+}
+
+func (s *rawSession) call(method, params string) (int, string) {
+	s.id++
+	return s.post(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q,"params":%s}`, s.id, method, params))
+}
+
+// TestSessionAcrossReplicaProcesses: three `gatehouse serve` processes on
+// one PostgreSQL behind a proxy that picks a replica per request. A go-sdk
+// client and a raw HTTP client each keep one session for tools across the
+// replicas; the replica that opened the go-sdk session is SIGKILLed and
+// the session goes on; then every replica is restarted in turn (a rolling
+// update) under a client calling every 200 ms, which loses at most 2 calls
+// of 50 and never gets 404.
+func TestSessionAcrossReplicaProcesses(t *testing.T) {
+	t.Parallel()
+	dsn := pgStore(t)
+	dir := t.TempDir()
+	effects := filepath.Join(dir, "effects")
+	writeConfig(t, dir, fmt.Sprintf("store: %q\nservers:\n%s", dsn, fixtureServer("fx", "-tools", "echo,count", "-effects", effects)))
+	replicas := []*gw{startGateway(t, dir), startGateway(t, dir), startGateway(t, dir)}
+	rr := newRoundRobin(t, replicas...)
+
+	cs := connect(t, rr.url(), "")
+	for i := range 9 {
+		if r := mustCall(t, cs, "fx__count", nil, nil); r.IsError {
+			t.Fatalf("call %d: %s", i, text(r))
+		}
+		if _, err := cs.ListTools(context.Background(), nil); err != nil {
+			t.Fatalf("list %d: %v", i, err)
+		}
+	}
+	raw := &rawSession{t: t, url: rr.url()}
+	if code, body := raw.call("initialize", `{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}`); code != http.StatusOK || raw.sid == "" {
+		t.Fatalf("raw initialize: %d %s", code, body)
+	}
+	if code, _ := raw.post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`); code != http.StatusAccepted {
+		t.Fatalf("raw initialized: %d", code)
+	}
+	for i := range 6 {
+		code, body := raw.call("tools/call", `{"name":"fx__echo","arguments":{"text":"raw"}}`)
+		if code != http.StatusOK || !strings.Contains(body, "raw") {
+			t.Fatalf("raw call %d: %d %s", i, code, body)
+		}
+	}
+	if n := len(lines(t, effects)); n != 9 {
+		t.Fatalf("%d effects of count, want 9", n)
+	}
+
+	// The replica that opened the raw session is killed outright.
+	rr.mu.Lock()
+	opener := rr.opener
+	rr.mu.Unlock()
+	rr.remove(opener)
+	if err := opener.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-opener.done
+	for i := range 4 {
+		if code, body := raw.call("tools/call", `{"name":"fx__echo","arguments":{"text":"after"}}`); code != http.StatusOK || !strings.Contains(body, "after") {
+			t.Fatalf("raw call %d after the kill: %d %s", i, code, body)
+		}
+		if r := mustCall(t, cs, "fx__count", nil, nil); r.IsError {
+			t.Fatalf("call %d after the kill: %s", i, text(r))
+		}
+	}
+	replacement := startGateway(t, dir)
+	rr.add(replacement)
+
+	// A rolling restart under a client calling every 200 ms.
+	var lost, answered atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		tick := time.NewTicker(200 * time.Millisecond)
+		defer tick.Stop()
+		for range 50 {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "fx__echo", Arguments: map[string]any{"text": "roll"}})
+			cancel()
+			if err != nil || r.IsError {
+				if lost.Add(1) <= 3 {
+					t.Logf("a call lost in the rolling restart: %v %v", err, r)
+				}
+				continue
+			}
+			answered.Add(1)
+		}
+	})
+	rr.mu.Lock()
+	current := append([]*gw(nil), rr.live...)
+	rr.mu.Unlock()
+	for _, g := range current {
+		rr.remove(g)
+		if err := g.stop(syscall.SIGTERM); err != nil {
+			t.Errorf("stopping a replica: %v", err)
+		}
+		rr.add(startGateway(t, dir))
+	}
+	wg.Wait()
+	close(stop)
+	if lost.Load() > 2 || answered.Load()+lost.Load() != 50 {
+		t.Errorf("the rolling restart: %d answered, %d lost (at most 2 of 50)", answered.Load(), lost.Load())
+	}
+	if n := rr.notFound.Load(); n != 0 {
+		t.Errorf("%d requests on a session were answered 404", n)
+	}
+	if n := len(lines(t, effects)); n != 13 {
+		t.Errorf("%d effects of count, want 13 (each call once)", n)
+	}
+}
