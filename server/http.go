@@ -118,6 +118,12 @@ func (s *Server) Handler(opts *HTTPOptions) (http.Handler, error) {
 		}
 		sdk = shared.dispatch(sdk)
 		shared.setInner(sdk)
+		if shared.bus != nil {
+			shared.listening.Do(func() { shared.listenErr = shared.listen(s.life) })
+			if shared.listenErr != nil {
+				return nil, fmt.Errorf("server: listening for other replicas' messages: %w", shared.listenErr)
+			}
+		}
 	}
 	h := sdk
 	if o.Inner != nil {

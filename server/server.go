@@ -239,6 +239,9 @@ type Server struct {
 	limiter  limiter
 	sessions *sessionBook // nil: no cap
 	remote   *mcp.Server
+	// life ends at Close: the goroutines of the server's own end with it.
+	life    context.Context
+	endLife context.CancelFunc
 	// shared keeps the HTTP handler's sessions in a store
 	// (HTTPOptions.Sessions); nil without one.
 	shared atomic.Pointer[sharedSessions]
@@ -257,6 +260,7 @@ func New(opts Options) (*Server, error) {
 		opts.Implementation = &mcp.Implementation{Name: "gatehouse-server", Version: "dev"}
 	}
 	s := &Server{opts: opts, name: opts.Name, logger: opts.Logger}
+	s.life, s.endLife = context.WithCancel(context.Background())
 	if s.name == "" {
 		s.name = opts.Implementation.Name
 	}
@@ -394,6 +398,7 @@ func (s *Server) ServeLocal(ctx context.Context, t mcp.Transport) error {
 // that has not served locally before Close refuses ServeStdio and
 // ServeLocal after it.
 func (s *Server) Close() error {
+	s.endLife()
 	if l, ok := s.limiter.(*sharedLimiter); ok {
 		l.close()
 	}

@@ -71,6 +71,13 @@ type sharedSessions struct {
 	// replayed into the session here.
 	inner http.Handler
 	seq   atomic.Int64 // numbers replayed requests
+	// bus is the store as a Messenger, when it is one (sessionbus.go);
+	// tag names this replica in the IDs of its requests to callers.
+	bus       store.Messenger
+	tag       string
+	listening sync.Once
+	listenErr error
+	forwarded atomic.Int64 // answers sent to another replica
 
 	mu        sync.Mutex
 	held      map[string]*heldSession
@@ -95,7 +102,11 @@ func newSharedSessions(st store.SessionStore, srv *mcp.Server, idle time.Duratio
 	if idle <= 0 {
 		life = foreverLife
 	}
-	return &sharedSessions{st: st, srv: srv, life: life, idle: max(idle, 0), check: min(sessionCheck, life/4), now: now, log: log, held: map[string]*heldSession{}}
+	x := &sharedSessions{st: st, srv: srv, life: life, idle: max(idle, 0), check: min(sessionCheck, life/4), now: now, log: log, held: map[string]*heldSession{}}
+	if m, ok := st.(store.Messenger); ok {
+		x.bus, x.tag = m, newTag()
+	}
+	return x
 }
 
 // lookup returns the session id this process holds, or nil.
@@ -221,6 +232,9 @@ func (x *sharedSessions) gate(next http.Handler) http.Handler {
 		}
 		if !sameUser(r, h.userID) {
 			http.Error(w, "session user mismatch", http.StatusForbidden)
+			return
+		}
+		if x.bus != nil && r.Method == http.MethodPost && x.route(w, r, id) {
 			return
 		}
 		now := x.now()
@@ -378,6 +392,9 @@ func (x *sharedSessions) dispatch(sdk http.Handler) http.Handler {
 		var h *heldSession
 		if id != "" {
 			h = x.lookup(id)
+		}
+		if h != nil && x.bus != nil && r.Method != http.MethodDelete && h.asks() {
+			w = &tagWriter{ResponseWriter: w, tag: x.tag}
 		}
 		if h == nil || h.t == nil {
 			sdk.ServeHTTP(w, r)

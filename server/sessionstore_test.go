@@ -20,6 +20,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/store/sqlite"
 )
 
@@ -52,6 +53,9 @@ type cluster struct {
 	down     sync.Map // *replica → true
 	proxy    *httptest.Server
 	mod      func(*Options)
+	// open opens a replica's handle on the store (nil: the SQLite file
+	// at path).
+	open func() store.Store
 }
 
 func newCluster(t *testing.T, n int) *cluster { return newClusterOpts(t, n, nil) }
@@ -67,8 +71,12 @@ func newBenchCluster(b *testing.B) *cluster {
 }
 
 func newClusterOpts(t testing.TB, n int, mod func(*Options)) *cluster {
+	return newClusterStore(t, n, mod, nil)
+}
+
+func newClusterStore(t testing.TB, n int, mod func(*Options), open func() store.Store) *cluster {
 	t.Helper()
-	c := &cluster{t: t, path: filepath.Join(t.TempDir(), "gatehouse.db"), eff: &effects{}, mod: mod}
+	c := &cluster{t: t, path: filepath.Join(t.TempDir(), "gatehouse.db"), eff: &effects{}, mod: mod, open: open}
 	for range n {
 		c.add()
 	}
@@ -93,12 +101,38 @@ func newClusterOpts(t testing.TB, n int, mod func(*Options)) *cluster {
 // add starts one more replica on the cluster's store.
 func (c *cluster) add() *replica {
 	t := c.t
-	st, err := sqlite.Open(t.Context(), c.path, nil)
-	if err != nil {
-		t.Fatal(err)
+	var st store.Store
+	if c.open != nil {
+		st = c.open()
+	} else {
+		s, err := sqlite.Open(t.Context(), c.path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st = s
 	}
 	t.Cleanup(func() { st.Close() })
 	tools := testTools(c.eff, nil)
+	tools["ask"] = NewTool(&mcp.Tool{Description: "asks its caller"}, func(ctx context.Context, _ Caller, req *mcp.CallToolRequest, in struct {
+		Nonce string `json:"nonce"`
+	}) (*mcp.CallToolResult, map[string]string, error) {
+		res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: in.Nonce, RequestedSchema: map[string]any{"type": "object",
+			"properties": map[string]any{"answer": map[string]any{"type": "string"}}}})
+		if err != nil {
+			return nil, nil, err
+		}
+		return nil, map[string]string{"action": res.Action, "answer": fmt.Sprint(res.Content["answer"])}, nil
+	})
+	tools["block"] = NewTool(&mcp.Tool{Description: "waits to be cancelled"}, func(ctx context.Context, _ Caller, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, map[string]string, error) {
+		c.eff.add("blocking")
+		select {
+		case <-ctx.Done():
+			c.eff.add("cancelled")
+			return nil, nil, ctx.Err()
+		case <-time.After(20 * time.Second):
+			return nil, map[string]string{"done": "late"}, nil
+		}
+	})
 	tools["shout"] = NewTool(&mcp.Tool{Description: "logs at debug"}, func(ctx context.Context, _ Caller, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, map[string]string, error) {
 		err := req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "debug", Data: "shouted"})
 		return nil, map[string]string{"logged": fmt.Sprint(err == nil)}, nil
