@@ -64,7 +64,7 @@ func tsClientDir(t *testing.T) string {
 	_, file, _, _ := runtime.Caller(0)
 	src := filepath.Join(filepath.Dir(file), "testdata", "tsclient")
 	dir := t.TempDir()
-	for _, f := range []string{"package.json", "package-lock.json", "oauth-client.mjs", "skills-client.mjs"} {
+	for _, f := range []string{"package.json", "package-lock.json", "oauth-client.mjs", "skills-client.mjs", "replicas-client.mjs"} {
 		b, err := os.ReadFile(filepath.Join(src, f))
 		if err != nil {
 			t.Fatal(err)

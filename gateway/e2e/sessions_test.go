@@ -2,12 +2,15 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -244,5 +247,66 @@ func TestSessionAcrossReplicaProcesses(t *testing.T) {
 	}
 	if n := len(lines(t, effects)); n != 13 {
 		t.Errorf("%d effects of count, want 13 (each call once)", n)
+	}
+}
+
+// TestTypeScriptClientAcrossReplicas: the official TypeScript SDK client
+// keeps one session across three replicas on PostgreSQL behind a proxy
+// that picks a replica per request, for tools, resources and prompts.
+func TestTypeScriptClientAcrossReplicas(t *testing.T) {
+	t.Parallel()
+	dsn := pgStore(t)
+	dir := t.TempDir()
+	js := tsClientDir(t)
+	plug := writeSkillsPlugin(t, dir)
+	writeConfig(t, dir, fmt.Sprintf(`store: %q
+plugins: [%s]
+servers:
+%sauth:
+  tokens:
+    - {sha256: %s, subject: reader, scopes: ["tool:*", "skill:handbook__incident"]}
+`, dsn, plug, fixtureServer("fx", "-tools", "echo"), sha("reader-token")))
+	replicas := []*gw{startGateway(t, dir), startGateway(t, dir), startGateway(t, dir)}
+	rr := newRoundRobin(t, replicas...)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", "replicas-client.mjs")
+	cmd.Dir = js
+	cmd.Env = append(os.Environ(), "GATEWAY_URL="+rr.url(), "TOKEN=reader-token", "TOOL=fx__echo",
+		"BODY_URI=skill://handbook/incident/SKILL.md", "PROMPT=handbook__incident", "ROUNDS=4")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	var run struct {
+		SessionID string `json:"sessionId"`
+		Rounds    []struct {
+			Text                    string
+			Resources, Body, Prompt int
+		} `json:"rounds"`
+		Error string `json:"error"`
+	}
+	if jerr := json.Unmarshal(out, &run); jerr != nil || err != nil || run.Error != "" {
+		t.Fatalf("replicas-client.mjs: %v, %v, %s\nstdout: %s\nstderr: %s", err, jerr, run.Error, out, stderr.String())
+	}
+	if run.SessionID == "" || len(run.Rounds) != 4 {
+		t.Fatalf("the client ran %+v", run)
+	}
+	for i, r := range run.Rounds {
+		if r.Text != fmt.Sprintf("round %d", i) || r.Resources != 2 || r.Body == 0 || r.Prompt != 1 {
+			t.Errorf("round %d: %+v", i, r)
+		}
+	}
+	ran := 0
+	for _, g := range replicas {
+		if len(g.callLogs()) > 0 {
+			ran++
+		}
+	}
+	if ran < 2 {
+		t.Errorf("the calls ran on %d replica(s): the proxy did not spread the session", ran)
+	}
+	if n := rr.notFound.Load(); n != 0 {
+		t.Errorf("%d requests answered 404", n)
 	}
 }
