@@ -202,7 +202,16 @@ func TestSessionAcrossReplicaProcesses(t *testing.T) {
 	replacement := startGateway(t, dir)
 	rr.add(replacement)
 
-	// A rolling restart under a client calling every 200 ms.
+	// A rolling restart under a client calling every 200 ms. Its client
+	// keeps no standalone stream: the go-sdk's client counts each end of
+	// that stream without an event as a retry without progress and gives
+	// the session up after five (docs/gateway.md, "Replicas").
+	roller := mcp.NewClient(&mcp.Implementation{Name: "e2e-roller", Version: "1"}, nil)
+	rs, err := roller.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: rr.url(), DisableStandaloneSSE: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Close()
 	var lost, answered atomic.Int64
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -216,7 +225,7 @@ func TestSessionAcrossReplicaProcesses(t *testing.T) {
 			case <-tick.C:
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "fx__echo", Arguments: map[string]any{"text": "roll"}})
+			r, err := rs.CallTool(ctx, &mcp.CallToolParams{Name: "fx__echo", Arguments: map[string]any{"text": "roll"}})
 			cancel()
 			if err != nil || r.IsError {
 				if lost.Add(1) <= 3 {
