@@ -133,6 +133,14 @@ func (c *cluster) add() *replica {
 			return nil, map[string]string{"done": "late"}, nil
 		}
 	})
+	tools["steps"] = NewTool(&mcp.Tool{Description: "reports progress"}, func(ctx context.Context, _ Caller, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, map[string]string, error) {
+		for i := range 3 {
+			if err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: req.Params.GetProgressToken(), Progress: float64(i + 1), Total: 3}); err != nil {
+				return nil, nil, err
+			}
+		}
+		return nil, map[string]string{"steps": "3"}, nil
+	})
 	tools["shout"] = NewTool(&mcp.Tool{Description: "logs at debug"}, func(ctx context.Context, _ Caller, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, map[string]string, error) {
 		err := req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "debug", Data: "shouted"})
 		return nil, map[string]string{"logged": fmt.Sprint(err == nil)}, nil
@@ -431,5 +439,48 @@ func BenchmarkSessionReplicas(b *testing.B) {
 	}
 	for _, which := range []string{"opener", "holder", "rebuild"} {
 		b.Run(which, func(b *testing.B) { run(b, which) })
+	}
+}
+
+// Progress of a call reaches the caller whichever replica runs the call:
+// it travels on the call's own stream.
+func TestSessionProgressAcrossReplicas(t *testing.T) {
+	c := newCluster(t, 3)
+	var progress atomic.Int64
+	cl := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) { progress.Add(1) },
+	})
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	cs, err := cl.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: c.proxy.URL + "/mcp",
+		HTTPClient: &http.Client{Transport: bearer{token: "tok-alice", base: tr}}, DisableStandaloneSSE: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	for i := range 6 {
+		p := &mcp.CallToolParams{Name: "steps", Arguments: map[string]any{}}
+		p.SetProgressToken(fmt.Sprintf("p%d", i))
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		res, err := cs.CallTool(ctx, p)
+		cancel()
+		if err != nil || res.IsError {
+			t.Fatalf("call %d: %v %+v", i, err, res)
+		}
+	}
+	for deadline := time.Now().Add(5 * time.Second); progress.Load() < 18 && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if n := progress.Load(); n != 18 {
+		t.Fatalf("%d of 18 progress notifications reached the caller", n)
+	}
+	served := 0
+	for _, r := range c.replicas {
+		if r.served.Load() > 0 {
+			served++
+		}
+	}
+	if served < 2 {
+		t.Fatalf("%d replicas served the session", served)
 	}
 }
