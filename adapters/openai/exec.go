@@ -135,8 +135,10 @@ func sameJSON(a, b []byte) bool {
 }
 
 // argsOf turns the arguments a model wrote into the call's arguments: a
-// JSON object compacted (so a live turn and its replay from the journal
-// send the same bytes), nothing for an empty string, and anything else —
+// JSON object compacted, with '<', '>', '&', U+2028 and U+2029 inside its
+// strings escaped as encoding/json writes them when the turn is recorded
+// (so a live turn and its replay from the journal send the same bytes),
+// nothing for an empty string, and anything else —
 // not JSON, or JSON that is not an object — as a JSON string, which the
 // executor answers as arguments that are not an object and which stays
 // recordable in the journal. argsText gives the model's text back.
@@ -146,7 +148,9 @@ func argsOf(s string) json.RawMessage {
 	}
 	var buf bytes.Buffer
 	if t := bytes.TrimLeft([]byte(s), " \t\r\n"); len(t) > 0 && t[0] == '{' && json.Compact(&buf, []byte(s)) == nil {
-		return buf.Bytes()
+		var esc bytes.Buffer
+		json.HTMLEscape(&esc, buf.Bytes())
+		return esc.Bytes()
 	}
 	b, _ := json.Marshal(s)
 	return b
