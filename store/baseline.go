@@ -60,9 +60,8 @@ type BaselineKey struct {
 	Name string
 }
 
-// Instructions is the key of a server's instructions fingerprint.
-var Instructions = BaselineKey{Kind: KindInstructions}
-
+// String is the key as messages show it: "instructions", or the kind and
+// its quoted name (tool "echo").
 func (k BaselineKey) String() string {
 	if k.Kind == KindInstructions {
 		return string(k.Kind)

@@ -30,9 +30,9 @@ func TestBaselineValidate(t *testing.T) {
 		}
 	}
 	ok := store.Baseline{
-		store.Instructions: {Value: "fp"},
-		tool(""):           {Value: "fp"},
-		tool("prompt x"):   {Value: "fp", Contract: []byte{0, 0xff}},
+		store.BaselineKey{Kind: store.KindInstructions}: {Value: "fp"},
+		tool(""):         {Value: "fp"},
+		tool("prompt x"): {Value: "fp", Contract: []byte{0, 0xff}},
 		{Kind: store.KindMarker, Name: "anything"}:         {Value: store.PinnedMarker},
 		{Kind: store.KindTemplate, Name: "天気://{x}\u200b"}: {},
 	}
@@ -76,11 +76,11 @@ func TestBaselineClone(t *testing.T) {
 		t.Fatalf("Clone(nil) = %#v", c)
 	}
 	k := store.BaselineKey{Kind: store.KindTool, Name: "a"}
-	b := store.Baseline{k: {Value: "v", Contract: []byte("{}")}, store.Instructions: {Value: "i", Contract: []byte{}}}
+	b := store.Baseline{k: {Value: "v", Contract: []byte("{}")}, store.BaselineKey{Kind: store.KindInstructions}: {Value: "i", Contract: []byte{}}}
 	c := b.Clone()
 	b[k].Contract[0] = 'X'
-	delete(b, store.Instructions)
-	if string(c[k].Contract) != "{}" || len(c) != 2 || c[store.Instructions].Contract != nil {
+	delete(b, store.BaselineKey{Kind: store.KindInstructions})
+	if string(c[k].Contract) != "{}" || len(c) != 2 || c[store.BaselineKey{Kind: store.KindInstructions}].Contract != nil {
 		t.Fatalf("Clone = %v", c)
 	}
 	if s := k.String(); s != `tool "a"` {

@@ -1,7 +1,6 @@
 package toolset
 
 import (
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"slices"
 	"strings"
 
@@ -140,10 +139,3 @@ func (t *Toolset) build(results []listing, prev *catalog) *catalog {
 	}
 	return cat
 }
-
-// ContractHash returns the SHA-256 (hex) of a canonical JSON encoding of the
-// tool's name, title, description, input schema, output schema and
-// annotations, exactly as the server sent them (as decoded by the go-sdk
-// client). Object keys are sorted at every depth. The pin package will
-// replace this with its canonical fingerprint.
-func ContractHash(tool *mcp.Tool) string { return projected.ContractHash(tool) }

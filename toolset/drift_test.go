@@ -137,7 +137,7 @@ func TestDriftQuarantineWithholdRemoveRenameRetrust(t *testing.T) {
 	if err != nil || len(base1) != 7 || base1[store.BaselineKey{Kind: store.KindMarker, Name: store.MarkerPrompts}].Value != store.PinnedMarker || base1[store.BaselineKey{Kind: store.KindMarker, Name: store.MarkerTemplates}].Value != store.PinnedMarker {
 		t.Fatalf("baseline %v %v", base1, err)
 	}
-	if _, ok := base1[store.Instructions]; !ok {
+	if _, ok := base1[store.BaselineKey{Kind: store.KindInstructions}]; !ok {
 		t.Fatal("no instructions fingerprint")
 	}
 

@@ -126,15 +126,11 @@ var (
 	ErrStoreFailed      = &Error{Code: CodeStoreFailed}
 )
 
-// Wiring errors returned by Open.
-var (
-	// ErrAuthWithoutSession: Options.Auth is set but Options.Session is empty.
-	ErrAuthWithoutSession = errors.New("toolset: Options.Auth needs Options.Session (a toolset with an auth resolver belongs to one session)")
-	// ErrHostsFuncWithoutSession: Options.AllowedHostsFunc is set but Options.Session is empty.
-	ErrHostsFuncWithoutSession = errors.New("toolset: Options.AllowedHostsFunc needs Options.Session")
-	// ErrHostsConflict: both AllowedHosts and AllowedHostsFunc are set.
-	ErrHostsConflict = errors.New("toolset: set Options.AllowedHosts or Options.AllowedHostsFunc, not both")
-)
+// ErrInvalidOptions is wrapped by Open's error for a wiring mistake, its
+// message naming it: Options.Auth or Options.AllowedHostsFunc without
+// Options.Session, both AllowedHosts and AllowedHostsFunc, a server's
+// Filter with both Allow and Block.
+var ErrInvalidOptions = errors.New("toolset: invalid options")
 
 // AnswerError is why a server's answer to a call was not taken: the Err of
 // an *Error with CodeBadAnswer. It is no *jsonrpc.Error on purpose: the

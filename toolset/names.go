@@ -11,10 +11,6 @@ import (
 // is its name in this package's API.
 type Filter = projection.Filter
 
-// ErrFilterConflict is wrapped by Open's error when a Filter sets both
-// Allow and Block.
-var ErrFilterConflict = projection.ErrFilterConflict
-
 // Tier is the disclosure of a tool's input schema (ToolInfo.Disclosure).
 type Tier = projection.Tier
 

@@ -69,19 +69,19 @@ func Open(ctx context.Context, servers []Server, opts *Options) (*Toolset, error
 		o = *opts
 	}
 	if o.Auth != nil && o.Session == "" {
-		return nil, ErrAuthWithoutSession
+		return nil, fmt.Errorf("%w: Options.Auth needs Options.Session (a toolset with an auth resolver belongs to one session)", ErrInvalidOptions)
 	}
 	if o.AllowedHostsFunc != nil {
 		if o.Session == "" {
-			return nil, ErrHostsFuncWithoutSession
+			return nil, fmt.Errorf("%w: Options.AllowedHostsFunc needs Options.Session", ErrInvalidOptions)
 		}
 		if o.AllowedHosts != nil {
-			return nil, ErrHostsConflict
+			return nil, fmt.Errorf("%w: set Options.AllowedHosts or Options.AllowedHostsFunc, not both", ErrInvalidOptions)
 		}
 	}
 	for _, s := range servers {
 		if err := s.Filter.Validate(); err != nil {
-			return nil, fmt.Errorf("toolset: server %q: %w", s.Config.Name, err)
+			return nil, fmt.Errorf("%w: server %q: %w", ErrInvalidOptions, s.Config.Name, err)
 		}
 	}
 	if o.ConnectTimeout <= 0 {

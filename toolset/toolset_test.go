@@ -171,8 +171,8 @@ func TestFilters(t *testing.T) {
 
 	both := stdio("c")
 	both.Filter = projection.Filter{Allow: []string{"x"}, Block: []string{"y"}}
-	if _, err := Open(context.Background(), []Server{both}, nil); err == nil {
-		t.Error("allow+block accepted")
+	if _, err := Open(context.Background(), []Server{both}, nil); !errors.Is(err, ErrInvalidOptions) || !errors.Is(err, projection.ErrFilterConflict) {
+		t.Errorf("allow+block: %v, want ErrInvalidOptions wrapping the filter conflict", err)
 	}
 }
 
@@ -180,15 +180,16 @@ func TestWiringErrors(t *testing.T) {
 	auth := func(context.Context, string, string) (string, error) { return "t", nil }
 	cases := []struct {
 		opts Options
-		want error
+		want string // in the message
 	}{
-		{Options{Auth: auth}, ErrAuthWithoutSession},
-		{Options{AllowedHostsFunc: func(string) []string { return nil }}, ErrHostsFuncWithoutSession},
-		{Options{Session: "s", AllowedHosts: []string{}, AllowedHostsFunc: func(string) []string { return nil }}, ErrHostsConflict},
+		{Options{Auth: auth}, "Options.Auth needs Options.Session"},
+		{Options{AllowedHostsFunc: func(string) []string { return nil }}, "Options.AllowedHostsFunc needs Options.Session"},
+		{Options{Session: "s", AllowedHosts: []string{}, AllowedHostsFunc: func(string) []string { return nil }}, "not both"},
 	}
 	for _, c := range cases {
-		if _, err := Open(context.Background(), nil, &c.opts); !errors.Is(err, c.want) {
-			t.Errorf("got %v, want %v", err, c.want)
+		_, err := Open(context.Background(), nil, &c.opts)
+		if !errors.Is(err, ErrInvalidOptions) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("got %v, want ErrInvalidOptions saying %q", err, c.want)
 		}
 	}
 }

@@ -103,13 +103,13 @@ func seedDrift(t *testing.T, dsn string) driftFixture {
 	}
 	fx := driftFixture{dsn: dsn, listing: listingFP("pay v2")}
 	fx.trusted = store.Baseline{
-		{Kind: store.KindTool, Name: "charge"}: toolEntry(t, chargeV1),
-		store.Instructions:                     {Value: pin.InstructionsFingerprint("")},
+		{Kind: store.KindTool, Name: "charge"}:          toolEntry(t, chargeV1),
+		store.BaselineKey{Kind: store.KindInstructions}: {Value: pin.InstructionsFingerprint("")},
 	}
 	fx.observed = store.Baseline{
-		{Kind: store.KindTool, Name: "charge"}: toolEntry(t, chargeV2),
-		{Kind: store.KindTool, Name: "refund"}: toolEntry(t, refund),
-		store.Instructions:                     {Value: pin.InstructionsFingerprint("")},
+		{Kind: store.KindTool, Name: "charge"}:          toolEntry(t, chargeV2),
+		{Kind: store.KindTool, Name: "refund"}:          toolEntry(t, refund),
+		store.BaselineKey{Kind: store.KindInstructions}: {Value: pin.InstructionsFingerprint("")},
 	}
 	for _, id := range []string{"config:pay", "config:calm", "config:back"} {
 		if _, err := st.SaveBaseline(ctx, id, fx.trusted); err != nil {

@@ -29,9 +29,9 @@ var dialect = sqlstore.Dialect{
 	LockMigrations: `SELECT pg_advisory_xact_lock(hashtext('gatehouse/store/migrate:' || COALESCE(current_schema(), '')))`,
 }
 
-// DefaultConnectTimeout bounds each connection attempt when the URL sets no
+// defaultConnectTimeout bounds each connection attempt when the URL sets no
 // connect_timeout.
-const DefaultConnectTimeout = 10 * time.Second
+const defaultConnectTimeout = 10 * time.Second
 
 // Open connects to the database named by a postgres:// or postgresql:// URL
 // and migrates its schema. opts may be nil. The URL may carry any libpq
@@ -56,7 +56,7 @@ func Open(ctx context.Context, url string, opts *store.Options) (*Store, error) 
 // works on cfg.Copy(), on which it sets
 //   - MaxConns to opts.MaxConns when that is non-zero (otherwise cfg's own
 //     MaxConns stands: pool_max_conns, or pgxpool's default);
-//   - ConnConfig.ConnectTimeout to DefaultConnectTimeout when it is zero;
+//   - ConnConfig.ConnectTimeout to defaultConnectTimeout when it is zero;
 //   - ConnConfig.RuntimeParams["synchronous_commit"] to "on" when
 //     opts.Durability is store.DurabilityPower.
 //
@@ -88,7 +88,7 @@ func OpenConfig(ctx context.Context, cfg *pgxpool.Config, opts *store.Options) (
 	}
 	cc := cfg.ConnConfig
 	if cc.ConnectTimeout == 0 {
-		cc.ConnectTimeout = DefaultConnectTimeout
+		cc.ConnectTimeout = defaultConnectTimeout
 	}
 	if o.Durability == store.DurabilityPower {
 		if cc.RuntimeParams == nil {

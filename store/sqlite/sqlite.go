@@ -102,10 +102,10 @@ var _ store.Store = (*Store)(nil)
 // serialises migrators.
 var dialect = sqlstore.Dialect{Name: "sqlite", Bytes: "BLOB", Serial: "INTEGER PRIMARY KEY AUTOINCREMENT"}
 
-// DriverDSN returns the modernc.org/sqlite DSN Open uses for path. Its
+// driverDSN returns the modernc.org/sqlite DSN Open uses for path. Its
 // connections do not checkpoint the WAL on their own (wal_autocheckpoint
 // is 0): a Store runs its checkpoints from a goroutine of its own.
-func DriverDSN(path string, o store.Options) string {
+func driverDSN(path string, o store.Options) string {
 	sync := "NORMAL"
 	if o.Durability == store.DurabilityPower {
 		sync = "FULL"
@@ -141,7 +141,7 @@ func Open(ctx context.Context, path string, opts *store.Options) (*Store, error)
 	if busy <= 0 {
 		busy = defaultBusyTimeout
 	}
-	driverDSN := DriverDSN(path, o)
+	connDSN := driverDSN(path, o)
 	if o.MustExist {
 		abs, err := filepath.Abs(path)
 		if err != nil {
@@ -152,11 +152,11 @@ func Open(ctx context.Context, path string, opts *store.Options) (*Store, error)
 		}
 		// mode=rw: should the file go between the probe and here,
 		// SQLite fails instead of creating it.
-		driverDSN = fileURI(abs) + "?mode=rw&" + strings.TrimPrefix(DriverDSN("", o), "?")
+		connDSN = fileURI(abs) + "?mode=rw&" + strings.TrimPrefix(driverDSN("", o), "?")
 	} else if err := createPrivate(path); err != nil {
 		return nil, fmt.Errorf("%w: sqlite %q: %w", store.ErrUnavailable, path, err)
 	}
-	db, err := sql.Open("sqlite", driverDSN)
+	db, err := sql.Open("sqlite", connDSN)
 	if err != nil {
 		return nil, fmt.Errorf("%w: sqlite %q: %w", store.ErrUnavailable, path, err)
 	}
@@ -167,7 +167,7 @@ func Open(ctx context.Context, path string, opts *store.Options) (*Store, error)
 	db.SetMaxOpenConns(maxConns)
 	db.SetMaxIdleConns(maxConns)
 	// The writer's own connection, kept open for the store's life.
-	wdb, err := sql.Open("sqlite", driverDSN)
+	wdb, err := sql.Open("sqlite", connDSN)
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("%w: sqlite %q: %w", store.ErrUnavailable, path, err)

@@ -402,7 +402,7 @@ func TestForwardedPinsFirstSightOnOldBaseline(t *testing.T) {
 	}
 	base, _ := st.GetBaseline(ctx, "config:docs")
 	search := store.BaselineKey{Kind: store.KindTool, Name: "search"}
-	old := store.Baseline{search: base[search], store.Instructions: base[store.Instructions]}
+	old := store.Baseline{search: base[search], store.BaselineKey{Kind: store.KindInstructions}: base[store.BaselineKey{Kind: store.KindInstructions}]}
 	if _, err := st.ClearBaseline(ctx, "config:docs"); err != nil {
 		t.Fatal(err)
 	}

@@ -19,13 +19,13 @@ func equalBaselines(a, b store.Baseline) bool {
 // The stored form is pinned: a change to it is a change of the schema.
 func TestEncodeEntriesFormat(t *testing.T) {
 	b := store.Baseline{
-		{Kind: store.KindTool, Name: "b <&>"}:        {Value: "fp-b", Contract: []byte(`{}`)},
-		{Kind: store.KindTool, Name: "a"}:            {Value: "fp-a"},
-		store.Instructions:                           {Value: "fp-i", Contract: []byte{}},
-		{Kind: store.KindMarker, Name: "prompts"}:    {Value: store.PinnedMarker},
-		{Kind: store.KindPrompt, Name: "a"}:          {Value: "fp-p", Contract: []byte{0, 0xff}},
-		{Kind: store.KindTemplate, Name: "x://{id}"}: {Value: "fp-t"},
-		{Kind: store.KindTool, Name: "\u200bhidden"}: {Value: "fp-h"},
+		{Kind: store.KindTool, Name: "b <&>"}:           {Value: "fp-b", Contract: []byte(`{}`)},
+		{Kind: store.KindTool, Name: "a"}:               {Value: "fp-a"},
+		store.BaselineKey{Kind: store.KindInstructions}: {Value: "fp-i", Contract: []byte{}},
+		{Kind: store.KindMarker, Name: "prompts"}:       {Value: store.PinnedMarker},
+		{Kind: store.KindPrompt, Name: "a"}:             {Value: "fp-p", Contract: []byte{0, 0xff}},
+		{Kind: store.KindTemplate, Name: "x://{id}"}:    {Value: "fp-t"},
+		{Kind: store.KindTool, Name: "\u200bhidden"}:    {Value: "fp-h"},
 	}
 	got, err := EncodeEntries(b)
 	if err != nil {
@@ -45,7 +45,7 @@ func TestEncodeEntriesFormat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b[store.Instructions] = store.BaselineEntry{Value: "fp-i"} // empty reads back as nil
+	b[store.BaselineKey{Kind: store.KindInstructions}] = store.BaselineEntry{Value: "fp-i"} // empty reads back as nil
 	if !equalBaselines(back, b) {
 		t.Fatalf("DecodeEntries(EncodeEntries(b)) = %v, want %v", back, b)
 	}

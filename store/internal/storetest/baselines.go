@@ -17,7 +17,7 @@ func oddKeys() []store.BaselineKey {
 		return store.BaselineKey{Kind: kind, Name: name}
 	}
 	return []store.BaselineKey{
-		store.Instructions,
+		store.BaselineKey{Kind: store.KindInstructions},
 		k(store.KindTool, ""),
 		k(store.KindTool, "prompt x"),
 		k(store.KindPrompt, "x"),
@@ -102,7 +102,7 @@ func testBaselineContracts(t *testing.T, s store.Store) {
 		tool("binary"):                      {Value: "c", Contract: []byte{0, 1, 2, 0xff, 0xfe, '\n', 0}},
 		tool("big"):                         {Value: "d", Contract: big},
 		{Kind: store.KindPrompt, Name: "p"}: {Value: "e", Contract: []byte(`{"name":"p"}`)},
-		store.Instructions:                  {Value: "f"},
+		store.BaselineKey{Kind: store.KindInstructions}: {Value: "f"},
 	}
 	get(s.SaveBaseline(ctx, "srv", in)).ok(t)
 	in[tool("json")].Contract[0] = 'X' // the store must have copied
@@ -111,8 +111,8 @@ func testBaselineContracts(t *testing.T, s store.Store) {
 	if !equalBaselines(got, in) {
 		t.Fatalf("contracts read back differ:\n%v\nwant\n%v", got, in)
 	}
-	if got[tool("none")].Contract != nil || got[store.Instructions].Contract != nil {
-		t.Fatalf("a nil contract read back as %#v / %#v", got[tool("none")].Contract, got[store.Instructions].Contract)
+	if got[tool("none")].Contract != nil || got[store.BaselineKey{Kind: store.KindInstructions}].Contract != nil {
+		t.Fatalf("a nil contract read back as %#v / %#v", got[tool("none")].Contract, got[store.BaselineKey{Kind: store.KindInstructions}].Contract)
 	}
 	got[tool("json")].Contract[0] = 'Y' // and copied out
 	if again := get(s.GetBaseline(ctx, "srv")).ok(t); again[tool("json")].Contract[0] != '{' {

@@ -18,7 +18,7 @@ func BenchDrift(b *testing.B, s store.Store) {
 	ctx := context.Background()
 	const servers, tools = 50, 40
 	listing := func(tag string) store.Baseline {
-		out := store.Baseline{store.Instructions: {Value: "fp-instructions"}}
+		out := store.Baseline{store.BaselineKey{Kind: store.KindInstructions}: {Value: "fp-instructions"}}
 		for i := range tools {
 			name := fmt.Sprintf("tool_%02d", i)
 			out[store.BaselineKey{Kind: store.KindTool, Name: name}] = store.BaselineEntry{

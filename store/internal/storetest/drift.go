@@ -16,11 +16,11 @@ import (
 // "charge" changed and a tool "refund" added (tag: what differs).
 func listing(tag string) store.Baseline {
 	return store.Baseline{
-		tool("charge"):                            {Value: "fp-charge-" + tag, Contract: []byte(`{"name":"charge","description":"` + tag + `"}`)},
-		tool("refund"):                            {Value: "fp-refund"},
-		{Kind: store.KindPrompt, Name: "charge"}:  {Value: "fp-prompt", Contract: []byte(`{"name":"charge"}`)},
-		store.Instructions:                        {Value: "fp-instr"},
-		{Kind: store.KindMarker, Name: "prompts"}: {Value: store.PinnedMarker},
+		tool("charge"):                                  {Value: "fp-charge-" + tag, Contract: []byte(`{"name":"charge","description":"` + tag + `"}`)},
+		tool("refund"):                                  {Value: "fp-refund"},
+		{Kind: store.KindPrompt, Name: "charge"}:        {Value: "fp-prompt", Contract: []byte(`{"name":"charge"}`)},
+		store.BaselineKey{Kind: store.KindInstructions}: {Value: "fp-instr"},
+		{Kind: store.KindMarker, Name: "prompts"}:       {Value: store.PinnedMarker},
 	}
 }
 

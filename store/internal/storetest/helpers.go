@@ -76,7 +76,7 @@ func tools(kv map[string]string) store.Baseline {
 // withInstructions is tools(kv) with the instructions entry.
 func withInstructions(kv map[string]string, instructions string) store.Baseline {
 	b := tools(kv)
-	b[store.Instructions] = store.BaselineEntry{Value: instructions}
+	b[store.BaselineKey{Kind: store.KindInstructions}] = store.BaselineEntry{Value: instructions}
 	return b
 }
 

@@ -108,7 +108,7 @@ type v4Key struct {
 // v4Keys are the baseline rows of acme/pay at version 4.
 func v4Keys() []v4Key {
 	return []v4Key{
-		{"", "fp-instr", store.Instructions},
+		{"", "fp-instr", store.BaselineKey{Kind: store.KindInstructions}},
 		{"charge", "fp-charge", store.BaselineKey{Kind: store.KindTool, Name: "charge"}},
 		{"v1.2.list-items", "fp-dots", store.BaselineKey{Kind: store.KindTool, Name: "v1.2.list-items"}},
 		{"récupérer", "fp-accents", store.BaselineKey{Kind: store.KindTool, Name: "récupérer"}},
@@ -147,7 +147,7 @@ func CheckBaselinesFromV4(t *testing.T, s store.Store) {
 		t.Fatalf("acme/pay after migration:\n%v\nwant\n%v", got, want)
 	}
 	other := get(s.GetBaseline(ctx, "acme/other")).ok(t)
-	if !equalBaselines(other, store.Baseline{tool("charge"): {Value: "other-charge"}, store.Instructions: {Value: "other-instr"}}) {
+	if !equalBaselines(other, store.Baseline{tool("charge"): {Value: "other-charge"}, store.BaselineKey{Kind: store.KindInstructions}: {Value: "other-instr"}}) {
 		t.Fatalf("acme/other after migration: %v", other)
 	}
 	if b := get(s.GetBaseline(ctx, "acme/empty")).ok(t); len(b) != 0 {
@@ -159,7 +159,7 @@ func CheckBaselinesFromV4(t *testing.T, s store.Store) {
 		}
 	}
 	// Insert-only holds on migrated rows; kinds keep names apart.
-	if n := get(s.SaveBaseline(ctx, "acme/pay", store.Baseline{tool("charge"): {Value: "drifted"}, store.Instructions: {Value: "drifted"},
+	if n := get(s.SaveBaseline(ctx, "acme/pay", store.Baseline{tool("charge"): {Value: "drifted"}, store.BaselineKey{Kind: store.KindInstructions}: {Value: "drifted"},
 		{Kind: store.KindPrompt, Name: "summarize"}: {Value: "drifted"}})).ok(t); n != 0 {
 		t.Fatalf("a save over migrated entries added %d", n)
 	}

@@ -112,7 +112,7 @@ func testBaseline(t *testing.T, s store.Store) {
 		t.Fatalf("new server's baseline = %#v, want empty non-nil map", bl)
 	}
 	in := tools(map[string]string{"echo": "fp-echo", "add": "fp-add"})
-	in[store.Instructions] = store.BaselineEntry{Value: "fp-instr"}
+	in[store.BaselineKey{Kind: store.KindInstructions}] = store.BaselineEntry{Value: "fp-instr"}
 	if n := get(s.SaveBaseline(ctx, "srv", in)).ok(t); n != 3 {
 		t.Fatalf("added %d, want 3", n)
 	}

@@ -8,7 +8,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// ContractHash is toolset.ContractHash: the SHA-256 (hex) of the JSON of
+// ContractHash is ToolInfo.ContractHash: the SHA-256 (hex) of the JSON of
 // the tool's contract as the go-sdk client decoded it.
 func ContractHash(tool *mcp.Tool) string {
 	contract := map[string]any{

@@ -143,7 +143,7 @@ func TestListingFingerprint(t *testing.T) {
 // with no tools still has a baseline and a tool it adds later is withheld.
 func TestEmptyListingHasBaseline(t *testing.T) {
 	b := Entries(Fingerprint("empty", published.Listing{}))
-	if _, ok := b[store.Instructions]; !ok || len(b) != 1 {
+	if _, ok := b[store.BaselineKey{Kind: store.KindInstructions}]; !ok || len(b) != 1 {
 		t.Fatalf("entries %v", b)
 	}
 	tb, _ := stored.ParseBaseline(b)

@@ -199,7 +199,7 @@ func entries(fp *Prints, views bool) store.Baseline {
 	}
 	// Always present, even empty: a baseline with no tools still exists,
 	// so tools that appear later are new after trust, not first sight.
-	b[store.Instructions] = store.BaselineEntry{Value: fp.Instructions}
+	b[store.BaselineKey{Kind: store.KindInstructions}] = store.BaselineEntry{Value: fp.Instructions}
 	for k := stored.Kind(0); k < stored.NumKinds; k++ {
 		seedKind(b, fp, k, views)
 	}
@@ -231,8 +231,8 @@ func Seed(fp Prints, have store.Baseline) store.Baseline {
 		return Entries(fp)
 	}
 	b := store.Baseline{}
-	if _, ok := have[store.Instructions]; !ok && fp.Instructions != "" {
-		b[store.Instructions] = store.BaselineEntry{Value: fp.Instructions}
+	if _, ok := have[store.BaselineKey{Kind: store.KindInstructions}]; !ok && fp.Instructions != "" {
+		b[store.BaselineKey{Kind: store.KindInstructions}] = store.BaselineEntry{Value: fp.Instructions}
 	}
 	for k := stored.Kind(0); k < stored.NumKinds; k++ {
 		if _, ok := have[k.Marker()]; !ok {
