@@ -42,9 +42,15 @@ func (g *Gateway) relaySubject(ctx context.Context, req mcp.Request, local bool)
 // the relay forwards to an upstream (tool calls and these share it). A
 // refusal is a JSON-RPC error carrying the refusal's fields as data: these
 // methods have no tool result to carry it.
+//
+// It is the one part New binds late: the relay is built before the server
+// (the server's go-sdk options and Setup are the relay's), and the quota is
+// the server's, so the relay reaches it through g.srv. No request reaches
+// the relay before server.New has returned; one that did would be refused,
+// never let through unlimited.
 func (g *Gateway) relayLimit(ctx context.Context, subject, method string) error {
 	if g.srv == nil {
-		return nil
+		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the gateway is not serving yet; the request was not forwarded"}
 	}
 	ok, wait, err := g.srv.RateLimit(ctx, server.Subject(subject), method)
 	if err != nil {

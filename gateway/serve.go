@@ -174,7 +174,10 @@ func (g *Gateway) skipped() map[string]string {
 }
 
 // changed is the toolset's OnChange: the served map follows (callers get
-// notifications/tools/list_changed), then joined.
+// notifications/tools/list_changed), then joined. The toolset is built
+// (relay.Open) before the trust watcher that needs it, so this is bound by
+// name; the toolset calls it only once Connect lists the servers, which New
+// does after the watcher is built.
 func (g *Gateway) changed() {
 	g.trust.changed()
 	g.joined()
