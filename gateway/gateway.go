@@ -173,6 +173,14 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gateway: auth.oauth: %w", err)
 	}
+	// Each part below is built from the parts it needs, held in locals, so
+	// that building one before what it needs does not compile. A part is
+	// put into g as soon as it exists, for Close (fail). What g's methods
+	// read later, once serving, is bound by name: the relay's Visible and
+	// Limit (the served map and the server are built from the relay), the
+	// toolset's OnChange (the trust watcher is built from the toolset), and
+	// the server's Setup and Identify (the pipeline is built from the
+	// server). No request reaches them before New returns.
 	g := &Gateway{cfg: cfg, log: log, now: o.Clock, idle: server.DefaultIdleTimeout, auth: au}
 	g.life.ctx, g.life.stop = context.WithCancel(context.Background())
 
@@ -182,131 +190,144 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 		return nil, err
 	}
 
-	storeDSN, err := g.useStore(ctx, &o)
+	st, own, storeDSN, err := useStore(ctx, cfg, &o)
 	if err != nil {
 		g.life.stop()
 		return nil, err
 	}
+	g.st, g.ownStore = st, own
 	fail := func(err error) (*Gateway, error) {
 		_ = g.Close()
 		return nil, err
 	}
-	if g.trace, err = tracing.New(ctx, &tracing.Options{Version: o.Version}); err != nil {
+	trace, err := tracing.New(ctx, &tracing.Options{Version: o.Version})
+	if err != nil {
 		return fail(fmt.Errorf("gateway: %w", err))
 	}
+	g.trace = trace
 
 	// This process as the journal's executor; its instance also names
 	// the drift this gateway observes (store.Observation.SeenBy).
-	if g.exec, err = startExecutor(ctx, g.st, cfg, cmp.Or(o.Instance, cfg.Instance), storeDSN, log); err != nil {
+	exec, err := startExecutor(ctx, st, cfg, cmp.Or(o.Instance, cfg.Instance), storeDSN, log)
+	if err != nil {
 		return fail(err)
 	}
+	g.exec = exec
 
 	// The audit trail: this instance's chain (gateway/internal/auditlog).
+	var audit *auditlog.Recorder // nil: audit.enabled false, and every method a no-op
 	if cfg.Audit.Enabled {
-		g.audit, err = auditlog.Open(ctx, cfg, g.st, g.exec.Instance(), &auditlog.Options{Stop: g.life.ctx, Logger: log, Now: o.Clock})
-		if err != nil {
+		if audit, err = auditlog.Open(ctx, cfg, st, exec.Instance(), &auditlog.Options{Stop: g.life.ctx, Logger: log, Now: o.Clock}); err != nil {
 			return fail(err)
 		}
+		g.audit = audit
 	}
 
 	// Whose token goes to the servers with auth: (upauth.go).
-	if g.upauth, err = upauth.FromConfig(cfg, servers, upauth.Wiring{Tokens: o.UpstreamTokens,
-		Store: g.st, Holder: g.exec.Instance(), Verify: au.Verify, Judge: sessionJudge{g}, Logger: log, Now: o.Clock,
+	up, err := upauth.FromConfig(cfg, servers, upauth.Wiring{Tokens: o.UpstreamTokens,
+		Store: st, Holder: exec.Instance(), Verify: au.Verify, Judge: sessionJudge{g}, Logger: log, Now: o.Clock,
 		Record: func(ev upauth.ConnectEvent) {
-			g.audit.ConnectFlow(ev.Subject, ev.Server, ev.Outcome, ev.Account, ev.Proof)
-		}}); err != nil {
+			audit.ConnectFlow(ev.Subject, ev.Server, ev.Outcome, ev.Account, ev.Proof)
+		}})
+	if err != nil {
 		return fail(err)
 	}
+	g.upauth = up
 
-	// The instruments, before anything that counts: the relay's closures
-	// below hold metrics itself, so they cannot be built before it. The
-	// sessions gauge reads the served map, registered once that exists.
+	// The instruments, before anything that counts.
 	otlp, err := telemetry.OTLPFromEnv(ctx) // off unless OTEL_* ask for it
 	if err != nil {
 		return fail(fmt.Errorf("gateway: %w", err))
 	}
-	g.tel = telemetry.NewInstruments(g.st, g.life.ctx, nil, otlp...)
-	metrics := g.tel.Metrics
+	tel := telemetry.NewInstruments(st, g.life.ctx, nil, otlp...)
+	g.tel = tel
+	metrics := tel.Metrics
 
-	// The upstreams: the relay and its toolset (toolsetOptions). The
-	// search's semantic stage (search.model) is read now or not at all.
+	// The upstreams: the relay and its toolset. The search's semantic
+	// stage (search.model) is read now or not at all.
 	searchModel, err := loadSearchModel(cfg)
 	if err != nil {
 		return fail(err)
 	}
-	g.relay, err = relay.Open(ctx, servers, g.toolsetOptions(&o, searchModel), g.relayOptions(metrics))
+	rel, err := relay.Open(ctx, servers, toolsetOptions(cfg, &o, log, st, exec.Instance(), searchModel, g.changed),
+		g.relayOptions(metrics, up))
 	if err != nil {
 		return fail(fmt.Errorf("gateway: %w", err))
 	}
-	g.ts = g.relay.Toolset()
-	g.served = newServedMap(g.ts, log, cfg, g.auth)
-	g.served.gates = g.relay // tools a server offers only for sampling, elicitation or roots
-	g.skills = g.newSkills()
-	metrics.SetSessionsSource(g.served.sessionCount)
+	g.relay = rel
+	ts := rel.Toolset()
+	g.ts = ts
+	served := newServedMap(ts, log, cfg, au)
+	served.gates = rel // tools a server offers only for sampling, elicitation or roots
+	g.served = served
+	g.skills = g.newSkills(served)
+	metrics.SetSessionsSource(served.sessionCount)
 	// The drift watcher, whole: the toolset's changes reach it (OnChange)
 	// only once Connect below has listed the servers.
-	g.trust = &trustWatcher{ts: g.ts, served: g.served, metrics: metrics, log: log, life: g.life.ctx, audit: g.audit}
+	trustW := &trustWatcher{ts: ts, served: served, metrics: metrics, log: log, life: g.life.ctx, audit: audit}
+	g.trust = trustW
 	// The skills served are judged against their baselines in the store
 	// (through package trust: a drifted one is withheld) now, on every
 	// drift.recheck with the catalog built afresh from disk, and when the
 	// store's trust state of skills moves (a trust, another replica's
 	// drift). Each new drift is counted and audited as a server's is.
-	skillTrust := g.newSkillTrust(metrics)
+	skillTrust := g.newSkillTrust(st, exec.Instance(), metrics, audit)
 	_ = skillTrust.Check(ctx, g.Skills(), false) // logged; a plugin it could not judge is withheld
 	// Said before: a stdio server run by `go run` or `npx` builds or
 	// downloads first, which can take minutes on a first start.
 	log.Info("gateway: connecting servers", "servers", len(g.servers))
-	if err := g.ts.Connect(ctx); err != nil {
+	if err := ts.Connect(ctx); err != nil {
 		return fail(fmt.Errorf("gateway: connecting servers: %w", err))
 	}
-	for _, d := range g.ts.Diagnostics() {
+	for _, d := range ts.Diagnostics() {
 		log.Warn("gateway: server diagnostic", "server", d.Origin, "rule", string(d.Rule), "message", d.Message)
 	}
-	if err := g.served.refresh(ctx); err != nil {
+	if err := served.refresh(ctx); err != nil {
 		return fail(fmt.Errorf("gateway: listing tools: %w", err))
 	}
-	g.trust.countDrift()
+	trustW.countDrift()
 	g.upMu.Lock()
 	g.down = g.skipped() // a server skipped for connection-failure is retried (joined)
-	g.tel.Upstreams(g.servers, g.down)
+	tel.Upstreams(g.servers, g.down)
 	g.upMu.Unlock()
 
 	// The call pipeline: the journal and the guards.
-	journal, err := newJournal(cfg, g.st, g.exec.ID(), log)
+	journal, err := newJournal(cfg, st, exec.ID(), log)
 	if err != nil {
 		return fail(fmt.Errorf("gateway: %w", err))
 	}
-	guard, err := buildGuard(cfg, g.st, g.served, g.trust)
+	guard, err := buildGuard(cfg, st, served, trustW)
 	if err != nil {
 		return fail(fmt.Errorf("gateway: %w", err))
 	}
-	g.life.stopSweep = startSweeper(g.life.ctx, journal, g.st, g.now, log, func(ctx context.Context) {
-		if g.audit != nil {
-			auditlog.Sweep(ctx, g.st, cfg.Audit.Retain, g.now(), log)
+	g.life.stopSweep = startSweeper(g.life.ctx, journal, st, g.now, log, func(ctx context.Context) {
+		if audit != nil {
+			auditlog.Sweep(ctx, st, cfg.Audit.Retain, g.now(), log)
 		}
-		_, _ = g.st.SweepConnectFlows(ctx, g.now()) // connect URLs never used (upauth)
+		_, _ = st.SweepConnectFlows(ctx, g.now()) // connect URLs never used (upauth)
 	})
 	// The hardened server (serverOptions).
-	g.srv, err = server.New(g.serverOptions(&o))
+	srv, err := server.New(g.serverOptions(&o, rel, served, st))
 	if err != nil {
 		return fail(fmt.Errorf("gateway: %w", err))
 	}
+	g.srv = srv
 	warnUnprotected(log, cfg)
 
 	g.pipe = &pipeline{
-		served: g.served, relay: g.relay, ts: g.ts, journal: journal, guard: guard, st: g.st,
-		health: health.NewBackoff(o.Clock), calls: &g.life.calls, stopCtx: g.life.ctx, tel: g.tel, log: log,
-		runs: cfg.Firewall.MaxCallsPerRun > 0, bytes: cfg.HTTP.BytePath(), audit: g.audit, upauth: g.upauth, trace: g.trace,
-		srv: g.srv,
+		served: served, relay: rel, ts: ts, journal: journal, guard: guard, st: st,
+		health: health.NewBackoff(o.Clock), calls: &g.life.calls, stopCtx: g.life.ctx, tel: tel, log: log,
+		runs: cfg.Firewall.MaxCallsPerRun > 0, bytes: cfg.HTTP.BytePath(), audit: audit, upauth: up, trace: trace,
+		srv: srv,
 	}
 
 	// Re-trusts made in the store by other processes, and drift other
 	// replicas recorded, take effect here within trustEvery, for the
 	// servers and the skills alike (one poll of the trust state); the
 	// watcher ends with the gateway.
-	g.trust.start(trust.NewLedger(g.st, g.exec.Instance(), log), skillTrust.ApplyTrust)
+	trustW.start(trust.NewLedger(st, exec.Instance(), log), skillTrust.ApplyTrust)
 	if len(g.loaded) > 0 && cfg.Drift.Recheck > 0 {
-		g.trust.bg.Go(func() { _ = skillTrust.Run(g.life.ctx) })
+		trustW.bg.Go(func() { _ = skillTrust.Run(g.life.ctx) })
 	}
 
 	log.Info("gateway: ready", "tools", len(g.Tools()), "servers", len(g.servers), "plugins", len(g.plugins), "skills", g.Skills().Len())
@@ -317,8 +338,7 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 // connects at New, in parallel; catalogues and trust baselines live in
 // the gateway's store, so replicas share them and `gatehouse trust`
 // (another process) re-trusts through it.
-func (g *Gateway) toolsetOptions(o *Options, searchModel *toolset.SearchModel) *toolset.Options {
-	cfg, log := g.cfg, g.log
+func toolsetOptions(cfg *Config, o *Options, log *slog.Logger, st store.Store, instance string, searchModel *toolset.SearchModel, onChange func()) *toolset.Options {
 	return &toolset.Options{
 		SearchModel:  searchModel,
 		AllowedHosts: cfg.AllowedHosts,
@@ -329,12 +349,12 @@ func (g *Gateway) toolsetOptions(o *Options, searchModel *toolset.SearchModel) *
 		// Stdio upstreams get what they need, not the gateway's
 		// environment (GATEHOUSE_STORE may hold a password).
 		Env:      toolset.MinimalEnv(os.Environ(), cfg.InheritEnv),
-		Store:    g.st,
-		OnChange: g.changed,
+		Store:    st,
+		OnChange: onChange,
 		// Every connected server re-listed in the background and judged
 		// (drift.recheck; 0 turns it off).
 		Recheck:  cfg.Drift.Recheck,
-		Instance: g.exec.Instance(),
+		Instance: instance,
 		// The revision asked of every upstream (config upstreamProtocol).
 		ProtocolVersion: cfg.UpstreamProtocolVersion(),
 	}
@@ -343,7 +363,7 @@ func (g *Gateway) toolsetOptions(o *Options, searchModel *toolset.SearchModel) *
 // relayOptions are the relay's: who a caller is, what it may see, the
 // caps of upstream sessions of callers' own, and the metrics of what it
 // drops or refuses.
-func (g *Gateway) relayOptions(metrics *telemetry.Metrics) *relay.Options {
+func (g *Gateway) relayOptions(metrics *telemetry.Metrics, up *upauth.Manager) *relay.Options {
 	cfg, log := g.cfg, g.log
 	// Without auth every loopback caller is the one subject "local": no
 	// per-subject cap of upstream sessions unless set.
@@ -366,7 +386,7 @@ func (g *Gateway) relayOptions(metrics *telemetry.Metrics) *relay.Options {
 		Dropped: func(server string, what relay.Dropped) { metrics.NotificationDropped(server, string(what)) },
 		// The content of servers with auth: user or exchange is each
 		// subject's own (upauth.go).
-		Subjects: subjectContent{m: g.upauth, log: log},
+		Subjects: subjectContent{m: up, log: log},
 		// Upstream sessions of callers' own (a process each for stdio).
 		UpstreamPerServer:  cfg.Sessions.UpstreamPerServer,
 		UpstreamPerSubject: perSubject,
@@ -376,10 +396,10 @@ func (g *Gateway) relayOptions(metrics *telemetry.Metrics) *relay.Options {
 
 // newSkillTrust is the watcher of the skills' trust: each new drift is
 // counted and audited as a server's is.
-func (g *Gateway) newSkillTrust(metrics *telemetry.Metrics) *skills.Watcher {
-	cfg, log := g.cfg, g.log
-	return skills.NewWatcher(g.st, skills.WatchOptions{Instance: g.exec.Instance(), Serve: g.SetSkills,
-		Build:   func() *skills.Catalog { cat, _ := skills.New(g.loaded, nil); return cat },
+func (g *Gateway) newSkillTrust(st store.Store, instance string, metrics *telemetry.Metrics, audit *auditlog.Recorder) *skills.Watcher {
+	cfg, log, loaded := g.cfg, g.log, g.loaded
+	return skills.NewWatcher(st, skills.WatchOptions{Instance: instance, Serve: g.SetSkills,
+		Build:   func() *skills.Catalog { cat, _ := skills.New(loaded, nil); return cat },
 		Recheck: cfg.Drift.Recheck, Poll: -1, Logger: log, // polled by g.trust's one watch
 		OnEvent: func(ev skills.DriftEvent) {
 			kind, action := telemetry.DriftRemoved, pin.Removed
@@ -388,7 +408,7 @@ func (g *Gateway) newSkillTrust(metrics *telemetry.Metrics) *skills.Watcher {
 			}
 			owner := skills.Owner(ev.Plugin)
 			metrics.DriftEvent(owner, kind)
-			g.audit.Drift(toolset.DriftEvent{Server: owner, ServerID: owner, Kind: toolset.DriftKind(pin.ChangeSkill),
+			audit.Drift(toolset.DriftEvent{Server: owner, ServerID: owner, Kind: toolset.DriftKind(pin.ChangeSkill),
 				Decision: pin.Decision{Tool: ev.Skill, Action: action}})
 		}})
 }
@@ -415,15 +435,15 @@ func newJournal(cfg *Config, st store.Store, executorID string, log *slog.Logger
 // journal, after the guards and approvals), and so is admission: every
 // tools/call, from the go-sdk's front or the byte front, is admitted by
 // the pipeline in one order.
-func (g *Gateway) serverOptions(o *Options) server.Options {
+func (g *Gateway) serverOptions(o *Options, rel *relay.Relay, served *servedMap, st store.Store) server.Options {
 	cfg, log := g.cfg, g.log
 	so := server.Options{
 		Implementation:     &mcp.Implementation{Name: "gatehouse", Version: versionOr(o.Version)},
-		ServerOptions:      g.relay.ServerOptions(&mcp.ServerOptions{Instructions: instructions, Logger: log}),
+		ServerOptions:      rel.ServerOptions(&mcp.ServerOptions{Instructions: instructions, Logger: log}),
 		Setup:              g.setup,
 		Identify:           g.identify,
 		StdioSubject:       localSubject,
-		AllowToolFor:       g.served.visible,
+		AllowToolFor:       served.visible,
 		DeferCallAdmission: true,
 		Name:               "gatehouse",
 		Logger:             log,
@@ -433,20 +453,19 @@ func (g *Gateway) serverOptions(o *Options) server.Options {
 	// Sessions per subject (each initialize also spends the rate limit).
 	so.MaxSessionsPerSubject = cfg.Sessions.MaxPerSubject
 	if rl := cfg.RateLimit; rl != nil {
-		so.RateLimit = &server.RateLimit{MaxCalls: rl.MaxCalls, Window: rl.Window, Counters: g.st}
+		so.RateLimit = &server.RateLimit{MaxCalls: rl.MaxCalls, Window: rl.Window, Counters: st}
 	}
 	return so
 }
 
 // useStore takes the store of o, or opens the one the config (or
-// $GATEHOUSE_STORE, or o.StoreDSN) names; it returns the DSN it opened
-// ("" for o.Store).
-func (g *Gateway) useStore(ctx context.Context, o *Options) (string, error) {
+// $GATEHOUSE_STORE, or o.StoreDSN) names; it returns the store, whether
+// it opened it (Close closes it then), and the DSN it opened ("" for
+// o.Store).
+func useStore(ctx context.Context, cfg *Config, o *Options) (st store.Store, own bool, dsn string, err error) {
 	if o.Store != nil {
-		g.st = o.Store
-		return "", nil
+		return o.Store, false, "", nil
 	}
-	cfg := g.cfg
 	// Where the DSN came from, for a mistake in it.
 	d, from := o.StoreDSN, "the --store flag"
 	if d == "" {
@@ -456,12 +475,10 @@ func (g *Gateway) useStore(ctx context.Context, o *Options) (string, error) {
 			from = "$GATEHOUSE_STORE"
 		}
 	}
-	st, err := openStore(ctx, d, from)
-	if err != nil {
-		return "", err
+	if st, err = openStore(ctx, d, from); err != nil {
+		return nil, false, "", err
 	}
-	g.st, g.ownStore = st, true
-	return d, nil
+	return st, true, d, nil
 }
 
 // startExecutor registers this process as the journal's executor, with

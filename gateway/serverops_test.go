@@ -155,7 +155,7 @@ func TestSessionsPerSubject(t *testing.T) {
 // frees its slot (sessions.maxPerSubject: 1).
 func TestSessionSlotFreedByIdleTimeout(t *testing.T) {
 	up := newRawUpstream(t)
-	_, url := rawGateway(t, up, "sessions: {maxPerSubject: 1}\n", func(g *Gateway) { g.idle = 300 * time.Millisecond })
+	_, url := rawGateway(t, up, "sessions: {maxPerSubject: 1}\n", func(g *Gateway) { g.idle = time.Second })
 	first, err := connectAs(url, "alice-token")
 	if err != nil {
 		t.Fatal(err)
@@ -173,7 +173,10 @@ func TestSessionSlotFreedByIdleTimeout(t *testing.T) {
 			_ = cs.Close()
 			return
 		}
-		if !errors.As(err, &rpc) || rpc.Code != server.CodeSessionLimit || time.Now().After(deadline) {
+		// A new session that itself idles out before its initialized
+		// (a machine stalled for the idle timeout) is tried again.
+		again := errors.As(err, &rpc) && rpc.Code == server.CodeSessionLimit || strings.Contains(err.Error(), "session not found")
+		if !again || time.Now().After(deadline) {
 			t.Fatalf("the idle session's slot was not freed: %v", err)
 		}
 		time.Sleep(100 * time.Millisecond)

@@ -18,13 +18,13 @@ import (
 // newSkills builds the skill server of the loaded plugins' skills (their
 // catalog's diagnostics logged): package skillserve, on every go-sdk
 // server, outside the relay's middleware.
-func (g *Gateway) newSkills() *skillserve.Server {
+func (g *Gateway) newSkills(served *servedMap) *skillserve.Server {
 	cat, ds := skills.New(g.loaded, nil)
 	for _, d := range ds {
 		g.log.Warn("gateway: skill diagnostic", "rule", string(d.Rule), "origin", d.Origin, "message", d.Message)
 	}
 	return skillserve.New(cat, skillserve.Options{Logger: g.log, Visibility: g.skillVisibility, Limit: g.skillLimit,
-		Servers: g.served.mcpServers})
+		Servers: served.mcpServers})
 }
 
 // SetSkills serves cat's skills from now on (nil: none), for every caller
