@@ -43,10 +43,10 @@ func (g *Gateway) relaySubject(ctx context.Context, req mcp.Request, local bool)
 // refusal is a JSON-RPC error carrying the refusal's fields as data: these
 // methods have no tool result to carry it.
 //
-// It is the one part New binds late: the relay is built before the server
-// (the server's go-sdk options and Setup are the relay's), and the quota is
-// the server's, so the relay reaches it through g.srv. No request reaches
-// the relay before server.New has returned; one that did would be refused,
+// New binds it late (see New): the relay is built before the server (the
+// server's go-sdk options and Setup are the relay's), and the quota is the
+// server's, so the relay reaches it through g.srv. No request reaches the
+// relay before server.New has returned; one that did would be refused,
 // never let through unlimited.
 func (g *Gateway) relayLimit(ctx context.Context, subject, method string) error {
 	if g.srv == nil {
