@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/aes"
 	"crypto/cipher"
+	"crypto/hkdf"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -123,6 +124,7 @@ type Keys struct {
 type key struct {
 	id   string
 	aead cipher.AEAD
+	raw  []byte // for Derive
 }
 
 // LoadKeys loads the keys from opts.File, else from the environment
@@ -251,7 +253,26 @@ func mustKey(k []byte) *key {
 	if err != nil {
 		panic(err) // unreachable: a standard nonce size
 	}
-	return &key{id: KeyID(k), aead: aead}
+	return &key{id: KeyID(k), aead: aead, raw: k}
+}
+
+// Derive returns keys of their own for one purpose: each of ks's keys
+// (current and previous) turned by HKDF-SHA256 with purpose as its info
+// into another 32-byte key. What they seal does not open with ks, nor with
+// the keys of another purpose, and neither reveals the other. A rotation
+// of ks rotates them alike.
+func (ks *Keys) Derive(purpose string) *Keys {
+	d := func(k *key) *key {
+		if k == nil {
+			return nil
+		}
+		sub, err := hkdf.Key(sha256.New, k.raw, nil, "gatehouse/vault/derive/v1\x00"+purpose, KeySize)
+		if err != nil {
+			panic(err) // unreachable: 32 bytes of SHA-256 HKDF
+		}
+		return mustKey(sub)
+	}
+	return &Keys{current: d(ks.current), previous: d(ks.previous)}
 }
 
 // KeyID names a key: the first 8 bytes (hex) of a domain-separated

@@ -262,3 +262,39 @@ func FuzzParseKeyFile(f *testing.F) {
 		}
 	})
 }
+
+// TestDerive: keys derived for a purpose seal what neither the keys they
+// come from nor keys of another purpose open; the previous key is derived
+// too, so a rotation carries over.
+func TestDerive(t *testing.T) {
+	cur, prev := bytes.Repeat([]byte{7}, vault.KeySize), bytes.Repeat([]byte{8}, vault.KeySize)
+	ks, err := vault.NewKeys(cur, prev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := ks.Derive("a"), ks.Derive("b")
+	if a.CurrentID() == ks.CurrentID() || a.CurrentID() == b.CurrentID() || a.PreviousID() == "" || a.PreviousID() == ks.PreviousID() {
+		t.Fatalf("derived IDs: %s %s %s %s", ks.CurrentID(), a.CurrentID(), b.CurrentID(), a.PreviousID())
+	}
+	if again := ks.Derive("a"); again.CurrentID() != a.CurrentID() {
+		t.Fatal("one purpose derives two keys")
+	}
+	id, blob, err := a.Seal("x", []byte("pt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pt, err := a.Open("x", id, blob); err != nil || string(pt) != "pt" {
+		t.Fatalf("open: %q %v", pt, err)
+	}
+	for name, k := range map[string]*vault.Keys{"the keys it comes from": ks, "another purpose": b} {
+		if _, err := k.Open("x", id, blob); !errors.Is(err, vault.ErrSealed) {
+			t.Errorf("%s opened it: %v", name, err)
+		}
+	}
+	// Sealed under the derived previous key: opens once rotated.
+	old, _ := vault.NewKeys(prev, nil)
+	id, blob, _ = old.Derive("a").Seal("x", []byte("old"))
+	if pt, err := a.Open("x", id, blob); err != nil || string(pt) != "old" {
+		t.Fatalf("the derived previous key: %q %v", pt, err)
+	}
+}

@@ -111,7 +111,20 @@ func fullAAD(aad, keyID string) []byte {
 // and the blob: a version byte, a random 12-byte nonce, the ciphertext and
 // its tag.
 func (v *Vault) Seal(aad string, plaintext []byte) (keyID string, sealed []byte, err error) {
-	k := v.keys.current
+	return v.keys.Seal(aad, plaintext)
+}
+
+// Open decrypts a blob Seal made with the same aad, under the key keyID
+// names (current or previous). Any failure is an [*OpenError] wrapping
+// ErrSealed.
+func (v *Vault) Open(aad, keyID string, sealed []byte) ([]byte, error) {
+	return v.keys.Open(aad, keyID, sealed)
+}
+
+// Seal encrypts plaintext under the current key, bound to aad, as
+// [Vault.Seal] does.
+func (ks *Keys) Seal(aad string, plaintext []byte) (keyID string, sealed []byte, err error) {
+	k := ks.current
 	nonce := make([]byte, k.aead.NonceSize())
 	if _, err := rand.Read(nonce); err != nil {
 		return "", nil, fmt.Errorf("vault: nonce: %w", err)
@@ -120,12 +133,11 @@ func (v *Vault) Seal(aad string, plaintext []byte) (keyID string, sealed []byte,
 	return k.id, k.aead.Seal(out, nonce, plaintext, fullAAD(aad, k.id)), nil
 }
 
-// Open decrypts a blob Seal made with the same aad, under the key keyID
-// names (current or previous). Any failure is an [*OpenError] wrapping
-// ErrSealed.
-func (v *Vault) Open(aad, keyID string, sealed []byte) ([]byte, error) {
+// Open decrypts a blob [Keys.Seal] made with the same aad, under the key
+// keyID names (current or previous), as [Vault.Open] does.
+func (ks *Keys) Open(aad, keyID string, sealed []byte) ([]byte, error) {
 	fail := func(reason string) error { return &OpenError{AAD: printable(aad), KeyID: keyID, Reason: reason} }
-	k := v.keys.byID(keyID)
+	k := ks.byID(keyID)
 	if k == nil {
 		return nil, &OpenError{AAD: printable(aad), KeyID: keyID, unknown: true,
 			Reason: "the key is neither the current nor the previous one (configure the key that sealed it as the previous key)"}
