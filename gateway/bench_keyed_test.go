@@ -68,7 +68,7 @@ func benchKeyedCall(b *testing.B, dsn string, audited bool, sessions int, keyed 
 	css := make(chan *mcp.ClientSession, sessions)
 	for range sessions {
 		c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
-		cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
+		cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, statefulSession())
 		if err != nil {
 			b.Fatal(err)
 		}

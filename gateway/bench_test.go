@@ -48,7 +48,7 @@ func BenchmarkDirectCall(b *testing.B) { benchCalls(b, benchEcho(b)) }
 func benchCalls(b *testing.B, url string) {
 	ctx := context.Background()
 	c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, statefulSession())
 	if err != nil {
 		b.Fatal(err)
 	}

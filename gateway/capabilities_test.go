@@ -289,7 +289,7 @@ func TestCapabilityGatedTools(t *testing.T) {
 					if c.roots {
 						cl.AddRoots(&mcp.Root{URI: "file:///work", Name: "work"})
 					}
-					cs, err := cl.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
+					cs, err := cl.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, statefulSession())
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -408,7 +408,7 @@ servers:
 	}
 	connect := func(opts *mcp.ClientOptions) *mcp.ClientSession {
 		t.Helper()
-		cs, err := mcp.NewClient(&mcp.Implementation{Name: "interop", Version: "1"}, opts).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "interop", Version: "1"}, opts).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, statefulSession())
 		if err != nil {
 			t.Fatal(err)
 		}

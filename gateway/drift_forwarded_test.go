@@ -71,7 +71,7 @@ func TestForwardedDriftRefusedAndCounted(t *testing.T) {
 			}
 		},
 	})
-	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: gs.URL + "/mcp"}, nil)
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: gs.URL + "/mcp"}, statefulSession())
 	if err != nil {
 		t.Fatal(err)
 	}

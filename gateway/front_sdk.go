@@ -8,6 +8,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/gatehouse-dev/gatehouse/gateway/internal/relay"
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/wire"
 	"github.com/gatehouse-dev/gatehouse/server"
 )
@@ -75,6 +76,10 @@ func (g *Gateway) sdkCall(ctx context.Context, req *mcp.CallToolRequest, local b
 	caller, done := g.relay.Begin(ctx, req)
 	defer done()
 	r.caller = caller
+	if caller.TakesInput() {
+		// A multi round-trip retry (SEP-2322): the pipeline opens its state.
+		r.retry = relay.Retry{Responses: p.InputResponses, State: p.RequestState}
+	}
 	r.endStream = !g.cfg.HTTP.JSONResponse && req.Extra != nil && req.Extra.CloseSSEStream != nil
 
 	out := g.pipe.call(ctx, r)

@@ -22,6 +22,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/bearer"
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/config"
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/health"
+	"github.com/gatehouse-dev/gatehouse/gateway/internal/inputstate"
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/relay"
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/skillserve"
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/telemetry"
@@ -249,8 +250,14 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 	if err != nil {
 		return fail(err)
 	}
+	// The requestState of input requests passed to 2026-07-28 callers is
+	// sealed (inputs.go).
+	inputs, err := inputSealer(cfg, log, o.Clock)
+	if err != nil {
+		return fail(err)
+	}
 	rel, err := relay.Open(ctx, servers, toolsetOptions(cfg, &o, log, st, exec.Instance(), searchModel, g.changed),
-		g.relayOptions(metrics, up))
+		g.relayOptions(metrics, up, inputs))
 	if err != nil {
 		return fail(fmt.Errorf("gateway: %w", err))
 	}
@@ -318,7 +325,7 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 		served: served, relay: rel, ts: ts, journal: journal, guard: guard, st: st,
 		health: health.NewBackoff(o.Clock), calls: &g.life.calls, stopCtx: g.life.ctx, tel: tel, log: log,
 		runs: cfg.Firewall.MaxCallsPerRun > 0, bytes: cfg.HTTP.BytePath(), audit: audit, upauth: up, trace: trace,
-		srv: srv,
+		srv: srv, inputs: inputs,
 	}
 
 	// Re-trusts made in the store by other processes, and drift other
@@ -363,7 +370,7 @@ func toolsetOptions(cfg *Config, o *Options, log *slog.Logger, st store.Store, i
 // relayOptions are the relay's: who a caller is, what it may see, the
 // caps of upstream sessions of callers' own, and the metrics of what it
 // drops or refuses.
-func (g *Gateway) relayOptions(metrics *telemetry.Metrics, up *upauth.Manager) *relay.Options {
+func (g *Gateway) relayOptions(metrics *telemetry.Metrics, up *upauth.Manager, inputs *inputstate.Sealer) *relay.Options {
 	cfg, log := g.cfg, g.log
 	// Without auth every loopback caller is the one subject "local": no
 	// per-subject cap of upstream sessions unless set.
@@ -391,6 +398,9 @@ func (g *Gateway) relayOptions(metrics *telemetry.Metrics, up *upauth.Manager) *
 		UpstreamPerServer:  cfg.Sessions.UpstreamPerServer,
 		UpstreamPerSubject: perSubject,
 		Capped:             func(server string, why relay.Capped) { metrics.UpstreamSessionCapped(server, string(why)) },
+		// An upstream's input requests reach 2026-07-28 callers with its
+		// requestState sealed (inputs.go).
+		Inputs: inputs,
 	}
 }
 

@@ -106,7 +106,7 @@ func TestGatewayListsNoHiddenText(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "caller", Version: "1"}, nil).
-		Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
+		Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, statefulSession())
 	if err != nil {
 		t.Fatal(err)
 	}

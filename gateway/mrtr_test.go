@@ -15,10 +15,12 @@ import (
 
 // TestMultiRoundTripUpstream: an upstream at 2026-07-28 asks for input the
 // stateless way (SEP-2322: the tool answers with inputRequests and is
-// called again with the responses). The gateway fulfills them through the
-// caller that made the call: a stateful caller that advertised elicitation
-// is asked, and its answer reaches the upstream; a caller that did not is
-// refused with the go-sdk's specific error, and the tool never completes.
+// called again with the responses). For a 2025-11-25 caller the gateway
+// fulfills them through the caller's session: a stateful caller that
+// advertised elicitation is asked, and its answer reaches the upstream; a
+// caller that did not is refused with an error that says why, and the
+// tool never completes; so is a 2026-07-28 caller that did not announce
+// elicitation (TestMultiRoundTripAcrossReplicas has one that did).
 func TestMultiRoundTripUpstream(t *testing.T) {
 	var rounds atomic.Int64
 	s := mcp.NewServer(&mcp.Implementation{Name: "mrtr", Version: "1"}, nil)
@@ -52,7 +54,7 @@ func TestMultiRoundTripUpstream(t *testing.T) {
 			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"answer": "yes"}}, nil
 		},
 	})
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, statefulSession())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +75,7 @@ func TestMultiRoundTripUpstream(t *testing.T) {
 
 	// A caller that cannot answer: nobody is asked on its behalf.
 	plain := mcp.NewClient(&mcp.Implementation{Name: "plain", Version: "1"}, nil)
-	ps, err := plain.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
+	ps, err := plain.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, statefulSession())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +89,7 @@ func TestMultiRoundTripUpstream(t *testing.T) {
 			}
 		}
 	}
-	if !strings.Contains(msg, "client does not support elicitation") {
+	if !strings.Contains(msg, "the server asked for input (elicitation) that the gateway forwards only to a caller at 2026-07-28, or to a stateful caller that announced the capability") {
 		t.Fatalf("a caller without elicitation: %v %+v", err, res)
 	}
 	if strings.Contains(msg, "action=") {
@@ -95,5 +97,20 @@ func TestMultiRoundTripUpstream(t *testing.T) {
 	}
 	if n := rounds.Load(); n != 3 {
 		t.Fatalf("the tool ran %d rounds, want 3", n)
+	}
+
+	// A caller at 2026-07-28 that did not announce elicitation in its
+	// request: the input request is not passed to it.
+	ns, err := plain.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ns.Close()
+	if _, err = ns.CallTool(ctx, &mcp.CallToolParams{Name: "confirm", Arguments: map[string]any{}}); err == nil ||
+		!strings.Contains(err.Error(), "the server asked for input (elicitation) that the calling client did not announce in its request's capabilities") {
+		t.Fatalf("a 2026-07-28 caller without elicitation: %v", err)
+	}
+	if n := rounds.Load(); n != 4 {
+		t.Fatalf("the tool ran %d rounds, want 4", n)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/durable"
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/auditlog"
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/health"
+	"github.com/gatehouse-dev/gatehouse/gateway/internal/inputstate"
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/relay"
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/telemetry"
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/tracing"
@@ -71,6 +72,10 @@ type callRequest struct {
 	front string
 	// hdr is the HTTP request's header (nil over stdio): its traceparent.
 	hdr http.Header
+	// retry is a multi round-trip retry's answers and sealed state, from
+	// a caller that takes input (relay.Caller.TakesInput); input is what
+	// goes upstream once the state is opened (the server's own).
+	retry, input relay.Retry
 }
 
 // callOutcome is what the caller of a tools/call gets: the upstream's
@@ -129,6 +134,9 @@ type pipeline struct {
 	upauth *upauth.Manager
 	// trace makes the calls' spans (nil: off; see gateway/tracing.go).
 	trace *tracing.Tracer
+	// inputs seals and opens the requestState of input requests passed
+	// to callers that take input (gateway/inputs.go).
+	inputs *inputstate.Sealer
 }
 
 // call is the one function that decides whether a tools/call is sent, and
@@ -201,6 +209,23 @@ func (p *pipeline) call(ctx context.Context, req *callRequest) (out callOutcome)
 		return callOutcome{label: outcomeRPCError, err: &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
 			Message: "tools/call: arguments must be a JSON object"}}
 	}
+	// A caller that takes input: its state is bound to this (checked now,
+	// before anything is claimed or sent, on a retry; sealed below when
+	// the server asks for input).
+	var round inputstate.Binding
+	if req.caller.TakesInput() {
+		round = inputstate.Binding{Server: info.Server, Subject: string(subject), Method: "tools/call", Name: req.tool, Args: inputstate.Digest(req.args)}
+		if req.retry.Present() {
+			st, err := relay.OpenRetry(p.inputs, "tools/call", req.retry, round)
+			if err != nil {
+				return callOutcome{err: err, label: outcomeRPCError}
+			}
+			req.input = relay.Retry{Responses: req.retry.Responses, State: st}
+			if req.key != "" {
+				req.key = roundKey(req.key, req.input)
+			}
+		}
+	}
 	if wait, down := p.health.Down(info.Server); down && !p.recorded(ctx, subject, req.tool, req.key) {
 		// Nothing is claimed or sent; a call already journaled is answered
 		// from the journal below (replay, in_doubt...), server or not.
@@ -251,7 +276,7 @@ func (p *pipeline) call(ctx context.Context, req *callRequest) (out callOutcome)
 			return nil, durable.Failed(&refusal.Error{Code: refusal.Quarantined,
 				Message: fmt.Sprintf("tool %s changed as the call was made (its trusted contract is no longer the one the call was checked under); nothing was sent: send it again with a new idempotency key", req.tool)})
 		}
-		c := relay.Call{Args: req.args, Meta: req.meta, MetaJSON: req.metaJSON, Caller: req.caller, ProgressToken: req.progress, Key: key}
+		c := relay.Call{Args: req.args, Meta: req.meta, MetaJSON: req.metaJSON, Caller: req.caller, ProgressToken: req.progress, Key: key, Input: req.input}
 		ctx, up := p.trace.Upstream(ctx, tg, &c)
 		rep, err := p.senderFor(tg, &c, subject, req.info).send(ctx, tg, c)
 		up.End(err, rep.result, rep.raw)
@@ -266,6 +291,17 @@ func (p *pipeline) call(ctx context.Context, req *callRequest) (out callOutcome)
 		if rep.result == nil && rep.raw != nil {
 			raw = rawresult.Result{JSON: rep.raw, IsError: wire.IsError(rep.raw)}
 			return nil, nil
+		}
+		if res := rep.result; res != nil && res.InputRequests != nil {
+			// The server asks the caller for input (the relay passes it
+			// only to one that takes input): its state, sealed.
+			sealed, err := p.inputs.Seal(round, res.RequestState)
+			if err != nil {
+				return nil, durable.Failed(err)
+			}
+			c := *res
+			c.RequestState = sealed
+			return &c, nil
 		}
 		return rep.result, nil
 	}
@@ -523,6 +559,16 @@ func firewallRun(subject server.Subject, runID, session string) string {
 	}
 	sum := store.KeyHash("gatehouse/run/v1", string(subject), runID)
 	return "run_" + hex.EncodeToString(sum[:16])
+}
+
+// roundKey is the work key of one round of a multi round-trip call: the
+// caller's key with the server's state and the answers, so that each
+// round is a unit of its own (a retry is not the first round's replay)
+// and a round sent again is (the same answers to the same state).
+func roundKey(key string, in relay.Retry) string {
+	b, _ := json.Marshal(in.Responses)
+	sum := store.KeyHash("gatehouse/gateway/round/v1", key, in.State, string(b))
+	return key + "\x00round:" + hex.EncodeToString(sum[:16])
 }
 
 // unitOfWork names the journal record of (subject, tool, key): the run is

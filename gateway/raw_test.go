@@ -209,13 +209,20 @@ func session(t *testing.T, url, token string) *mcp.ClientSession {
 	return sessionWith(t, url, token, nil)
 }
 
+// statefulSession asks for a session at 2025-11-25: a go-sdk client asks
+// for 2026-07-28 first, which the gateway serves without sessions
+// (byRevision), and these tests are of sessions.
+func statefulSession() *mcp.ClientSessionOptions {
+	return &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"}
+}
+
 // sessionWith is session for a client with opts (handlers advertise
 // capabilities).
 func sessionWith(t *testing.T, url, token string, opts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
 	c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, opts)
 	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url,
-		HTTPClient: &http.Client{Transport: withBearer{token}}}, nil)
+		HTTPClient: &http.Client{Transport: withBearer{token}}}, statefulSession())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -519,7 +526,13 @@ func TestForwardedRequestsShareTheRateLimit(t *testing.T) {
 func TestStatelessCallerCancels(t *testing.T) {
 	up := newRawUpstream(t)
 	_, url := rawGateway(t, up, "http:\n  stateless: true\n")
-	cs := session(t, url, "alice-token")
+	c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url,
+		HTTPClient: &http.Client{Transport: withBearer{"alice-token"}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
 	if v := cs.InitializeResult().ProtocolVersion; v < "2026-07-28" {
 		t.Fatalf("negotiated %s, want a stateless revision", v)
 	}

@@ -51,7 +51,7 @@ func BenchmarkGatewaySearch(b *testing.B) {
 	_, url := serveGateway(b, yml, dir)
 	ctx := context.Background()
 	c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, statefulSession())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func BenchmarkGatewayStableList(b *testing.B) {
 	_, url := serveGateway(b, yml, dir)
 	ctx := context.Background()
 	c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, statefulSession())
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -49,6 +49,18 @@ func (g *Gateway) Handler() (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
+	if !g.cfg.HTTP.Stateless {
+		// Both revisions on one endpoint (docs/gateway.md, "Revisions"):
+		// a request at 2026-07-28 is served without a session, by a
+		// handler of its own with the same checks.
+		so := *ho
+		so.Stateless, so.Sessions, so.Inner = true, nil, nil
+		stateless, err := g.srv.Handler(&so)
+		if err != nil {
+			return nil, err
+		}
+		mcpH = byRevision(mcpH, stateless)
+	}
 	if g.auth.OAuth() {
 		mcpH = bearer.Challenges(mcpH, g.auth.Insufficient())
 	}
@@ -75,6 +87,21 @@ func (g *Gateway) Handler() (http.Handler, error) {
 		g.serveReady(w, r, ho.Verifier == nil || verified(r, ho.Verifier, ho.Bearer))
 	})
 	return mux, nil
+}
+
+// byRevision serves a request that names 2026-07-28 or later in its
+// MCP-Protocol-Version header with stateless (that revision has no
+// sessions) and any other with stateful (an initialize opens a session).
+// A 2026-07-28 request carries the header (the go-sdk refuses one without
+// it), so the header alone decides, before the body is read.
+func byRevision(stateful, stateless http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Mcp-Protocol-Version") >= "2026-07-28" {
+			stateless.ServeHTTP(w, r)
+			return
+		}
+		stateful.ServeHTTP(w, r)
+	})
 }
 
 // serveReady answers /readyz: 200 or 503 with {"ready": bool}, and the

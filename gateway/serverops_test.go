@@ -83,7 +83,7 @@ func TestReadyzDetailNeedsAToken(t *testing.T) {
 func connectAs(url, token string) (*mcp.ClientSession, error) {
 	c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
 	return c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url,
-		HTTPClient: &http.Client{Transport: withBearer{token}}}, nil)
+		HTTPClient: &http.Client{Transport: withBearer{token}}}, statefulSession())
 }
 
 // refusedInit connects with token and returns the JSON-RPC error the

@@ -162,7 +162,7 @@ func connectServiceVia(t *testing.T, g *egress.Guard, tokens upstream.TokenStore
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	c := mcp.NewClient(&mcp.Implementation{Name: "operator", Version: "1"}, nil)
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc, OAuthHandler: h, DisableStandaloneSSE: true}, nil)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc, OAuthHandler: h, DisableStandaloneSSE: true}, statefulSession())
 	if err != nil {
 		t.Fatalf("service connection: %v", err)
 	}

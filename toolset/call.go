@@ -115,6 +115,11 @@ func (t *Toolset) callTarget(ctx context.Context, tg Target, args any, info Call
 	for attempt := 0; ; attempt++ {
 		// A fresh params value per attempt: the go-sdk writes into Meta.
 		res, err := sess.CallTool(ctx, &mcp.CallToolParams{Name: tg.Remote, Arguments: args, Meta: callargs.Meta(info.Meta, info.RunID, info.ToolCallID)})
+		if err == nil && res.InputRequests != nil {
+			// A multi round-trip result: the shared session answers no
+			// input request (newSharedClient), and Call has no caller to ask.
+			return nil, fail(CodeCallFailed, fmt.Errorf("the server asked for input (%d input requests) and this client cannot answer them", len(res.InputRequests)))
+		}
 		if err == nil {
 			return res, nil
 		}

@@ -17,12 +17,16 @@ import (
 // announces Options.ClientCapabilities (none by default), so that servers
 // list the tools they offer such clients; it answers no request itself
 // (SessionHooks.Middleware may answer the requests of a call that carries
-// its caller in its context; the rest are refused).
+// its caller in its context; the rest are refused). A server's input
+// requests (a multi round-trip result, 2026-07-28) are not fulfilled by
+// the client: the result reaches whoever sent the request (a relay passes
+// it on to a caller that can answer; Call answers an error).
 func (t *Toolset) newSharedClient() *mcp.Client {
 	h := t.hooks()
 	o := &mcp.ClientOptions{
-		Logger:       t.log,
-		Capabilities: t.clientCapabilities(),
+		Logger:         t.log,
+		Capabilities:   t.clientCapabilities(),
+		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
 		ToolListChangedHandler: func(ctx context.Context, r *mcp.ToolListChangedRequest) {
 			t.onListChanged(r.Session, ToolsChanged)
 		},

@@ -192,7 +192,7 @@ metrics: {listen: %s}
 			cctx, ccancel := context.WithTimeout(ctx, 20*time.Second)
 			defer ccancel()
 			cl := mcp.NewClient(&mcp.Implementation{Name: "flood-test", Version: "1"}, nil)
-			cs, err := cl.Connect(cctx, &mcp.StreamableClientTransport{Endpoint: "http://" + addrOf["listen"] + "/mcp", HTTPClient: hc}, nil)
+			cs, err := cl.Connect(cctx, &mcp.StreamableClientTransport{Endpoint: "http://" + addrOf["listen"] + "/mcp", HTTPClient: hc}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 			if err != nil {
 				return fmt.Errorf("initialize: %w", err)
 			}

@@ -101,7 +101,9 @@ type fwdClient struct {
 	updated  chan string
 }
 
-func connectFwd(t *testing.T, url string) *fwdClient {
+// connectFwd connects a client that asks for rev ("" for the go-sdk's
+// newest, 2026-07-28, which a gateway serves without a session).
+func connectFwd(t *testing.T, url, rev string) *fwdClient {
 	t.Helper()
 	fc := &fwdClient{url: url, updated: make(chan string, 8)}
 	c := mcp.NewClient(&mcp.Implementation{Name: "e2e-forward", Version: "1"}, &mcp.ClientOptions{
@@ -128,7 +130,7 @@ func connectFwd(t *testing.T, url string) *fwdClient {
 	c.AddRoots(&mcp.Root{URI: "file:///work", Name: "work"})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, &mcp.ClientSessionOptions{ProtocolVersion: rev})
 	if err != nil {
 		t.Fatalf("connect %s: %v", url, err)
 	}
@@ -203,11 +205,11 @@ func TestForwardPairings(t *testing.T) {
 					cancelled := filepath.Join(dir, "cancelled")
 					entry, head := p.config(t, dir, cancelled)
 					g := gatewayFor(t, dir, entry, head)
-					a, b := connectFwd(t, g.url), connectFwd(t, g.url)
 					want := "2025-11-25"
 					if sc {
 						want = "2026-07-28"
 					}
+					a, b := connectFwd(t, g.url, want), connectFwd(t, g.url, want)
 					if v := a.cs.InitializeResult().ProtocolVersion; v != want {
 						t.Fatalf("caller negotiated %s, want %s", v, want)
 					}
@@ -474,7 +476,7 @@ func TestForwardIsolation(t *testing.T) {
 	dir := t.TempDir()
 	u := startUpstream(t, dir, "127.0.0.1:0", false, filepath.Join(dir, "cancelled"))
 	g := gatewayFor(t, dir, "    type: streamable-http\n    url: http://"+u.addr+"/mcp\n")
-	a, b := connectFwd(t, g.url), connectFwd(t, g.url)
+	a, b := connectFwd(t, g.url, "2025-11-25"), connectFwd(t, g.url, "2025-11-25")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for _, c := range []*fwdClient{a, b} {
@@ -518,7 +520,11 @@ func TestForwardUpstreamRestart(t *testing.T) {
 				head = "http:\n  stateless: true\n"
 			}
 			g := gatewayFor(t, dir, "    type: streamable-http\n    url: http://"+addr+"/mcp\n", head)
-			fc := connectFwd(t, g.url)
+			rev := "2025-11-25"
+			if stateless {
+				rev = "" // the go-sdk's newest
+			}
+			fc := connectFwd(t, g.url, rev)
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
 			use := func(when string) {

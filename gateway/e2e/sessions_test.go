@@ -207,7 +207,7 @@ func TestSessionAcrossReplicaProcesses(t *testing.T) {
 	// that stream without an event as a retry without progress and gives
 	// the session up after five (docs/gateway.md, "Replicas").
 	roller := mcp.NewClient(&mcp.Implementation{Name: "e2e-roller", Version: "1"}, nil)
-	rs, err := roller.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: rr.url(), DisableStandaloneSSE: true}, nil)
+	rs, err := roller.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: rr.url(), DisableStandaloneSSE: true}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -195,7 +195,7 @@ func testTrace(t *testing.T, bytePath bool) {
 
 	hdr := &traceHeader{}
 	c := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil)
-	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: g.url, HTTPClient: &http.Client{Transport: hdr}}, nil)
+	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: g.url, HTTPClient: &http.Client{Transport: hdr}}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -394,7 +394,7 @@ func TestTraceOffByDefault(t *testing.T) {
 		hdr := &traceHeader{}
 		hdr.set("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
 		c := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil)
-		cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: g.url, HTTPClient: &http.Client{Transport: hdr}}, nil)
+		cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: g.url, HTTPClient: &http.Client{Transport: hdr}}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -427,7 +427,7 @@ func TestTraceStdioUpstream(t *testing.T) {
 	const trace = "5bf92f3577b34da6a3ce929d0e0e4736"
 	hdr.set("00-" + trace + "-00f067aa0ba902b7-01")
 	c := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil)
-	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: g.url, HTTPClient: &http.Client{Transport: hdr}}, nil)
+	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: g.url, HTTPClient: &http.Client{Transport: hdr}}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,6 +32,10 @@ type Call struct {
 	// carries a token of the relay's, and the server's progress
 	// notifications reach the caller with this one.
 	ProgressToken any
+	// Input, for a multi round-trip retry of a caller that takes input
+	// (Caller.TakesInput), holds its answers and the server's own state
+	// (OpenRetry opened the caller's): they are sent with the call.
+	Input Retry
 }
 
 // meta returns the call's _meta as a fresh map for one attempt (the go-sdk
@@ -76,7 +80,11 @@ func (c *Call) Params(remote string) (*mcp.CallToolParams, error) {
 
 // CallTool sends a tools/call to tg through the go-sdk's client: on the
 // caller's own upstream session when it has one (or the tool is offered
-// for a capability: Needs), else on the shared one.
+// for a capability: Needs), else on the shared one. A server's input
+// requests (a multi round-trip result) are fulfilled through the caller's
+// own session, returned untouched to a caller that takes input
+// (Caller.TakesInput; its state is for the caller of CallTool to seal),
+// and refused for any other.
 // A lost session is re-established once (the shared one through the drift
 // checks, after which the target is checked again: a refusal then is a
 // *toolset.Error with CodeQuarantined or CodeToolWithdrawn, and nothing
@@ -131,7 +139,17 @@ func (r *Relay) CallTool(ctx context.Context, tg toolset.Target, c Call) (*mcp.C
 			}
 			meta["progressToken"] = token
 		}
-		res, err := sess.CallTool(ctx, &mcp.CallToolParams{Name: tg.Remote, Arguments: args, Meta: meta})
+		res, err := sess.CallTool(ctx, &mcp.CallToolParams{Name: tg.Remote, Arguments: args, Meta: meta,
+			InputResponses: c.Input.Responses, RequestState: c.Input.State})
+		if err == nil && res.InputRequests != nil {
+			// The server asks for input (a shared session passes it on):
+			// the caller's to answer when it takes input (the pipeline
+			// seals the state), else not forwarded.
+			if err := passInput(c.Caller, res.InputRequests); err != nil {
+				return nil, fail(toolset.CodeCallFailed, err)
+			}
+			return res, nil
+		}
 		if err == nil {
 			return res, nil
 		}

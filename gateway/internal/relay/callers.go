@@ -39,8 +39,13 @@ type Caller struct {
 	capabilities *mcp.ClientCapabilities
 	dedicated    bool
 	handlers     handlers
-	released     atomic.Bool               // by release: a late request registers nothing
-	placed       atomic.Pointer[placement] // its subject, for the caps (place)
+	released     atomic.Bool // by release: a late request registers nothing
+	// takesInput: the caller speaks 2026-07-28 and answers a server's
+	// input requests itself, for the capabilities inputCaps (its
+	// request's _meta) announces (input.go).
+	takesInput bool
+	inputCaps  *mcp.ClientCapabilities
+	placed     atomic.Pointer[placement] // its subject, for the caps (place)
 }
 
 // handlers deliver upstream traffic to a caller's session. Each gets the

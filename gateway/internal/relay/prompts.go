@@ -52,15 +52,34 @@ func (r *Relay) getPrompt(ctx context.Context, caller *Caller, params *mcp.GetPr
 	if err != nil {
 		return nil, err
 	}
+	var args any
+	if params.Arguments != nil {
+		args = params.Arguments
+	}
+	cr, err := r.openContent(ctx, caller, from, pr.up.Name(), "prompts/get", params.Name, args, Retry{params.InputResponses, params.RequestState})
+	if err != nil {
+		return nil, err
+	}
 	var res *mcp.GetPromptResult
 	err = r.forwardContent(ctx, pr.up, r.callerState(caller), from, func(ctx context.Context, s *mcp.ClientSession) error {
 		p := *params
 		p.Name = pr.remote
 		p.Meta = forwardMeta(params.Meta)
+		p.InputResponses, p.RequestState = nil, ""
+		if cr.retry {
+			p.InputResponses, p.RequestState = params.InputResponses, cr.state
+		}
 		var err error
 		res, err = s.GetPrompt(ctx, &p)
 		return err
 	})
+	if err == nil && res != nil && res.InputRequests != nil {
+		c := *res
+		if err := r.sealContent(caller, cr, c.InputRequests, c.RequestState, func(s string) { c.RequestState = s }); err != nil {
+			return nil, err
+		}
+		return &c, nil
+	}
 	return res, err
 }
 

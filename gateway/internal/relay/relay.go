@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/yosida95/uritemplate/v3"
 
+	"github.com/gatehouse-dev/gatehouse/gateway/internal/inputstate"
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/relay/internal/upsub"
 	"github.com/gatehouse-dev/gatehouse/toolset"
 )
@@ -71,6 +72,10 @@ type Options struct {
 	// session of its own to server (once per caller and server). It must
 	// not block.
 	Capped func(server string, why Capped)
+	// Inputs seals the requestState of a server's input requests passed
+	// on to a caller at 2026-07-28 and opens its retry's (input.go). Nil:
+	// no caller is passed input requests.
+	Inputs *inputstate.Sealer
 	// Logger receives debug logs. Nil discards them.
 	Logger *slog.Logger
 }

@@ -351,14 +351,29 @@ func (r *Relay) readResource(ctx context.Context, caller *Caller, params *mcp.Re
 	if err != nil {
 		return nil, err
 	}
+	cr, err := r.openContent(ctx, caller, from, u.Name(), "resources/read", params.URI, nil, Retry{params.InputResponses, params.RequestState})
+	if err != nil {
+		return nil, err
+	}
 	var res *mcp.ReadResourceResult
 	err = r.forwardContent(ctx, u, r.callerState(caller), from, func(ctx context.Context, s *mcp.ClientSession) error {
 		p := *params
 		p.Meta = forwardMeta(params.Meta)
+		p.InputResponses, p.RequestState = nil, ""
+		if cr.retry {
+			p.InputResponses, p.RequestState = params.InputResponses, cr.state
+		}
 		var err error
 		res, err = s.ReadResource(ctx, &p)
 		return err
 	})
+	if err == nil && res != nil && res.InputRequests != nil {
+		c := *res
+		if err := r.sealContent(caller, cr, c.InputRequests, c.RequestState, func(s string) { c.RequestState = s }); err != nil {
+			return nil, err
+		}
+		return &c, nil
+	}
 	if res != nil && res.CacheScope == "" { // read for this caller: private unless the upstream says otherwise
 		c := *res
 		c.CacheScope = "private"

@@ -89,6 +89,10 @@ func (r *Relay) sessionOf(req mcp.Request, local bool) *session {
 	if ip == nil || ip.ProtocolVersion >= "2026-07-28" {
 		s.stateless = true
 	}
+	if ip != nil && ip.ProtocolVersion >= "2026-07-28" && !local {
+		// A request of its own: it answers input requests itself.
+		caller.takesInput, caller.inputCaps = true, ip.Capabilities
+	}
 	if ip != nil {
 		s.protocol = ip.ProtocolVersion
 	}
