@@ -345,10 +345,12 @@ func TestMultiRoundTripStateAttacks(t *testing.T) {
 		t.Fatal("the sealed state shows the upstream's")
 	}
 	answers := map[string]any{"q": map[string]any{"action": "accept", "content": map[string]any{"answer": "yes"}}}
+	// One base64url character changed mid-token: still base64, another blob.
 	tampered := []byte(state)
-	tampered[len(tampered)-5] ^= 'A' ^ 'B'
-	if tampered[len(tampered)-5] == state[len(state)-5] {
-		tampered[len(tampered)-5] = 'C'
+	if i := len(tampered) / 2; tampered[i] == 'A' {
+		tampered[i] = 'B'
+	} else {
+		tampered[i] = 'A'
 	}
 	cases := []struct {
 		name, url, token, tool string
