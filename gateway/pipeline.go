@@ -209,14 +209,16 @@ func (p *pipeline) call(ctx context.Context, req *callRequest) (out callOutcome)
 		return callOutcome{label: outcomeRPCError, err: &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
 			Message: "tools/call: arguments must be a JSON object"}}
 	}
-	// A caller that takes input: its state is bound to this (checked now,
-	// before anything is claimed or sent, on a retry; sealed below when
-	// the server asks for input).
-	var round inputstate.Binding
+	// A caller that takes input: its state is bound to round (checked
+	// now, before anything is claimed or sent, on a retry; sealed below
+	// when the server asks for input). Made only then: a plain call
+	// digests nothing.
+	round := func() inputstate.Binding {
+		return inputstate.Binding{Server: info.Server, Subject: string(subject), Method: "tools/call", Name: req.tool, Args: inputstate.Digest(req.args)}
+	}
 	if req.caller.TakesInput() {
-		round = inputstate.Binding{Server: info.Server, Subject: string(subject), Method: "tools/call", Name: req.tool, Args: inputstate.Digest(req.args)}
 		if req.retry.Present() {
-			st, err := relay.OpenRetry(p.inputs, "tools/call", req.retry, round)
+			st, err := relay.OpenRetry(p.inputs, "tools/call", req.retry, round())
 			if err != nil {
 				return callOutcome{err: err, label: outcomeRPCError}
 			}
@@ -295,7 +297,7 @@ func (p *pipeline) call(ctx context.Context, req *callRequest) (out callOutcome)
 		if res := rep.result; res != nil && res.InputRequests != nil {
 			// The server asks the caller for input (the relay passes it
 			// only to one that takes input): its state, sealed.
-			sealed, err := p.inputs.Seal(round, res.RequestState)
+			sealed, err := p.inputs.Seal(round(), res.RequestState)
 			if err != nil {
 				return nil, durable.Failed(err)
 			}

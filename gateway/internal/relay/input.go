@@ -145,12 +145,23 @@ func (r *Relay) subjectOf(ctx context.Context, from asker) (string, bool) {
 }
 
 // contentRound is a prompts/get or resources/read for a caller that
-// takes input: the binding of its state, and the server's state of its
+// takes input: what its state is bound to, and the server's state of its
 // retry.
 type contentRound struct {
-	b     inputstate.Binding
-	state string // the server's own, opened from the retry's
-	retry bool
+	subject, server, method, name string
+	args                          any
+	state                         string // the server's own, opened from the retry's
+	retry                         bool
+}
+
+// binding is what the round's state is bound to (made when it is needed:
+// a plain request digests nothing).
+func (cr contentRound) binding() inputstate.Binding {
+	var raw []byte
+	if cr.args != nil {
+		raw, _ = json.Marshal(cr.args)
+	}
+	return inputstate.Binding{Server: cr.server, Subject: cr.subject, Method: cr.method, Name: cr.name, Args: inputstate.Digest(raw)}
 }
 
 // openContent checks a prompts/get or resources/read retry (rt) of caller
@@ -164,15 +175,11 @@ func (r *Relay) openContent(ctx context.Context, caller *Caller, from asker, ser
 	if !ok {
 		return contentRound{}, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: method + ": the caller is not identified"}
 	}
-	var raw []byte
-	if args != nil {
-		raw, _ = json.Marshal(args)
-	}
-	cr := contentRound{b: inputstate.Binding{Server: server, Subject: subject, Method: method, Name: name, Args: inputstate.Digest(raw)}}
+	cr := contentRound{subject: subject, server: server, method: method, name: name, args: args}
 	if !rt.Present() {
 		return cr, nil
 	}
-	st, err := OpenRetry(r.o.Inputs, method, rt, cr.b)
+	st, err := OpenRetry(r.o.Inputs, method, rt, cr.binding())
 	if err != nil {
 		return contentRound{}, err
 	}
@@ -189,7 +196,7 @@ func (r *Relay) sealContent(caller *Caller, cr contentRound, reqs mcp.InputReque
 		}
 		return err
 	}
-	sealed, err := r.o.Inputs.Seal(cr.b, state)
+	sealed, err := r.o.Inputs.Seal(cr.binding(), state)
 	if err != nil {
 		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
 	}
