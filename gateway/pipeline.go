@@ -209,16 +209,13 @@ func (p *pipeline) call(ctx context.Context, req *callRequest) (out callOutcome)
 		return callOutcome{label: outcomeRPCError, err: &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
 			Message: "tools/call: arguments must be a JSON object"}}
 	}
-	// A caller that takes input: its state is bound to round (checked
-	// now, before anything is claimed or sent, on a retry; sealed below
-	// when the server asks for input). Made only then: a plain call
+	// A caller that takes input: its state is bound to the call's round
+	// (checked now, before anything is claimed or sent, on a retry; sealed
+	// below when the server asks for input). Made only then: a plain call
 	// digests nothing.
-	round := func() inputstate.Binding {
-		return inputstate.Binding{Server: info.Server, Subject: string(subject), Method: "tools/call", Name: req.tool, Args: inputstate.Digest(req.args)}
-	}
 	if req.caller.TakesInput() {
 		if req.retry.Present() {
-			st, err := relay.OpenRetry(p.inputs, "tools/call", req.retry, round())
+			st, err := relay.OpenRetry(p.inputs, "tools/call", req.retry, round(info.Server, subject, req))
 			if err != nil {
 				return callOutcome{err: err, label: outcomeRPCError}
 			}
@@ -297,7 +294,7 @@ func (p *pipeline) call(ctx context.Context, req *callRequest) (out callOutcome)
 		if res := rep.result; res != nil && res.InputRequests != nil {
 			// The server asks the caller for input (the relay passes it
 			// only to one that takes input): its state, sealed.
-			sealed, err := p.inputs.Seal(round(), res.RequestState)
+			sealed, err := p.inputs.Seal(round(info.Server, subject, req), res.RequestState)
 			if err != nil {
 				return nil, durable.Failed(err)
 			}
@@ -561,6 +558,11 @@ func firewallRun(subject server.Subject, runID, session string) string {
 	}
 	sum := store.KeyHash("gatehouse/run/v1", string(subject), runID)
 	return "run_" + hex.EncodeToString(sum[:16])
+}
+
+// round is what the sealed state of a call's input requests is bound to.
+func round(srv string, subject server.Subject, req *callRequest) inputstate.Binding {
+	return inputstate.Binding{Server: srv, Subject: string(subject), Method: "tools/call", Name: req.tool, Args: inputstate.Digest(req.args)}
 }
 
 // roundKey is the work key of one round of a multi round-trip call: the
