@@ -18,7 +18,8 @@ type Session struct {
 	// not the session's on any replica.
 	Subject, UserID string
 	// State is what rebuilding the session takes (its initialize
-	// parameters, negotiated revision, log level), opaque to the store.
+	// parameters, negotiated revision, log level, resource subscriptions),
+	// opaque to the store.
 	State []byte
 	// ExpiresAt is when the session ends unless touched before; it must
 	// not be zero. Stored to the millisecond.
@@ -43,6 +44,15 @@ type SessionStore interface {
 	// earlier than it is) and reports true; false when the session is
 	// unknown, closed, or expired at now (it is not revived).
 	TouchSession(ctx context.Context, id string, now, until time.Time) (bool, error)
+	// SwapSession replaces the State of the live session id with state
+	// when its State is old (as Session returned it: nil matches a session
+	// stored without one) and reports whether it did; false when another
+	// write changed the State first, or when the session is unknown,
+	// closed, or expired at now. It is how one replica changes a part of a
+	// session's state (its log level, its subscriptions) without undoing
+	// another replica's change to another part: read, change, swap, and
+	// read again on false. ExpiresAt is left as it is.
+	SwapSession(ctx context.Context, id string, old, state []byte, now time.Time) (bool, error)
 	// CloseSession marks the session closed and reports whether it was
 	// live (false: unknown, already closed, or expired at now).
 	CloseSession(ctx context.Context, id string, now time.Time) (bool, error)

@@ -1,6 +1,7 @@
 package memstore
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"time"
@@ -74,6 +75,21 @@ func (m *Store) TouchSession(ctx context.Context, id string, now, until time.Tim
 	if until = norm.Round(until); until.After(s.ExpiresAt) {
 		s.ExpiresAt = until
 	}
+	m.sessions[k] = s
+	return true, nil
+}
+
+// SwapSession implements store.SessionStore.
+func (m *Store) SwapSession(ctx context.Context, id string, old, state []byte, now time.Time) (bool, error) {
+	if err := m.lock(ctx); err != nil {
+		return false, err
+	}
+	defer m.mu.Unlock()
+	s, k, ok := m.liveSession(id, now)
+	if !ok || !bytes.Equal(norm.Bytes(s.State), norm.Bytes(old)) {
+		return false, nil
+	}
+	s.State = norm.Bytes(state)
 	m.sessions[k] = s
 	return true, nil
 }

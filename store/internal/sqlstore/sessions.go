@@ -66,6 +66,22 @@ WHERE id_hash = $2 AND closed = $3 AND expires_at > $4`, norm.MS(until), norm.Fl
 	return n > 0, nil
 }
 
+// SwapSession implements store.SessionStore: one UPDATE that matches the
+// State read (NULL for none).
+func (s *Store) SwapSession(ctx context.Context, id string, old, state []byte, now time.Time) (bool, error) {
+	if id == "" {
+		return false, nil
+	}
+	old, state = norm.Bytes(old), norm.Bytes(state)
+	n, err := s.db.Exec(ctx, `UPDATE sessions SET state = $1
+WHERE id_hash = $2 AND closed = $3 AND expires_at > $4 AND (state = $5 OR (state IS NULL AND $6))`,
+		state, norm.FlowKey(id), false, norm.MS(now), old, old == nil)
+	if err != nil {
+		return false, fmt.Errorf("store: swap session state: %w", err)
+	}
+	return n > 0, nil
+}
+
 // CloseSession implements store.SessionStore.
 func (s *Store) CloseSession(ctx context.Context, id string, now time.Time) (bool, error) {
 	if id == "" {

@@ -42,6 +42,8 @@ func Run(t *testing.T, open Opener) {
 		{"Sweep", testSweep},
 		{"Purge", testPurge},
 		{"Count", testCount},
+		{"Swap", testSwap},
+		{"SwapRace", testSwapRace},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -298,5 +300,109 @@ func testCount(t *testing.T, s, other store.Store) {
 		if n, err := other.CountSessions(ctx, c.subject, c.at); err != nil || n != c.want {
 			t.Errorf("CountSessions(%q, %v) = %d, %v; want %d", c.subject, c.at, n, err, c.want)
 		}
+	}
+}
+
+// A swap replaces the State only when it is the one read, only on a live
+// session, and leaves everything else of the row as it was.
+func testSwap(t *testing.T, s, other store.Store) {
+	ctx := t.Context()
+	in := sess("sid-w")
+	if err := s.PutSession(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	swap := func(h store.Store, id string, old, state []byte, now time.Time) bool {
+		t.Helper()
+		ok, err := h.SwapSession(ctx, id, old, state, now)
+		if err != nil {
+			t.Fatalf("SwapSession(%q): %v", id, err)
+		}
+		return ok
+	}
+	if swap(other, "sid-w", []byte(`{"stale":true}`), []byte(`{"lost":true}`), base) {
+		t.Fatal("a swap from a state that is not the row's replaced it")
+	}
+	if !swap(other, "sid-w", in.State, []byte(`{"logLevel":"info"}`), base) {
+		t.Fatal("a swap from the row's state was refused")
+	}
+	got, ok := get(t, s, "sid-w", base)
+	if !ok || string(got.State) != `{"logLevel":"info"}` || got.Subject != "alice" || got.UserID != "u-alice" ||
+		!got.ExpiresAt.Equal(base.Add(10*time.Minute+time.Millisecond)) || got.Closed {
+		t.Fatalf("after the swap: %+v, %v", got, ok)
+	}
+	if swap(s, "sid-w", in.State, []byte(`{"again":true}`), base) {
+		t.Fatal("a second swap from the first state replaced the new one")
+	}
+	// A session stored without state: nil (or empty) is its state.
+	if err := s.PutSession(ctx, store.Session{ID: "bare-w", ExpiresAt: base.Add(time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	if swap(s, "bare-w", []byte(`{}`), []byte(`{"x":1}`), base) {
+		t.Fatal("a swap from {} matched a session without state")
+	}
+	if !swap(other, "bare-w", []byte{}, []byte(`{"x":1}`), base) {
+		t.Fatal("a swap from no state was refused on a session without one")
+	}
+	if !swap(s, "bare-w", []byte(`{"x":1}`), nil, base) {
+		t.Fatal("a swap to no state was refused")
+	}
+	if got, _ := get(t, other, "bare-w", base); got.State != nil {
+		t.Fatalf("swapped to no state, reads %q", got.State)
+	}
+	// Not on an expired, a closed or an unknown session.
+	if swap(s, "bare-w", nil, []byte(`{"late":true}`), base.Add(time.Minute)) {
+		t.Fatal("an expired session was swapped")
+	}
+	if _, err := other.CloseSession(ctx, "sid-w", base); err != nil {
+		t.Fatal(err)
+	}
+	if swap(s, "sid-w", []byte(`{"logLevel":"info"}`), []byte(`{"closed":false}`), base) {
+		t.Fatal("a closed session was swapped")
+	}
+	if got, _ := get(t, other, "sid-w", base); string(got.State) != `{"logLevel":"info"}` || !got.Closed {
+		t.Fatalf("the closed session changed: %+v", got)
+	}
+	if swap(s, "nobody", nil, []byte(`{}`), base) || swap(s, "", nil, []byte(`{}`), base) {
+		t.Fatal("an unknown session was swapped")
+	}
+}
+
+// Read, change and swap, through two handles at once: no change is lost.
+func testSwapRace(t *testing.T, s, other store.Store) {
+	ctx := t.Context()
+	in := sess("sid-wr")
+	in.State = []byte("0")
+	if err := s.PutSession(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	const workers, each = 4, 5
+	var wg sync.WaitGroup
+	for w := range workers {
+		h := []store.Store{s, other}[w%2]
+		wg.Go(func() {
+			for range each {
+				for {
+					cur, ok, err := h.Session(ctx, "sid-wr", base)
+					if err != nil || !ok {
+						t.Errorf("read: %v, %v", ok, err)
+						return
+					}
+					var n int
+					fmt.Sscan(string(cur.State), &n)
+					done, err := h.SwapSession(ctx, "sid-wr", cur.State, fmt.Append(nil, n+1), base)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if done {
+						break
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if got, _ := get(t, s, "sid-wr", base); string(got.State) != fmt.Sprint(workers*each) {
+		t.Fatalf("after %d increments the state is %q", workers*each, got.State)
 	}
 }
