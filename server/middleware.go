@@ -13,9 +13,11 @@ import (
 )
 
 const (
-	methodListTools = "tools/list"
-	methodCallTool  = "tools/call"
-	methodSetLevel  = "logging/setLevel"
+	methodListTools   = "tools/list"
+	methodCallTool    = "tools/call"
+	methodSetLevel    = "logging/setLevel"
+	methodSubscribe   = "resources/subscribe"
+	methodUnsubscribe = "resources/unsubscribe"
 )
 
 // middleware is the receiving middleware that applies identity,
@@ -47,6 +49,16 @@ func (s *Server) middleware(local bool) mcp.Middleware {
 					//lint:ignore SA1019 a log level is still in 2025-11-25 (SEP-2577 deprecates it)
 					if p, ok := req.GetParams().(*mcp.SetLoggingLevelParams); ok && err == nil && ss != nil {
 						x.setLevel(ctx, ss, p.Level)
+					}
+					return res, err
+				}
+			case methodSubscribe, methodUnsubscribe:
+				if x := s.shared.Load(); x != nil && !local {
+					res, err := next(ctx, method, req)
+					if err == nil {
+						// Recorded for the replica holding the caller's
+						// stream (sessionstream.go).
+						x.subscribed(ctx, req, method == methodSubscribe)
 					}
 					return res, err
 				}

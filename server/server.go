@@ -355,6 +355,11 @@ func (s *Server) build(local bool) (m *mcp.Server, err error) {
 		def.Name = name
 		t.add(m, &def)
 	}
+	if !local {
+		// Innermost: it sees what is written, after any other sending
+		// middleware (Setup's) changed it.
+		m.AddSendingMiddleware(s.sending)
+	}
 	if s.opts.Setup != nil {
 		s.opts.Setup(m, local)
 	}

@@ -14,8 +14,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/auth"
-
 	"github.com/gatehouse-dev/gatehouse/internal/jsonscan"
 )
 
@@ -37,11 +35,18 @@ func busBox(tag string) string { return "sess-" + tag }
 
 const busAll = "sess-all"
 
-// busMessage is what one replica sends another: a message of the caller's
-// for a session.
+// busMessage is what one replica sends another about a session: a
+// message of the caller's for it (Kind ""), or one of sessionstream.go's.
 type busMessage struct {
 	Session string          `json:"session"`
-	Body    json.RawMessage `json:"body"`
+	Body    json.RawMessage `json:"body,omitempty"`
+	Kind    string          `json:"kind,omitempty"`
+	// From is the sender's tag and Nonce names the message, for a
+	// kindChanged the sender waits to hear followed (kindAck).
+	From  string `json:"from,omitempty"`
+	Nonce string `json:"nonce,omitempty"`
+	// Holds: in a kindStream, From took the stream (else it let it go).
+	Holds bool `json:"holds,omitempty"`
 }
 
 // newTag is a replica's tag: random, so that no two processes share one.
@@ -68,6 +73,20 @@ func (x *sharedSessions) deliver(raw []byte) {
 	if json.Unmarshal(raw, &m) != nil || m.Session == "" {
 		return
 	}
+	switch m.Kind {
+	case kindNote:
+		x.deliverNote(m)
+		return
+	case kindChanged:
+		x.changed(m)
+		return
+	case kindAck:
+		x.acked(m.Nonce)
+		return
+	case kindStream:
+		x.streamMoved(m)
+		return
+	}
 	h := x.lookup(m.Session)
 	if h == nil {
 		return
@@ -75,32 +94,10 @@ func (x *sharedSessions) deliver(raw []byte) {
 	h.mu.Lock()
 	proto := h.saved.Protocol
 	h.mu.Unlock()
-	x.mu.Lock()
-	inner := x.inner
-	x.mu.Unlock()
-	if inner == nil {
-		return
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "/mcp", bytes.NewReader(m.Body))
-	if err != nil {
-		return
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set(sessionIDHeader, m.Session)
-	req.Header.Set("Mcp-Protocol-Version", proto)
-	req.Host = "localhost"
-	var next http.Handler = inner
-	if h.userID != "" {
-		// The go-sdk checks the session's user on every request: this
-		// one comes from the replica that verified the caller's token.
-		req.Header.Set("Authorization", "Bearer forwarded")
-		info := &auth.TokenInfo{UserID: h.userID, Expiration: time.Now().Add(time.Minute)}
-		next = auth.RequireBearerToken(func(context.Context, string, *http.Request) (*auth.TokenInfo, error) { return info, nil }, nil)(inner)
-	}
-	next.ServeHTTP(&discardWriter{h: http.Header{}}, req)
+	// The message comes from the replica that verified the caller's token.
+	x.inject(ctx, m.Session, proto, h.userID, nil, false, m.Body)
 }
 
 // route looks at a caller's POST on session id before it is served: an

@@ -3,6 +3,7 @@ package server
 //lint:file-ignore SA1019 a session's log level (deprecated by SEP-2577, still in 2025-11-25) is part of what a replica rebuilds.
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -39,11 +40,24 @@ const sessionSweep = time.Minute
 const foreverLife = 24 * time.Hour
 
 // savedSession is what a session's row holds for rebuilding it: the
-// go-sdk's state of an initialized session.
+// go-sdk's state of an initialized session, and what changed since.
 type savedSession struct {
 	Initialize *mcp.InitializeParams `json:"initialize"`
 	Protocol   string                `json:"protocol"`
-	LogLevel   mcp.LoggingLevel      `json:"logLevel,omitempty"`
+	replicated
+}
+
+// replicated is the part of a session's row that changes after its
+// initialize, on whichever replica serves the request that changes it
+// (sessionstream.go).
+type replicated struct {
+	LogLevel mcp.LoggingLevel `json:"logLevel,omitempty"`
+	// Subscriptions are the URIs the caller subscribed to, in the order
+	// subscribed: the replica holding its standalone stream holds them.
+	Subscriptions []string `json:"subscriptions,omitempty"`
+	// Stream is the tag of the replica holding the caller's standalone
+	// stream (with a Messenger only), "" when none is known to.
+	Stream string `json:"stream,omitempty"`
 }
 
 // sharedSessions keeps a stateful HTTP handler's sessions in a store that
@@ -78,10 +92,14 @@ type sharedSessions struct {
 	listening sync.Once
 	listenErr error
 	forwarded atomic.Int64 // answers sent to another replica
+	// notes counts the notifications passed on to the replica holding
+	// the caller's stream; notesDropped those too large to be.
+	notes, notesDropped atomic.Int64
 
 	mu        sync.Mutex
 	held      map[string]*heldSession
 	lastSweep time.Time
+	acks      map[string]chan struct{} // tell's waits, by nonce
 }
 
 // heldSession is a session this process serves.
@@ -92,9 +110,22 @@ type heldSession struct {
 	userID  string
 	touched atomic.Int64 // when the row was last touched (Unix ns)
 	timer   *time.Timer  // rebuilt sessions: closes ss when idle
+	// streams counts the caller's standalone (GET) streams being served
+	// here: this replica holds the stream while it is not 0.
+	streams atomic.Int32
+	// streamMu orders the stream's record in the row (took, let go);
+	// following orders the making of the row's subscriptions here
+	// (follow) and the caller's own subscribing here (subscribed).
+	streamMu, following sync.Mutex
 
 	mu    sync.Mutex
 	saved savedSession
+	// subs are the URIs the session here is subscribed to (true), or
+	// failed to be when the row's subscriptions were made here (false).
+	subs map[string]bool
+	// streamTok is the verified token of the standalone stream's request
+	// (nil without one): the credentials of what follow replays.
+	streamTok *auth.TokenInfo
 }
 
 func newSharedSessions(st store.SessionStore, srv *mcp.Server, idle time.Duration, now func() time.Time, log *slog.Logger) *sharedSessions {
@@ -102,7 +133,7 @@ func newSharedSessions(st store.SessionStore, srv *mcp.Server, idle time.Duratio
 	if idle <= 0 {
 		life = foreverLife
 	}
-	x := &sharedSessions{st: st, srv: srv, life: life, idle: max(idle, 0), check: min(sessionCheck, life/4), now: now, log: log, held: map[string]*heldSession{}}
+	x := &sharedSessions{st: st, srv: srv, life: life, idle: max(idle, 0), check: min(sessionCheck, life/4), now: now, log: log, held: map[string]*heldSession{}, acks: map[string]chan struct{}{}}
 	if m, ok := st.(store.Messenger); ok {
 		x.bus, x.tag = m, newTag()
 	}
@@ -148,7 +179,7 @@ func (x *sharedSessions) opened(ctx context.Context, ss *mcp.ServerSession, subj
 	if id == "" || params == nil || res == nil {
 		return
 	}
-	h := &heldSession{ss: ss, subject: string(subject), userID: userID, saved: savedSession{Initialize: params, Protocol: res.ProtocolVersion}}
+	h := &heldSession{ss: ss, subject: string(subject), userID: userID, saved: savedSession{Initialize: params, Protocol: res.ProtocolVersion}, subs: map[string]bool{}}
 	now := x.now()
 	h.touched.Store(now.UnixNano())
 	if _, ok := x.hold(id, h); !ok {
@@ -188,7 +219,8 @@ func (x *sharedSessions) sweep(ctx context.Context, now time.Time) {
 }
 
 // setLevel records a session's new log level, so that a replica that
-// rebuilds it filters log messages as this one does.
+// rebuilds it filters log messages as this one does, and tells the replica
+// holding the caller's standalone stream.
 func (x *sharedSessions) setLevel(ctx context.Context, ss *mcp.ServerSession, level mcp.LoggingLevel) {
 	h := x.lookup(ss.ID())
 	if h == nil || h.ss != ss {
@@ -201,8 +233,17 @@ func (x *sharedSessions) setLevel(ctx context.Context, ss *mcp.ServerSession, le
 	if same {
 		return // a level replayed from the row (or set again)
 	}
-	if err := x.put(ctx, ss.ID(), h, x.now()); err != nil {
+	rep, _, err := x.update(ctx, ss.ID(), func(r *replicated) bool {
+		changed := r.LogLevel != level
+		r.LogLevel = level
+		return changed
+	})
+	if err != nil {
 		x.log.Warn("server: the session's log level was not stored: other replicas keep the one before", "err", err)
+		return
+	}
+	if x.bus != nil && rep.Stream != "" && rep.Stream != x.tag {
+		x.tell(ctx, rep.Stream, ss.ID(), false)
 	}
 }
 
@@ -213,6 +254,7 @@ func (x *sharedSessions) setLevel(ctx context.Context, ss *mcp.ServerSession, le
 // ends it in the store for every replica.
 func (x *sharedSessions) gate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Header.Del(replayHeader) // only this process's own replays carry it
 		id := r.Header.Get(sessionIDHeader)
 		if id == "" {
 			next.ServeHTTP(w, r)
@@ -255,6 +297,10 @@ func (x *sharedSessions) gate(next http.Handler) http.Handler {
 		if h.timer != nil {
 			h.timer.Reset(x.idle)
 		}
+		if r.Method == http.MethodGet {
+			x.stream(w, r, id, h, next)
+			return
+		}
 		next.ServeHTTP(w, r)
 	})
 }
@@ -284,10 +330,18 @@ func (x *sharedSessions) refresh(r *http.Request, id string, h *heldSession, now
 	if stale {
 		h.saved.LogLevel = saved.LogLevel
 	}
+	h.saved.Subscriptions, h.saved.Stream = saved.Subscriptions, saved.Stream
 	proto := h.saved.Protocol
+	behind := h.streams.Load() > 0 && !h.subscribedTo(saved.Subscriptions)
 	h.mu.Unlock()
 	if stale {
 		x.replayLevel(r, id, proto, saved.LogLevel)
+	}
+	if behind {
+		// Holding the caller's stream, this replica holds its
+		// subscriptions: one made or ended elsewhere (whose word did not
+		// reach here, or without a Messenger) is followed now.
+		x.follow(r.Context(), id, h, auth.TokenInfoFromContext(r.Context()))
 	}
 	return true
 }
@@ -297,14 +351,33 @@ func (x *sharedSessions) refresh(r *http.Request, id string, h *heldSession, now
 // served like the caller's (the go-sdk's session and a gateway's relay
 // learn the level from it), with the triggering request's credentials.
 func (x *sharedSessions) replayLevel(r *http.Request, id, proto string, level mcp.LoggingLevel) {
+	x.replay(r.Context(), id, proto, auth.TokenInfoFromContext(r.Context()), "logging/setLevel", map[string]any{"level": level})
+}
+
+// replay serves a request of Gatehouse's own on session id here, as a
+// request of its caller with the verified token tok, marked as a replay.
+func (x *sharedSessions) replay(ctx context.Context, id, proto string, tok *auth.TokenInfo, method string, params any) {
+	p, err := json.Marshal(params)
+	if err != nil {
+		return
+	}
+	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":"gatehouse-replay-%d","method":%q,"params":%s}`, x.seq.Add(1), method, p)
+	x.inject(ctx, id, proto, "", tok, true, []byte(body))
+}
+
+// inject serves body, a JSON-RPC message, on session id (of the caller
+// userID, "" without authentication) through the handler's inner chain,
+// as a message of the session's caller: with the verified token tok, or,
+// when tok is nil, one of the session's user that a replica verified.
+// replayed marks it as Gatehouse's own (replayHeader).
+func (x *sharedSessions) inject(ctx context.Context, id, proto, userID string, tok *auth.TokenInfo, replayed bool, body []byte) {
 	x.mu.Lock()
 	inner := x.inner
 	x.mu.Unlock()
 	if inner == nil {
 		return
 	}
-	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":"gatehouse-replay-%d","method":"logging/setLevel","params":{"level":%q}}`, x.seq.Add(1), level)
-	req, err := http.NewRequestWithContext(r.Context(), http.MethodPost, r.URL.String(), strings.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "/mcp", bytes.NewReader(body))
 	if err != nil {
 		return
 	}
@@ -312,9 +385,30 @@ func (x *sharedSessions) replayLevel(r *http.Request, id, proto string, level mc
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set(sessionIDHeader, id)
 	req.Header.Set("Mcp-Protocol-Version", proto)
-	req.Host = r.Host
-	inner.ServeHTTP(&discardWriter{h: http.Header{}}, req)
+	if replayed {
+		req.Header.Set(replayHeader, "1")
+	}
+	req.Host = "localhost"
+	var next http.Handler = inner
+	if tok == nil && userID != "" {
+		tok = &auth.TokenInfo{UserID: userID}
+	}
+	if tok != nil {
+		// The go-sdk checks the session's user on every request: the
+		// token was verified when it reached a replica (the copy lives a
+		// minute, as long as this request).
+		info := *tok
+		info.Expiration = time.Now().Add(time.Minute)
+		req.Header.Set("Authorization", "Bearer forwarded")
+		next = auth.RequireBearerToken(func(context.Context, string, *http.Request) (*auth.TokenInfo, error) { return &info, nil }, nil)(inner)
+	}
+	next.ServeHTTP(&discardWriter{h: http.Header{}}, req)
 }
+
+// replayHeader marks a request Gatehouse serves on a session of its own
+// accord (a log level or a subscription made again from the row); gate
+// removes it from every request that comes from outside.
+const replayHeader = "Gatehouse-Replay"
 
 // discardWriter is the response writer of a replayed request.
 type discardWriter struct{ h http.Header }
@@ -364,7 +458,7 @@ func (x *sharedSessions) rebuild(r *http.Request, id string) (*heldSession, int)
 		x.log.Error("server: rebuilding a session", "err", err)
 		return nil, http.StatusInternalServerError
 	}
-	h := &heldSession{ss: ss, t: t, subject: row.Subject, userID: row.UserID, saved: saved}
+	h := &heldSession{ss: ss, t: t, subject: row.Subject, userID: row.UserID, saved: saved, subs: map[string]bool{}}
 	// Its row was read just now: the first touch is due a check later.
 	h.touched.Store(x.now().UnixNano())
 	if x.idle > 0 {

@@ -145,6 +145,13 @@ func (c *cluster) add() *replica {
 		err := req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "debug", Data: "shouted"})
 		return nil, map[string]string{"logged": fmt.Sprint(err == nil)}, nil
 	})
+	tools["murmur"] = NewTool(&mcp.Tool{Description: "logs outside its request"}, func(ctx context.Context, _ Caller, req *mcp.CallToolRequest, in struct {
+		Size int `json:"size"`
+	}) (*mcp.CallToolResult, map[string]string, error) {
+		// Not in the call's context: for the caller's standalone stream.
+		err := req.Session.Log(context.Background(), &mcp.LoggingMessageParams{Level: "info", Logger: "murmur", Data: strings.Repeat("m", max(in.Size, 1))})
+		return nil, map[string]string{"logged": fmt.Sprint(err == nil)}, nil
+	})
 	o := Options{Tools: tools, Identify: identify, AllowTool: testAllow, Logger: quietLogger()}
 	if c.mod != nil {
 		c.mod(&o)
