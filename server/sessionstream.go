@@ -450,7 +450,7 @@ func (x *sharedSessions) changed(m busMessage) {
 		h.mu.Unlock()
 		x.follow(ctx, m.Session, h, tok)
 	}
-	if m.Nonce == "" || m.From == "" {
+	if m.Nonce == "" || m.From == "" || x.bus == nil {
 		return
 	}
 	msg, _ := json.Marshal(busMessage{Session: m.Session, Kind: kindAck, Nonce: m.Nonce})
