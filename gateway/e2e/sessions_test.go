@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -36,11 +37,25 @@ type roundRobin struct {
 	opener *gw
 	// notFound counts 404 answers to requests on a session.
 	notFound atomic.Int64
+	// posts are the POSTs forwarded, in order, with the replica each
+	// went to.
+	posts []seenPost
+}
+
+// seenPost is a POST the proxy forwarded: its body and its replica.
+type seenPost struct {
+	g    *gw
+	body string
 }
 
 func newRoundRobin(t *testing.T, replicas ...*gw) *roundRobin {
 	rr := &roundRobin{live: replicas}
 	rr.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body []byte
+		if r.Method == http.MethodPost && r.Body != nil {
+			body, _ = io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
 		rr.mu.Lock()
 		if len(rr.live) == 0 {
 			rr.mu.Unlock()
@@ -51,6 +66,9 @@ func newRoundRobin(t *testing.T, replicas ...*gw) *roundRobin {
 		rr.next++
 		if r.Header.Get("Mcp-Session-Id") == "" {
 			rr.opener = g
+		}
+		if r.Method == http.MethodPost {
+			rr.posts = append(rr.posts, seenPost{g: g, body: string(body)})
 		}
 		rr.mu.Unlock()
 		u, _ := url.Parse("http://" + g.addr)
@@ -261,7 +279,9 @@ func TestSessionAcrossReplicaProcesses(t *testing.T) {
 
 // TestTypeScriptClientAcrossReplicas: the official TypeScript SDK client
 // keeps one session across three replicas on PostgreSQL behind a proxy
-// that picks a replica per request, for tools, resources and prompts.
+// that picks a replica per request, for tools, resources, prompts,
+// progress, and elicitations answered through another replica than the
+// one that asked.
 func TestTypeScriptClientAcrossReplicas(t *testing.T) {
 	t.Parallel()
 	dsn := pgStore(t)
@@ -274,7 +294,7 @@ servers:
 %sauth:
   tokens:
     - {sha256: %s, subject: reader, scopes: ["tool:*", "skill:handbook__incident"]}
-`, dsn, plug, fixtureServer("fx", "-tools", "echo"), sha("reader-token")))
+`, dsn, plug, fixtureServer("fx", "-tools", "echo,progress,elicit"), sha("reader-token")))
 	replicas := []*gw{startGateway(t, dir), startGateway(t, dir), startGateway(t, dir)}
 	rr := newRoundRobin(t, replicas...)
 
@@ -283,15 +303,16 @@ servers:
 	cmd := exec.CommandContext(ctx, "node", "replicas-client.mjs")
 	cmd.Dir = js
 	cmd.Env = append(os.Environ(), "GATEWAY_URL="+rr.url(), "TOKEN=reader-token", "TOOL=fx__echo",
-		"BODY_URI=skill://handbook/incident/SKILL.md", "PROMPT=handbook__incident", "ROUNDS=4")
+		"BODY_URI=skill://handbook/incident/SKILL.md", "PROMPT=handbook__incident", "ROUNDS=4",
+		"PROGRESS_TOOL=fx__progress", "ELICIT_TOOL=fx__elicit")
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	var run struct {
 		SessionID string `json:"sessionId"`
 		Rounds    []struct {
-			Text                    string
-			Resources, Body, Prompt int
+			Text, Elicited                    string
+			Resources, Body, Prompt, Progress int
 		} `json:"rounds"`
 		Error string `json:"error"`
 	}
@@ -302,9 +323,31 @@ servers:
 		t.Fatalf("the client ran %+v", run)
 	}
 	for i, r := range run.Rounds {
-		if r.Text != fmt.Sprintf("round %d", i) || r.Resources != 2 || r.Body == 0 || r.Prompt != 1 {
+		if r.Text != fmt.Sprintf("round %d", i) || r.Resources != 2 || r.Body == 0 || r.Prompt != 1 ||
+			r.Progress != 3 || r.Elicited != fmt.Sprintf("accept:re:ask %d", i) {
 			t.Errorf("round %d: %+v", i, r)
 		}
+	}
+	// Each elicitation was asked on the replica that ran its call (the
+	// request's ID names it: "gh-TAG-N"); an answer that came to another
+	// was handed to it.
+	rr.mu.Lock()
+	var asked *gw
+	elsewhere, answers := 0, 0
+	for _, p := range rr.posts {
+		switch {
+		case strings.Contains(p.body, `"fx__elicit"`):
+			asked = p.g
+		case strings.Contains(p.body, `"id":"gh-`) && strings.Contains(p.body, `"result"`):
+			answers++
+			if p.g != asked {
+				elsewhere++
+			}
+		}
+	}
+	rr.mu.Unlock()
+	if answers != 4 || elsewhere == 0 {
+		t.Errorf("%d answers to elicitations, %d through another replica than the one that asked", answers, elsewhere)
 	}
 	ran := 0
 	for _, g := range replicas {
