@@ -59,10 +59,14 @@ type HTTPOptions struct {
 	// replicas of one deployment share, so that any replica serves any
 	// session, and a session outlives the process that opened it: a
 	// request for a session this process does not hold rebuilds it from
-	// its row (the caller's user, initialize parameters, revision and log
-	// level; never a token). A request with another user's token is
-	// refused (403) on every replica; a DELETE ends the session on every
-	// replica (on the others by their first request after 5 seconds).
+	// its row (the caller's user, initialize parameters, revision, log
+	// level and subscriptions; never a token). A request with another
+	// user's token is refused (403) on every replica; a DELETE ends the
+	// session on every replica (on the others by their first request after
+	// 5 seconds). The replica serving the caller's standalone stream (its
+	// GET) holds the session's subscriptions and sends what the stream
+	// carries; with a store that is a [store.Messenger], other replicas
+	// pass it what only they produce (a log message outside a request).
 	// Sessions this process rebuilt answer with event streams even with
 	// JSONResponse. Ignored when Stateless.
 	Sessions store.SessionStore
