@@ -99,6 +99,7 @@ func mrtrReplica(t *testing.T, st store.Store, instance, upURL string, clock fun
 	t.Helper()
 	dir := t.TempDir()
 	yml := fmt.Sprintf(`listen: 127.0.0.1:0
+http: {bothRevisions: true}
 upstreamProtocol: auto
 auth:
   tokens:

@@ -42,7 +42,7 @@ func TestMultiRoundTripUpstream(t *testing.T) {
 	t.Cleanup(up.Close)
 
 	dir := t.TempDir()
-	yml := fmt.Sprintf("listen: 127.0.0.1:0\nstore: sqlite:%s\nupstreamProtocol: auto\nservers:\n  up:\n    type: streamable-http\n    url: %s/mcp\n    prefix: \"\"\n",
+	yml := fmt.Sprintf("listen: 127.0.0.1:0\nhttp: {bothRevisions: true}\nstore: sqlite:%s\nupstreamProtocol: auto\nservers:\n  up:\n    type: streamable-http\n    url: %s/mcp\n    prefix: \"\"\n",
 		filepath.Join(dir, "gh.db"), up.URL)
 	_, url := serveGateway(t, yml, dir)
 

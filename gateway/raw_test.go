@@ -210,8 +210,8 @@ func session(t *testing.T, url, token string) *mcp.ClientSession {
 }
 
 // statefulSession asks for a session at 2025-11-25: a go-sdk client asks
-// for 2026-07-28 first, which the gateway serves without sessions
-// (byRevision), and these tests are of sessions.
+// for 2026-07-28 first, which a gateway with http.bothRevisions serves
+// without sessions (byRevision), and these tests are of sessions.
 func statefulSession() *mcp.ClientSessionOptions {
 	return &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"}
 }
