@@ -102,7 +102,8 @@ type fwdClient struct {
 }
 
 // connectFwd connects a client that asks for rev ("" for the go-sdk's
-// newest, 2026-07-28, which a gateway serves without a session).
+// newest, 2026-07-28, which a gateway serves without a session with
+// http.stateless or http.bothRevisions).
 func connectFwd(t *testing.T, url, rev string) *fwdClient {
 	t.Helper()
 	fc := &fwdClient{url: url, updated: make(chan string, 8)}
