@@ -49,6 +49,14 @@ func (u *mrtrUpstream) seen() []string {
 func newMRTRUpstream(t *testing.T) *mrtrUpstream {
 	t.Helper()
 	u := &mrtrUpstream{}
+	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return u.server() }, &mcp.StreamableHTTPOptions{Stateless: true}))
+	t.Cleanup(hs.Close)
+	u.url = hs.URL + "/mcp"
+	return u
+}
+
+// server is u's go-sdk server (its tools, prompt and resource).
+func (u *mrtrUpstream) server() *mcp.Server {
 	ask := mcp.InputRequestMap{"q": &mcp.ElicitParams{Message: "Proceed?", RequestedSchema: map[string]any{
 		"type": "object", "properties": map[string]any{"answer": map[string]any{"type": "string"}}}}}
 	answered := func(responses mcp.InputResponseMap, state string) (string, bool) {
@@ -87,10 +95,7 @@ func newMRTRUpstream(t *testing.T) *mrtrUpstream {
 		}
 		return &mcp.ReadResourceResult{InputRequests: ask, RequestState: "state-1"}, nil
 	})
-	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true}))
-	t.Cleanup(hs.Close)
-	u.url = hs.URL + "/mcp"
-	return u
+	return s
 }
 
 // mrtrReplica serves a gateway for alice and mallory on its own handle of

@@ -96,7 +96,7 @@ func (s byteSender) send(ctx context.Context, tg toolset.Target, c relay.Call) (
 // go-sdk's client.
 func (p *pipeline) senderFor(tg toolset.Target, c *relay.Call, subject server.Subject, info server.RequestInfo) sender {
 	if p.upauth.PerSubject(tg.Upstream.Name()) {
-		return subjectSender{m: p.upauth, subject: string(subject), token: callerToken(info.TokenInfo)}
+		return subjectSender{m: p.upauth, r: p.relay, subject: string(subject), token: callerToken(info.TokenInfo)}
 	}
 	if p.bytes && p.relay.BytesReady(tg, c) {
 		return byteSender{p.relay}

@@ -20,13 +20,17 @@ import (
 
 // subjectSender sends a call to a server with auth: user or exchange on
 // the subject's own upstream session (gateway/internal/upauth).
+// A server's input requests (SEP-2322) are the call's caller's, as on a
+// shared session: passed on to one that takes input (the pipeline seals
+// their state), asked of any other (relay.SubjectClient).
 type subjectSender struct {
 	m              *upauth.Manager
+	r              *relay.Relay
 	subject, token string // token: the caller's own (exchange)
 }
 
 func (s subjectSender) send(ctx context.Context, tg toolset.Target, c relay.Call) (reply, error) {
-	res, err := s.m.Send(ctx, tg, c, s.subject, s.token)
+	res, err := s.m.Send(s.r.WithCaller(ctx, c.Caller), tg, c, s.subject, s.token)
 	return reply{result: res, via: "subject"}, err
 }
 

@@ -65,6 +65,14 @@ func startProtectedOn(t *testing.T, issuer, host string) *protectedUpstream {
 			p.effects.Add(1)
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "echoed"}}}, nil, nil
 		})
+	protect(t, p, issuer, host, srv, nil)
+	return p
+}
+
+// protect serves srv (with hopts) as p, at a URL with host, requiring
+// tokens of issuer for p.url.
+func protect(t *testing.T, p *protectedUpstream, issuer, host string, srv *mcp.Server, hopts *mcp.StreamableHTTPOptions) {
+	t.Helper()
 	ts := httptest.NewUnstartedServer(nil)
 	_, port, _ := net.SplitHostPort(ts.Listener.Addr().String())
 	base := "http://" + net.JoinHostPort(host, port)
@@ -77,7 +85,7 @@ func startProtectedOn(t *testing.T, issuer, host string) *protectedUpstream {
 	mux := http.NewServeMux()
 	mux.Handle("/.well-known/oauth-protected-resource/mcp", auth.ProtectedResourceMetadataHandler(
 		&oauthex.ProtectedResourceMetadata{Resource: p.url, AuthorizationServers: []string{issuer}, ScopesSupported: []string{"mcp"}}))
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, hopts)
 	mux.Handle("/mcp", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		var id oauth.Identity
@@ -111,7 +119,6 @@ func startProtectedOn(t *testing.T, issuer, host string) *protectedUpstream {
 			_ = ss.Close()
 		}
 	})
-	return p
 }
 
 // lastSeen is the bearer token of the last tools/call that reached it.

@@ -64,14 +64,15 @@ func (c *Call) meta() (map[string]any, error) {
 }
 
 // Params returns the tools/call params CallTool sends for c to the remote
-// tool: the arguments, and the _meta without reserved keys, with the key.
-// For a sender of the gateway's own (per-subject upstream sessions).
+// tool: the arguments, the _meta without reserved keys, with the key,
+// and a multi round-trip retry's answers and the server's own state. For
+// a sender of the gateway's own (per-subject upstream sessions).
 func (c *Call) Params(remote string) (*mcp.CallToolParams, error) {
 	meta, err := c.meta()
 	if err != nil {
 		return nil, err
 	}
-	p := &mcp.CallToolParams{Name: remote, Meta: meta}
+	p := &mcp.CallToolParams{Name: remote, Meta: meta, InputResponses: c.Input.Responses, RequestState: c.Input.State}
 	if len(c.Args) > 0 {
 		p.Arguments = c.Args
 	}
@@ -184,6 +185,11 @@ func (r *Relay) CallTool(ctx context.Context, tg toolset.Target, c Call) (*mcp.C
 		}
 	}
 }
+
+// InputPassed reports (nil) whether a server's input requests, which a
+// sender of the gateway's own got for c, may go to c's caller, as
+// CallTool's do: it takes input and announced what each needs.
+func (c *Call) InputPassed(reqs mcp.InputRequestMap) error { return passInput(c.Caller, reqs) }
 
 // sessionErr is the error of a request whose upstream session could not be
 // had: the refusal of a session whose listing is not the trusted one

@@ -157,21 +157,13 @@ func (r *Relay) newDedicatedClient(st *callerState) *mcp.Client {
 	}
 	if c.Sampling != nil {
 		o.CreateMessageWithToolsHandler = func(ctx context.Context, req *mcp.CreateMessageWithToolsRequest) (*mcp.CreateMessageWithToolsResult, error) {
-			h := r.ownerOf(ctx, req.Session)
-			if h == nil || h.caller.handlers.createMessage == nil || NeedsOf(h.caller.capabilities)&NeedsSampling == 0 {
-				return nil, errNotAnnounced("sampling")
-			}
-			return h.caller.handlers.createMessage(ctx, req.Params)
+			return askSampling(ctx, r.ownerOf(ctx, req.Session), req.Params)
 		}
 	}
 	if c.Elicitation != nil {
 		// Multi round-trip input requests reach the handler directly.
 		o.ElicitationHandler = func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-			h := r.ownerOf(ctx, req.Session)
-			if h == nil || h.caller.handlers.elicit == nil || NeedsOf(h.caller.capabilities)&NeedsElicitation == 0 {
-				return nil, errNotAnnounced("elicitation")
-			}
-			return h.caller.handlers.elicit(ctx, req.Params)
+			return askElicitation(ctx, r.ownerOf(ctx, req.Session), req.Params)
 		}
 	}
 	cl := mcp.NewClient(&mcp.Implementation{Name: "gatehouse", Version: "0.1.0"}, o)
@@ -206,6 +198,24 @@ func (r *Relay) newDedicatedClient(st *callerState) *mcp.Client {
 		}
 	})
 	return cl
+}
+
+// askSampling asks st's caller (nil: none) to sample, when it announced
+// sampling.
+func askSampling(ctx context.Context, st *callerState, p *mcp.CreateMessageWithToolsParams) (*mcp.CreateMessageWithToolsResult, error) {
+	if st == nil || st.caller.handlers.createMessage == nil || NeedsOf(st.caller.capabilities)&NeedsSampling == 0 {
+		return nil, errNotAnnounced("sampling")
+	}
+	return st.caller.handlers.createMessage(ctx, p)
+}
+
+// askElicitation asks st's caller (nil: none) for input, when it
+// announced elicitation.
+func askElicitation(ctx context.Context, st *callerState, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+	if st == nil || st.caller.handlers.elicit == nil || NeedsOf(st.caller.capabilities)&NeedsElicitation == 0 {
+		return nil, errNotAnnounced("elicitation")
+	}
+	return st.caller.handlers.elicit(ctx, p)
 }
 
 // ownerOf finds the caller a client-side request belongs to: the caller of

@@ -1,5 +1,7 @@
 package relay
 
+//lint:file-ignore SA1019 relaying sampling and elicitation (deprecated by SEP-2577, still in 2025-11-25) to the callers of subject sessions is this package's job.
+
 import (
 	"context"
 	"fmt"
@@ -60,7 +62,58 @@ func (r *Relay) forwardContent(ctx context.Context, u *toolset.Upstream, st *cal
 		// Nobody's session: the content is nobody's to read.
 		return errNoSubject
 	}
+	if st != nil {
+		// The subject's session asks this caller, or passes the server's
+		// input requests to it (SubjectClient).
+		ctx = context.WithValue(ctx, callerCtxKey{}, st)
+	}
 	return r.o.Subjects.Do(ctx, u.Name(), subject, from.req, op)
+}
+
+// WithCaller returns ctx carrying caller (nil: ctx as it is), for a
+// request of caller sent on its subject's own upstream session
+// (SubjectClient): the session's input requests are the caller's.
+func (r *Relay) WithCaller(ctx context.Context, caller *Caller) context.Context {
+	if st := r.callerState(caller); st != nil {
+		return context.WithValue(ctx, callerCtxKey{}, st)
+	}
+	return ctx
+}
+
+// PassesInput reports whether the caller a request is sent for (ctx:
+// WithCaller, or the relay's own forwarding) answers a server's input
+// requests itself (Caller.TakesInput): its subject's session for it must
+// pass them on (SubjectClient).
+func PassesInput(ctx context.Context) bool {
+	st, _ := ctx.Value(callerCtxKey{}).(*callerState)
+	return st != nil && st.caller.TakesInput()
+}
+
+// SubjectClient sets, in o, what a client of the subjects' own upstream
+// sessions (the gateway's servers with auth: user or exchange, whose
+// sessions serve every caller of one subject) does with a server's input
+// requests (a multi round-trip result, SEP-2322), as the relay does on
+// the sessions it makes: for callers that take input (passInput true,
+// PassesInput), nothing: the result reaches the request's sender, which
+// passes it on to its caller with a sealed state, as from a shared
+// session. For the others, the go-sdk's client fulfills them by asking
+// the caller of the request (its context: WithCaller), as a caller's own
+// session does: sampling and elicitation when the caller announced them,
+// refused otherwise (and roots/list answered with the client's roots,
+// none, as there).
+func SubjectClient(o *mcp.ClientOptions, passInput bool) {
+	if passInput {
+		o.MultiRoundTrip = &mcp.MultiRoundTripOptions{Disabled: true}
+		return
+	}
+	o.CreateMessageWithToolsHandler = func(ctx context.Context, req *mcp.CreateMessageWithToolsRequest) (*mcp.CreateMessageWithToolsResult, error) {
+		st, _ := ctx.Value(callerCtxKey{}).(*callerState)
+		return askSampling(ctx, st, req.Params)
+	}
+	o.ElicitationHandler = func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		st, _ := ctx.Value(callerCtxKey{}).(*callerState)
+		return askElicitation(ctx, st, req.Params)
+	}
 }
 
 // errNoSubject answers a request for a per-subject server's content whose

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/gatehouse-dev/gatehouse/gateway/internal/relay"
 )
 
 // OwnContent (false on a nil Manager) reports whether the resources,
@@ -28,6 +30,10 @@ func (m *Manager) OwnContent(server string) bool {
 // (exchange mode: it carries the token exchanged for callerToken, which
 // the session's requests present, whatever another request of the same
 // subject was exchanged for).
+// A subject has two sessions to a server, each made when first needed:
+// one for callers that answer a server's input requests themselves (ctx
+// says: relay.PassesInput), which returns them to op, and one that asks
+// the caller of ctx (relay.SubjectClient).
 // Errors of the connection are wrapped in [SessionError]; op's are
 // returned as they are. It does not gate: [Manager.Check] first.
 func (m *Manager) WithSession(ctx context.Context, server, subject, callerToken string, op func(context.Context, *mcp.ClientSession) error) error {
@@ -35,7 +41,7 @@ func (m *Manager) WithSession(ctx context.Context, server, subject, callerToken 
 	if s == nil || !m.PerSubject(server) {
 		return fmt.Errorf("upauth: server %q has no per-subject auth", server)
 	}
-	k := key{server, subject}
+	k := sessionKey{key{server, subject}, relay.PassesInput(ctx)}
 	var bearer string
 	if s.Mode == Exchange {
 		var err error
@@ -54,6 +60,6 @@ func (m *Manager) WithSession(ctx context.Context, server, subject, callerToken 
 			return err
 		}
 		m.log.Info("upauth: session lost; reconnecting once", "server", server, "err", err)
-		m.drop(k)
+		m.dropSession(k)
 	}
 }

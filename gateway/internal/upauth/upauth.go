@@ -169,7 +169,7 @@ type Manager struct {
 	now     func() time.Time
 
 	mu       sync.Mutex
-	sessions map[key]*subjectSession
+	sessions map[sessionKey]*subjectSession
 	closed   bool
 	exch     map[exchangeKey]exchanged // exchanged tokens until their expiry
 	open     map[key]*openFlow         // the connect flow handed out last (openflows.go)
@@ -177,6 +177,15 @@ type Manager struct {
 }
 
 type key struct{ server, subject string }
+
+// sessionKey names one of a subject's sessions to a server: input, for
+// the requests of callers that answer a server's input requests
+// themselves (relay.PassesInput), whose session passes them on; the
+// other's client asks the caller of the request (relay.SubjectClient).
+type sessionKey struct {
+	key
+	input bool
+}
 
 // subjectSession is a subject's own upstream session to a server.
 type subjectSession struct {
@@ -202,7 +211,7 @@ func New(opts *Options) (*Manager, error) {
 	if opts == nil {
 		return nil, errors.New("upauth: options are required")
 	}
-	m := &Manager{o: *opts, servers: map[string]*Server{}, sessions: map[key]*subjectSession{}, exch: map[exchangeKey]exchanged{},
+	m := &Manager{o: *opts, servers: map[string]*Server{}, sessions: map[sessionKey]*subjectSession{}, exch: map[exchangeKey]exchanged{},
 		open: map[key]*openFlow{}, log: opts.Logger, now: opts.Now}
 	if m.log == nil {
 		m.log = slog.New(slog.DiscardHandler)
@@ -401,7 +410,7 @@ func lost(err error) bool {
 }
 
 // session returns k's session, connecting it once.
-func (m *Manager) session(ctx context.Context, s *Server, k key, bearer string) (*mcp.ClientSession, error) {
+func (m *Manager) session(ctx context.Context, s *Server, k sessionKey, bearer string) (*mcp.ClientSession, error) {
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
@@ -411,7 +420,7 @@ func (m *Manager) session(ctx context.Context, s *Server, k key, bearer string) 
 	var evict *subjectSession
 	if ss == nil {
 		if len(m.sessions) >= MaxSubjectSessions {
-			var oldest key
+			var oldest sessionKey
 			for ok, o := range m.sessions {
 				if evict == nil || o.used.Load() < evict.used.Load() {
 					oldest, evict = ok, o
@@ -444,7 +453,7 @@ func (m *Manager) session(ctx context.Context, s *Server, k key, bearer string) 
 	return ss.sess, ss.err
 }
 
-func (m *Manager) connect(ctx context.Context, s *Server, k key, ss *subjectSession) (*mcp.ClientSession, error) {
+func (m *Manager) connect(ctx context.Context, s *Server, k sessionKey, ss *subjectSession) (*mcp.ClientSession, error) {
 	var dynamic func(*http.Request) http.Header
 	if s.Mode == Exchange {
 		// The exchanged token of the call a request belongs to, on every
@@ -467,9 +476,12 @@ func (m *Manager) connect(ctx context.Context, s *Server, k key, ss *subjectSess
 	}
 	// It announces what the shared sessions announce, so the server lists
 	// on it what it lists there (a server may list tools by the client's
-	// capabilities: a narrower listing would be judged as drift). Their
-	// requests are not routed on it: the go-sdk refuses them.
+	// capabilities: a narrower listing would be judged as drift). A
+	// server's own requests are not routed on it (the go-sdk refuses
+	// them); its input requests (SEP-2322) are passed on to, or asked of,
+	// the caller of the request that got them (relay.SubjectClient).
 	o := &mcp.ClientOptions{Logger: m.log, Capabilities: relay.RoutableCapabilities()}
+	relay.SubjectClient(o, k.input)
 	if j := m.o.Judge; j != nil {
 		o.ToolListChangedHandler = func(_ context.Context, r *mcp.ToolListChangedRequest) { j.SessionChanged(s.Name, r.Session) }
 	}
@@ -487,8 +499,14 @@ func (m *Manager) connect(ctx context.Context, s *Server, k key, ss *subjectSess
 	return sess, nil
 }
 
-// drop closes and forgets k's session.
+// drop closes and forgets k's sessions.
 func (m *Manager) drop(k key) {
+	m.dropSession(sessionKey{k, false})
+	m.dropSession(sessionKey{k, true})
+}
+
+// dropSession closes and forgets one session.
+func (m *Manager) dropSession(k sessionKey) {
 	m.mu.Lock()
 	ss := m.sessions[k]
 	delete(m.sessions, k)
@@ -509,7 +527,7 @@ func (m *Manager) Close() error {
 	m.mu.Lock()
 	m.closed = true
 	all := m.sessions
-	m.sessions = map[key]*subjectSession{}
+	m.sessions = map[sessionKey]*subjectSession{}
 	m.mu.Unlock()
 	for _, ss := range all {
 		ss.once.Do(func() {})

@@ -203,7 +203,9 @@ func bearerSubject(r *http.Request, verify auth.TokenVerifier) (string, bool, er
 // Send is the gateway's sender for a call to a user or exchange server:
 // CallTool on the subject's own session, its failures as the gateway's
 // senders report them (*toolset.Error; a caller without a token to
-// exchange is refused denied).
+// exchange is refused denied). ctx carries c's caller
+// (relay.Relay.WithCaller): a server's input requests are passed on to
+// it, with the result, or asked of it (WithSession).
 func (m *Manager) Send(ctx context.Context, tg toolset.Target, c relay.Call, subject, callerToken string) (*mcp.CallToolResult, error) {
 	name := tg.Upstream.Name()
 	p, err := c.Params(tg.Remote)
@@ -214,6 +216,13 @@ func (m *Manager) Send(ctx context.Context, tg toolset.Target, c relay.Call, sub
 	var se *SessionError
 	var te *toolset.Error
 	switch {
+	case err == nil && res.InputRequests != nil:
+		// The server asks for input, passed on (relay.SubjectClient): the
+		// caller's to answer if it takes input, as on a shared session.
+		if err := c.InputPassed(res.InputRequests); err != nil {
+			return nil, &toolset.Error{Code: toolset.CodeCallFailed, Server: name, Tool: tg.Tool, Err: err}
+		}
+		return res, nil
 	case err == nil:
 		return res, nil
 	case errors.As(err, &te) && te.Code == toolset.CodeQuarantined: // the session's listing drifted (Options.Judge): nothing was sent
