@@ -52,7 +52,7 @@ func TestMultiRoundTripUserAuth(t *testing.T) {
 	connectService(t, vault.New(st, keys, nil), "up", up.url)
 	for i, gs := range []*httptest.Server{ga, gb} {
 		dir := t.TempDir()
-		yml := strings.Replace(userConfig(dir, d, public, up.url), "listen: 127.0.0.1:0\n", "listen: 127.0.0.1:0\nupstreamProtocol: auto\n", 1)
+		yml := strings.Replace(userConfig(dir, d, public, up.url), "listen: 127.0.0.1:0\n", "listen: 127.0.0.1:0\nhttp: {bothRevisions: true}\nupstreamProtocol: auto\n", 1)
 		cfg, err := ParseConfig([]byte(yml), filepath.Join(dir, "gatehouse.yaml"), dir)
 		if err != nil {
 			t.Fatal(err)
