@@ -55,8 +55,6 @@ type candidate struct {
 	weights Weights
 	fk1, fb Weights
 	plain   bool
-	thes    map[string][]wterm // thesaurus expansions, if any
-	docThes map[string][]wterm // a name's thesaurus relatives, if any
 }
 
 // candidates are the settings the leave-servers-out evaluation chooses
@@ -106,8 +104,6 @@ func (c candidate) index(docs []Doc) *Index {
 	}
 	w, k1, b := c.weights, c.fk1, c.fb
 	ix := newIndex(&Options{Weights: &w, FieldK1: &k1, FieldB: &b}, c.tu)
-	ix.thes = c.thes
-	ix.docThes = c.docThes
 	ix.ReplaceAll(docs)
 	return ix
 }

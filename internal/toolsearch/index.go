@@ -50,24 +50,6 @@ type tuning struct {
 	joint        bool    // saturate the fields' weighted sum once (classic BM25F), not each field
 	conflict     float32 // the factor of a tool whose name's action is not the request's (1: none)
 	server       float32 // how much a tool's score grows with its server's match of the request (0: none)
-
-	// Experimental: pseudo-relevance feedback.
-	prfK      int     // feedback documents (0: none)
-	prfTerms  int     // feedback terms added
-	prfW      float32 // weight of the best feedback term
-	prfFields uint8   // 0: name and title; 1: name, title, description
-	prfIDF    bool    // feedback terms ranked by weight × idf
-	prfSrv    bool    // feedback terms count for the servers' match
-	prfOne    bool    // at most one feedback document per server
-	// Experimental: soft coordination.
-	strongMin float32 // a term of at least this weight matches its words strongly
-	weak      float32 // a word matched only weakly counts this much for coordination (0 or 1: fully)
-	expLong   float32 // the factor of the long fields for an expansion's match (0: 1)
-	namedExp  float32 // the factor of the table expansions of a word some tool's name has (0 or 1: none)
-	// Experimental: thesaurus gate.
-	docExp     float32 // the weight of a name's WordNet relatives (experimental)
-	thesTarget bool    // only expansions some tool's name has
-	thesGate   uint8   // 0: every word; 1: a word no tool's name has; 2: a word no tool has
 }
 
 // defaultTuning is the tuning of New. The domain weight sits between a
@@ -149,14 +131,11 @@ type Index struct {
 	fk1     [numFields]float32 // per-field saturation
 	fb      [numFields]float32 // per-field length normalization
 	wk      [numFields]float32 // weight × (k1 + 1), per field
-	wkExp   [numFields]float32 // wk for an expansion (experimental)
 	tu      tuning
 	model   *Model
 	alpha   float32 // the semantic weight
 	plain   bool
 	expand  map[string][]wterm // query word's stem → expansions
-	thes    map[string][]wterm // query word's stem → thesaurus expansions (gated by tu.thesGate)
-	docThes map[string][]wterm // name word's stem → thesaurus relatives added to a document (experimental)
 	coord   float64            // coordination exponent
 
 	mu  sync.Mutex // serializes writers
@@ -169,7 +148,7 @@ type Index struct {
 type scratch struct {
 	acc   []float32 // score per flat document number
 	srv   []float32 // score per slot: how much of the request its server's tools say
-	words []uint64  // the query words each document matched (low 32 bits), and matched strongly (high 32 bits)
+	words []uint32  // the query words each document matched
 }
 
 // A Hit is one result of a search.
@@ -186,7 +165,6 @@ const (
 	fieldDescription
 	fieldParams
 	fieldServer
-	fieldExp // experimental: WordNet relatives of the name's words
 	numFields
 )
 
@@ -196,7 +174,6 @@ type wterm struct {
 	term  string
 	w     float32
 	words uint32
-	exp   bool // an expansion of a word, not the word
 }
 
 // posting is one document's occurrences of a term, per field.
@@ -213,13 +190,6 @@ type segment struct {
 	postings map[string][]posting
 	vecs     [][]float32 // each tool's vector, with a model
 	acts     []action    // each tool's name's action
-	fwd      [][]fterm   // each tool's terms, with their counts per field
-}
-
-// fterm is one term of a document, with its counts per field.
-type fterm struct {
-	term string
-	tf   [numFields]float32
 }
 
 // snapshot is an immutable state of the index. Each server's segment has
@@ -234,7 +204,6 @@ type snapshot struct {
 	names    []string          // flat document number → name
 	vecs     [][]float32       // flat document number → vector, with a model
 	acts     []action          // flat document number → its name's action
-	fwd      [][]fterm         // flat document number → its terms
 	srvWords []string          // the words of the servers' names, sorted, each once
 	norm     [][numFields]float32
 	n        int
@@ -287,7 +256,7 @@ func newIndex(opts *Options, tu tuning) *Index {
 	ix := &Index{
 		k1:      float32(o.K1),
 		b:       float32(o.B),
-		weights: [numFields]float32{float32(w.Name), float32(w.Title), float32(w.Description), float32(w.Params), float32(w.Server), tu.docExp},
+		weights: [numFields]float32{float32(w.Name), float32(w.Title), float32(w.Description), float32(w.Params), float32(w.Server)},
 		plain:   o.Plain,
 		coord:   tu.coord,
 		tu:      tu,
@@ -297,18 +266,14 @@ func newIndex(opts *Options, tu tuning) *Index {
 	if ix.alpha <= 0 || ix.alpha > 1 {
 		ix.alpha = DefaultSemanticWeight
 	}
-	for f, v := range [numFields]float64{fk1.Name, fk1.Title, fk1.Description, fk1.Params, fk1.Server, fk1.Name} {
+	for f, v := range [numFields]float64{fk1.Name, fk1.Title, fk1.Description, fk1.Params, fk1.Server} {
 		ix.fk1[f] = float32(max(v, 0.01))
 	}
-	for f, v := range [numFields]float64{fb.Name, fb.Title, fb.Description, fb.Params, fb.Server, fb.Name} {
+	for f, v := range [numFields]float64{fb.Name, fb.Title, fb.Description, fb.Params, fb.Server} {
 		ix.fb[f] = float32(min(max(v, 0), 1))
 	}
 	for f := range ix.wk {
 		ix.wk[f] = ix.weights[f] * (ix.fk1[f] + 1)
-		ix.wkExp[f] = ix.wk[f]
-		if tu.expLong > 0 && (f == int(fieldDescription) || f == int(fieldParams)) {
-			ix.wkExp[f] *= tu.expLong
-		}
 	}
 	if !o.Plain {
 		ix.expand = expansions(tu)
@@ -505,7 +470,6 @@ func (ix *Index) snapshot(slots []*segment, slotOf map[string]int32, terms map[s
 		}
 		s.names = append(s.names, seg.names...)
 		s.acts = append(s.acts, seg.acts...)
-		s.fwd = append(s.fwd, seg.fwd...)
 		if ix.model != nil {
 			s.vecs = append(s.vecs, seg.vecs...)
 		}
@@ -574,27 +538,9 @@ func (ix *Index) segment(server string, docs []Doc) *segment {
 		}
 		count(fieldServer, srv)
 		count(fieldServer, d.PluginDescription)
-		if ix.docThes != nil {
-			for _, w := range ix.terms(nil, strings.TrimPrefix(d.Name, srv+"__")) {
-				for _, e := range ix.docThes[w] {
-					c := tf[e.term]
-					if c == nil {
-						c = new([numFields]float32)
-						tf[e.term] = c
-					}
-					c[fieldExp] = 1
-					seg.lens[i][fieldExp]++
-				}
-			}
-		}
-		var fw []fterm
 		for t, c := range tf {
 			seg.postings[t] = append(seg.postings[t], posting{doc: int32(i), tf: *c})
-			if ix.tu.prfK > 0 {
-				fw = append(fw, fterm{term: t, tf: *c})
-			}
 		}
-		seg.fwd = append(seg.fwd, fw)
 		if ix.model != nil {
 			name := strings.Join(words(nil, strings.TrimPrefix(d.Name, srv+"__")), " ")
 			seg.vecs = append(seg.vecs, ix.model.Embed(name+". "+d.Title+". "+d.Description))
@@ -630,20 +576,16 @@ func (ix *Index) terms(dst []string, text string) []string {
 // unless the query is only values.
 func (ix *Index) queryTerms(s *snapshot, q *Query) ([]wterm, uint32) {
 	var ts []wterm
-	addx := func(t string, w float32, words uint32, exp bool) {
+	add := func(t string, w float32, words uint32) {
 		for i := range ts {
 			if ts[i].term == t {
-				if w > ts[i].w {
-					ts[i].exp = exp
-				}
 				ts[i].w = max(ts[i].w, w)
 				ts[i].words |= words
 				return
 			}
 		}
-		ts = append(ts, wterm{term: t, w: w, words: words, exp: exp})
+		ts = append(ts, wterm{term: t, w: w, words: words})
 	}
-	add := func(t string, w float32, words uint32) { addx(t, w, words, false) }
 	var counted uint32
 	for i, w := range q.words {
 		bit := uint32(1) << i
@@ -676,24 +618,12 @@ func (ix *Index) queryTerms(s *snapshot, q *Query) ([]wterm, uint32) {
 				}
 			}
 		}
-		ew := weight
-		if ix.tu.namedExp > 0 && ix.tu.namedExp < 1 && s.inName(st) {
-			ew *= ix.tu.namedExp
-		}
 		for _, e := range ix.expand[st] {
-			addx(e.term, e.w*ew, bit, true)
+			add(e.term, e.w*weight, bit)
 		}
 		if st != w {
 			for _, e := range ix.expand[w] {
-				addx(e.term, e.w*ew, bit, true)
-			}
-		}
-		if es := ix.thes[st]; len(es) > 0 && q.kind[i] == notValue && ix.gateOpen(s, st) {
-			for _, e := range es {
-				if ix.tu.thesTarget && !s.inName(e.term) {
-					continue
-				}
-				addx(e.term, e.w*weight, bit, true)
+				add(e.term, e.w*weight, bit)
 			}
 		}
 	}
@@ -721,35 +651,6 @@ func (ix *Index) queryTerms(s *snapshot, q *Query) ([]wterm, uint32) {
 		counted = 1<<len(q.words) - 1
 	}
 	return ts, counted
-}
-
-// gateOpen says whether a query word's thesaurus expansions are added.
-func (ix *Index) gateOpen(s *snapshot, st string) bool {
-	switch ix.tu.thesGate {
-	case 1:
-		for _, h := range s.terms[st] {
-			for _, p := range h.ps {
-				if p.tf[fieldName] > 0 {
-					return false
-				}
-			}
-		}
-	case 2:
-		return len(s.terms[st]) == 0
-	}
-	return true
-}
-
-// inName says whether a term is in some tool's name.
-func (s *snapshot) inName(term string) bool {
-	for _, h := range s.terms[term] {
-		for _, p := range h.ps {
-			if p.tf[fieldName] > 0 {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // named says whether a term is in some tool's name or server's name.
@@ -793,12 +694,14 @@ func (ix *Index) SearchQuery(q *Query, limit int, allow func(name string) bool) 
 	defer ix.accs.Put(sc)
 	if cap(sc.acc) < s.n {
 		sc.acc = make([]float32, s.n)
-		sc.words = make([]uint64, s.n)
+		sc.words = make([]uint32, s.n)
 	}
 	acc, matched := sc.acc[:s.n], sc.words[:s.n]
 	clear(acc)
 	clear(matched)
 
+	n := float64(s.n)
+	k1 := ix.k1
 	qts, counted := ix.queryTerms(s, q)
 	var srv []float32
 	if ix.tu.server > 0 && !ix.plain {
@@ -808,50 +711,8 @@ func (ix *Index) SearchQuery(q *Query, limit int, allow func(name string) bool) 
 		srv = sc.srv[:len(s.slots)]
 		clear(srv)
 	}
-	ix.score(s, qts, acc, matched, srv)
-	if !ix.plain && ix.tu.prfK > 0 {
-		ix.adjust(s, q, acc, matched, counted, srv)
-		if fb := ix.feedback(s, qts, topScored(acc, s.names, ix.tu.prfK, allow)); len(fb) > 0 {
-			clear(acc)
-			clear(matched)
-			if srv != nil {
-				clear(srv)
-				if ix.tu.prfSrv {
-					ix.score(s, append(qts, fb...), acc, matched, srv)
-				} else {
-					ix.score(s, qts, acc, matched, srv)
-					ix.score(s, fb, acc, matched, nil)
-				}
-			} else {
-				ix.score(s, append(qts, fb...), acc, matched, nil)
-			}
-			ix.adjust(s, q, acc, matched, counted, srv)
-		}
-		if ix.model == nil {
-			return topHits(acc, s.names, limit, allow)
-		}
-		return ix.rerank(s, q, topScored(acc, s.names, max(semanticCandidates, 3*limit), allow), limit)
-	}
-	if !ix.plain {
-		ix.adjust(s, q, acc, matched, counted, srv)
-	}
-	if ix.model == nil {
-		return topHits(acc, s.names, limit, allow)
-	}
-	return ix.rerank(s, q, topScored(acc, s.names, max(semanticCandidates, 3*limit), allow), limit)
-}
-
-// score adds the scores of the weighted terms qts to acc, the words they
-// match to matched and, when srv is not nil, their servers' scores to srv.
-func (ix *Index) score(s *snapshot, qts []wterm, acc []float32, matched []uint64, srv []float32) {
-	n := float64(s.n)
-	k1 := ix.k1
 	for _, qt := range qts {
 		list := s.terms[qt.term]
-		mbits := uint64(qt.words)
-		if qt.w >= ix.tu.strongMin {
-			mbits |= uint64(qt.words) << 32
-		}
 		if srv != nil && len(list) > 0 {
 			// The servers' own BM25 over their tools: a server many of
 			// whose tools say a word that few servers say.
@@ -873,9 +734,6 @@ func (ix *Index) score(s *snapshot, qts []wterm, acc []float32, matched []uint64
 		if !ix.plain && !ix.tu.joint {
 			wq := qt.w * idf
 			wk := &ix.wk
-			if qt.exp && ix.tu.expLong > 0 {
-				wk = &ix.wkExp
-			}
 			for _, h := range list {
 				base := s.base[h.slot]
 				for _, p := range h.ps {
@@ -885,9 +743,9 @@ func (ix *Index) score(s *snapshot, qts []wterm, acc []float32, matched []uint64
 					// word adds 0 (its K is positive).
 					sc := wk[0]*p.tf[0]/(p.tf[0]+nm[0]) + wk[1]*p.tf[1]/(p.tf[1]+nm[1]) +
 						wk[2]*p.tf[2]/(p.tf[2]+nm[2]) + wk[3]*p.tf[3]/(p.tf[3]+nm[3]) +
-						wk[4]*p.tf[4]/(p.tf[4]+nm[4]) + wk[5]*p.tf[5]/(p.tf[5]+nm[5])
+						wk[4]*p.tf[4]/(p.tf[4]+nm[4])
 					acc[d] += wq * sc
-					matched[d] |= mbits
+					matched[d] |= qt.words
 				}
 			}
 			continue
@@ -903,123 +761,31 @@ func (ix *Index) score(s *snapshot, qts []wterm, acc []float32, matched []uint64
 					tf += p.tf[f] * nm[f]
 				}
 				acc[d] += wq * tf / (tf + k1)
-				matched[d] |= mbits
+				matched[d] |= qt.words
 			}
 		}
 	}
-}
-
-// feedback returns the terms of the best hits of a first ranking, weighed
-// by their hits' scores (RM3-like pseudo-relevance feedback), that are not
-// terms of the query.
-func (ix *Index) feedback(s *snapshot, qts []wterm, top []scored) []wterm {
-	if len(top) == 0 {
-		return nil
+	if !ix.plain {
+		ix.adjust(s, q, acc, matched, counted, srv)
 	}
-	if ix.tu.prfOne {
-		seen := map[int]bool{}
-		kept := top[:0:0]
-		for _, e := range top {
-			slot := 0
-			for i, b := range s.base {
-				if b <= e.doc {
-					slot = i
-				}
-			}
-			if !seen[slot] {
-				seen[slot] = true
-				kept = append(kept, e)
-			}
-		}
-		top = kept
+	if ix.model == nil {
+		return topHits(acc, s.names, limit, allow)
 	}
-	var total float32
-	for _, e := range top {
-		total += e.score
-	}
-	fw := [numFields]float32{1, 1, 0, 0, 0, 0}
-	if ix.tu.prfFields == 1 {
-		fw[fieldDescription] = 1
-	}
-	weights := map[string]float32{}
-	for _, e := range top {
-		var dl float32
-		for _, t := range s.fwd[e.doc] {
-			for f := range fw {
-				dl += fw[f] * t.tf[f]
-			}
-		}
-		if dl == 0 {
-			continue
-		}
-		for _, t := range s.fwd[e.doc] {
-			var c float32
-			for f := range fw {
-				c += fw[f] * t.tf[f]
-			}
-			if c > 0 {
-				weights[t.term] += e.score / total * c / dl
-			}
-		}
-	}
-	for _, qt := range qts {
-		delete(weights, qt.term)
-	}
-	out := make([]wterm, 0, len(weights))
-	n := float64(s.n)
-	for t, w := range weights {
-		if ix.tu.prfIDF {
-			var df int
-			for _, h := range s.terms[t] {
-				df += len(h.ps)
-			}
-			w *= float32(math.Log(1 + (n-float64(df)+0.5)/(float64(df)+0.5)))
-		}
-		out = append(out, wterm{term: t, w: w})
-	}
-	slices.SortFunc(out, func(a, b wterm) int {
-		if a.w != b.w {
-			if a.w > b.w {
-				return -1
-			}
-			return 1
-		}
-		return strings.Compare(a.term, b.term)
-	})
-	out = out[:min(len(out), ix.tu.prfTerms)]
-	if len(out) == 0 {
-		return nil
-	}
-	best := out[0].w
-	for i := range out {
-		out[i].w = ix.tu.prfW * out[i].w / best
-	}
-	return out
+	return ix.rerank(s, q, topScored(acc, s.names, max(semanticCandidates, 3*limit), allow), limit)
 }
 
 // adjust applies to a search's scores, in one pass, what depends on more
 // than one word of the request: its server's match, its action, and
 // coordination.
-func (ix *Index) adjust(s *snapshot, q *Query, acc []float32, matched []uint64, counted uint32, srv []float32) {
+func (ix *Index) adjust(s *snapshot, q *Query, acc []float32, matched []uint32, counted uint32, srv []float32) {
 	// Coordination: a tool that matches more of the request's words
 	// ranks above one that matches a single word many times. Values do
 	// not count: a tool is not better for matching a URL's words.
 	var coord []float32
-	n := bits.OnesCount32(counted)
-	weak := ix.tu.weak > 0 && ix.tu.weak < 1
-	if n > 1 {
-		if weak {
-			coord = make([]float32, (n+1)*(n+1))
-			for k := 0; k <= n; k++ {
-				for j := 0; k+j <= n; j++ {
-					coord[k*(n+1)+j] = float32(math.Pow((float64(k)+float64(ix.tu.weak)*float64(j))/float64(n), ix.coord))
-				}
-			}
-		} else {
-			coord = make([]float32, n+1)
-			for k := range coord {
-				coord[k] = float32(math.Pow(float64(k)/float64(n), ix.coord))
-			}
+	if n := bits.OnesCount32(counted); n > 1 {
+		coord = make([]float32, n+1)
+		for k := range coord {
+			coord[k] = float32(math.Pow(float64(k)/float64(n), ix.coord))
 		}
 	}
 	// A tool whose name does another thing than the request asks (it
@@ -1058,14 +824,7 @@ func (ix *Index) adjust(s *snapshot, q *Query, acc []float32, matched []uint64, 
 				a *= conflict
 			}
 			if coord != nil {
-				m := uint32(matched[d]) & counted
-				if weak {
-					strong := uint32(matched[d]>>32) & counted
-					k := bits.OnesCount32(strong)
-					a *= coord[k*(n+1)+bits.OnesCount32(m&^strong)]
-				} else {
-					a *= coord[bits.OnesCount32(m)]
-				}
+				a *= coord[bits.OnesCount32(matched[d]&counted)]
 			}
 			acc[d] = a
 		}

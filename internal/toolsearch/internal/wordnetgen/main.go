@@ -41,8 +41,6 @@ func main() {
 	flag.BoolVar(&o.hypernyms, "hypernyms", true, "keep the direct hypernyms of a sense")
 	flag.BoolVar(&o.derived, "derived", true, "keep the derivationally related words (notify/notification)")
 	flag.IntVar(&o.minTagged, "min-tagged", 1, "keep a word only when this many of its senses are tagged in WordNet's semantic concordance (a word in common use)")
-	flag.BoolVar(&o.allLex, "all-lex", false, "keep the senses of every lexicographer file, not only those of acts, artifacts, communication, ...")
-	flag.BoolVar(&o.derivedSynset, "derived-synset", false, "a derivation gives every word of its target's synset (remember: memory, remembering), not only its target word")
 	flag.Parse()
 	if o.dict == "" {
 		log.Fatal("wordnetgen: -dict is required")

@@ -13,14 +13,12 @@ import (
 
 // options select what of WordNet the table keeps.
 type options struct {
-	dict          string
-	senses        int  // a word's most frequent senses kept, per part of speech
-	maxSynset     int  // larger synsets are too loose to be synonyms
-	hypernyms     bool // keep direct hypernyms
-	derived       bool // keep derivationally related words
-	minTagged     int  // a word is kept when at least this many of its senses are tagged (in common use)
-	allLex        bool // keep senses of every lexicographer file
-	derivedSynset bool // a derivation gives every word of its target's synset, not only its target word
+	dict      string
+	senses    int  // a word's most frequent senses kept, per part of speech
+	maxSynset int  // larger synsets are too loose to be synonyms
+	hypernyms bool // keep direct hypernyms
+	derived   bool // keep derivationally related words
+	minTagged int  // a word is kept when at least this many of its senses are tagged (in common use)
 }
 
 // lexFiles are WordNet's lexicographer files whose senses are kept: the
@@ -248,7 +246,7 @@ func build(srcs []source, o options) (table, error) {
 				if !ok {
 					return nil, fmt.Errorf("index.%s:%d: %q: no synset %d in data.%s", src.pos, n, ie.lemma, off, src.pos)
 				}
-				if o.allLex || lexFiles[s.lexFile] {
+				if lexFiles[s.lexFile] {
 					t.addSense(ie.lemma, s, synsets, o)
 				}
 			}
@@ -296,11 +294,7 @@ func (t table) addSense(lemma string, s synset, synsets map[int64]synset, o opti
 			// A derivation's target is in the other part of speech's
 			// data file; its word is resolved when both are read (see
 			// resolveDerived), so keep the pointer's target here.
-			k := derivedKey(p)
-			if o.derivedSynset {
-				k = fmt.Sprintf("\x00%c%d:%d", p.pos, p.offset, 0)
-			}
-			e.derived[k] = true
+			e.derived[derivedKey(p)] = true
 		}
 	}
 }
@@ -326,15 +320,7 @@ func (t table) resolveDerived(all map[byte]map[int64]synset) {
 				continue
 			}
 			s, ok := all[pos][off]
-			if !ok || dst < 0 || dst > len(s.words) {
-				continue
-			}
-			if dst == 0 {
-				for _, w := range s.words {
-					if plainWord(w) {
-						e.derived[w] = true
-					}
-				}
+			if !ok || dst < 1 || dst > len(s.words) {
 				continue
 			}
 			if w := s.words[dst-1]; plainWord(w) {
