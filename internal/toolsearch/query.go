@@ -258,10 +258,35 @@ func classify(t string) valueKind {
 			inner = true // report.pdf, acme.io, 1.2.3, nginx:latest, session:abc
 		}
 	}
-	if digits || inner || identifier(t) {
+	if digits || inner || identifier(t) || clockTime(t) {
 		return hardValue
 	}
 	return notValue
+}
+
+// clockTime says whether a token is a time of day: "9am", "10:30",
+// "7.45pm", "17h" (not "10.30", a number, nor "10:30:00").
+func clockTime(t string) bool {
+	t = strings.ToLower(strings.Trim(t, ",;!?()[]{}<>\"'`“”‘’"))
+	t = strings.TrimSuffix(t, ".")
+	rest := strings.TrimRight(t, "apmh")
+	suffix := t[len(rest):]
+	switch suffix {
+	case "am", "pm", "h", "":
+	default:
+		return false
+	}
+	hh, mm, colon := strings.Cut(rest, ":")
+	if !colon && (suffix == "am" || suffix == "pm") {
+		hh, mm, colon = strings.Cut(rest, ".") // "7.45pm"; "10.30" is a number
+	}
+	if hh == "" || len(hh) > 2 || strings.Trim(hh, "0123456789") != "" {
+		return false
+	}
+	if colon && (len(mm) != 2 || strings.Trim(mm, "0123456789") != "") {
+		return false
+	}
+	return colon || suffix != ""
 }
 
 // identifier says whether a token is a key or a hash: letters and digits
@@ -304,8 +329,37 @@ func hintOf(t string, k valueKind) string {
 	case strings.HasPrefix(t, "~/"), strings.HasPrefix(t, "./"), strings.HasPrefix(t, "/") && len(t) > 1:
 		return "path"
 	}
-	return ""
+	if clockTime(t) {
+		return "time"
+	}
+	// A dotted name: a domain ("acme.io") is a URL's, a name with an
+	// extension ("notes.txt", "Projects/Gatehouse.md") a file's.
+	t = strings.TrimSuffix(t, ".")
+	dot := strings.LastIndexByte(t, '.')
+	if dot <= 0 || dot == len(t)-1 || strings.ContainsAny(t, ":") {
+		return ""
+	}
+	ext := strings.ToLower(t[dot+1:])
+	if _, ok := domainSuffixes[ext]; ok && !strings.Contains(t, "/") {
+		return "url"
+	}
+	if len(ext) > 5 || ext[0] < 'a' || ext[0] > 'z' {
+		return "" // "spec.replicas", "1.2.3": no extension
+	}
+	for i := 0; i < len(ext); i++ {
+		if (ext[i] < 'a' || ext[i] > 'z') && (ext[i] < '0' || ext[i] > '9') {
+			return ""
+		}
+	}
+	return "file"
 }
+
+// domainSuffixes are the top-level domains a name ending in one is taken
+// for a web address by ("github.com", "acme.io"): the generic ones and the
+// country codes sites use as generic ones. Others ("report.md", "run.sh")
+// end file names far more often in a request to tools.
+var domainSuffixes = setOf("com", "org", "net", "edu", "gov", "io", "ai", "dev", "app", "co", "me", "info", "biz",
+	"tv", "ly", "us", "uk", "eu", "de", "fr", "ca", "au", "jp", "cn", "ru", "nl", "cloud", "site", "xyz", "tech")
 
 // nameLike says whether word w of token t may be a proper name or a code:
 // the token is capitalized or carries digits, and w is not a word the

@@ -23,7 +23,17 @@ func TestQueryValues(t *testing.T) {
 		{"show the last 100 lines", []string{"100"}, nil},
 		{"pull postgres:16 now", []string{"postgres", "16"}, nil},
 		{"post in #general", []string{"general"}, nil},
-		{"write an llms.txt for the site", []string{"llms", "txt"}, nil},
+		{"write an llms.txt for the site", []string{"llms", "txt"}, []string{"file"}},                     // a name with an extension: a file's
+		{"show what's inside notes.txt.", []string{"notes", "txt"}, []string{"file"}},                     // at a sentence's end
+		{"open my note Projects/Gatehouse.md", []string{"projects", "gatehouse", "md"}, []string{"file"}}, // relative: no path's start
+		{"list every URL on acme.io", []string{"acme", "io"}, []string{"url"}},                            // a domain: a URL's
+		{"go to github.com in the browser", []string{"github", "com"}, []string{"url"}},
+		{"what does the spec.replicas field mean", []string{"spec", "replicas"}, nil}, // no extension: a field's path
+		{"upgrade to 1.2.3", []string{"1", "2", "3"}, nil},                            // a version
+		{"play song.mp3", []string{"song", "mp3"}, []string{"file"}},
+		{"if it's 9am in Berlin", []string{"9", "berlin"}, []string{"time"}}, // a time of day
+		{"wake me at 10:30", []string{"10", "30"}, []string{"time"}},
+		{"meet at 7.45pm", []string{"7", "45", "pm"}, []string{"time"}},
 		{"weather in Berlin tomorrow", []string{"berlin"}, nil},
 		{"Berlin weather", nil, nil},                                                 // capitalized at the start: not known to be a name
 		{"open a PR for the fix", nil, nil},                                          // PR is a table word
@@ -46,6 +56,20 @@ func TestQueryValues(t *testing.T) {
 		}
 		if !slices.Equal(q.hints, c.hints) {
 			t.Errorf("%q: hints %q, want %q", c.query, q.hints, c.hints)
+		}
+	}
+}
+
+// TestClockTime checks which tokens are times of day.
+func TestClockTime(t *testing.T) {
+	for _, tok := range []string{"9am", "9AM", "12pm", "10:30", "07:05", "7.45pm", "17h", "9am,", "(10:30)", "11pm."} {
+		if !clockTime(tok) {
+			t.Errorf("%q: not a time of day", tok)
+		}
+	}
+	for _, tok := range []string{"", "am", "pm", "h", "9", "100am", "10:3", "10:300", "10:ab", ":30", "9xm", "a9am", "9amx", "1.5", "10.30", "12.50", "v2", "10:30:00", "9 am"} {
+		if clockTime(tok) {
+			t.Errorf("%q: a time of day", tok)
 		}
 	}
 }
