@@ -630,10 +630,14 @@ func (ix *Index) queryTerms(s *snapshot, q *Query) ([]wterm, uint32) {
 	if ix.plain {
 		return ts, counted
 	}
-	// Two words that a tool's text writes as one ("on call", "oncall").
+	// Two words that a tool's text writes as one ("on call", "oncall"),
+	// or that the tables know as one ("go to": goto, which navigates;
+	// "roll back": rollback), and the one word's expansions.
 	for _, p := range q.pairs {
 		j := stem(p.joined)
-		if _, ok := s.terms[j]; !ok {
+		_, ok := s.terms[j]
+		exps := ix.expand[j]
+		if !ok && len(exps) == 0 {
 			continue
 		}
 		var bits uint32
@@ -642,7 +646,12 @@ func (ix *Index) queryTerms(s *snapshot, q *Query) ([]wterm, uint32) {
 				bits |= 1 << i
 			}
 		}
-		add(j, 1, bits)
+		if ok {
+			add(j, 1, bits)
+		}
+		for _, e := range exps {
+			add(e.term, e.w, bits)
+		}
 	}
 	for _, h := range q.hints {
 		add(stem(h), ix.tu.hint, 0)

@@ -144,4 +144,15 @@ func TestSplitConsistently(t *testing.T) {
 	if hs := ix.Search("who is on call", 1, nil); len(hs) == 0 || hs[0].Name != "g__get_current_oncall_users" {
 		t.Errorf("a word written as two: %v", hs)
 	}
+	// "go to" is "goto", which the tables know as navigating: the request
+	// takes goto's expansions at their weights, for the word "go".
+	q, err := ParseQuery("go to the docs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts, _ := ix.queryTerms(ix.cur.Load(), q)
+	i := slices.IndexFunc(ts, func(w wterm) bool { return w.term == stem("navigate") })
+	if i < 0 || ts[i].w != defaultTuning.domain || ts[i].words != 1 {
+		t.Errorf("two words the tables know as one: %+v", ts)
+	}
 }
