@@ -49,7 +49,10 @@
 //     feedback were measured on the benchmark and lift nothing (a
 //     general word's senses are not a tool catalog's; a catalog's top
 //     hits share their server's words, not the request's): the tests keep
-//     the measurement of the first (TestThesaurusMeasured).
+//     the measurement of the first (TestThesaurusMeasured). Measured
+//     again in the leave-servers-out folds, gated to the words no tool's
+//     name has, and as document expansion, they still lift a request or
+//     two at best (docs/BENCHMARKS.md, issue 39's third pass).
 //   - An embedding model only if the operator provides one: with
 //     Options.Model (LoadModel, a model2vec directory such as
 //     potion-base-8M's), the lexical ranking's best candidates are
@@ -57,8 +60,10 @@
 //     The safetensors and tokenizer.json readers are in this package, on
 //     the standard library; nothing is fetched at run time.
 //   - Values in a request are weighed down: the words of a URL, path,
-//     e-mail address, quoted text or number, and a capitalized word no
-//     tool's or server's name has, say what to act on, not which tool.
+//     e-mail address, quoted text, number or time of day, and a
+//     capitalized word no tool's or server's name has, say what to act
+//     on, not which tool. Their kind says a little of it: a URL or a
+//     domain adds "url", a file name "file", a time of day "time".
 //   - Each field saturates on its own (its k1 and b, Options.FieldK1 and
 //     FieldB), so that a long description repeating a word cannot outweigh
 //     a name that says it once.
