@@ -30,8 +30,10 @@
 // One schema serves SQLite and PostgreSQL, created by numbered migrations
 // embedded in the binary (store/internal/sqlstore/migrations/NNNN_name.sql)
 // and recorded in schema_migrations(version, name, applied_at). The dialect
-// differences are the binary column type (BLOB or BYTEA) and the
-// database-assigned key (INTEGER PRIMARY KEY AUTOINCREMENT or BIGSERIAL).
+// differences are the binary column type (BLOB or BYTEA), the
+// database-assigned key (INTEGER PRIMARY KEY AUTOINCREMENT or BIGSERIAL;
+// audit_log's is SQLite's row ID since version 13) and, since version 13,
+// the journal's indexes (below).
 // Opening a store migrates it in one transaction (SQLite: BEGIN IMMEDIATE;
 // PostgreSQL: pg_advisory_xact_lock keyed by the current schema), so
 // processes starting together are safe. A database whose version is newer
@@ -45,6 +47,7 @@
 //	            drifted, trusted_at)   indexes: (server_id, baseline_version, seen_by, id), (server_id, id)
 //	journal    (scope, run_id, tool_call_id PK; fingerprint, state, outcome bytes, owner, executor,
 //	            lease_until, created_at, updated_at, expires_at)        indexes: owner, expires_at
+//	                       (SQLite since version 13: one, (owner, expires_at))
 //	counters   (name PK, value, expires_at)                             index: expires_at
 //	approvals  (id PK; scope, run_id, tool_call_id; server, tool, args_fingerprint, args bytes,
 //	            caller_key, reason, owner, state, created_at, expires_at, decided_at, decided_by,

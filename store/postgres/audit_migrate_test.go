@@ -164,3 +164,37 @@ func checkMigratedAudit(t *testing.T, st store.AuditStore, old []store.AuditEntr
 		t.Fatalf("carol's first entry does not follow the old chain: %+v", carol[0])
 	}
 }
+
+// TestKeyedSchemaV13: version 13 changes SQLite's schema only; on
+// PostgreSQL the journal keeps its indexes on owner and on expires_at and
+// audit_log its BIGSERIAL key.
+func TestKeyedSchemaV13(t *testing.T) {
+	_, cfg := freshSchema(t)
+	openCfg(t, cfg(), nil) // migrated to the latest version
+	c := connect(t, cfg().ConnConfig)
+	ctx := t.Context()
+	var v int64
+	if err := c.QueryRow(ctx, `SELECT MAX(version) FROM schema_migrations`).Scan(&v); err != nil || v != sqlstore.LatestVersion() || v < 13 {
+		t.Fatalf("schema version %d, %v", v, err)
+	}
+	rows, err := c.Query(ctx, `SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() AND tablename = 'journal' ORDER BY indexname`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var names []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, n)
+	}
+	if got := strings.Join(names, " "); got != "journal_expires_at journal_owner journal_pkey" {
+		t.Fatalf("journal indexes on PostgreSQL at version 13: %q", got)
+	}
+	var def string
+	if err := c.QueryRow(ctx, `SELECT column_default FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = 'audit_log' AND column_name = 'id'`).Scan(&def); err != nil || !strings.HasPrefix(def, "nextval(") {
+		t.Fatalf("audit_log.id default on PostgreSQL: %q, %v", def, err)
+	}
+}

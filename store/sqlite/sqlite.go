@@ -98,8 +98,9 @@ type Store struct {
 var _ store.Store = (*Store)(nil)
 
 // dialect is SQLite's dialect: BLOB for bytes; AUTOINCREMENT keys (never
-// reused, unlike a plain rowid); BEGIN IMMEDIATE (set on every connection)
-// serialises migrators.
+// reused, unlike a plain rowid; audit_log's is the plain row ID since
+// migration 13, see there why it is never reused either); BEGIN IMMEDIATE
+// (set on every connection) serialises migrators.
 var dialect = sqlstore.Dialect{Name: "sqlite", Bytes: "BLOB", Serial: "INTEGER PRIMARY KEY AUTOINCREMENT"}
 
 // driverDSN returns the modernc.org/sqlite DSN Open uses for path. Its

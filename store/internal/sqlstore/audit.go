@@ -341,7 +341,11 @@ func (s *Store) AuditCheckpoints(ctx context.Context, chain string) ([]store.Aud
 	return out, nil
 }
 
-// TruncateAudit implements store.AuditStore.
+// TruncateAudit implements store.AuditStore. It never deletes a chain's
+// head, and nothing else deletes entries: on SQLite, whose audit_log IDs
+// are row IDs (one more than the greatest in the table) since migration
+// 13, that is what keeps them from being given again, the newest entry
+// (the greatest ID) being the head of its chain.
 func (s *Store) TruncateAudit(ctx context.Context, chain string, before int64) (int64, error) {
 	if before <= 1 {
 		return 0, nil

@@ -68,9 +68,10 @@ type Preparer interface {
 
 // Inserter is implemented by a Querier that reports the row ID of the
 // last row an INSERT added (SQLite's adapter). There a multi-row INSERT
-// into a table with a {{SERIAL}} key, the write lock held, assigns
-// consecutive IDs in VALUES order, so the audit trail's INSERT needs no
-// RETURNING, whose rows SQLite first collects in a temporary table.
+// into a table with an integer key the database assigns ({{SERIAL}}, or
+// audit_log's row ID), the write lock held, assigns consecutive IDs in
+// VALUES order, so the audit trail's INSERT needs no RETURNING, whose rows
+// SQLite first collects in a temporary table.
 type Inserter interface {
 	Insert(ctx context.Context, sql string, args ...any) (rowsAffected, lastID int64, err error)
 }

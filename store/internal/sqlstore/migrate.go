@@ -64,13 +64,24 @@ func LatestVersion() int64 {
 
 // Statements splits a migration into statements for d: comments dropped,
 // {{BYTES}} and {{SERIAL}} substituted, split at semicolons that end a
-// line.
+// line. A comment line "-- only NAME" makes the statements after it, up to
+// a line "-- every dialect" or the end, those of the dialect NAME alone
+// (Dialect.Name): the others skip them.
 func Statements(d Dialect, sql string) []string {
 	var out []string
 	var cur strings.Builder
+	skip := false
 	for line := range strings.SplitSeq(sql, "\n") {
 		t := strings.TrimSpace(line)
-		if t == "" || strings.HasPrefix(t, "--") {
+		if name, ok := strings.CutPrefix(t, "-- only "); ok {
+			skip = strings.TrimSpace(name) != d.Name
+			continue
+		}
+		if t == "-- every dialect" {
+			skip = false
+			continue
+		}
+		if t == "" || strings.HasPrefix(t, "--") || skip {
 			continue
 		}
 		cur.WriteString(strings.NewReplacer("{{BYTES}}", d.Bytes, "{{SERIAL}}", d.Serial).Replace(line))
