@@ -195,7 +195,8 @@ func Open(ctx context.Context, path string, opts *store.Options) (*Store, error)
 		return nil, fmt.Errorf("store: sqlite %q: %w", path, err)
 	}
 	adapter.cp = newCheckpointer(db, adapter.reads, adapter.lockWriter, adapter.unlockWriter, defaultCheckpoints())
-	return &Store{Store: sqlstore.New(adapter, sqlstore.Options{Now: o.Now, GroupCommit: o.GroupCommit.Enabled(true), Delay: commitdelay.Defaults()}), path: path}, nil
+	return &Store{Store: sqlstore.New(adapter, sqlstore.Options{Now: o.Now, GroupCommit: o.GroupCommit.Enabled(true), Delay: commitdelay.Defaults(),
+		SweepQuery: sweepQuery}), path: path}, nil
 }
 
 const defaultBusyTimeout = 10 * time.Second

@@ -1,31 +1,14 @@
 package sqlite
 
-import (
-	"context"
-	"fmt"
-	"time"
-
-	"github.com/gatehouse-dev/gatehouse/store/internal/norm"
-)
-
-// sweepQuery deletes the expired journal records owner by owner: since
-// schema version 13 the journal has one index for both, on (owner,
-// expires_at), which a claim writes instead of two. The owners are found
-// by a skip scan of that index (each the least owner after the last, one
-// seek each), and each owner's expired records are a range of it: the
-// statement reads the owners and the records it deletes, not the journal.
+// sweepQuery is Sweep's statement on SQLite (sqlstore.Options.SweepQuery):
+// it deletes the expired journal records owner by owner. Since schema
+// version 13 the journal has one index for both, on (owner, expires_at),
+// which a claim writes instead of two. The owners are found by a skip scan
+// of that index (each the least owner after the last, one seek each), and
+// each owner's expired records are a range of it: the statement reads the
+// owners and the records it deletes, not the journal.
 const sweepQuery = `WITH RECURSIVE owners(owner) AS (
  SELECT MIN(owner) FROM journal
  UNION ALL
  SELECT (SELECT MIN(j.owner) FROM journal AS j WHERE j.owner > owners.owner) FROM owners WHERE owners.owner IS NOT NULL)
 DELETE FROM journal WHERE owner IN (SELECT owner FROM owners) AND expires_at <> 0 AND expires_at <= $1`
-
-// Sweep implements store.JournalStore: the records whose expiry has
-// passed at now are deleted (sweepQuery).
-func (s *Store) Sweep(ctx context.Context, now time.Time) (int64, error) {
-	n, err := s.DB().Exec(ctx, sweepQuery, norm.MS(now))
-	if err != nil {
-		return 0, fmt.Errorf("store: sweep journal: %w", err)
-	}
-	return n, nil
-}

@@ -24,6 +24,7 @@ type Store struct {
 	gc    *committer
 	batch bool
 	bt    sqlbatch.Batcher // db when it runs the queue's batches itself (PostgreSQL)
+	sweep string           // Sweep's DELETE (Options.SweepQuery)
 }
 
 var _ store.Store = (*Store)(nil)
@@ -40,13 +41,20 @@ type Options struct {
 	// Delay is when a lone leader of the commit queue yields to the calls
 	// in flight (zero: never).
 	Delay commitdelay.Options
+	// SweepQuery is the statement Sweep runs, $1 the time in unix
+	// milliseconds; empty, sweepQuery (a range of the journal's index on
+	// expires_at). SQLite's journal has no such index since migration 13.
+	SweepQuery string
 }
 
 // New returns a Store over db (already migrated).
 func New(db DB, o Options) *Store {
-	s := &Store{db: db, now: o.Now}
+	s := &Store{db: db, now: o.Now, sweep: o.SweepQuery}
 	if s.now == nil {
 		s.now = time.Now
+	}
+	if s.sweep == "" {
+		s.sweep = sweepQuery
 	}
 	s.gc, s.batch = newCommitter(s, o.Delay), o.GroupCommit
 	s.bt, _ = db.(sqlbatch.Batcher)
@@ -422,9 +430,12 @@ func (s *Store) Purge(ctx context.Context, owner string) (int64, error) {
 	return total, nil
 }
 
-// Sweep implements store.JournalStore.
+// sweepQuery deletes the journal's expired records.
+const sweepQuery = `DELETE FROM journal WHERE expires_at <> 0 AND expires_at <= $1`
+
+// Sweep implements store.JournalStore with Options.SweepQuery.
 func (s *Store) Sweep(ctx context.Context, now time.Time) (int64, error) {
-	n, err := s.db.Exec(ctx, `DELETE FROM journal WHERE expires_at <> 0 AND expires_at <= $1`, norm.MS(now))
+	n, err := s.db.Exec(ctx, s.sweep, norm.MS(now))
 	if err != nil {
 		return 0, fmt.Errorf("store: sweep journal: %w", err)
 	}
