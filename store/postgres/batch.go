@@ -15,10 +15,12 @@ import (
 //
 // The queue's batch (concurrent Claims and Completes, and the audit
 // entries committed with them) is one transaction whose statements are
-// sent together, instead of one round trip each: BEGIN, every op's
-// statement in queue order, the INSERTs of the batch's audit entries and
-// COMMIT go in one round trip (two when an audit chain's head is not known
-// yet: it is read first, in the same transaction). Each op's statement
+// sent together, instead of one round trip each: every op's statement in
+// queue order and the INSERTs of the batch's audit entries go in one round
+// trip, the pipeline's implicit transaction, which the server commits at
+// its Sync (two round trips, between BEGIN and COMMIT, when an audit
+// chain's head is not known yet: it is read first, in the same
+// transaction). Each op's statement
 // returns what the op needs to answer, so no statement waits for another's
 // result:
 //   - a Claim is claimOneQuery: the INSERT ... ON CONFLICT DO NOTHING in a
