@@ -1,8 +1,10 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -86,6 +88,18 @@ type rrProxy struct {
 func newRRProxy(t *testing.T, replicas ...*gwReplica) *rrProxy {
 	p := &rrProxy{live: replicas, stream: map[string]*gwReplica{}}
 	p.hs = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The body is read before it is forwarded, as a load balancer
+		// does: streamed, the proxy's transport may still be reading its
+		// end when the replica's answer starts, and Go's HTTP/1 server
+		// then closes it, cutting the answer's stream (a flake under load).
+		if r.Body != nil {
+			b, err := io.ReadAll(r.Body)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(b))
+		}
 		p.mu.Lock()
 		if len(p.live) == 0 {
 			p.mu.Unlock()
