@@ -86,6 +86,9 @@ func (x *sharedSessions) deliver(raw []byte) {
 	case kindStream:
 		x.streamMoved(m)
 		return
+	case kindLevel:
+		x.levelChanged(m)
+		return
 	}
 	h := x.lookup(m.Session)
 	if h == nil {

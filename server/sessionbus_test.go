@@ -1,11 +1,14 @@
 package server
 
+//lint:file-ignore SA1019 a session's log level (deprecated by SEP-2577, still in 2025-11-25) is part of what every replica follows.
+
 import (
 	"context"
 	"fmt"
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -158,5 +161,76 @@ func TestCancellationReachesTheRunningReplica(t *testing.T) {
 			}
 			time.Sleep(5 * time.Millisecond)
 		}
+	}
+}
+
+// A log level set through one replica holds at once on another that
+// already serves a copy of the session, not at its next check (an hour
+// here): the debug messages of calls it runs right after reach the
+// caller. Without the announcement the copy filters them for a check.
+func TestLogLevelReachesEveryReplicaAtOnce(t *testing.T) {
+	c := newPGCluster(t, 2)
+	for _, r := range c.replicas {
+		r.srv.shared.Load().check = time.Hour
+	}
+	var logged atomic.Int64
+	cl := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, &mcp.ClientOptions{
+		LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
+			if req.Params.Data == "shouted" {
+				logged.Add(1)
+			}
+		},
+	})
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	cs, err := cl.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: c.proxy.URL + "/mcp",
+		HTTPClient: &http.Client{Transport: bearer{token: "tok-alice", base: tr}}, DisableStandaloneSSE: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	// Both replicas serve the session before the level is set.
+	for range 4 {
+		callTool(t, cs, "shout", map[string]any{}, nil)
+	}
+	for i, r := range c.replicas {
+		if r.srv.shared.Load().lookup(cs.ID()) == nil {
+			t.Fatalf("replica %d holds no copy of the session", i)
+		}
+	}
+	if n := logged.Load(); n != 0 {
+		t.Fatalf("%d debug messages before the level was set", n)
+	}
+	if err := cs.SetLoggingLevel(t.Context(), &mcp.SetLoggingLevelParams{Level: "debug"}); err != nil {
+		t.Fatal(err)
+	}
+	// The announcement is asynchronous: wait until each copy has the
+	// level (bounded), then call through both.
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		behind := 0
+		for _, r := range c.replicas {
+			h := r.srv.shared.Load().lookup(cs.ID())
+			h.mu.Lock()
+			if h.saved.LogLevel != "debug" {
+				behind++
+			}
+			h.mu.Unlock()
+		}
+		if behind == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d replica(s) still without the level after 5 s", behind)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	for range 6 {
+		callTool(t, cs, "shout", map[string]any{}, nil)
+	}
+	for deadline := time.Now().Add(2 * time.Second); logged.Load() < 6 && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if n := logged.Load(); n != 6 {
+		t.Errorf("%d of 6 debug messages reached the caller across the replicas", n)
 	}
 }

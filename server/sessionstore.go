@@ -219,8 +219,11 @@ func (x *sharedSessions) sweep(ctx context.Context, now time.Time) {
 }
 
 // setLevel records a session's new log level, so that a replica that
-// rebuilds it filters log messages as this one does, and tells the replica
-// holding the caller's standalone stream.
+// rebuilds it filters log messages as this one does, and, with a
+// Messenger, tells every replica: the one holding the caller's standalone
+// stream follows the row, and one holding a copy of the session takes the
+// level at once (levelChanged), not at its next check, so that a call it
+// runs next logs at the caller's level.
 func (x *sharedSessions) setLevel(ctx context.Context, ss *mcp.ServerSession, level mcp.LoggingLevel) {
 	h := x.lookup(ss.ID())
 	if h == nil || h.ss != ss {
@@ -242,8 +245,8 @@ func (x *sharedSessions) setLevel(ctx context.Context, ss *mcp.ServerSession, le
 		x.log.Warn("server: the session's log level was not stored: other replicas keep the one before", "err", err)
 		return
 	}
-	if x.bus != nil && rep.Stream != "" && rep.Stream != x.tag {
-		x.tell(ctx, rep.Stream, ss.ID(), false)
+	if x.bus != nil {
+		x.announceLevel(ctx, ss.ID(), rep.LogLevel)
 	}
 }
 
@@ -357,12 +360,17 @@ func (x *sharedSessions) replayLevel(r *http.Request, id, proto string, level mc
 // replay serves a request of Gatehouse's own on session id here, as a
 // request of its caller with the verified token tok, marked as a replay.
 func (x *sharedSessions) replay(ctx context.Context, id, proto string, tok *auth.TokenInfo, method string, params any) {
+	x.replayAs(ctx, id, proto, "", tok, method, params)
+}
+
+// replayAs is replay for the caller userID when tok is nil (inject).
+func (x *sharedSessions) replayAs(ctx context.Context, id, proto, userID string, tok *auth.TokenInfo, method string, params any) {
 	p, err := json.Marshal(params)
 	if err != nil {
 		return
 	}
 	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":"gatehouse-replay-%d","method":%q,"params":%s}`, x.seq.Add(1), method, p)
-	x.inject(ctx, id, proto, "", tok, true, []byte(body))
+	x.inject(ctx, id, proto, userID, tok, true, []byte(body))
 }
 
 // inject serves body, a JSON-RPC message, on session id (of the caller

@@ -50,6 +50,7 @@ const (
 	kindChanged = "changed" // the session's row changed: the holder follows it
 	kindAck     = "ack"     // the holder followed the row (Nonce)
 	kindStream  = "stream"  // From took the stream (Holds) or let it go
+	kindLevel   = "level"   // From set the session's log level (Body)
 )
 
 // ackWait bounds how long a subscribe waits for the holder of the
@@ -236,6 +237,53 @@ func (x *sharedSessions) announce(ctx context.Context, id string, holds bool) {
 	if err := x.bus.Send(ctx, busAll, msg); err != nil {
 		x.log.Debug("server: the holder of a caller's stream was not announced", "err", err)
 	}
+}
+
+// announceLevel tells every replica that the caller of session id set
+// its log level to level here (and in the row).
+func (x *sharedSessions) announceLevel(ctx context.Context, id string, level mcp.LoggingLevel) {
+	body, _ := json.Marshal(level)
+	msg, _ := json.Marshal(busMessage{Session: id, Kind: kindLevel, From: x.tag, Body: body})
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), noteTimeout)
+	defer cancel()
+	if err := x.bus.Send(ctx, busAll, msg); err != nil {
+		x.log.Debug("server: a log level was not announced: other replicas take it at their next check", "err", err)
+	}
+}
+
+// levelChanged is another replica's announcement of session id's new log
+// level. The replica holding the caller's stream follows the row (its
+// subscriptions may have moved too); one holding a copy of the session
+// without the stream replays the level into it, as its next check would,
+// with the session's user's verified identity (as a message another
+// replica passes on).
+func (x *sharedSessions) levelChanged(m busMessage) {
+	h := x.lookup(m.Session)
+	if h == nil || m.From == x.tag {
+		return
+	}
+	var level mcp.LoggingLevel
+	if json.Unmarshal(m.Body, &level) != nil || level == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), noteTimeout)
+	defer cancel()
+	if h.streams.Load() > 0 {
+		h.mu.Lock()
+		tok := h.streamTok
+		h.mu.Unlock()
+		x.follow(ctx, m.Session, h, tok)
+		return
+	}
+	h.mu.Lock()
+	same := h.saved.LogLevel == level
+	h.saved.LogLevel = level
+	proto := h.saved.Protocol
+	h.mu.Unlock()
+	if same {
+		return
+	}
+	x.replayAs(ctx, m.Session, proto, h.userID, nil, "logging/setLevel", map[string]any{"level": level})
 }
 
 // streamMoved is another replica's announcement about session id's stream.
