@@ -89,6 +89,12 @@ func (x *sharedSessions) deliver(raw []byte) {
 	case kindLevel:
 		x.levelChanged(m)
 		return
+	case kindAsk:
+		go x.askHere(m) // the caller may take minutes; the listener goes on
+		return
+	case kindReply:
+		x.replied(m)
+		return
 	}
 	h := x.lookup(m.Session)
 	if h == nil {

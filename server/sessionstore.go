@@ -95,6 +95,10 @@ type sharedSessions struct {
 	// notes counts the notifications passed on to the replica holding
 	// the caller's stream; notesDropped those too large to be.
 	notes, notesDropped atomic.Int64
+	// asked counts the requests passed on to the holder of the caller's
+	// stream (sessionask.go); replies are their waits, by nonce.
+	asked   atomic.Int64
+	replies map[string]chan []byte
 
 	mu        sync.Mutex
 	held      map[string]*heldSession
@@ -133,7 +137,7 @@ func newSharedSessions(st store.SessionStore, srv *mcp.Server, idle time.Duratio
 	if idle <= 0 {
 		life = foreverLife
 	}
-	x := &sharedSessions{st: st, srv: srv, life: life, idle: max(idle, 0), check: min(sessionCheck, life/4), now: now, log: log, held: map[string]*heldSession{}, acks: map[string]chan struct{}{}}
+	x := &sharedSessions{st: st, srv: srv, life: life, idle: max(idle, 0), check: min(sessionCheck, life/4), now: now, log: log, held: map[string]*heldSession{}, acks: map[string]chan struct{}{}, replies: map[string]chan []byte{}}
 	if m, ok := st.(store.Messenger); ok {
 		x.bus, x.tag = m, newTag()
 	}

@@ -51,6 +51,8 @@ const (
 	kindAck     = "ack"     // the holder followed the row (Nonce)
 	kindStream  = "stream"  // From took the stream (Holds) or let it go
 	kindLevel   = "level"   // From set the session's log level (Body)
+	kindAsk     = "ask"     // a request for the caller's stream (sessionask.go)
+	kindReply   = "reply"   // the caller's answer to a kindAsk (Nonce)
 )
 
 // ackWait bounds how long a subscribe waits for the holder of the
@@ -524,13 +526,19 @@ type noteKey struct{}
 
 // sending is the innermost sending middleware of the HTTP server's
 // sessions: a notification this replica could not write because another
-// one holds the caller's stream is passed on to that one (passOn).
+// one holds the caller's stream is passed on to that one (passOn), and a
+// request is asked of it (askHolder).
 func (s *Server) sending(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		res, err := next(ctx, method, req)
 		if err != nil {
-			if x := s.shared.Load(); x != nil && x.bus != nil && x.passOn(ctx, method, req) {
-				return res, nil
+			if x := s.shared.Load(); x != nil && x.bus != nil {
+				if x.passOn(ctx, method, req) {
+					return res, nil
+				}
+				if r, asked, aerr := x.askHolder(ctx, method, req, err); asked {
+					return r, aerr
+				}
 			}
 		}
 		return res, err
