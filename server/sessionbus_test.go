@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -173,22 +172,7 @@ func TestLogLevelReachesEveryReplicaAtOnce(t *testing.T) {
 	for _, r := range c.replicas {
 		r.srv.shared.Load().check = time.Hour
 	}
-	var logged atomic.Int64
-	cl := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, &mcp.ClientOptions{
-		LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
-			if req.Params.Data == "shouted" {
-				logged.Add(1)
-			}
-		},
-	})
-	tr := &http.Transport{}
-	t.Cleanup(tr.CloseIdleConnections)
-	cs, err := cl.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: c.proxy.URL + "/mcp",
-		HTTPClient: &http.Client{Transport: bearer{token: "tok-alice", base: tr}}, DisableStandaloneSSE: true}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs, logged := shoutListener(t, c.proxy.URL+"/mcp")
 	// Both replicas serve the session before the level is set.
 	for range 4 {
 		callTool(t, cs, "shout", map[string]any{}, nil)

@@ -342,22 +342,7 @@ func TestSessionDeleteEndsEverywhere(t *testing.T) {
 // replica runs reaches the caller.
 func TestSessionRowHoldsNoToken(t *testing.T) {
 	c := newCluster(t, 2)
-	var logged atomic.Int64
-	client := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, &mcp.ClientOptions{
-		LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
-			if req.Params.Data == "shouted" {
-				logged.Add(1)
-			}
-		},
-	})
-	tr := &http.Transport{}
-	t.Cleanup(tr.CloseIdleConnections)
-	cs, err := client.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: c.proxy.URL + "/mcp",
-		HTTPClient: &http.Client{Transport: bearer{token: "tok-alice", base: tr}}, DisableStandaloneSSE: true}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs, logged := shoutListener(t, c.proxy.URL+"/mcp")
 	// Before any level: no debug message reaches the caller.
 	for range 4 {
 		callTool(t, cs, "shout", map[string]any{}, nil)
@@ -399,6 +384,29 @@ func TestSessionRowHoldsNoToken(t *testing.T) {
 	if strings.Contains(string(row.State), "tok-alice") {
 		t.Fatalf("the row holds the token: %s", row.State)
 	}
+}
+
+// shoutListener connects alice through url without a standalone stream,
+// counting the "shouted" log messages (the shout tool's) it hears.
+func shoutListener(t *testing.T, url string) (*mcp.ClientSession, *atomic.Int64) {
+	t.Helper()
+	logged := new(atomic.Int64)
+	client := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, &mcp.ClientOptions{
+		LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
+			if req.Params.Data == "shouted" {
+				logged.Add(1)
+			}
+		},
+	})
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	cs, err := client.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: url,
+		HTTPClient: &http.Client{Transport: bearer{token: "tok-alice", base: tr}}, DisableStandaloneSSE: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs, logged
 }
 
 // The session cap holds across replicas: sessions opened on two replicas
