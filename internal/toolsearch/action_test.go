@@ -1,6 +1,9 @@
 package toolsearch
 
 import (
+	"fmt"
+	"math"
+	"math/bits"
 	"slices"
 	"testing"
 )
@@ -199,5 +202,56 @@ func TestServerVocabulary(t *testing.T) {
 	ix.ReplaceAll(docs)
 	if hits := ix.Search(q, 6, nil); len(hits) == 0 || serverOf(hits[0].Name) != "k8s" {
 		t.Errorf("%q: %v, want a k8s tool first", q, hits)
+	}
+}
+
+// TestWritesConflictHalf checks that a tool that updates, for a request
+// that creates (or the other way), keeps the square root of the conflict
+// factor (half its score at the default quarter), and a tool of another
+// action the factor itself: the two tools say the same words.
+func TestWritesConflictHalf(t *testing.T) {
+	if !bothWrite(actCreate, actUpdate) || !bothWrite(actUpdate, actCreate) || bothWrite(actCreate, actDelete) || bothWrite(actRead, actUpdate) || bothWrite(actCreate, actCreate) {
+		t.Fatal("bothWrite: want true for a create and an update only")
+	}
+	ix := New(nil)
+	ix.ReplaceAll([]Doc{
+		{Name: "notes__update_note", Server: "notes", Description: "Note text."},
+		{Name: "notes__delete_note", Server: "notes", Description: "Note text."},
+	})
+	hits := ix.Search("add a line to the note", 2, nil)
+	if len(hits) != 2 || hits[0].Name != "notes__update_note" {
+		t.Fatalf("hits %v: want update_note first", hits)
+	}
+	if r := hits[0].Score / hits[1].Score; math.Abs(r-2) > 1e-4 {
+		t.Errorf("update_note / delete_note = %.4f, want 2 (0.5 against 0.25)", r)
+	}
+}
+
+// TestCoordinationByIDF checks that coordination counts each word of the
+// request by its IDF: a tool that says the request's one rare word ranks
+// above tools that say its two common ones, which a count of words would
+// rank first.
+func TestCoordinationByIDF(t *testing.T) {
+	docs := []Doc{{Name: "ops__list_incidents", Server: "ops", Description: "List incidents."}}
+	for i := range 6 {
+		docs = append(docs, Doc{Name: fmt.Sprintf("ops__open_now_%c", 'a'+i), Server: "ops", Description: "Open it now."})
+	}
+	for i := range 13 {
+		docs = append(docs, Doc{Name: fmt.Sprintf("ops__other_%c", 'a'+i), Server: "ops", Description: "Something else."})
+	}
+	ix := New(nil)
+	ix.ReplaceAll(docs)
+	q := "any open incidents now"
+	hits := ix.Search(q, 3, nil)
+	if len(hits) == 0 || hits[0].Name != "ops__list_incidents" {
+		t.Errorf("%q: %v, want list_incidents first", q, hits)
+	}
+	// By a count of words (the share of words matched), the two common
+	// words would win: the test shows what the IDF does.
+	s := ix.cur.Load()
+	pq, _ := ParseQuery(q)
+	_, counted := ix.queryTerms(s, pq)
+	if bits.OnesCount32(counted) != 3 {
+		t.Fatalf("%q: %d words counted, want 3", q, bits.OnesCount32(counted))
 	}
 }

@@ -136,7 +136,6 @@ type Index struct {
 	alpha   float32 // the semantic weight
 	plain   bool
 	expand  map[string][]wterm // query word's stem → expansions
-	coord   float64            // coordination exponent
 
 	mu  sync.Mutex // serializes writers
 	cur atomic.Pointer[snapshot]
@@ -258,7 +257,6 @@ func newIndex(opts *Options, tu tuning) *Index {
 		b:       float32(o.B),
 		weights: [numFields]float32{float32(w.Name), float32(w.Title), float32(w.Description), float32(w.Params), float32(w.Server)},
 		plain:   o.Plain,
-		coord:   tu.coord,
 		tu:      tu,
 		model:   o.Model,
 		alpha:   float32(o.SemanticWeight),
@@ -775,7 +773,19 @@ func (ix *Index) SearchQuery(q *Query, limit int, allow func(name string) bool) 
 		}
 	}
 	if !ix.plain {
-		ix.adjust(s, q, acc, matched, counted, srv)
+		// Each word of the request counts for coordination by how rare it
+		// is among the tools (its stem's IDF): a tool that matches a rare
+		// word of the request and misses a common one ranks above one that
+		// matches the common one and misses the rare one.
+		var widf [MaxQueryWords]float32
+		for i, w := range q.words {
+			var df int
+			for _, h := range s.terms[stem(w)] {
+				df += len(h.ps)
+			}
+			widf[i] = float32(math.Log(1 + (n-float64(df)+0.5)/(float64(df)+0.5)))
+		}
+		ix.adjust(s, q, acc, matched, counted, srv, &widf)
 	}
 	if ix.model == nil {
 		return topHits(acc, s.names, limit, allow)
@@ -785,25 +795,33 @@ func (ix *Index) SearchQuery(q *Query, limit int, allow func(name string) bool) 
 
 // adjust applies to a search's scores, in one pass, what depends on more
 // than one word of the request: its server's match, its action, and
-// coordination.
-func (ix *Index) adjust(s *snapshot, q *Query, acc []float32, matched []uint32, counted uint32, srv []float32) {
+// coordination (widf: each word's weight in it).
+func (ix *Index) adjust(s *snapshot, q *Query, acc []float32, matched []uint32, counted uint32, srv []float32, widf *[MaxQueryWords]float32) {
 	// Coordination: a tool that matches more of the request's words
-	// ranks above one that matches a single word many times. Values do
-	// not count: a tool is not better for matching a URL's words.
-	var coord []float32
-	if n := bits.OnesCount32(counted); n > 1 {
-		coord = make([]float32, n+1)
-		for k := range coord {
-			coord[k] = float32(math.Pow(float64(k)/float64(n), ix.coord))
-		}
+	// ranks above one that matches a single word many times, each word
+	// counting by its IDF (a tool that says "incidents" matches more of
+	// "any open incidents right now" than one that says "now" and
+	// "open"). Values do not count: a tool is not better for matching a
+	// URL's words.
+	coordOn := bits.OnesCount32(counted) > 1
+	var all float32
+	for c := counted; c != 0; c &= c - 1 {
+		all += widf[bits.TrailingZeros32(c)]
+	}
+	if all <= 0 {
+		coordOn = false
 	}
 	// A tool whose name does another thing than the request asks (it
 	// creates when the request asks to read) ranks lower, whatever words
-	// it shares with the request.
+	// it shares with the request; one that creates when the request
+	// updates, or updates when it creates, half as much (in the
+	// factor's square root): both write, and adding a paragraph to a
+	// note is an update of the note.
 	conflict := ix.tu.conflict
 	if q.action == noAction {
 		conflict = 1
 	}
+	writes := float32(math.Sqrt(float64(conflict)))
 	// A tool of a server whose tools say the request's words ranks above
 	// one of a server that says them once: "pods" and "namespace" are
 	// said by a Kubernetes server's other tools.
@@ -811,7 +829,7 @@ func (ix *Index) adjust(s *snapshot, q *Query, acc []float32, matched []uint32, 
 	if srv != nil {
 		best = slices.Max(srv)
 	}
-	if coord == nil && conflict == 1 && best <= 0 {
+	if !coordOn && conflict == 1 && best <= 0 {
 		return
 	}
 	for slot, seg := range s.slots {
@@ -830,14 +848,31 @@ func (ix *Index) adjust(s *snapshot, q *Query, acc []float32, matched []uint32, 
 			}
 			a *= f
 			if conflict != 1 && s.acts[d] != noAction && s.acts[d] != q.action {
-				a *= conflict
+				if bothWrite(s.acts[d], q.action) {
+					a *= writes
+				} else {
+					a *= conflict
+				}
 			}
-			if coord != nil {
-				a *= coord[bits.OnesCount32(matched[d]&counted)]
+			if coordOn {
+				var got float32
+				for m := matched[d] & counted; m != 0; m &= m - 1 {
+					got += widf[bits.TrailingZeros32(m)]
+				}
+				if ix.tu.coord == 1 {
+					a *= got / all
+				} else {
+					a *= float32(math.Pow(float64(got/all), ix.tu.coord))
+				}
 			}
 			acc[d] = a
 		}
 	}
+}
+
+// bothWrite says whether two actions are a create and an update.
+func bothWrite(a, b action) bool {
+	return a == actCreate && b == actUpdate || a == actUpdate && b == actCreate
 }
 
 // rerank orders a lexical ranking's best hits by a mix of their lexical
