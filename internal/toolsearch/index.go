@@ -35,6 +35,9 @@ const (
 	// when it is more than half of that name ("post" is not postgres,
 	// "file" not filesystem).
 	minServerPrefix = 4
+	// coordTableBits is how many of a request's first words coordination
+	// keeps a table of the weights of their sets for (see adjust).
+	coordTableBits = 10
 )
 
 // tuning holds the weights of query expansions, relative to a word of the
@@ -811,6 +814,16 @@ func (ix *Index) adjust(s *snapshot, q *Query, acc []float32, matched []uint32, 
 	if all <= 0 {
 		coordOn = false
 	}
+	// The weight of every set of the first words, when the counted words
+	// are among them (most requests): one look-up a tool, as a count of
+	// words was.
+	var sums [1 << coordTableBits]float32
+	table := counted < 1<<coordTableBits
+	if coordOn && table {
+		for m := uint32(1); m <= counted; m++ {
+			sums[m] = sums[m&(m-1)] + widf[bits.TrailingZeros32(m)]
+		}
+	}
 	// A tool whose name does another thing than the request asks (it
 	// creates when the request asks to read) ranks lower, whatever words
 	// it shares with the request; one that creates when the request
@@ -856,8 +869,12 @@ func (ix *Index) adjust(s *snapshot, q *Query, acc []float32, matched []uint32, 
 			}
 			if coordOn {
 				var got float32
-				for m := matched[d] & counted; m != 0; m &= m - 1 {
-					got += widf[bits.TrailingZeros32(m)]
+				if table {
+					got = sums[matched[d]&counted]
+				} else {
+					for m := matched[d] & counted; m != 0; m &= m - 1 {
+						got += widf[bits.TrailingZeros32(m)]
+					}
 				}
 				if ix.tu.coord == 1 {
 					a *= got / all
