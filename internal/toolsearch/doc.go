@@ -67,9 +67,14 @@
 //   - Each field saturates on its own (its k1 and b, Options.FieldK1 and
 //     FieldB), so that a long description repeating a word cannot outweigh
 //     a name that says it once.
+//   - A tool that matches more of the request's words ranks above one
+//     that matches fewer (coordination), each word counting by its IDF,
+//     so that the common words of a request ("right now", "open") cannot
+//     outweigh its rare one ("incidents").
 //   - What a request asks to do counts: a tool whose name's action (read,
 //     create, update, delete: its first verb) is not the request's (its
-//     verb; a question reads) keeps a quarter of its score. A question's
+//     verb; a question reads) keeps a quarter of its score (half, when
+//     one creates and the other updates: both write). A question's
 //     unsaid object ("how many": a count) is a hint, and a tool's score
 //     grows with its server's match of the request (up to 3x), so that a
 //     request in a server's words finds that server's tools.
