@@ -107,8 +107,10 @@ type Gateway struct {
 	ownStore bool
 	exec     *executor.Executor // this process in the journal
 
-	relay  *relay.Relay
-	ts     *toolset.Toolset
+	relay *relay.Relay
+	ts    *toolset.Toolset
+	// impl is the gateway's Implementation, as callers see it.
+	impl   *mcp.Implementation
 	srv    *server.Server
 	auth   *bearer.Authenticator
 	served *servedMap
@@ -447,8 +449,9 @@ func newJournal(cfg *Config, st store.Store, executorID string, log *slog.Logger
 // the pipeline in one order.
 func (g *Gateway) serverOptions(o *Options, rel *relay.Relay, served *servedMap, st store.Store) server.Options {
 	cfg, log := g.cfg, g.log
+	g.impl = &mcp.Implementation{Name: "gatehouse", Version: versionOr(o.Version)}
 	so := server.Options{
-		Implementation:     &mcp.Implementation{Name: "gatehouse", Version: versionOr(o.Version)},
+		Implementation:     g.impl,
 		ServerOptions:      rel.ServerOptions(&mcp.ServerOptions{Instructions: instructions, Logger: log}),
 		Setup:              g.setup,
 		Identify:           g.identify,

@@ -41,9 +41,15 @@ func (g *Gateway) Handler() (http.Handler, error) {
 		// (docs/gateway.md, "Replicas").
 		ho.Sessions = g.st
 	}
-	if !g.cfg.HTTP.Stateless && g.cfg.HTTP.BytePath() {
-		// tools/call read and answered as bytes (front_http.go).
-		ho.Inner = newByteFront(g, g.idle).handler
+	if g.cfg.HTTP.BytePath() {
+		if g.cfg.HTTP.Stateless {
+			// A tools/call at 2026-07-28 read and answered as bytes
+			// (front_latest.go).
+			ho.Inner = newLatestFront(g).handler
+		} else {
+			// tools/call read and answered as bytes (front_http.go).
+			ho.Inner = newByteFront(g, g.idle).handler
+		}
 	}
 	mcpH, err := g.srv.Handler(ho)
 	if err != nil {
@@ -55,6 +61,9 @@ func (g *Gateway) Handler() (http.Handler, error) {
 		// handler of its own with the same checks.
 		so := *ho
 		so.Stateless, so.Sessions, so.Inner = true, nil, nil
+		if g.cfg.HTTP.BytePath() {
+			so.Inner = newLatestFront(g).handler
+		}
 		stateless, err := g.srv.Handler(&so)
 		if err != nil {
 			return nil, err

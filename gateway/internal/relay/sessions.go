@@ -4,6 +4,7 @@ package relay
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -239,4 +240,37 @@ func (r *Relay) Direct(id string) (Direct, bool) {
 	}
 	return Direct{Caller: s.caller, UserID: s.userID, ProtocolVersion: s.protocol, LastSeen: time.Unix(0, s.lastSeen.Load()),
 		ClientCapabilities: s.caller.capabilities}, true
+}
+
+// PerRequest returns the caller of one request at revision (2026-07-28 or
+// later) that a byte path serves without the go-sdk's server, and the
+// function that ends it: the caller Begin gives such a request served
+// through the go-sdk, a new one each time, which answers input requests
+// itself for caps (its request's _meta), keeps nothing upstream, and, as
+// the go-sdk's session of such a request, refuses a server's request sent
+// to it outside a multi round-trip result.
+func (r *Relay) PerRequest(revision string, caps *mcp.ClientCapabilities) (*Caller, func()) {
+	refuse := func(method string) error {
+		return fmt.Errorf("%q cannot be sent while serving a request on protocol version %s: "+
+			"return an InputRequests map instead (multi round-trip requests, SEP-2322)", method, revision)
+	}
+	caller := &Caller{id: "s" + strconv.FormatUint(r.seq.Add(1), 36), takesInput: true, inputCaps: caps}
+	caller.handlers = handlers{
+		createMessage: func(context.Context, *mcp.CreateMessageWithToolsParams) (*mcp.CreateMessageWithToolsResult, error) {
+			return nil, refuse("sampling/createMessage")
+		},
+		elicit: func(context.Context, *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+			return nil, refuse("elicitation/create")
+		},
+		listRoots: func(context.Context, *mcp.ListRootsParams) (*mcp.ListRootsResult, error) {
+			return nil, refuse("roots/list")
+		},
+	}
+	return caller, func() {
+		// As when a go-sdk session ends (sessionOf).
+		r.mu.Lock()
+		caller.released.Store(true)
+		r.mu.Unlock()
+		r.release(caller.id)
+	}
 }

@@ -50,6 +50,80 @@ type Call struct {
 	Meta []byte
 	// RunID is _meta.runId, Key is _meta.idempotencyKey ("" when absent).
 	RunID, Key string
+	// RawMeta is the _meta object as sent, or nil (RequestMeta reads its
+	// reserved keys).
+	RawMeta []byte
+}
+
+// The reserved _meta keys of a request at 2026-07-28 (SEP-2575): the
+// revision, and the client's identity and capabilities that a session's
+// initialize used to carry.
+const (
+	MetaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
+	MetaClientInfo         = "io.modelcontextprotocol/clientInfo"
+	MetaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
+)
+
+// RequestMeta is what a request at 2026-07-28 says of its client in its
+// _meta.
+type RequestMeta struct {
+	// ProtocolVersion is the revision ("" when absent).
+	ProtocolVersion string
+	// ClientInfo and ClientCapabilities are their values as sent, or nil
+	// when absent.
+	ClientInfo, ClientCapabilities []byte
+}
+
+// ParseRequestMeta reads the reserved keys of a request's _meta (an
+// object). ok=false for a reserved key other than the three of
+// RequestMeta (a log level, say), one repeated or escaped, a revision that
+// is not a plain string, or anything that is not one valid object: the
+// go-sdk's server reads those.
+func ParseRequestMeta(meta []byte) (RequestMeta, bool) {
+	var m RequestMeta
+	if len(meta) == 0 || meta[0] != '{' {
+		return m, false
+	}
+	var seenVersion bool
+	whole := true
+	ok := jsonscan.Object(meta, func(k []byte, escaped bool, val []byte) bool {
+		if escaped {
+			whole = false
+			return false
+		}
+		if !bytes.HasPrefix(k, []byte(ReservedMetaPrefix)) {
+			return true
+		}
+		switch string(k) {
+		case MetaProtocolVersion:
+			s, plain := plainString(val)
+			if !plain || seenVersion {
+				whole = false
+				return false
+			}
+			m.ProtocolVersion, seenVersion = s, true
+		case MetaClientInfo:
+			if m.ClientInfo != nil {
+				whole = false
+				return false
+			}
+			m.ClientInfo = val
+		case MetaClientCapabilities:
+			if m.ClientCapabilities != nil {
+				whole = false
+				return false
+			}
+			m.ClientCapabilities = val
+		default:
+			whole = false
+			return false
+		}
+		return true
+	})
+	if !ok || !whole {
+		return RequestMeta{}, false
+	}
+	return m, true
 }
 
 // ParseEnvelope reads a single JSON-RPC message that may be a tools/call or
@@ -97,6 +171,7 @@ func ParseCall(params []byte) (Call, bool) {
 		if c.Meta, c.RunID, c.Key, ok = forwardMeta(v[2]); !ok {
 			return c, false
 		}
+		c.RawMeta = v[2]
 	}
 	return c, true
 }
@@ -309,3 +384,101 @@ func WriteRPCError(w http.ResponseWriter, status int, id []byte, e *jsonrpc.Erro
 // Unquote returns a plain ID's text for a message ("7", or the string
 // without its quotes).
 func Unquote(id []byte) string { return strings.Trim(string(id), `"`) }
+
+// LatestResult returns an upstream's tools/call result object as the
+// go-sdk's server writes it to a request at 2026-07-28, without decoding
+// it, when the bytes are exactly what the go-sdk would write again: an
+// object of content, an array of text items ({"type":"text","text":S}
+// with S as Go's encoder writes strings), then optionally "isError":true,
+// without whitespace. The go-sdk writes serverInfo (its Implementation as
+// JSON) in a _meta first and resultType last. ok=false for any other
+// result (structured content, other items, _meta, another order or
+// spelling): decode it, and encode the value.
+func LatestResult(raw, serverInfo []byte) ([]byte, bool) {
+	const open = `{"content":[`
+	if !bytes.HasPrefix(raw, []byte(open)) {
+		return nil, false
+	}
+	rest := raw[len(open):]
+	for first := true; ; first = false {
+		if len(rest) > 0 && rest[0] == ']' {
+			rest = rest[1:]
+			break
+		}
+		if !first {
+			if len(rest) == 0 || rest[0] != ',' {
+				return nil, false
+			}
+			rest = rest[1:]
+		}
+		const item = `{"type":"text","text":"`
+		if !bytes.HasPrefix(rest, []byte(item)) {
+			return nil, false
+		}
+		n, ok := goString(rest[len(item):])
+		if !ok {
+			return nil, false
+		}
+		rest = rest[len(item)+n:]
+		if len(rest) == 0 || rest[0] != '}' {
+			return nil, false
+		}
+		rest = rest[1:]
+	}
+	if string(rest) != "}" && string(rest) != `,"isError":true}` {
+		return nil, false
+	}
+	const head = `{"_meta":{"` + mcp.MetaKeyServerInfo + `":`
+	const tail = `,"resultType":"complete"}`
+	out := make([]byte, 0, len(head)+len(serverInfo)+2+len(raw)+len(tail))
+	out = append(out, head...)
+	out = append(out, serverInfo...)
+	out = append(out, "},"...)
+	out = append(out, raw[1:len(raw)-1]...)
+	return append(out, tail...), true
+}
+
+// goString reads the rest of a JSON string (after its opening quote) and
+// returns its length with the closing quote, when Go's encoder (escaping
+// HTML) writes its value the same way: valid UTF-8, escapes only \", \\,
+// \n, \r, \t and \u003c, \u003e, \u0026, \u2028, \u2029, and none of
+// the characters those stand for unescaped.
+func goString(b []byte) (int, bool) {
+	for i := 0; i < len(b); {
+		c := b[i]
+		switch {
+		case c == '"':
+			return i + 1, true
+		case c == '\\':
+			if i+1 >= len(b) {
+				return 0, false
+			}
+			switch b[i+1] {
+			case '"', '\\', 'n', 'r', 't':
+				i += 2
+				continue
+			case 'u':
+				if i+6 > len(b) {
+					return 0, false
+				}
+				switch string(b[i+2 : i+6]) {
+				case "003c", "003e", "0026", "2028", "2029":
+					i += 6
+					continue
+				}
+			}
+			return 0, false
+		case c < 0x20, c == '<', c == '>', c == '&':
+			return 0, false
+		case c < utf8.RuneSelf:
+			i++
+		default:
+			r, size := utf8.DecodeRune(b[i:])
+			if r == utf8.RuneError || r == '\u2028' || r == '\u2029' {
+				return 0, false
+			}
+			i += size
+		}
+	}
+	return 0, false
+}
