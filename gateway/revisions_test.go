@@ -12,8 +12,9 @@ import (
 )
 
 // TestRevisionByDefault: a go-sdk client, which asks for 2026-07-28 first,
-// gets a session at 2025-11-25 from a gateway with the defaults, and is
-// served without a session at 2026-07-28 by one with http.bothRevisions.
+// is served without a session at 2026-07-28 by a gateway with the defaults
+// (http.bothRevisions), its call read by the byte path, and gets a session at
+// 2025-11-25 from one with http.bothRevisions: false.
 func TestRevisionByDefault(t *testing.T) {
 	s := mcp.NewServer(&mcp.Implementation{Name: "up", Version: "1"}, nil)
 	mcp.AddTool(s, &mcp.Tool{Name: "ping"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
@@ -26,13 +27,13 @@ func TestRevisionByDefault(t *testing.T) {
 		revision  string
 		wantSessn bool
 	}{
-		{"", "2025-11-25", true},
-		{"http: {bothRevisions: true}\n", "2026-07-28", false},
+		{"", "2026-07-28", false},
+		{"http: {bothRevisions: false}\n", "2025-11-25", true},
 	} {
 		dir := t.TempDir()
 		yml := fmt.Sprintf("listen: 127.0.0.1:0\n%sstore: sqlite:%s\nservers:\n  up:\n    type: streamable-http\n    url: %s/mcp\n    prefix: \"\"\n",
 			c.http, filepath.Join(dir, "gh.db"), up.URL)
-		_, url := serveGateway(t, yml, dir)
+		g, url := serveGateway(t, yml, dir)
 		cl := mcp.NewClient(&mcp.Implementation{Name: "default", Version: "1"}, nil)
 		cs, err := cl.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url}, nil)
 		if err != nil {
@@ -44,6 +45,9 @@ func TestRevisionByDefault(t *testing.T) {
 		r, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "ping"})
 		if err != nil || r.IsError || r.Content[0].(*mcp.TextContent).Text != "pong" {
 			t.Errorf("%q: call: %v %+v", c.http, err, r)
+		}
+		if l := loggedCalls(t, g); !c.wantSessn && (len(l) != 1 || l[0].Front != "bytes") {
+			t.Errorf("%q: call lines %+v; want one read by the byte path", c.http, l)
 		}
 		_ = cs.Close()
 	}

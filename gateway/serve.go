@@ -55,7 +55,7 @@ func (g *Gateway) Handler() (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !g.cfg.HTTP.Stateless && g.cfg.HTTP.BothRevisions {
+	if !g.cfg.HTTP.Stateless && g.cfg.HTTP.BothRevisions() {
 		// Both revisions on one endpoint (docs/gateway.md, "Revisions"):
 		// a request at 2026-07-28 is served without a session, by a
 		// handler of its own with the same checks.

@@ -326,14 +326,13 @@ type HTTP struct {
 	// to-client requests (sampling, elicitation, roots) need sessions and
 	// are not forwarded to stateless callers. Default false.
 	Stateless bool `yaml:"stateless" json:"stateless"`
-	// BothRevisions serves, beside the sessions of 2025-11-25 callers, a
-	// request at 2026-07-28 or later without a session on the same endpoint
-	// (the revision is chosen per request by its MCP-Protocol-Version
-	// header). Default false: a 2026-07-28 request is refused and a client
-	// that offers both (the go-sdk's) opens a session, because a call
-	// served without a session costs the gateway several times the CPU of
-	// one on a session today (docs/BENCHMARKS.md). Ignored with Stateless.
-	BothRevisions bool `yaml:"bothRevisions" json:"bothRevisions"`
+	// Both serves, beside the sessions of 2025-11-25 callers, a request at
+	// 2026-07-28 or later without a session on the same endpoint (the
+	// revision is chosen per request by its MCP-Protocol-Version header),
+	// so a client that offers both (the go-sdk's) is served without a
+	// session. Default true (BothRevisions); false refuses a 2026-07-28
+	// request, and such a client opens a session. Ignored with Stateless.
+	Both *bool `yaml:"bothRevisions" json:"bothRevisions"`
 	// Bytes, when false, turns the byte path off: every tools/call is read
 	// by the go-sdk's server and sent by the go-sdk's client. The byte
 	// path reads the calls it is sure of from the HTTP request's bytes and
@@ -374,6 +373,10 @@ type Sessions struct {
 // BytePath reports whether the byte path is on (http.bytePath, default
 // true).
 func (h HTTP) BytePath() bool { return h.Bytes == nil || *h.Bytes }
+
+// BothRevisions reports whether one endpoint serves both revisions
+// (http.bothRevisions, default true), sessions or not (see Both).
+func (h HTTP) BothRevisions() bool { return h.Both == nil || *h.Both }
 
 // Metrics configures the Prometheus endpoint (/metrics on its own
 // listener). The endpoint has no authentication: it shows tool and server
