@@ -30,7 +30,8 @@
 // middleware filters tools/list and leaves tools/call to the pipeline).
 // Two fronts read calls: the go-sdk's server (a handler per served tool,
 // and a middleware for names it has not registered) and the byte front,
-// which reads the calls it is sure of from the HTTP request's bytes. Two
+// which reads the calls it is sure of from the HTTP request's bytes (on a
+// session, front_http.go; at 2026-07-28, without one, front_latest.go). Two
 // senders carry them, chosen per call: relay.CallTool through the go-sdk's
 // client, and relay.CallBytes on a shared streamable HTTP session. Setting
 // http.bytePath to false turns the byte front and sender off; the answers,
