@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -351,5 +352,97 @@ func TestLatestFrontAttacks(t *testing.T) {
 		if strings.Contains(c.name, "secret") && upCalls() != before {
 			t.Errorf("%s: a call reached the upstream", c.name)
 		}
+	}
+}
+
+// TestLatestFrontInputRequests: an upstream at 2026-07-28 that asks for
+// input (SEP-2322). The byte path's answer to a 2026-07-28 caller is the
+// go-sdk path's, byte for byte but for the sealed requestState (each
+// gateway seals its own, at random): the input requests, resultType
+// input_required, for a caller that announced elicitation; the error that
+// says why for one that did not. The retry (inputResponses,
+// requestState) goes to the go-sdk, and completes the call.
+func TestLatestFrontInputRequests(t *testing.T) {
+	s := mcp.NewServer(&mcp.Implementation{Name: "mrtr", Version: "1"}, nil)
+	s.AddTool(&mcp.Tool{Name: "confirm", InputSchema: map[string]any{"type": "object"}}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if r, ok := req.Params.InputResponses["q"].(*mcp.ElicitResult); ok {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "action=" + r.Action}}}, nil
+		}
+		return &mcp.CallToolResult{
+			InputRequests: mcp.InputRequestMap{"q": &mcp.ElicitParams{Message: "Proceed?", RequestedSchema: map[string]any{
+				"type": "object", "properties": map[string]any{"answer": map[string]any{"type": "string"}}}}},
+			RequestState: "state-1",
+		}, nil
+	})
+	up := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true}))
+	t.Cleanup(up.Close)
+	gw := func(bytePath bool) (*Gateway, string) {
+		dir := t.TempDir()
+		yml := fmt.Sprintf("listen: 127.0.0.1:0\nhttp: {bytePath: %v}\nstore: sqlite:%s\nupstreamProtocol: auto\nservers:\n  up:\n    type: streamable-http\n    url: %s/mcp\n    prefix: \"\"\n",
+			bytePath, filepath.Join(dir, "gh.db"), up.URL)
+		return serveGateway(t, yml, dir)
+	}
+	gb, bytesURL := gw(true)
+	_, sdkURL := gw(false)
+	sealed := regexp.MustCompile(`"requestState":"ghs1\.[^"]*"`)
+	elicit := strings.Replace(latestCall(1, "confirm", "{}", ""), `{"roots":{"listChanged":true}}`, `{"elicitation":{"form":{}}}`, 1)
+	for _, c := range []struct{ name, body string }{
+		{"announced", elicit},
+		{"not announced", latestCall(2, "confirm", "{}", "")},
+	} {
+		n := len(loggedCalls(t, gb))
+		q := latestReq{body: c.body}
+		s1, h1, b1 := q.send(t, bytesURL)
+		s2, h2, b2 := q.send(t, sdkURL)
+		m1, m2 := sealed.ReplaceAll(b1, []byte(`"requestState":"SEALED"`)), sealed.ReplaceAll(b2, []byte(`"requestState":"SEALED"`))
+		if s1 != s2 || h1 != h2 || !bytes.Equal(m1, m2) {
+			t.Errorf("%s: byte path and go-sdk path differ:\nbytes: %d %s %q\nsdk:   %d %s %q", c.name, s1, h1, b1, s2, h2, b2)
+		}
+		if got := fronts(t, gb, n); fmt.Sprint(got) != "[bytes]" {
+			t.Errorf("%s: served by %v", c.name, got)
+		}
+		if c.name == "announced" {
+			if !bytes.Contains(b1, []byte(`"resultType":"input_required"`)) || !sealed.Match(b1) {
+				t.Fatalf("announced: %q", b1)
+			}
+			// The retry, with the byte path's sealed state: the go-sdk reads
+			// it (a retry is not the byte path's), and the call completes.
+			state := strings.TrimPrefix(string(sealed.Find(b1)), `"requestState":`)
+			retry := strings.Replace(elicit, `"arguments":{}`, `"arguments":{},"inputResponses":{"q":{"action":"accept","content":{"answer":"yes"}}},"requestState":`+state, 1)
+			n := len(loggedCalls(t, gb))
+			status, _, body := latestReq{body: retry}.send(t, bytesURL)
+			if status != http.StatusOK || !bytes.Contains(body, []byte("action=accept")) {
+				t.Fatalf("retry: %d %q", status, body)
+			}
+			if got := fronts(t, gb, n); fmt.Sprint(got) != "[sdk]" {
+				t.Errorf("retry: served by %v", got)
+			}
+		}
+	}
+}
+
+// TestLatestFrontRateLimit: the rate limit counts the byte path's calls as
+// the go-sdk path's, and its refusal is answered alike.
+func TestLatestFrontRateLimit(t *testing.T) {
+	up, _ := latestUpstream(t)
+	gb, bytesURL := latestGateway(t, up, "rateLimit: {maxCalls: 2, window: 1h}", true)
+	_, sdkURL := latestGateway(t, up, "rateLimit: {maxCalls: 2, window: 1h}", false)
+	// The time to wait is the only difference (the two limits began a
+	// moment apart).
+	wait := regexp.MustCompile(`retry in [0-9hms.]+|"retryAfterMs":[0-9]+`)
+	for i := range 3 {
+		q := latestReq{token: "alice-token", body: latestCall(i, "echo", "", "")}
+		s1, h1, b1 := q.send(t, bytesURL)
+		s2, h2, b2 := q.send(t, sdkURL)
+		b1, b2 = wait.ReplaceAll(b1, []byte("WAIT")), wait.ReplaceAll(b2, []byte("WAIT"))
+		if s1 != s2 || h1 != h2 || !bytes.Equal(b1, b2) {
+			t.Errorf("call %d: byte path and go-sdk path differ:\nbytes: %d %s %q\nsdk:   %d %s %q", i, s1, h1, b1, s2, h2, b2)
+		}
+		if i == 2 && !bytes.Contains(b1, []byte("rate")) {
+			t.Errorf("the third call was not refused: %q", b1)
+		}
+	}
+	if got := fronts(t, gb, 0); fmt.Sprint(got) != "[bytes bytes bytes]" {
+		t.Errorf("served by %v", got)
 	}
 }
