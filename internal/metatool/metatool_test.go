@@ -197,6 +197,7 @@ func TestSearchResult(t *testing.T) {
 	res := SearchResult(a, []Hit{
 		{Name: "mail__send", Description: "Sends.\nTwo lines.", InputSchema: map[string]any{"type": "object", "properties": map[string]any{"to": map[string]any{"type": "string"}}}, Score: 3.14159, Server: "mail"},
 		{Name: "mail__quarantined", Title: "Q", Description: "Quarantined.", Score: 0.005},
+		{Name: "mail__faint", Description: "Barely.", Score: 0.0004}, // found: never shown as 0
 	})
 	b, err := json.Marshal(res)
 	if err != nil {
@@ -213,8 +214,11 @@ func TestSearchResult(t *testing.T) {
 		t.Fatal(err)
 	}
 	tools := got.StructuredContent.Tools
-	if got.IsError || len(tools) != 2 {
+	if got.IsError || len(tools) != 3 {
 		t.Fatalf("%s", b)
+	}
+	if tools[2]["score"] != 0.01 {
+		t.Errorf("a faint hit scores %v, want 0.01", tools[2]["score"])
 	}
 	want0 := map[string]any{"name": "mail__send", "description": "Sends.\nTwo lines.", "score": 3.14,
 		"inputSchema": map[string]any{"type": "object", "properties": map[string]any{"to": map[string]any{"type": "string"}}}}
@@ -227,7 +231,7 @@ func TestSearchResult(t *testing.T) {
 		t.Errorf("second hit %v, want %v", tools[1], want1)
 	}
 	text := got.Content[0].Text
-	if !strings.Contains(text, `2 tools match "send email"`) || strings.Index(text, "mail__send (score 3.14)") > strings.Index(text, "mail__quarantined (score 0.01)") ||
+	if !strings.Contains(text, `3 tools match "send email"`) || strings.Index(text, "mail__send (score 3.14)") > strings.Index(text, "mail__quarantined (score 0.01)") ||
 		!strings.Contains(text, `input schema: {"properties":{"to":{"type":"string"}},"type":"object"}`) || !strings.Contains(text, "   Two lines.") {
 		t.Errorf("text:\n%s", text)
 	}

@@ -251,11 +251,15 @@ func SearchDefinition(name string, defaultLimit int) *mcp.Tool {
 }
 
 // SearchResult is the search meta-tool's answer: structuredContent {"tools": [...]}
-// best first, with scores rounded to two decimals, and the same as text.
+// best first, with scores rounded to two decimals (a hit found scores at
+// least 0.01: a weak match is not shown as none), and the same as text.
 func SearchResult(a SearchArgs, hits []Hit) *mcp.CallToolResult {
 	out := SearchAnswer{Tools: make([]Hit, len(hits))}
 	for i, h := range hits {
 		h.Score = math.Round(h.Score*100) / 100
+		if h.Score < 0.01 {
+			h.Score = 0.01
+		}
 		if h.InputSchema == nil {
 			h.InputSchema = map[string]any{"type": "object"}
 		}
