@@ -318,6 +318,7 @@ type sqlDB struct {
 	wdb    *sql.DB
 	wconn  *sql.Conn // wdb's one connection, taken for the store's life
 	wstmts *stmtCache
+	raw    *rawInserts // wconn's driver statements for InTx's Inserts
 	// begin, commit and rollback are the writer's transaction
 	// statements, prepared once on wconn: database/sql's transactions
 	// compile BEGIN and COMMIT again for each one, and watch its context
@@ -365,6 +366,9 @@ type sqlQuerier interface {
 type querier struct {
 	q     sqlQuerier
 	whole bool // in a transaction: Query is detached too
+	// raw, in the writer's transaction, runs Insert's cached statements
+	// on the driver's own (see rawInserts).
+	raw *rawInserts
 }
 
 // detach returns the context a statement runs in: ctx's values without its
@@ -403,6 +407,14 @@ func (q querier) Insert(ctx context.Context, query string, args ...any) (int64, 
 	ctx, err := detach(ctx)
 	if err != nil {
 		return 0, 0, err
+	}
+	if q.raw != nil {
+		if cq, ok := q.q.(cachedQuerier); ok && cq.c.peek(query) != nil {
+			n, last, err := q.raw.insert(ctx, query, args)
+			if !errors.Is(err, errRawFull) {
+				return n, last, err
+			}
+		}
 	}
 	res, err := q.q.ExecContext(ctx, query, args...)
 	if err != nil {
@@ -568,7 +580,7 @@ func (d *sqlDB) InTx(ctx context.Context, fn func(tx sqlstore.Querier) error) er
 			_, _ = d.rollback.ExecContext(bctx)
 		}
 	}()
-	if err := fn(querier{q: cachedQuerier{c: d.wstmts, inTx: true}, whole: true}); err != nil {
+	if err := fn(querier{q: cachedQuerier{c: d.wstmts, inTx: true}, whole: true, raw: d.raw}); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
@@ -589,7 +601,7 @@ func (d *sqlDB) openWriter(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	d.wconn, d.wstmts = c, &stmtCache{db: c}
+	d.wconn, d.wstmts, d.raw = c, &stmtCache{db: c}, &rawInserts{conn: c}
 	for _, s := range []struct {
 		st   **sql.Stmt
 		text string
@@ -604,6 +616,9 @@ func (d *sqlDB) openWriter(ctx context.Context) error {
 
 // closeWriter closes what openWriter opened.
 func (d *sqlDB) closeWriter() {
+	if d.raw != nil {
+		d.raw.close()
+	}
 	if d.wstmts != nil {
 		d.wstmts.close()
 	}

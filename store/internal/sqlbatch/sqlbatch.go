@@ -176,11 +176,30 @@ func auditValues(n int, anon bool) string {
 	return b.String()
 }
 
-// AuditArgs appends the arguments of AuditValues(len(es)) to args.
+// AuditArgs appends the arguments of AuditValues(len(es)) to args. A
+// text equal to the row before's (a batch's chain and instance, mostly
+// its kind, subject, server, tool, outcome and often its arguments'
+// digest; a previous hash is the row before's hash) is passed as that
+// row's argument, the same interface value: a string put in an interface
+// is allocated, ten a row otherwise.
 func AuditArgs(args []any, es []store.AuditEntry) []any {
-	for _, e := range es {
-		args = append(args, e.Chain, e.Seq, norm.MS(e.At), e.Kind, e.Subject, e.Server, e.Tool, e.ArgsDigest, e.Outcome,
-			e.Duration.Microseconds(), e.Instance, e.PrevHash, e.Hash, e.Detail)
+	for i, e := range es {
+		if i == 0 {
+			args = append(args, e.Chain, e.Seq, norm.MS(e.At), e.Kind, e.Subject, e.Server, e.Tool, e.ArgsDigest, e.Outcome,
+				e.Duration.Microseconds(), e.Instance, e.PrevHash, e.Hash, e.Detail)
+			continue
+		}
+		p, prev := es[i-1], args[len(args)-14:]
+		same := func(s, was string, j int) any {
+			if s == was {
+				return prev[j]
+			}
+			return s
+		}
+		args = append(args, same(e.Chain, p.Chain, 0), e.Seq, norm.MS(e.At), same(e.Kind, p.Kind, 3),
+			same(e.Subject, p.Subject, 4), same(e.Server, p.Server, 5), same(e.Tool, p.Tool, 6), same(e.ArgsDigest, p.ArgsDigest, 7),
+			same(e.Outcome, p.Outcome, 8), e.Duration.Microseconds(), same(e.Instance, p.Instance, 10),
+			same(e.PrevHash, p.Hash, 12), e.Hash, e.Detail)
 	}
 	return args
 }
