@@ -82,6 +82,15 @@ VALUES ('s', 'run-%s', 'call-%02d', 'fp', 'succeeded', X'7B7D', '%s', 'e', 0, %d
 	if got := queryStrings(t, path, `SELECT seq FROM sqlite_sequence WHERE name = 'audit_log'`); len(got) != 1 || got[0] != "30" {
 		t.Fatalf("the version 12 fixture's audit counter: %q", got)
 	}
+	// Migration 13 restates audit_log's columns to rebuild the table: each
+	// must come out as it was (name, type, NOT NULL, default, key), and its
+	// indexes the same.
+	const columnsQ = `SELECT name || ' ' || type || ' ' || "notnull" || ' ' || IFNULL(dflt_value, '-') || ' ' || pk FROM pragma_table_info('audit_log') ORDER BY cid`
+	const indexesQ = `SELECT name || ': ' || IFNULL(sql, '') FROM sqlite_master WHERE type = 'index' AND tbl_name = 'audit_log' ORDER BY name`
+	columnsV12, indexesV12 := queryStrings(t, path, columnsQ), queryStrings(t, path, indexesQ)
+	if len(columnsV12) < 14 {
+		t.Fatalf("the version 12 fixture's audit_log columns: %q", columnsV12)
+	}
 
 	s, err := sqlite.Open(ctx, path, nil)
 	if err != nil {
@@ -93,6 +102,12 @@ VALUES ('s', 'run-%s', 'call-%02d', 'fp', 'succeeded', X'7B7D', '%s', 'e', 0, %d
 	}
 	if got := queryStrings(t, path, `SELECT sql FROM sqlite_master WHERE name = 'audit_log'`); len(got) != 1 || strings.Contains(strings.ToUpper(got[0]), "AUTOINCREMENT") || !strings.Contains(got[0], "id          INTEGER PRIMARY KEY,") {
 		t.Fatalf("audit_log after the migration: %q", got)
+	}
+	if got := queryStrings(t, path, columnsQ); strings.Join(got, "\n") != strings.Join(columnsV12, "\n") {
+		t.Fatalf("audit_log's columns after the migration:\n%s\nbefore:\n%s", strings.Join(got, "\n"), strings.Join(columnsV12, "\n"))
+	}
+	if got := queryStrings(t, path, indexesQ); strings.Join(got, "\n") != strings.Join(indexesV12, "\n") {
+		t.Fatalf("audit_log's indexes after the migration:\n%s\nbefore:\n%s", strings.Join(got, "\n"), strings.Join(indexesV12, "\n"))
 	}
 	if got := strings.Join(queryStrings(t, path, `SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'audit_log' ORDER BY name`), " "); got != "audit_log_chain" {
 		t.Fatalf("audit indexes after the migration: %q", got)
