@@ -192,63 +192,12 @@ func TestMultiRoundTripAcrossReplicas(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	var asked atomic.Int64
-	c := mcp.NewClient(&mcp.Implementation{Name: "asker", Version: "1"}, &mcp.ClientOptions{
-		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-			asked.Add(1)
-			if req.Params.Message != "Proceed?" {
-				return nil, fmt.Errorf("asked %q", req.Params.Message)
-			}
-			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"answer": "yes"}}, nil
-		},
-	})
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: a, HTTPClient: &http.Client{Transport: rr}, DisableStandaloneSSE: true}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs, asked := mrtrAsker(t, ctx, a, rr)
 	if v := cs.InitializeResult().ProtocolVersion; v != "2026-07-28" || cs.ID() != "" {
 		t.Fatalf("the client negotiated %q with session %q, want 2026-07-28 without one", v, cs.ID())
 	}
 
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "confirm", Arguments: map[string]any{"n": 1}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := res.Content[0].(*mcp.TextContent).Text; res.IsError || got != `action=accept answer=yes args={"n":1}` {
-		t.Fatalf("tools/call: %+v %s", res, got)
-	}
-	pr, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "greet"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := pr.Messages[0].Content.(*mcp.TextContent).Text; got != "action=accept answer=yes" {
-		t.Fatalf("prompts/get: %s", got)
-	}
-	rd, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "test://secret"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := rd.Contents[0].Text; got != "action=accept answer=yes" {
-		t.Fatalf("resources/read: %s", got)
-	}
-	if n := asked.Load(); n != 3 {
-		t.Fatalf("the client was asked %d times, want 3", n)
-	}
-	if n := up.effects.Load(); n != 1 {
-		t.Fatalf("the tool's effect was counted %d times, want once", n)
-	}
-	if got := up.seen(); len(got) != 3 || got[0] != "state-1" || got[1] != "state-1" || got[2] != "state-1" {
-		t.Fatalf("the upstream got back the states %q, want its own three times", got)
-	}
-	// Each request and its retry went to different replicas.
-	rr.mu.Lock()
-	for _, u := range []string{a, b} {
-		if n := strings.Count(strings.Join(rr.hits[u], ","), "tools/call"); n != 1 {
-			t.Errorf("replica %s served %d tools/call, want 1 (%v)", u, n, rr.hits[u])
-		}
-	}
-	rr.mu.Unlock()
+	checkInputRounds(t, ctx, cs, "", asked, up, rr, a, b)
 
 	// A 2025-11-25 client on the same endpoint gets a session, and the
 	// upstream's input request reaches it through it.
@@ -267,7 +216,7 @@ func TestMultiRoundTripAcrossReplicas(t *testing.T) {
 	if os.ID() == "" || os.InitializeResult().ProtocolVersion != "2025-11-25" {
 		t.Fatalf("a 2025-11-25 client got session %q at %q", os.ID(), os.InitializeResult().ProtocolVersion)
 	}
-	res, err = os.CallTool(ctx, &mcp.CallToolParams{Name: "confirm", Arguments: map[string]any{"n": 2}})
+	res, err := os.CallTool(ctx, &mcp.CallToolParams{Name: "confirm", Arguments: map[string]any{"n": 2}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -412,4 +361,73 @@ func TestMultiRoundTripStateAttacks(t *testing.T) {
 	if got := up.seen(); len(got) != 1 || got[0] != "state-1" || up.effects.Load() != 1 {
 		t.Fatalf("the upstream saw %q (effects %d)", got, up.effects.Load())
 	}
+}
+
+// mrtrAsker connects, at url through rr, a go-sdk client that answers the
+// upstream's "Proceed?" with yes; asked counts the times it was asked.
+func mrtrAsker(t *testing.T, ctx context.Context, url string, rr *roundRobin) (*mcp.ClientSession, *atomic.Int64) {
+	t.Helper()
+	asked := new(atomic.Int64)
+	c := mcp.NewClient(&mcp.Implementation{Name: "asker", Version: "1"}, &mcp.ClientOptions{
+		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			asked.Add(1)
+			if req.Params.Message != "Proceed?" {
+				return nil, fmt.Errorf("asked %q", req.Params.Message)
+			}
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"answer": "yes"}}, nil
+		},
+	})
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: rr}, DisableStandaloneSSE: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs, asked
+}
+
+// checkInputRounds calls the upstream's tool, prompt and resource (their
+// names after prefix) through cs, each asking for input once: each is
+// answered, the client was asked three times, the tool's effect counted
+// once, the upstream got its own state back each time, and the call and
+// its retry went one to each of the replicas a and b.
+func checkInputRounds(t *testing.T, ctx context.Context, cs *mcp.ClientSession, prefix string, asked *atomic.Int64, up *mrtrUpstream, rr *roundRobin, a, b string) {
+	t.Helper()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: prefix + "confirm", Arguments: map[string]any{"n": 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Content[0].(*mcp.TextContent).Text; res.IsError || got != `action=accept answer=yes args={"n":1}` {
+		t.Fatalf("tools/call: %+v %s", res, got)
+	}
+	pr, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: prefix + "greet"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := pr.Messages[0].Content.(*mcp.TextContent).Text; got != "action=accept answer=yes" {
+		t.Fatalf("prompts/get: %s", got)
+	}
+	rd, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "test://secret"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := rd.Contents[0].Text; got != "action=accept answer=yes" {
+		t.Fatalf("resources/read: %s", got)
+	}
+	if n := asked.Load(); n != 3 {
+		t.Fatalf("the client was asked %d times, want 3", n)
+	}
+	if n := up.effects.Load(); n != 1 {
+		t.Fatalf("the tool's effect was counted %d times, want once", n)
+	}
+	if got := up.seen(); len(got) != 3 || got[0] != "state-1" || got[1] != "state-1" || got[2] != "state-1" {
+		t.Fatalf("the upstream got back the states %q, want its own three times", got)
+	}
+	// Each request and its retry went to different replicas.
+	rr.mu.Lock()
+	for _, u := range []string{a, b} {
+		if n := strings.Count(strings.Join(rr.hits[u], ","), "tools/call"); n != 1 {
+			t.Errorf("replica %s served %d tools/call, want 1 (%v)", u, n, rr.hits[u])
+		}
+	}
+	rr.mu.Unlock()
 }

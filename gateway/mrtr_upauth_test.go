@@ -95,61 +95,11 @@ func TestMultiRoundTripUserAuth(t *testing.T) {
 	}
 
 	rr := &roundRobin{urls: []string{a, b}, token: aliceToken, hits: map[string][]string{}}
-	var asked atomic.Int64
-	c := mcp.NewClient(&mcp.Implementation{Name: "asker", Version: "1"}, &mcp.ClientOptions{
-		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-			asked.Add(1)
-			if req.Params.Message != "Proceed?" {
-				return nil, fmt.Errorf("asked %q", req.Params.Message)
-			}
-			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"answer": "yes"}}, nil
-		},
-	})
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: a, HTTPClient: &http.Client{Transport: rr}, DisableStandaloneSSE: true}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs, asked := mrtrAsker(t, ctx, a, rr)
 	if v := cs.InitializeResult().ProtocolVersion; v != "2026-07-28" {
 		t.Fatalf("the client negotiated %q", v)
 	}
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "up__confirm", Arguments: map[string]any{"n": 1}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := res.Content[0].(*mcp.TextContent).Text; res.IsError || got != `action=accept answer=yes args={"n":1}` {
-		t.Fatalf("tools/call: %+v %s", res, got)
-	}
-	pr, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "up__greet"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := pr.Messages[0].Content.(*mcp.TextContent).Text; got != "action=accept answer=yes" {
-		t.Fatalf("prompts/get: %s", got)
-	}
-	rd, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "test://secret"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := rd.Contents[0].Text; got != "action=accept answer=yes" {
-		t.Fatalf("resources/read: %s", got)
-	}
-	if n := asked.Load(); n != 3 {
-		t.Fatalf("the client was asked %d times, want 3", n)
-	}
-	if n := up.effects.Load(); n != 1 {
-		t.Fatalf("the tool's effect was counted %d times, want once", n)
-	}
-	if got := up.seen(); len(got) != 3 || got[0] != "state-1" || got[1] != "state-1" || got[2] != "state-1" {
-		t.Fatalf("the upstream got back the states %q, want its own three times", got)
-	}
-	rr.mu.Lock()
-	for _, u := range []string{a, b} {
-		if n := strings.Count(strings.Join(rr.hits[u], ","), "tools/call"); n != 1 {
-			t.Errorf("replica %s served %d tools/call, want 1 (%v)", u, n, rr.hits[u])
-		}
-	}
-	rr.mu.Unlock()
+	checkInputRounds(t, ctx, cs, "up__", asked, up, rr, a, b)
 	if pu.sawToken(aliceToken) || pu.lastSeen() == "" {
 		t.Fatal("the upstream got the caller's own token, or none")
 	}
@@ -187,7 +137,7 @@ func TestMultiRoundTripUserAuth(t *testing.T) {
 			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"answer": "old"}}, nil
 		},
 	})
-	res, err = os.CallTool(ctx, &mcp.CallToolParams{Name: "up__confirm", Arguments: map[string]any{"n": 4}})
+	res, err := os.CallTool(ctx, &mcp.CallToolParams{Name: "up__confirm", Arguments: map[string]any{"n": 4}})
 	if err != nil {
 		t.Fatal(err)
 	}
