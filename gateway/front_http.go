@@ -53,8 +53,17 @@ func newByteFront(g *Gateway, idle time.Duration) *byteFront {
 
 // handler wraps the go-sdk's handler (server.HTTPOptions.Inner).
 func (p *byteFront) handler(next http.Handler) http.Handler {
+	return bytesFirst(next, p.eligible, p.serve)
+}
+
+// bytesFirst is a byte front's handler in front of next, the go-sdk's: a
+// request whose headers eligible accepts is read whole and offered to
+// serve; one it is not sure of (serve reports false, having written
+// nothing) or whose body cannot be read goes to next with its body as it
+// came (a read error is next's to report).
+func bytesFirst(next http.Handler, eligible func(*http.Request) bool, serve func(http.ResponseWriter, *http.Request, []byte) bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !p.eligible(r) {
+		if !eligible(r) {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -64,7 +73,7 @@ func (p *byteFront) handler(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		if !p.serve(w, r, body) {
+		if !serve(w, r, body) {
 			r.Body = io.NopCloser(bytes.NewReader(body))
 			next.ServeHTTP(w, r)
 		}

@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -69,22 +68,7 @@ func newLatestFront(g *Gateway) *latestFront {
 
 // handler wraps the go-sdk's stateless handler (server.HTTPOptions.Inner).
 func (p *latestFront) handler(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !p.eligible(r) {
-			next.ServeHTTP(w, r)
-			return
-		}
-		body, err := readBody(r)
-		if err != nil {
-			r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), errReader{err}))
-			next.ServeHTTP(w, r)
-			return
-		}
-		if !p.serve(w, r, body) {
-			r.Body = io.NopCloser(bytes.NewReader(body))
-			next.ServeHTTP(w, r)
-		}
-	})
+	return bytesFirst(next, p.eligible, p.serve)
 }
 
 // eligible checks the headers: a POST at 2026-07-28, JSON in, both answer
