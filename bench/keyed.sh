@@ -47,21 +47,7 @@ PG=${BENCH_POSTGRES:-${GATEHOUSE_TEST_POSTGRES:-}}
 
 . bench/lib.sh
 
-log "building mcpload, echoserver"
-go build -o "$work/mcpload" ./bench/mcpload
-go build -o "$work/echoserver" ./bench/echoserver
-bin_names=() bin_paths=()
-if [ -n "${KEYED_BINS:-}" ]; then
-  for w in $KEYED_BINS; do
-    [[ $w =~ ^([A-Za-z0-9_.-]+)=(.+)$ ]] || { log "KEYED_BINS: want NAME=PATH words, got $w"; exit 2; }
-    [ -x "${BASH_REMATCH[2]}" ] || { log "KEYED_BINS: ${BASH_REMATCH[2]} is not an executable"; exit 2; }
-    bin_names+=("${BASH_REMATCH[1]}") bin_paths+=("${BASH_REMATCH[2]}")
-  done
-else
-  log "building gatehouse from this checkout"
-  go build -o "$work/gatehouse" ./cmd/gatehouse
-  bin_names+=(new) bin_paths+=("$work/gatehouse")
-fi
+build_keyed_bins
 
 start_echo -addr 127.0.0.1:0
 

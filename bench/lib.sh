@@ -108,3 +108,24 @@ machine_line() {
   cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1)
   echo "$(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores ($cpu), $(go version | cut -d' ' -f3), kernel $(uname -r)."
 }
+
+# build_keyed_bins builds mcpload and the echo server into $work, and sets
+# bin_names and bin_paths to the gatehouse binaries to compare: KEYED_BINS'
+# NAME=PATH words, or one built from this checkout, named "new".
+build_keyed_bins() {
+  log "building mcpload, echoserver"
+  go build -o "$work/mcpload" ./bench/mcpload
+  go build -o "$work/echoserver" ./bench/echoserver
+  bin_names=() bin_paths=()
+  if [ -n "${KEYED_BINS:-}" ]; then
+    for w in $KEYED_BINS; do
+      [[ $w =~ ^([A-Za-z0-9_.-]+)=(.+)$ ]] || { log "KEYED_BINS: want NAME=PATH words, got $w"; exit 2; }
+      [ -x "${BASH_REMATCH[2]}" ] || { log "KEYED_BINS: ${BASH_REMATCH[2]} is not an executable"; exit 2; }
+      bin_names+=("${BASH_REMATCH[1]}") bin_paths+=("${BASH_REMATCH[2]}")
+    done
+  else
+    log "building gatehouse from this checkout"
+    go build -o "$work/gatehouse" ./cmd/gatehouse
+    bin_names+=(new) bin_paths+=("$work/gatehouse")
+  fi
+}
