@@ -4,8 +4,6 @@ package server
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -90,24 +88,14 @@ func (x *sharedSessions) askHolder(ctx context.Context, method string, req mcp.R
 	}
 	body.Method, body.Params = method, params
 	raw, _ := json.Marshal(body)
-	var nb [12]byte
-	_, _ = rand.Read(nb[:])
-	nonce := hex.EncodeToString(nb[:])
+	nonce, reply, forget := x.await()
+	defer forget()
 	msg, _ := json.Marshal(busMessage{Session: ss.ID(), Kind: kindAsk, From: x.tag, Nonce: nonce, Body: raw})
 	if len(msg) > store.MaxMessage {
 		x.log.Debug("server: a request for the caller's stream, held by another replica, is too large to pass on",
 			"method", method, "bytes", len(msg), "max", store.MaxMessage)
 		return nil, false, nil
 	}
-	reply := make(chan []byte, 1)
-	x.mu.Lock()
-	x.replies[nonce] = reply
-	x.mu.Unlock()
-	defer func() {
-		x.mu.Lock()
-		delete(x.replies, nonce)
-		x.mu.Unlock()
-	}()
 	wctx, cancel := context.WithTimeout(ctx, askWait)
 	defer cancel()
 	if err := x.bus.Send(wctx, busBox(holder), msg); err != nil {
@@ -220,17 +208,4 @@ func (x *sharedSessions) ask(ctx context.Context, m busMessage) (any, error) {
 		return h.ss.CreateMessage(ctx, &p)
 	}
 	return nil, fmt.Errorf("a request passed on: method %q is not one a replica asks for another", b.Method)
-}
-
-// replied hands a holder's answer to the askHolder waiting for it.
-func (x *sharedSessions) replied(m busMessage) {
-	x.mu.Lock()
-	ch := x.replies[m.Nonce]
-	x.mu.Unlock()
-	if ch != nil {
-		select {
-		case ch <- m.Body:
-		default:
-		}
-	}
 }

@@ -81,7 +81,7 @@ func (x *sharedSessions) deliver(raw []byte) {
 		x.changed(m)
 		return
 	case kindAck:
-		x.acked(m.Nonce)
+		x.answered(m.Nonce, nil)
 		return
 	case kindStream:
 		x.streamMoved(m)
@@ -93,7 +93,7 @@ func (x *sharedSessions) deliver(raw []byte) {
 		go x.askHere(m) // the caller may take minutes; the listener goes on
 		return
 	case kindReply:
-		x.replied(m)
+		x.answered(m.Nonce, m.Body)
 		return
 	}
 	h := x.lookup(m.Session)

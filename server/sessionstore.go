@@ -96,14 +96,16 @@ type sharedSessions struct {
 	// the caller's stream; notesDropped those too large to be.
 	notes, notesDropped atomic.Int64
 	// asked counts the requests passed on to the holder of the caller's
-	// stream (sessionask.go); replies are their waits, by nonce.
-	asked   atomic.Int64
-	replies map[string]chan []byte
+	// stream (sessionask.go).
+	asked atomic.Int64
 
 	mu        sync.Mutex
 	held      map[string]*heldSession
 	lastSweep time.Time
-	acks      map[string]chan struct{} // tell's waits, by nonce
+	// waits are the answers awaited from other replicas, by nonce: a
+	// holder's ack of a change (tell) or its answer to a request passed
+	// on (askHolder).
+	waits map[string]chan []byte
 }
 
 // heldSession is a session this process serves.
@@ -137,7 +139,7 @@ func newSharedSessions(st store.SessionStore, srv *mcp.Server, idle time.Duratio
 	if idle <= 0 {
 		life = foreverLife
 	}
-	x := &sharedSessions{st: st, srv: srv, life: life, idle: max(idle, 0), check: min(sessionCheck, life/4), now: now, log: log, held: map[string]*heldSession{}, acks: map[string]chan struct{}{}, replies: map[string]chan []byte{}}
+	x := &sharedSessions{st: st, srv: srv, life: life, idle: max(idle, 0), check: min(sessionCheck, life/4), now: now, log: log, held: map[string]*heldSession{}, waits: map[string]chan []byte{}}
 	if m, ok := st.(store.Messenger); ok {
 		x.bus, x.tag = m, newTag()
 	}

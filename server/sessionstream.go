@@ -459,17 +459,11 @@ func (x *sharedSessions) subscribed(ctx context.Context, req mcp.Request, on boo
 // change (at most ackWait).
 func (x *sharedSessions) tell(ctx context.Context, holder, id string, wait bool) {
 	m := busMessage{Session: id, Kind: kindChanged, From: x.tag}
-	var done chan struct{}
+	var done <-chan []byte
 	if wait {
-		m.Nonce, done = newTag(), make(chan struct{})
-		x.mu.Lock()
-		x.acks[m.Nonce] = done
-		x.mu.Unlock()
-		defer func() {
-			x.mu.Lock()
-			delete(x.acks, m.Nonce)
-			x.mu.Unlock()
-		}()
+		var forget func()
+		m.Nonce, done, forget = x.await()
+		defer forget()
 	}
 	msg, _ := json.Marshal(m)
 	if err := x.bus.Send(context.WithoutCancel(ctx), busBox(holder), msg); err != nil {
@@ -509,14 +503,32 @@ func (x *sharedSessions) changed(m busMessage) {
 	}
 }
 
-// acked wakes the tell waiting for nonce.
-func (x *sharedSessions) acked(nonce string) {
+// await registers a wait for another replica's answer: its nonce, the
+// channel the answer (kindAck's or kindReply's Body) comes on, and the
+// function that ends the wait.
+func (x *sharedSessions) await() (nonce string, answer <-chan []byte, forget func()) {
+	nonce = newTag()
+	ch := make(chan []byte, 1)
 	x.mu.Lock()
-	done := x.acks[nonce]
-	delete(x.acks, nonce)
+	x.waits[nonce] = ch
 	x.mu.Unlock()
-	if done != nil {
-		close(done)
+	return nonce, ch, func() {
+		x.mu.Lock()
+		delete(x.waits, nonce)
+		x.mu.Unlock()
+	}
+}
+
+// answered hands another replica's answer to the wait for nonce, if any.
+func (x *sharedSessions) answered(nonce string, body []byte) {
+	x.mu.Lock()
+	ch := x.waits[nonce]
+	x.mu.Unlock()
+	if ch != nil {
+		select {
+		case ch <- body:
+		default: // answered already
+		}
 	}
 }
 
