@@ -242,7 +242,7 @@ func (x *sharedSessions) setLevel(ctx context.Context, ss *mcp.ServerSession, le
 	if same {
 		return // a level replayed from the row (or set again)
 	}
-	rep, _, err := x.update(ctx, ss.ID(), func(r *replicated) bool {
+	_, _, err := x.update(ctx, ss.ID(), func(r *replicated) bool {
 		changed := r.LogLevel != level
 		r.LogLevel = level
 		return changed
@@ -252,7 +252,7 @@ func (x *sharedSessions) setLevel(ctx context.Context, ss *mcp.ServerSession, le
 		return
 	}
 	if x.bus != nil {
-		x.announceLevel(ctx, ss.ID(), rep.LogLevel)
+		x.announceLevel(ctx, ss.ID(), level)
 	}
 }
 
