@@ -80,6 +80,7 @@ func (g *Guard) Client(endpoint string, headers map[string]string, dynamic func(
 	}
 	rt := &roundTripper{
 		t:       t,
+		conns:   newConns(t, t.DialContext),
 		origin:  originOf(u),
 		headers: conf,
 		dynamic: dynamic,
@@ -106,6 +107,7 @@ type headersKey struct{}
 // the configured origin, and strips configured header names from all others.
 type roundTripper struct {
 	t       *http.Transport
+	conns   *conns // plain-HTTP requests (nil: all go to t)
 	origin  string
 	headers http.Header // canonical names
 	dynamic func(*http.Request) http.Header
@@ -123,7 +125,7 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		ctxh, _ := req.Context().Value(headersKey{}).(http.Header)
 		if len(rt.headers) == 0 && len(dyn) == 0 && len(ctxh) == 0 {
-			return rt.t.RoundTrip(req) // nothing to add: no copy
+			return rt.send(req) // nothing to add: no copy
 		}
 		out := req.Clone(req.Context())
 		if out.Header == nil {
@@ -140,7 +142,7 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		for k, v := range dyn {
 			out.Header[http.CanonicalHeaderKey(k)] = slices.Clone(v)
 		}
-		return rt.t.RoundTrip(out)
+		return rt.send(out)
 	}
 	strip := false
 	for k := range rt.headers {
@@ -149,18 +151,30 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	if !strip {
-		return rt.t.RoundTrip(req)
+		return rt.send(req)
 	}
 	out := req.Clone(req.Context())
 	for k := range rt.headers {
 		out.Header.Del(k)
 	}
-	return rt.t.RoundTrip(out)
+	return rt.send(out)
+}
+
+// send sends a request as it is: a plain-HTTP one on the client's own
+// connections, any other through the Transport.
+func (rt *roundTripper) send(req *http.Request) (*http.Response, error) {
+	if rt.conns.takes(req) {
+		return rt.conns.roundTrip(req)
+	}
+	return rt.t.RoundTrip(req)
 }
 
 // CloseIdleConnections closes the idle connections of this client's pool.
 // http.Client.CloseIdleConnections calls it.
-func (rt *roundTripper) CloseIdleConnections() { rt.t.CloseIdleConnections() }
+func (rt *roundTripper) CloseIdleConnections() {
+	rt.conns.closeIdle()
+	rt.t.CloseIdleConnections()
+}
 
 // checkRedirect is the clients' http.Client.CheckRedirect.
 func (g *Guard) checkRedirect(req *http.Request, via []*http.Request) error {

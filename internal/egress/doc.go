@@ -66,6 +66,22 @@
 // Proxies. The base transport's Proxy (and HTTP_PROXY and friends) is
 // ignored: a proxy would dial on our behalf, unchecked.
 //
+// Plain HTTP. A client sends its http:// requests on connections it keeps
+// itself, written with net/http's Request.Write and read with
+// http.ReadResponse on the caller's goroutine, rather than through the
+// Transport, which hands every request and answer between two goroutines
+// per connection (a fifth of a gateway's CPU per small call, and its
+// latency with few callers). The dial goes through the guard either way;
+// connections are reused as the Transport reuses them (an answer read to
+// its end, no Connection: close, idle at most IdleConnTimeout, at most
+// MaxIdleConnsPerHost per host); an idle one the server closed is found by
+// a peek at its socket before it is used; a request that met a closed
+// connection is sent again only when the server cannot have acted on it,
+// or it is replayable (GET, HEAD, OPTIONS, TRACE). https, upgrades, and a
+// base transport with keep-alives off or a response header timeout go
+// through the Transport, as does every request on a platform without the
+// peek (not unix). Unlike the Transport it does not ask for gzip.
+//
 // # What is not promised
 //
 //   - The guard does not stop a trusted, listed host from being hostile; it
