@@ -151,7 +151,12 @@ func (pc *pconn) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// max1xx bounds the informational answers skipped before the final one
+// (the Transport's bound): a server cannot keep a caller reading them.
+const max1xx = 5
+
 var (
+	errTooMany1xx     = errors.New("egress: the server sent too many informational (1xx) answers")
 	errHeaderTooLarge = errors.New("egress: the server's response headers exceed the limit")
 	errBodyClosed     = errors.New("http: read on closed response body")
 )
@@ -319,7 +324,10 @@ func (c *conns) try(ctx context.Context, req *http.Request, addr string) (_ *htt
 	}
 	var resp *http.Response
 	pc.nread = int64(pc.br.Buffered())
-	for {
+	for informational := 0; ; informational++ {
+		if informational > max1xx {
+			return nil, false, fail(errTooMany1xx)
+		}
 		pc.limit.Store(c.maxHeader)
 		resp, err = http.ReadResponse(pc.br, req)
 		pc.limit.Store(-1)
