@@ -26,7 +26,8 @@ import (
 //
 // What it keeps of the Transport's behaviour: the dial through the guard;
 // idle connections per host:port up to MaxIdleConnsPerHost, closed after
-// IdleConnTimeout; a connection is reused only when its answer was read to
+// IdleConnTimeout or once the server closed them (looked at before each
+// use, and every 15 s while any is idle); a connection is reused only when its answer was read to
 // the end, neither side asked to close it, and its context did not end;
 // response headers bounded by MaxResponseHeaderBytes; 1xx answers skipped;
 // a context that ends closes the connection, which ends a write or read
@@ -44,9 +45,11 @@ type conns struct {
 	maxIdle   int
 	idleFor   time.Duration
 	maxHeader int64
+	every     time.Duration // sweepEvery (shorter in tests)
 
-	mu   sync.Mutex
-	idle map[string][]*pconn // by host:port, most recently used last
+	mu    sync.Mutex
+	idle  map[string][]*pconn // by host:port, most recently used last
+	sweep *time.Timer         // armed while a connection is idle
 }
 
 // pconn is one kept connection.
@@ -168,7 +171,7 @@ func newConns(base *http.Transport, dial func(ctx context.Context, network, addr
 	if base.DisableKeepAlives || base.ResponseHeaderTimeout != 0 || !peekSupported {
 		return nil
 	}
-	c := &conns{dial: dial, maxIdle: base.MaxIdleConnsPerHost, idleFor: base.IdleConnTimeout, maxHeader: base.MaxResponseHeaderBytes}
+	c := &conns{dial: dial, maxIdle: base.MaxIdleConnsPerHost, idleFor: base.IdleConnTimeout, maxHeader: base.MaxResponseHeaderBytes, every: sweepEvery}
 	if c.maxIdle <= 0 {
 		c.maxIdle = http.DefaultMaxIdleConnsPerHost
 	}
@@ -235,11 +238,55 @@ func (c *conns) put(addr string, pc *pconn) {
 	}
 	if len(c.idle[addr]) < c.maxIdle {
 		c.idle[addr] = append(c.idle[addr], pc)
+		if c.sweep == nil && c.every > 0 {
+			c.sweep = time.AfterFunc(c.every, c.sweepIdle)
+		}
 		c.mu.Unlock()
 		return
 	}
 	c.mu.Unlock()
 	pc.c.Close()
+}
+
+// sweepEvery is how often idle connections are looked at while there are
+// some: those idle past IdleConnTimeout, and those the server closed, are
+// closed (as the Transport's reader goroutine and timer would), so a pool
+// holds no dead sockets once the calls stop.
+const sweepEvery = 15 * time.Second
+
+// sweepIdle closes the idle connections that are too old or closed by the
+// server, and arms the next sweep while any are left.
+func (c *conns) sweepIdle() {
+	now := time.Now()
+	var dead []*pconn
+	c.mu.Lock()
+	left := 0
+	for addr, list := range c.idle {
+		kept := list[:0]
+		for _, pc := range list {
+			if (c.idleFor > 0 && now.Sub(pc.since) > c.idleFor) || pc.br.Buffered() > 0 || !alive(pc.c) {
+				dead = append(dead, pc)
+				continue
+			}
+			kept = append(kept, pc)
+		}
+		clear(list[len(kept):])
+		if len(kept) == 0 {
+			delete(c.idle, addr)
+			continue
+		}
+		c.idle[addr] = kept
+		left += len(kept)
+	}
+	if left > 0 && c.sweep != nil {
+		c.sweep.Reset(c.every)
+	} else {
+		c.sweep = nil
+	}
+	c.mu.Unlock()
+	for _, pc := range dead {
+		pc.c.Close()
+	}
 }
 
 // closeIdle closes every idle connection.
@@ -250,6 +297,10 @@ func (c *conns) closeIdle() {
 	c.mu.Lock()
 	idle := c.idle
 	c.idle = nil
+	if c.sweep != nil {
+		c.sweep.Stop()
+		c.sweep = nil
+	}
 	c.mu.Unlock()
 	for _, list := range idle {
 		for _, pc := range list {

@@ -37,7 +37,7 @@ func FuzzConnsAnswer(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, answer []byte) {
 		dials := 0
-		c := &conns{maxIdle: 2, maxHeader: 2048}
+		c := &conns{maxIdle: 2, maxHeader: 2048, every: time.Hour}
 		c.dial = func(ctx context.Context, _, _ string) (net.Conn, error) {
 			dials++
 			client, server := net.Pipe()

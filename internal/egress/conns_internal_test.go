@@ -1,0 +1,85 @@
+package egress
+
+import (
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+func (c *conns) idleCount() (n int, armed bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, l := range c.idle {
+		n += len(l)
+	}
+	return n, c.sweep != nil
+}
+
+// The sweep closes idle connections past IdleConnTimeout and those the
+// server closed, and stops once none is left: a pool holds no dead
+// sockets after the calls stop.
+func TestConnsSweep(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Write([]byte("ok"))
+	}))
+	defer srv.Close()
+	for _, tc := range []struct {
+		name    string
+		idleFor time.Duration
+		drop    bool // the server closes its side
+	}{
+		{"idle past the timeout", 30 * time.Millisecond, false},
+		{"closed by the server", time.Hour, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			base := &http.Transport{IdleConnTimeout: tc.idleFor}
+			c := newConns(base, (&net.Dialer{}).DialContext)
+			c.every = 20 * time.Millisecond
+			defer c.closeIdle()
+			req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader("{}"))
+			resp, err := c.roundTrip(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b, _ := io.ReadAll(resp.Body); string(b) != "ok" {
+				t.Fatalf("answer %q", b)
+			}
+			if n, armed := c.idleCount(); n != 1 || !armed {
+				t.Fatalf("after one call: %d idle, sweep armed %v; want 1 and true", n, armed)
+			}
+			if tc.drop {
+				srv.CloseClientConnections()
+			}
+			deadline := time.Now().Add(5 * time.Second)
+			for {
+				n, armed := c.idleCount()
+				if n == 0 && !armed {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("after 5 s: %d idle, sweep armed %v; want 0 and false", n, armed)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		})
+	}
+	// A live connection within its timeout is kept by the sweep.
+	c := newConns(&http.Transport{IdleConnTimeout: time.Hour}, (&net.Dialer{}).DialContext)
+	c.every = 10 * time.Millisecond
+	defer c.closeIdle()
+	req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
+	resp, err := c.roundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.ReadAll(resp.Body)
+	time.Sleep(80 * time.Millisecond)
+	if n, armed := c.idleCount(); n != 1 || !armed {
+		t.Fatalf("a live connection after sweeps: %d idle, armed %v; want 1 and true", n, armed)
+	}
+}
