@@ -91,15 +91,20 @@ func TestCheckpointsOffTheWriters(t *testing.T) {
 		}
 	}
 	waitFor(t, "two checkpoints", func() bool { return cp.passes.Load() >= 2 })
-	after, err := os.Stat(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The rows' pages were copied into the database file: at least the
-	// 2,000-byte blobs of the rows two checkpoints covered.
-	if grown := after.Size() - before.Size(); grown < 2*checkpointEvery*2000 {
-		t.Errorf("the database file grew by %d bytes after %d checkpoints, want the rows copied into it", grown, cp.passes.Load())
-	}
+	// The rows' pages are copied into the database file by the
+	// checkpointer: at least the 2,000-byte blobs of two thirds of them.
+	// A pass may cover fewer rows than checkpointEvery (one the idle timer
+	// starts while a slow writer pauses), so the copy is waited for, not
+	// counted in passes; without a checkpointer the file never grows.
+	var grown int64
+	waitFor(t, "the rows copied into the database file", func() bool {
+		after, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		grown = after.Size() - before.Size()
+		return grown >= 2*checkpointEvery*2000
+	})
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
