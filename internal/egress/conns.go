@@ -24,22 +24,25 @@ import (
 // take (https, upgrades, a base transport with keep-alives off or a
 // response-header timeout) go to the Transport as before.
 //
-// What it keeps of the Transport's behaviour: the dial through the guard;
-// idle connections per host:port up to MaxIdleConnsPerHost, closed after
-// IdleConnTimeout or once the server closed them (looked at before each
-// use, and every 15 s while any is idle); a connection is reused only when its answer was read to
-// the end, neither side asked to close it, and its context did not end;
-// response headers bounded by MaxResponseHeaderBytes; 1xx answers skipped;
-// a context that ends closes the connection, which ends a write or read
-// blocked on it, and RoundTrip or Read return the context's cause. An idle
-// connection the server has closed is found before it is used (a peek at
-// the socket, where the platform has one), and a request whose write fails
-// on a reused connection is sent once more on a new one (nothing of it
-// reached a server that had already closed); a request answered by an end
-// of stream on a reused connection is sent again only if it is replayable
-// (GET, HEAD, OPTIONS, TRACE), as the Transport does. It does not ask for
-// gzip (the Transport does, and decompresses): answers come as the server
-// sends them.
+// What it keeps of the Transport's behaviour:
+//
+//   - the dial through the guard;
+//   - idle connections per host:port, at most MaxIdleConnsPerHost, closed
+//     after IdleConnTimeout or once the server closed them (looked at
+//     before each use, and every 15 s while any is idle);
+//   - a connection reused only when its answer was read to the end,
+//     neither side asked to close it, and its context did not end;
+//   - response headers bounded by MaxResponseHeaderBytes, at most 5
+//     informational (1xx) answers skipped before the final one;
+//   - a context that ends closes the connection, which ends a write or a
+//     read blocked on it, and RoundTrip or Read return its cause;
+//   - a request that met a closed connection is sent once more, on another
+//     connection, only when the server cannot have acted on it (the write
+//     failed before the connection took a byte) or it is replayable (GET,
+//     HEAD, OPTIONS, TRACE, or an Idempotency-Key) and nothing came back.
+//
+// It does not ask for gzip (the Transport does, and decompresses): answers
+// come as the server sends them.
 type conns struct {
 	dial      func(ctx context.Context, network, addr string) (net.Conn, error)
 	maxIdle   int
@@ -186,7 +189,7 @@ func (c *conns) takes(req *http.Request) bool {
 	return c != nil && req.URL.Scheme == "http" && req.Header.Get("Upgrade") == "" && req.Header.Get("Expect") == ""
 }
 
-// addr is the host:port a request to u is dialed at.
+// hostPort is the host:port req is dialed at.
 func hostPort(req *http.Request) string {
 	host, port := req.URL.Hostname(), req.URL.Port()
 	if port == "" {
