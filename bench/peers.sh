@@ -14,6 +14,8 @@
 #   tbxark     the peer
 #   gatehouse  gatehouse serve with its defaults (audit on, SQLite NORMAL
 #              store, no auth), as bench/gateway.sh starts it
+#   floor      bench/floorproxy: a bare httputil.ReverseProxy, the floor of
+#              any proxy on net/http (no sessions, auth, audit or parsing)
 # The "vs direct" column is each row's calls/s over direct's, the "vs
 # tbxark" column each row's over the peer's (the second row): gatehouse's
 # figure there is its calls/s over the peer's in the same cells.
@@ -47,6 +49,7 @@ PORT_BASE=${PORT_BASE:-18400}
 log "building mcpload, echoserver${GATEHOUSE_BIN:+ (gatehouse: $GATEHOUSE_BIN)}"
 go build -o "$work/mcpload" ./bench/mcpload
 go build -o "$work/echoserver" ./bench/echoserver
+go build -o "$work/floorproxy" ./bench/floorproxy
 if [ -z "${GATEHOUSE_BIN:-}" ]; then
   log "building gatehouse"
   go build -o "$work/gatehouse" ./cmd/gatehouse
@@ -80,9 +83,14 @@ gh_url="http://127.0.0.1:$((PORT_BASE + 2))/mcp"
 start_gateway "env GATEWAY_DIR=$(printf '%q' "$work/gh") bench/gateway.sh" "$gh_url" gatehouse
 gh_pid=$started_pid
 
-labels=(direct tbxark gatehouse)
-urls=("$ECHO_URL" "http://127.0.0.1:$tbx_port/echo/" "$gh_url")
-tpids=("$echo_pid" "$tbx_pid" "$gh_pid")
+floor_port=$((PORT_BASE + 3))
+echo_origin=${ECHO_URL%/mcp}
+start_gateway "$(printf '%q' "$work/floorproxy") -addr 127.0.0.1:$floor_port -upstream $(printf '%q' "$echo_origin")" "http://127.0.0.1:$floor_port/mcp" floor
+floor_pid=$started_pid
+
+labels=(direct tbxark gatehouse floor)
+urls=("$ECHO_URL" "http://127.0.0.1:$tbx_port/echo/" "$gh_url" "http://127.0.0.1:$floor_port/mcp")
+tpids=("$echo_pid" "$tbx_pid" "$gh_pid" "$floor_pid")
 
 results="$work/results.jsonl"
 : >"$results"
@@ -107,7 +115,7 @@ echo
 machine_line
 echo "mcpload closed loops, $ROUNDS rounds of $DURATION per cell after $WARMUP warmup, answers verified, medians"
 echo "over the rounds, the rows' order rotated each round; echo server: go-sdk streamable HTTP, stateful, SSE"
-echo "responses. gatehouse: defaults (audit on, SQLite NORMAL). \"vs tbxark\" is calls/s over the peer's in the"
+echo "responses. gatehouse: defaults (audit on, SQLite NORMAL); floor: a bare httputil.ReverseProxy. \"vs tbxark\" is calls/s over the peer's in the"
 echo "same cell. CPU µs/call is the measured process's user+system time (/proc) per call."
 echo
 "$work/mcpload" -report -medians "$results"
