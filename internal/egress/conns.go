@@ -60,10 +60,10 @@ type pconn struct {
 	c       net.Conn
 	br      *bufio.Reader
 	bw      reqWriter
-	limit   atomic.Int64 // bytes the reader may still read; < 0: no limit
-	written int64        // bytes written to the connection by the request being sent
-	nread   int64        // bytes read from it since the request was sent
-	since   time.Time    // when it went idle
+	limit   int64     // bytes the reader may still read; < 0: no limit
+	written int64     // bytes written to the connection by the request being sent
+	nread   int64     // bytes read from it since the request was sent
+	since   time.Time // when it went idle
 	reused  bool
 }
 
@@ -79,28 +79,36 @@ type reqWriter struct {
 
 const maxGather = 64 << 10
 
-func (w *reqWriter) Write(p []byte) (int, error) {
+// room flushes what was gathered when n more bytes would not fit.
+func (w *reqWriter) room(n int) error {
 	if w.err != nil {
-		return 0, w.err
+		return w.err
 	}
-	if len(w.buf)+len(p) > maxGather {
-		if err := w.flush(); err != nil {
-			return 0, err
-		}
-		if len(p) > maxGather {
-			return w.pc.Write(p)
-		}
+	if len(w.buf)+n > maxGather {
+		return w.flush()
+	}
+	return nil
+}
+
+func (w *reqWriter) Write(p []byte) (int, error) {
+	if err := w.room(len(p)); err != nil {
+		return 0, err
+	}
+	if len(p) > maxGather {
+		n, err := w.pc.Write(p)
+		w.err = err
+		return n, err
 	}
 	w.buf = append(w.buf, p...)
 	return len(p), nil
 }
 
 func (w *reqWriter) WriteString(s string) (int, error) {
-	if w.err != nil {
-		return 0, w.err
-	}
-	if len(w.buf)+len(s) > maxGather {
+	if len(s) > maxGather {
 		return w.Write([]byte(s))
+	}
+	if err := w.room(len(s)); err != nil {
+		return 0, err
 	}
 	w.buf = append(w.buf, s...)
 	return len(s), nil
@@ -109,8 +117,11 @@ func (w *reqWriter) WriteString(s string) (int, error) {
 // WriteByte makes reqWriter an io.ByteWriter: Request.Write then writes
 // to it as it is, without a bufio.Writer of its own.
 func (w *reqWriter) WriteByte(b byte) error {
-	_, err := w.Write([]byte{b})
-	return err
+	if err := w.room(1); err != nil {
+		return err
+	}
+	w.buf = append(w.buf, b)
+	return nil
 }
 
 // flush writes what was gathered; the buffer is kept for the next request
@@ -142,7 +153,7 @@ func (pc *pconn) Write(p []byte) (int, error) {
 // Read reads from the connection, within the current limit (the response
 // header's bound while ReadResponse reads a header).
 func (pc *pconn) Read(p []byte) (int, error) {
-	l := pc.limit.Load()
+	l := pc.limit
 	if l == 0 {
 		return 0, errHeaderTooLarge
 	}
@@ -152,7 +163,7 @@ func (pc *pconn) Read(p []byte) (int, error) {
 	n, err := pc.c.Read(p)
 	pc.nread += int64(n)
 	if l > 0 {
-		pc.limit.Add(-int64(n))
+		pc.limit -= int64(n)
 	}
 	return n, err
 }
@@ -213,7 +224,7 @@ func (c *conns) get(ctx context.Context, addr string) (*pconn, error) {
 		list[len(list)-1] = nil
 		c.idle[addr] = list[:len(list)-1]
 		c.mu.Unlock()
-		if (c.idleFor > 0 && now.Sub(pc.since) > c.idleFor) || pc.br.Buffered() > 0 || !alive(pc.c) {
+		if !c.usable(pc, now) {
 			pc.c.Close()
 			continue
 		}
@@ -225,10 +236,17 @@ func (c *conns) get(ctx context.Context, addr string) (*pconn, error) {
 		return nil, err
 	}
 	pc := &pconn{c: nc}
-	pc.limit.Store(-1)
+	pc.limit = -1
 	pc.br = bufio.NewReaderSize(pc, 4096)
 	pc.bw.pc = pc
 	return pc, nil
+}
+
+// usable reports whether an idle connection may carry the next request:
+// idle no longer than IdleConnTimeout, nothing unasked waiting on it, and
+// not closed by the server.
+func (c *conns) usable(pc *pconn, now time.Time) bool {
+	return (c.idleFor <= 0 || now.Sub(pc.since) <= c.idleFor) && pc.br.Buffered() == 0 && alive(pc.c)
 }
 
 // put keeps pc for the next request to addr, or closes it when the host
@@ -267,7 +285,7 @@ func (c *conns) sweepIdle() {
 	for addr, list := range c.idle {
 		kept := list[:0]
 		for _, pc := range list {
-			if (c.idleFor > 0 && now.Sub(pc.since) > c.idleFor) || pc.br.Buffered() > 0 || !alive(pc.c) {
+			if !c.usable(pc, now) {
 				dead = append(dead, pc)
 				continue
 			}
@@ -382,9 +400,9 @@ func (c *conns) try(ctx context.Context, req *http.Request, addr string) (_ *htt
 		if informational > max1xx {
 			return nil, false, fail(errTooMany1xx)
 		}
-		pc.limit.Store(c.maxHeader)
+		pc.limit = c.maxHeader
 		resp, err = http.ReadResponse(pc.br, req)
-		pc.limit.Store(-1)
+		pc.limit = -1
 		if err != nil {
 			// Nothing at all came back on a reused connection: the
 			// server had closed it, or dropped the request unanswered.

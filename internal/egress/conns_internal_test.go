@@ -1,11 +1,14 @@
 package egress
 
 import (
+	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -81,5 +84,60 @@ func TestConnsSweep(t *testing.T) {
 	time.Sleep(80 * time.Millisecond)
 	if n, armed := c.idleCount(); n != 1 || !armed {
 		t.Fatalf("a live connection after sweeps: %d idle, armed %v; want 1 and true", n, armed)
+	}
+}
+
+// countingConn counts the writes made to a connection.
+type countingConn struct {
+	net.Conn
+	writes *atomic.Int64
+}
+
+func (c countingConn) Write(p []byte) (int, error) {
+	c.writes.Add(1)
+	return c.Conn.Write(p)
+}
+
+// A small request, header and a body Request.Write cannot see the length
+// of, goes out in one write; a body larger than maxGather in a few.
+func TestConnsOneWriteASmallRequest(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, _ := io.Copy(io.Discard, r.Body)
+		fmt.Fprint(w, n)
+	}))
+	defer srv.Close()
+	var writes atomic.Int64
+	c := newConns(&http.Transport{}, func(ctx context.Context, network, addr string) (net.Conn, error) {
+		nc, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		return countingConn{nc, &writes}, err
+	})
+	defer c.closeIdle()
+	send := func(size int) {
+		t.Helper()
+		// A reader of no known type: Request.Write would flush the
+		// header before it on a *bufio.Writer.
+		body := io.MultiReader(strings.NewReader(strings.Repeat("x", size)))
+		req, _ := http.NewRequest(http.MethodPost, srv.URL, body)
+		req.ContentLength = int64(size)
+		resp, err := c.roundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		if string(b) != fmt.Sprint(size) {
+			t.Fatalf("the server read %s bytes, want %d", b, size)
+		}
+	}
+	for range 3 {
+		writes.Store(0)
+		send(200)
+		if n := writes.Load(); n != 1 {
+			t.Fatalf("a 200-byte request took %d writes, want 1", n)
+		}
+	}
+	writes.Store(0)
+	send(3 * maxGather)
+	if n := writes.Load(); n < 2 || n > 5 {
+		t.Fatalf("a %d-byte request took %d writes, want a few", 3*maxGather, n)
 	}
 }
