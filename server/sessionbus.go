@@ -198,7 +198,7 @@ func taggedAnswer(body []byte) (tag string, n int64, ok bool) {
 		return "", 0, false
 	}
 	n, err := strconv.ParseInt(num, 10, 64)
-	if err != nil || strconv.FormatInt(n, 10) != num {
+	if err != nil || n < 0 || strconv.FormatInt(n, 10) != num {
 		return "", 0, false
 	}
 	return tag, n, true
