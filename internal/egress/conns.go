@@ -36,6 +36,9 @@ import (
 //     informational (1xx) answers skipped before the final one;
 //   - a context that ends closes the connection, which ends a write or a
 //     read blocked on it, and RoundTrip or Read return its cause;
+//   - an answer the server sent before it read the whole request (a 413,
+//     then it stopped reading) is the caller's, though the write failed
+//     (early; waited for 50 ms at most);
 //   - a request that met a closed connection is sent once more, on another
 //     connection, only when the server cannot have acted on it (the write
 //     failed before the connection took a byte) or it is replayable (GET,
@@ -391,6 +394,11 @@ func (c *conns) try(ctx context.Context, req *http.Request, addr string) (_ *htt
 		err = pc.bw.flush()
 	}
 	if err != nil {
+		if pc.written > 0 && ctx.Err() == nil {
+			if resp := c.early(ctx, pc, req, stop); resp != nil {
+				return resp, false, nil
+			}
+		}
 		resend := req.Body == nil || req.Body == http.NoBody || req.GetBody != nil
 		return nil, pc.reused && pc.written == 0 && resend, fail(err)
 	}
@@ -422,6 +430,36 @@ func (c *conns) try(ctx context.Context, req *http.Request, addr string) (_ *htt
 	}
 	resp.Body = b
 	return resp, false, nil
+}
+
+// earlyWait bounds how long early waits for an answer the server sent
+// before it stopped reading the request.
+const earlyWait = 50 * time.Millisecond
+
+// early returns the answer a server gave before it read the whole request
+// and stopped reading (a 413 for a body too large, a 401, then a closed
+// connection): the write failed, but the answer is what the caller must
+// see, as the Transport, which reads while it writes, gives it. It waits
+// earlyWait at most for the answer's header; nil when none came, or an
+// informational one. The connection is not kept after it.
+func (c *conns) early(ctx context.Context, pc *pconn, req *http.Request, stop func() bool) *http.Response {
+	if pc.c.SetReadDeadline(time.Now().Add(earlyWait)) != nil {
+		return nil
+	}
+	pc.limit = c.maxHeader
+	resp, err := http.ReadResponse(pc.br, req)
+	pc.limit = -1
+	if err != nil || resp.StatusCode < 200 || pc.c.SetReadDeadline(time.Time{}) != nil {
+		return nil
+	}
+	resp.Close = true
+	b := &body{rc: resp.Body, pc: pc, stop: stop, ctx: ctx}
+	if resp.Body == http.NoBody {
+		b.finish(stateEOF)
+		return resp
+	}
+	resp.Body = b
+	return resp
 }
 
 // replayable reports whether req may be sent twice (as the Transport

@@ -421,3 +421,40 @@ func TestConnsDialStillGuarded(t *testing.T) {
 		t.Fatal("the server was reached")
 	}
 }
+
+// A server that answers before it read the whole request (a 413 for a body
+// too large), then stops reading and closes, fails the request's write;
+// the caller still gets that answer, not the write's error, as from the
+// Transport. Both a net/http server and one that closes at once (its
+// unread bytes reset the connection) are tried, each twice in a row (the
+// second on a fresh connection: the first is not kept).
+func TestConnsAnswerBeforeTheBodyIsRead(t *testing.T) {
+	const big = 8 << 20 // past what the sockets' buffers take
+	servers := map[string]func(t *testing.T) string{
+		"net/http": func(t *testing.T) string {
+			return newCountingServer(t, func(w http.ResponseWriter, r *http.Request) {
+				http.Error(w, "body too large", http.StatusRequestEntityTooLarge)
+			}).URL
+		},
+		"closes at once": func(t *testing.T) string {
+			return rawServer(t, func(_ int, c net.Conn, br *bufio.Reader) {
+				if _, err := http.ReadRequest(br); err != nil {
+					return
+				}
+				fmt.Fprintf(c, "HTTP/1.1 413 Request Entity Too Large\r\nConnection: close\r\nContent-Length: 15\r\n\r\nbody too large\n")
+			})
+		},
+	}
+	for name, start := range servers {
+		t.Run(name, func(t *testing.T) {
+			url := start(t)
+			hc := guardClient(t, url, nil)
+			for i := range 2 {
+				code, got, err := post(t, hc, url+"/mcp", strings.Repeat("x", big))
+				if err != nil || code != http.StatusRequestEntityTooLarge || got != "body too large\n" {
+					t.Fatalf("request %d: %d %q, %v; want the server's 413", i, code, got, err)
+				}
+			}
+		})
+	}
+}
