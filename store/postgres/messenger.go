@@ -2,7 +2,9 @@ package postgres
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"fmt"
 	"time"
 
@@ -13,9 +15,11 @@ import (
 
 var _ store.Messenger = (*Store)(nil)
 
-// channel is the NOTIFY channel of box. Channels are per database, not
-// per schema: a box's name must say whose it is.
-func channel(box string) (string, error) {
+// channel is the NOTIFY channel of box in this store's schema. Channels
+// are per database, not per schema: two deployments in two schemas of one
+// database would hear each other's messages on a box of the same name, so
+// each channel carries the schema's mark (chanPrefix) before the box.
+func (s *Store) channel(box string) (string, error) {
 	if len(box) == 0 || len(box) > 48 {
 		return "", fmt.Errorf("%w: messenger box %q: 1 to 48 characters", store.ErrInvalid, box)
 	}
@@ -24,13 +28,21 @@ func channel(box string) (string, error) {
 			return "", fmt.Errorf("%w: messenger box %q: letters, digits, '_' and '-' only", store.ErrInvalid, box)
 		}
 	}
-	return "gatehouse_" + box, nil
+	return s.chans + box, nil
+}
+
+// chanPrefix is the start of the NOTIFY channels of the store whose tables
+// are in schema: "gh_", 8 hex digits of the schema name's SHA-256, "_"
+// (12 characters: with a box of 48, 60, under PostgreSQL's 63).
+func chanPrefix(schema string) string {
+	sum := sha256.Sum256([]byte(schema))
+	return "gh_" + hex.EncodeToString(sum[:4]) + "_"
 }
 
 // Send implements store.Messenger: one NOTIFY (pg_notify), its payload
 // the message in base64 (a payload is text).
 func (s *Store) Send(ctx context.Context, box string, msg []byte) error {
-	ch, err := channel(box)
+	ch, err := s.channel(box)
 	if err != nil {
 		return err
 	}
@@ -48,7 +60,7 @@ func (s *Store) Send(ctx context.Context, box string, msg []byte) error {
 // not wait for it), and listens again on a new one, after a second, when
 // that connection fails (messages sent in between are lost).
 func (s *Store) Listen(ctx context.Context, box string, fn func(msg []byte)) error {
-	ch, err := channel(box)
+	ch, err := s.channel(box)
 	if err != nil {
 		return err
 	}

@@ -76,3 +76,47 @@ func TestMessenger(t *testing.T) {
 	case <-time.After(200 * time.Millisecond):
 	}
 }
+
+// Two deployments in two schemas of one database do not hear each other:
+// a message sent on a box reaches the listeners of that box in the
+// sender's schema only, though NOTIFY channels are per database.
+func TestMessengerSchemasApart(t *testing.T) {
+	_, cfgA := freshSchema(t)
+	_, cfgB := freshSchema(t)
+	a1, a2, b := openCfg(t, cfgA(), nil), openCfg(t, cfgA(), nil), openCfg(t, cfgB(), nil)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	gotA, gotB := make(chan []byte, 8), make(chan []byte, 8)
+	if err := a1.Listen(ctx, "sess-all", func(m []byte) { gotA <- m }); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Listen(ctx, "sess-all", func(m []byte) { gotB <- m }); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Send(t.Context(), "sess-all", []byte("from b")); err != nil {
+		t.Fatal(err)
+	}
+	if err := a2.Send(t.Context(), "sess-all", []byte("from a")); err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]struct {
+		ch   chan []byte
+		want string
+	}{"schema a": {gotA, "from a"}, "schema b": {gotB, "from b"}} {
+		select {
+		case m := <-c.ch:
+			if string(m) != c.want {
+				t.Errorf("%s heard %q, want %q", name, m, c.want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s never heard %q", name, c.want)
+		}
+	}
+	select {
+	case m := <-gotA:
+		t.Errorf("schema a also heard %q", m)
+	case m := <-gotB:
+		t.Errorf("schema b also heard %q", m)
+	case <-time.After(200 * time.Millisecond):
+	}
+}

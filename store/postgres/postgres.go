@@ -17,7 +17,8 @@ import (
 // Store is a store.Store on a PostgreSQL database.
 type Store struct {
 	*sqlstore.Store
-	pool *pgxpool.Pool
+	pool  *pgxpool.Pool
+	chans string // chanPrefix of the store's schema
 }
 
 var _ store.Store = (*Store)(nil)
@@ -119,7 +120,15 @@ func OpenConfig(ctx context.Context, cfg *pgxpool.Config, opts *store.Options) (
 		}
 		return nil, fmt.Errorf("store: %s: %w", where, err)
 	}
-	return &Store{Store: sqlstore.New(db, sqlstore.Options{Now: o.Now, GroupCommit: o.GroupCommit.Enabled(true), Delay: commitdelay.Defaults()}), pool: pool}, nil
+	// The schema the tables are in (the first of the search_path that
+	// exists, as Migrate created them) marks the messenger's channels.
+	var schema string
+	if err := pool.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("%w: %s: reading the current schema: %w", store.ErrUnavailable, where, err)
+	}
+	return &Store{Store: sqlstore.New(db, sqlstore.Options{Now: o.Now, GroupCommit: o.GroupCommit.Enabled(true), Delay: commitdelay.Defaults()}),
+		pool: pool, chans: chanPrefix(schema)}, nil
 }
 
 // probe checks that the schema Migrate would create its tables in holds
