@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -29,6 +30,27 @@ import (
 // caller's stream may wait for its answer (a person may be answering an
 // elicitation).
 const askWait = 5 * time.Minute
+
+// While the holder asks, it tells the replica that passed the request on
+// so every askBeat (kindAsking, the first at once); that one gives up on a
+// holder gone without a word (a crash, a cut network) after askFirst
+// without the first, askQuiet without one since, instead of askWait.
+const (
+	askFirst = 5 * time.Second
+	askBeat  = 10 * time.Second
+	askQuiet = 30 * time.Second
+)
+
+// askTiming is a heartbeat's three durations.
+type askTiming struct{ first, beat, quiet time.Duration }
+
+// asking returns the heartbeat's durations.
+func (x *sharedSessions) asking() askTiming {
+	if t := x.askTimes.Load(); t != nil {
+		return *t
+	}
+	return askTiming{first: askFirst, beat: askBeat, quiet: askQuiet}
+}
 
 // codeRejected is the code of the go-sdk's error for a message its
 // transport did not deliver (no stream to write it on).
@@ -90,6 +112,8 @@ func (x *sharedSessions) askHolder(ctx context.Context, method string, req mcp.R
 	raw, _ := json.Marshal(body)
 	nonce, reply, forget := x.await()
 	defer forget()
+	beats, unbeat := x.awaitBeats(nonce)
+	defer unbeat()
 	msg, _ := json.Marshal(busMessage{Session: ss.ID(), Kind: kindAsk, From: x.tag, Nonce: nonce, Body: raw})
 	if len(msg) > store.MaxMessage {
 		x.log.Debug("server: a request for the caller's stream, held by another replica, is too large to pass on",
@@ -104,10 +128,28 @@ func (x *sharedSessions) askHolder(ctx context.Context, method string, req mcp.R
 	}
 	x.asked.Add(1)
 	var got []byte
-	select {
-	case got = <-reply:
-	case <-wctx.Done():
-		return nil, true, fmt.Errorf("server: no answer from the replica holding the caller's stream: %w", wctx.Err())
+	at := x.asking()
+	quiet := time.NewTimer(at.first)
+	defer quiet.Stop()
+	heard := false
+wait:
+	for {
+		select {
+		case got = <-reply:
+			break wait
+		case <-beats:
+			heard = true
+			quiet.Reset(at.quiet)
+		case <-quiet.C:
+			if !heard {
+				return nil, true, fmt.Errorf("server: the replica holding the caller's stream (%s) did not take the request within %s: %w",
+					holder, at.first, errHolderGone)
+			}
+			return nil, true, fmt.Errorf("server: the replica holding the caller's stream (%s) went quiet for %s while asking: %w",
+				holder, at.quiet, errHolderGone)
+		case <-wctx.Done():
+			return nil, true, fmt.Errorf("server: no answer from the replica holding the caller's stream: %w", wctx.Err())
+		}
 	}
 	var rb replyBody
 	if err := json.Unmarshal(got, &rb); err != nil {
@@ -139,10 +181,19 @@ func (x *sharedSessions) askHere(m busMessage) {
 	if m.From == "" || m.Nonce == "" {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.WithValue(context.Background(), noteKey{}, true), askWait)
+	parent := context.Background()
+	if h := x.lookup(m.Session); h != nil && h.asking != nil {
+		parent = h.asking // ends when the session closes here
+	}
+	ctx, cancel := context.WithTimeout(context.WithValue(parent, noteKey{}, true), askWait)
 	defer cancel()
 	var rb replyBody
+	asking := make(chan struct{})
+	var beating sync.WaitGroup
+	beating.Go(func() { x.beatAsker(m, asking) })
 	res, err := x.ask(ctx, m)
+	close(asking)
+	beating.Wait()
 	switch {
 	case err != nil:
 		var wire *jsonrpc.Error
@@ -167,6 +218,58 @@ func (x *sharedSessions) askHere(m busMessage) {
 	defer scancel()
 	if err := x.bus.Send(sctx, busBox(m.From), msg); err != nil {
 		x.log.Debug("server: the caller's answer was not passed back", "err", err)
+	}
+}
+
+// errHolderGone is the cause of a request passed on to the replica holding
+// the caller's stream when that replica stopped saying it is still asking
+// (askFirst, askQuiet).
+var errHolderGone = errors.New("server: the replica holding the caller's stream is gone")
+
+// beatAsker tells m's sender that its request is still being asked, at
+// once and every askBeat, until asking is closed.
+func (x *sharedSessions) beatAsker(m busMessage, asking <-chan struct{}) {
+	msg, _ := json.Marshal(busMessage{Session: m.Session, Kind: kindAsking, Nonce: m.Nonce})
+	tick := time.NewTicker(x.asking().beat)
+	defer tick.Stop()
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), noteTimeout)
+		if err := x.bus.Send(ctx, busBox(m.From), msg); err != nil {
+			x.log.Debug("server: a heartbeat of a request passed on was not sent", "err", err)
+		}
+		cancel()
+		select {
+		case <-asking:
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// awaitBeats registers a wait for the heartbeats of the holder asking the
+// request nonce.
+func (x *sharedSessions) awaitBeats(nonce string) (<-chan struct{}, func()) {
+	ch := make(chan struct{}, 1)
+	x.mu.Lock()
+	x.beats[nonce] = ch
+	x.mu.Unlock()
+	return ch, func() {
+		x.mu.Lock()
+		delete(x.beats, nonce)
+		x.mu.Unlock()
+	}
+}
+
+// beat hands a holder's heartbeat to the wait for nonce, if any.
+func (x *sharedSessions) beat(nonce string) {
+	x.mu.Lock()
+	ch := x.beats[nonce]
+	x.mu.Unlock()
+	if ch != nil {
+		select {
+		case ch <- struct{}{}:
+		default: // one pending is enough
+		}
 	}
 }
 

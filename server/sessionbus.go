@@ -95,6 +95,9 @@ func (x *sharedSessions) deliver(raw []byte) {
 	case kindReply:
 		x.answered(m.Nonce, m.Body)
 		return
+	case kindAsking:
+		x.beat(m.Nonce)
+		return
 	}
 	h := x.lookup(m.Session)
 	if h == nil {

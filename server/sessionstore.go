@@ -98,6 +98,9 @@ type sharedSessions struct {
 	// asked counts the requests passed on to the holder of the caller's
 	// stream (sessionask.go).
 	asked atomic.Int64
+	// askTimes is the heartbeat of a request passed on when not the
+	// constants' (nil; tests set it).
+	askTimes atomic.Pointer[askTiming]
 
 	mu        sync.Mutex
 	held      map[string]*heldSession
@@ -106,11 +109,18 @@ type sharedSessions struct {
 	// holder's ack of a change (tell) or its answer to a request passed
 	// on (askHolder).
 	waits map[string]chan []byte
+	// beats are the heartbeats awaited of holders still asking, by nonce.
+	beats map[string]chan struct{}
 }
 
 // heldSession is a session this process serves.
 type heldSession struct {
-	ss      *mcp.ServerSession
+	ss *mcp.ServerSession
+	// asking ends, by endAsks, the requests other replicas passed on to
+	// the caller through this session (askHere) when it closes: the
+	// go-sdk's Close waits for them.
+	asking  context.Context
+	endAsks context.CancelFunc
 	t       *mcp.StreamableServerTransport // nil: opened here, in the go-sdk handler's table
 	subject string
 	userID  string
@@ -139,7 +149,8 @@ func newSharedSessions(st store.SessionStore, srv *mcp.Server, idle time.Duratio
 	if idle <= 0 {
 		life = foreverLife
 	}
-	x := &sharedSessions{st: st, srv: srv, life: life, idle: max(idle, 0), check: min(sessionCheck, life/4), now: now, log: log, held: map[string]*heldSession{}, waits: map[string]chan []byte{}}
+	x := &sharedSessions{st: st, srv: srv, life: life, idle: max(idle, 0), check: min(sessionCheck, life/4), now: now, log: log, held: map[string]*heldSession{}, waits: map[string]chan []byte{},
+		beats: map[string]chan struct{}{}}
 	if m, ok := st.(store.Messenger); ok {
 		x.bus, x.tag = m, newTag()
 	}
@@ -165,6 +176,7 @@ func (x *sharedSessions) hold(id string, h *heldSession) (*heldSession, bool) {
 	x.mu.Unlock()
 	go func() {
 		_ = h.ss.Wait()
+		h.stopAsks()
 		if h.timer != nil {
 			h.timer.Stop()
 		}
@@ -186,6 +198,7 @@ func (x *sharedSessions) opened(ctx context.Context, ss *mcp.ServerSession, subj
 		return
 	}
 	h := &heldSession{ss: ss, subject: string(subject), userID: userID, saved: savedSession{Initialize: params, Protocol: res.ProtocolVersion}, subs: map[string]bool{}}
+	h.asking, h.endAsks = context.WithCancel(context.Background())
 	now := x.now()
 	h.touched.Store(now.UnixNano())
 	if _, ok := x.hold(id, h); !ok {
@@ -297,7 +310,7 @@ func (x *sharedSessions) gate(next http.Handler) http.Handler {
 			if !x.refresh(r, id, h, now) {
 				// Ended on another replica (or expired there): it ends
 				// here too, and the request gets the go-sdk's 404.
-				_ = h.ss.Close()
+				h.close()
 				x.forget(id, h)
 				next.ServeHTTP(w, r)
 				return
@@ -433,6 +446,20 @@ func (d *discardWriter) WriteHeader(int)             {}
 func (d *discardWriter) Flush()                      {}
 
 // forget drops h as the session id.
+// close ends the requests passed on through h, then its go-sdk session.
+func (h *heldSession) close() {
+	h.stopAsks()
+	_ = h.ss.Close()
+}
+
+// stopAsks ends the requests passed on through h (none when h was made
+// without asking).
+func (h *heldSession) stopAsks() {
+	if h.endAsks != nil {
+		h.endAsks()
+	}
+}
+
 func (x *sharedSessions) forget(id string, h *heldSession) {
 	x.mu.Lock()
 	if x.held[id] == h {
@@ -473,14 +500,15 @@ func (x *sharedSessions) rebuild(r *http.Request, id string) (*heldSession, int)
 		return nil, http.StatusInternalServerError
 	}
 	h := &heldSession{ss: ss, t: t, subject: row.Subject, userID: row.UserID, saved: saved, subs: map[string]bool{}}
+	h.asking, h.endAsks = context.WithCancel(context.Background())
 	// Its row was read just now: the first touch is due a check later.
 	h.touched.Store(x.now().UnixNano())
 	if x.idle > 0 {
-		h.timer = time.AfterFunc(x.idle, func() { _ = ss.Close() })
+		h.timer = time.AfterFunc(x.idle, func() { h.close() })
 	}
 	held, mine := x.hold(id, h)
 	if !mine {
-		_ = ss.Close() // another request rebuilt it first
+		h.close() // another request rebuilt it first
 		return held, 0
 	}
 	if saved.LogLevel != "" {
@@ -521,7 +549,7 @@ func (x *sharedSessions) dispatch(sdk http.Handler) http.Handler {
 		}
 		switch r.Method {
 		case http.MethodDelete:
-			_ = h.ss.Close()
+			h.close()
 			x.forget(id, h)
 			w.WriteHeader(http.StatusNoContent)
 			return

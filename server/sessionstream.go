@@ -53,6 +53,7 @@ const (
 	kindLevel   = "level"   // From set the session's log level (Body)
 	kindAsk     = "ask"     // a request for the caller's stream (sessionask.go)
 	kindReply   = "reply"   // the caller's answer to a kindAsk (Nonce)
+	kindAsking  = "asking"  // the holder is still asking the caller (Nonce)
 )
 
 // ackWait bounds how long a subscribe waits for the holder of the
