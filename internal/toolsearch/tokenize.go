@@ -82,12 +82,25 @@ func appendLower(dst []string, w string) []string {
 // "create", "creates", "created" and "creating" all give "creat". It is
 // deliberately light (no derivational suffixes: "reaction" is not "react",
 // "server" is not "serve"); the index and the query use the same function,
-// so a stem only has to be consistent, not a word ("make" and "making"
-// both give "mak"). "-ing" and "-ed" go only when a vowel is left ("string"
-// stays). Words of three letters
-// or fewer, and words with a digit or a non-ASCII letter, are left alone.
+// so a stem only has to be consistent, not a word. "-ing" and "-ed" go
+// only when a vowel is left ("string" stays). The final "-e" follows
+// Porter's rule, so that short words keep apart: it goes when more than
+// one vowel-consonant run comes before it ("delete", "update"), or one
+// that does not end consonant-vowel-consonant ("create", "merge"); it stays
+// after one that does ("state" is not "stat", "note" not "not", "make",
+// "file"), and "-ing" or "-ed" taken from such a stem gives it back
+// ("making", "noted", "stating"). A few words that only look plural stay
+// whole ("news" is not "new"). Words of three letters or fewer, and words
+// with a digit or a non-ASCII letter, are left alone.
 func stem(w string) string {
 	if len(w) <= 3 || !isASCIILetters(w) {
+		return w
+	}
+	switch w {
+	case "news", "atlas", "bias", "cosmos", "canvas", "alias", "aliases":
+		if w == "aliases" {
+			return "alias"
+		}
 		return w
 	}
 	switch {
@@ -111,16 +124,68 @@ func stem(w string) string {
 			w = w[:len(w)-2] + "e" // "configuration", "organization": "configure", "organize"
 		}
 	}
+	cut := ""
 	switch {
 	case strings.HasSuffix(w, "ing") && len(w) >= 6 && hasVowel(w[:len(w)-3]):
-		w = undouble(w[:len(w)-3])
+		cut = w[:len(w)-3]
 	case strings.HasSuffix(w, "ed") && len(w) >= 5 && !strings.HasSuffix(w, "eed") && hasVowel(w[:len(w)-2]):
-		w = undouble(w[:len(w)-2])
+		cut = w[:len(w)-2]
 	}
-	if strings.HasSuffix(w, "e") && len(w) >= 4 && !strings.HasSuffix(w, "ee") {
-		w = w[:len(w)-1]
+	if cut != "" {
+		if u := undouble(cut); u != cut {
+			return u // "running": "run"
+		}
+		if measure(cut) == 1 && endsCVC(cut) {
+			return cut + "e" // "making": "make", as "make" stays
+		}
+		w = cut
+		if strings.HasSuffix(cut, "u") {
+			w = cut + "e" // "queued", "issued": as "queue", "issue" go
+		}
+	}
+	if n := len(w); n >= 4 && w[n-1] == 'e' && w[n-2] != 'e' {
+		if m := measure(w[:n-1]); m > 1 || m == 1 && !endsCVC(w[:n-1]) {
+			w = w[:n-1]
+		}
 	}
 	return w
+}
+
+// vowelAt says whether w[i] is a vowel: a, e, i, o, u, and y after a
+// consonant ("type", not "yes").
+func vowelAt(w string, i int) bool {
+	switch w[i] {
+	case 'a', 'e', 'i', 'o', 'u':
+		return true
+	case 'y':
+		return i > 0 && !vowelAt(w, i-1)
+	}
+	return false
+}
+
+// measure is Porter's m: how many vowel-then-consonant runs w has
+// ("tree" 0, "stat" 1, "updat" 2).
+func measure(w string) int {
+	m, inVowel := 0, false
+	for i := range len(w) {
+		v := vowelAt(w, i)
+		if !v && inVowel {
+			m++
+		}
+		inVowel = v
+	}
+	return m
+}
+
+// endsCVC says whether w ends consonant-vowel-consonant, the last not w,
+// x or y ("stat", "mak"; not "creat", "show").
+func endsCVC(w string) bool {
+	n := len(w)
+	if n < 3 || vowelAt(w, n-3) || !vowelAt(w, n-2) || vowelAt(w, n-1) {
+		return false
+	}
+	c := w[n-1]
+	return c != 'w' && c != 'x' && c != 'y'
 }
 
 // undouble drops the second of a final doubled consonant ("runn" to

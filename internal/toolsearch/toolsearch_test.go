@@ -45,16 +45,24 @@ func TestWords(t *testing.T) {
 func TestStem(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
 		{"create", "creat"}, {"creates", "creat"}, {"created", "creat"}, {"creating", "creat"}, {"creation", "creat"},
-		{"make", "mak"}, {"making", "mak"},
+		{"make", "make"}, {"making", "make"}, {"made", "made"},
 		{"delete", "delet"}, {"deleted", "delet"}, {"deletion", "delet"},
 		{"repositories", "repository"}, {"repository", "repository"},
 		{"branches", "branch"}, {"boxes", "box"}, {"classes", "class"},
-		{"files", "fil"}, {"file", "fil"}, {"issues", "issu"},
+		{"files", "file"}, {"file", "file"}, {"issues", "issu"}, {"issued", "issu"}, {"queue", "queue"}, {"queued", "queue"},
 		{"running", "run"}, {"logging", "log"}, {"mapping", "map"},
 		{"deployment", "deploy"}, {"attachment", "attach"}, {"document", "document"}, {"comment", "comment"},
 		{"configuration", "configur"}, {"configure", "configur"},
 		{"status", "status"}, {"access", "access"}, {"analysis", "analysis"},
 		{"string", "string"}, {"need", "need"}, {"tree", "tree"}, {"get", "get"}, {"k8s", "k8s"}, {"café", "café"},
+		// Short words keep apart (Porter's final "-e"), and "-ing" or "-ed"
+		// off such a stem gives the "-e" back.
+		{"state", "state"}, {"statement", "state"}, {"stating", "state"}, {"stats", "stat"}, {"stat", "stat"},
+		{"note", "note"}, {"noted", "note"}, {"not", "not"}, {"write", "write"}, {"writing", "write"},
+		{"update", "updat"}, {"updating", "updat"}, {"merge", "merg"}, {"merging", "merg"},
+		{"type", "type"}, {"typing", "type"}, {"fixing", "fix"}, {"showing", "show"},
+		// Words that only look plural.
+		{"news", "news"}, {"new", "new"}, {"aliases", "alias"}, {"canvas", "canvas"},
 	} {
 		if got := stem(c.in); got != c.want {
 			t.Errorf("stem(%q) = %q, want %q", c.in, got, c.want)
