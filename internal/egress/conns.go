@@ -65,6 +65,7 @@ type pconn struct {
 	bw      reqWriter
 	limit   int64     // bytes the reader may still read; < 0: no limit
 	written int64     // bytes written to the connection by the request being sent
+	refused bool      // the connection failed the request's last write (not its body's reader)
 	nread   int64     // bytes read from it since the request was sent
 	since   time.Time // when it went idle
 	reused  bool
@@ -150,6 +151,7 @@ func (w *reqWriter) flush() error {
 func (pc *pconn) Write(p []byte) (int, error) {
 	n, err := pc.c.Write(p)
 	pc.written += int64(n)
+	pc.refused = err != nil
 	return n, err
 }
 
@@ -388,13 +390,13 @@ func (c *conns) try(ctx context.Context, req *http.Request, addr string) (_ *htt
 	// Request.Write closes req.Body; a retry sends GetBody's copy. A
 	// write that failed before the connection took a byte on a reused
 	// connection (the server had closed it) may be sent again.
-	pc.written = 0
+	pc.written, pc.refused = 0, false
 	err = req.Write(&pc.bw)
 	if err == nil {
 		err = pc.bw.flush()
 	}
 	if err != nil {
-		if pc.written > 0 && ctx.Err() == nil {
+		if pc.written > 0 && pc.refused && ctx.Err() == nil {
 			if resp := c.early(ctx, pc, req, stop); resp != nil {
 				return resp, false, nil
 			}
