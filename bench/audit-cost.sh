@@ -4,7 +4,8 @@
 #
 # Starts four gateways in front of ONE bench/echoserver: the old binary with
 # audit off and on, the new binary with audit off and on (each its own
-# config, SQLite store and port; defaults otherwise), and measures them in
+# config, store (SQLite unless GATEWAY_STORE says otherwise, as for
+# bench/gateway.sh) and port; defaults otherwise), and measures them in
 # ROUNDS rounds, each running the four once, one after the other, in an
 # order rotated from round to round. The figure is the gateway process's CPU
 # per plain tools/call (user+system from /proc/PID/stat over the measured
@@ -20,7 +21,9 @@
 # ROUNDS (default 7), DURATION (default 4s) after WARMUP (1s), SESSIONS
 # (default 4), PAYLOAD bytes (default 64), PORT_BASE (the gateways listen
 # on 127.0.0.1:PORT_BASE to +3; default 24000 + this shell's PID mod 20000),
-# BENCH_KEEP (keep the work directory). Everything stays on 127.0.0.1.
+# BENCH_KEEP (keep the work directory), GATEWAY_STORE (bench/gateway.sh's: a
+# postgres:// DSN puts the four gateways on PostgreSQL, each its own
+# instance). Everything stays on 127.0.0.1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/usr/local/go/bin:$PATH"
@@ -55,10 +58,18 @@ for i in 0 1 2 3; do
   pid[$l]=$started_pid
 done
 
+# store_name names the gateways' store without a DSN's credentials.
+store_name() {
+  case "${GATEWAY_STORE:-sqlite}" in
+    postgres://*|postgresql://*) echo "PostgreSQL" ;;
+    *) echo "${GATEWAY_STORE:-sqlite}" ;;
+  esac
+}
+
 echo "## bench/audit-cost.sh: gateway CPU per plain tools/call, audit off and on, old and new"
 machine_line
 echo "old: $AUDIT_OLD_BIN; new: $AUDIT_NEW_BIN"
-echo "$ROUNDS rounds x 4 gateways, $DURATION after $WARMUP warmup each, $SESSIONS sessions, $PAYLOAD B, SQLite; load average at the start: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "$ROUNDS rounds x 4 gateways, $DURATION after $WARMUP warmup each, $SESSIONS sessions, $PAYLOAD B, store $(store_name); load average at the start: $(cut -d' ' -f1-3 /proc/loadavg)"
 results=$work/results.jsonl
 : >"$results"
 for round in $(seq "$ROUNDS"); do
