@@ -255,39 +255,61 @@ func contains(ss []string, s string) bool {
 	return false
 }
 
-// queueAuditInserts queues the INSERTs of es, a few multi-row statements
-// (auditChunk), with no ON CONFLICT: a (chain, seq) taken fails
-// the statement and the transaction. Each fills in its entries' IDs.
+// queueAuditInserts queues the INSERT of es, one statement whatever their
+// number (unnestInsert), with no ON CONFLICT: a (chain, seq) taken fails
+// the statement and the transaction. It fills in the entries' IDs.
 func queueAuditInserts(p *pipe, es []store.AuditEntry) {
-	for rest := es; len(rest) > 0; {
-		n := auditChunk(len(rest))
-		chunk := rest[:n]
-		args := sqlbatch.AuditArgs(make([]any, 0, 14*n), chunk)
-		p.queue(strictInsert(n), args, func(r sqlstore.Rows) error {
-			got := 0
-			for r.Next() {
-				var id, seq int64
-				var chain string
-				if err := r.Scan(&id, &chain, &seq); err != nil {
-					return err
-				}
-				for i := range chunk {
-					if chunk[i].Chain == chain && chunk[i].Seq == seq {
-						chunk[i].ID = id
-						got++
-					}
-				}
-			}
-			if err := r.Err(); err != nil {
+	if len(es) == 0 {
+		return
+	}
+	p.queue(unnestInsert, auditArrays(es), func(r sqlstore.Rows) error {
+		got := 0
+		for r.Next() {
+			var id, seq int64
+			var chain string
+			if err := r.Scan(&id, &chain, &seq); err != nil {
 				return err
 			}
-			if got != len(chunk) {
-				return fmt.Errorf("store: audit insert returned %d of %d rows", got, len(chunk))
+			for i := range es {
+				if es[i].Chain == chain && es[i].Seq == seq {
+					es[i].ID = id
+					got++
+				}
 			}
-			return nil
-		})
-		rest = rest[n:]
+		}
+		if err := r.Err(); err != nil {
+			return err
+		}
+		if got != len(es) {
+			return fmt.Errorf("store: audit insert returned %d of %d rows", got, len(es))
+		}
+		return nil
+	})
+}
+
+// unnestInsert inserts any number of audit entries, one array a column
+// (auditArrays), with no ON CONFLICT, returning each row's id, chain and
+// seq: one statement, one text for every batch, and pgx encodes 14 arrays
+// instead of 14 parameters a row (what the rows' encoding cost the gateway:
+// docs/BENCHMARKS.md, "The audit trail on PostgreSQL").
+const unnestInsert = `INSERT INTO audit_log (chain, seq, at, kind, subject, server, tool, args_digest, outcome, duration_us, instance, prev_hash, hash, detail)
+SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::bigint[], $11::text[], $12::text[], $13::text[], $14::bytea[])
+RETURNING id, chain, seq`
+
+// auditArrays is unnestInsert's arguments for es: each column's values
+// in es's order (a nil detail is NULL).
+func auditArrays(es []store.AuditEntry) []any {
+	n := len(es)
+	chain, kind, subject, server, tool := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	digest, outcome, instance, prev, hash := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	seq, at, dur := make([]int64, n), make([]int64, n), make([]int64, n)
+	detail := make([][]byte, n)
+	for i, e := range es {
+		chain[i], seq[i], at[i], kind[i], subject[i] = e.Chain, e.Seq, norm.MS(e.At), e.Kind, e.Subject
+		server[i], tool[i], digest[i], outcome[i], dur[i] = e.Server, e.Tool, e.ArgsDigest, e.Outcome, e.Duration.Microseconds()
+		instance[i], prev[i], hash[i], detail[i] = e.Instance, e.PrevHash, e.Hash, e.Detail
 	}
+	return []any{chain, seq, at, kind, subject, server, tool, digest, outcome, dur, instance, prev, hash, detail}
 }
 
 // The journal's columns, Complete's UPDATE and the audit head's query, as
@@ -298,36 +320,3 @@ const (
 WHERE scope = $1 AND run_id = $2 AND tool_call_id = $3 AND state = 'started' AND executor = $7`
 	auditLastQuery = `SELECT seq, hash FROM audit_log WHERE chain = $1 ORDER BY seq DESC LIMIT 1`
 )
-
-// auditChunk returns how many of n entries the next INSERT takes: 64, 8
-// or 1, the sizes whose statements stay prepared.
-func auditChunk(n int) int {
-	switch {
-	case n >= 64:
-		return 64
-	case n >= 8:
-		return 8
-	}
-	return 1
-}
-
-// strictInsert is the INSERT of n audit entries with no ON CONFLICT,
-// returning each row's id, chain and seq; built once for the chunk sizes.
-func strictInsert(n int) string {
-	switch n {
-	case 1:
-		return strictInserts[0]
-	case 8:
-		return strictInserts[1]
-	case 64:
-		return strictInserts[2]
-	}
-	return buildStrictInsert(n)
-}
-
-// strictInserts are buildStrictInsert(1), (8) and (64).
-var strictInserts = [3]string{buildStrictInsert(1), buildStrictInsert(8), buildStrictInsert(64)}
-
-func buildStrictInsert(n int) string {
-	return sqlbatch.AuditValues(n) + ` RETURNING id, chain, seq`
-}

@@ -10,6 +10,7 @@
 package audittest
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -483,6 +484,31 @@ func testLinkedAppend(t *testing.T, s store.AuditStore, _ store.JournalStore, a 
 		}
 	}
 	wantLine(t, s, "c", 4)
+
+	// A large linked append over two chains (what a writer gathers in
+	// its linger): every field of every entry is stored as given, a
+	// detail or none, and the IDs returned are the rows'.
+	var big []store.AuditEntry
+	for i := range 300 {
+		e := unlinked([]string{"big-a", "big-b"}[i%2], fmt.Sprintf("tool-%d", i))
+		e.Subject, e.Outcome, e.Duration = fmt.Sprintf("user-%d", i%7), []string{"ok", "error"}[i%3/2], time.Duration(i)*time.Microsecond
+		e.At = base.Add(time.Duration(i) * time.Millisecond)
+		if i%4 == 0 {
+			e.Detail = []byte(fmt.Sprintf(`{"n":%d,"q":"\u00e9\"'"}`, i))
+		}
+		big = append(big, e)
+	}
+	out, err = a.AppendAuditLinked(ctx, big, link)
+	must(t, err)
+	byChain := map[string][]store.AuditEntry{"big-a": wantLine(t, s, "big-a", 150), "big-b": wantLine(t, s, "big-b", 150)}
+	for i, e := range out {
+		got := byChain[e.Chain][e.Seq-1]
+		if e.ID == 0 || got.ID != e.ID || got.Tool != big[i].Tool || got.Subject != big[i].Subject || got.Outcome != big[i].Outcome ||
+			got.Duration != big[i].Duration || !got.At.Equal(big[i].At) || !bytes.Equal(got.Detail, big[i].Detail) ||
+			(got.Detail == nil) != (big[i].Detail == nil) || got.Instance != "i1" || got.ArgsDigest != "d" || got.Kind != "call" {
+			t.Fatalf("entry %d stored as %+v, given %+v (returned %+v)", i, got, big[i], e)
+		}
+	}
 }
 
 // claimed claims a fresh started record held by executor.
