@@ -445,7 +445,6 @@ func (d *discardWriter) Write(b []byte) (int, error) { return len(b), nil }
 func (d *discardWriter) WriteHeader(int)             {}
 func (d *discardWriter) Flush()                      {}
 
-// forget drops h as the session id.
 // close ends the requests passed on through h, then its go-sdk session.
 func (h *heldSession) close() {
 	h.stopAsks()
@@ -460,6 +459,7 @@ func (h *heldSession) stopAsks() {
 	}
 }
 
+// forget drops h as the session id.
 func (x *sharedSessions) forget(id string, h *heldSession) {
 	x.mu.Lock()
 	if x.held[id] == h {
