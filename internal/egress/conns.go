@@ -410,9 +410,7 @@ func (c *conns) try(ctx context.Context, req *http.Request, addr string) (_ *htt
 		if informational > max1xx {
 			return nil, false, fail(errTooMany1xx)
 		}
-		pc.limit = c.maxHeader
-		resp, err = http.ReadResponse(pc.br, req)
-		pc.limit = -1
+		resp, err = c.readHeader(pc, req)
 		if err != nil {
 			// Nothing at all came back on a reused connection: the
 			// server had closed it, or dropped the request unanswered.
@@ -425,13 +423,27 @@ func (c *conns) try(ctx context.Context, req *http.Request, addr string) (_ *htt
 		break
 	}
 	keep := !resp.Close && !req.Close
-	b := &body{rc: resp.Body, pc: pc, stop: stop, ctx: ctx, keep: keep, put: func() { c.put(addr, pc) }}
+	return withBody(resp, &body{rc: resp.Body, pc: pc, stop: stop, ctx: ctx, keep: keep, put: func() { c.put(addr, pc) }}), false, nil
+}
+
+// readHeader reads an answer's status line and header from pc, within
+// MaxResponseHeaderBytes.
+func (c *conns) readHeader(pc *pconn, req *http.Request) (*http.Response, error) {
+	pc.limit = c.maxHeader
+	resp, err := http.ReadResponse(pc.br, req)
+	pc.limit = -1
+	return resp, err
+}
+
+// withBody gives resp the body b, which ends the connection's turn (at
+// once for an answer without one).
+func withBody(resp *http.Response, b *body) *http.Response {
 	if resp.Body == http.NoBody {
 		b.finish(stateEOF)
-		return resp, false, nil
+		return resp
 	}
 	resp.Body = b
-	return resp, false, nil
+	return resp
 }
 
 // earlyWait bounds how long early waits for an answer the server sent
@@ -448,20 +460,12 @@ func (c *conns) early(ctx context.Context, pc *pconn, req *http.Request, stop fu
 	if pc.c.SetReadDeadline(time.Now().Add(earlyWait)) != nil {
 		return nil
 	}
-	pc.limit = c.maxHeader
-	resp, err := http.ReadResponse(pc.br, req)
-	pc.limit = -1
+	resp, err := c.readHeader(pc, req)
 	if err != nil || resp.StatusCode < 200 || pc.c.SetReadDeadline(time.Time{}) != nil {
 		return nil
 	}
 	resp.Close = true
-	b := &body{rc: resp.Body, pc: pc, stop: stop, ctx: ctx}
-	if resp.Body == http.NoBody {
-		b.finish(stateEOF)
-		return resp
-	}
-	resp.Body = b
-	return resp
+	return withBody(resp, &body{rc: resp.Body, pc: pc, stop: stop, ctx: ctx})
 }
 
 // replayable reports whether req may be sent twice (as the Transport
