@@ -142,6 +142,24 @@ func cosine(a, b []float32) float32 {
 	return s
 }
 
+// readFull fills b from r at off. An empty b reads nothing (a reader may
+// answer io.EOF to a read of nothing at its end), and a file that ends
+// before b is full, because it is shorter than its size said (it shrank
+// while being read), is an ErrModel like any other short file.
+func readFull(r io.ReaderAt, b []byte, off int64) error {
+	if len(b) == 0 {
+		return nil
+	}
+	n, err := r.ReadAt(b, off)
+	if n == len(b) {
+		return nil // io.ReaderAt may say io.EOF with the last byte read
+	}
+	if err == nil || errors.Is(err, io.EOF) {
+		return fmt.Errorf("%w: the file ended %d bytes into a read of %d at offset %d", ErrModel, n, len(b), off)
+	}
+	return err
+}
+
 // tensor is one tensor of a safetensors file, converted to float32.
 type tensor struct {
 	shape []int
@@ -167,7 +185,7 @@ func readSafetensors(r io.ReaderAt, size int64, only string) (map[string]tensor,
 		return nil, fmt.Errorf("%w: safetensors: %d bytes, shorter than its header length", ErrModel, size)
 	}
 	var lenBuf [8]byte
-	if _, err := r.ReadAt(lenBuf[:], 0); err != nil {
+	if err := readFull(r, lenBuf[:], 0); err != nil {
 		return nil, fmt.Errorf("toolsearch: safetensors: %w", err)
 	}
 	n := binary.LittleEndian.Uint64(lenBuf[:])
@@ -175,7 +193,7 @@ func readSafetensors(r io.ReaderAt, size int64, only string) (map[string]tensor,
 		return nil, fmt.Errorf("%w: safetensors: header of %d bytes in a file of %d", ErrModel, n, size)
 	}
 	hb := make([]byte, n)
-	if _, err := r.ReadAt(hb, 8); err != nil {
+	if err := readFull(r, hb, 8); err != nil {
 		return nil, fmt.Errorf("toolsearch: safetensors: %w", err)
 	}
 	var header map[string]json.RawMessage
@@ -224,7 +242,7 @@ func readSafetensors(r io.ReaderAt, size int64, only string) (map[string]tensor,
 		for done := uint64(0); done < count; {
 			k := min(per, count-done)
 			chunk := buf[:k*width]
-			if _, err := r.ReadAt(chunk, base+int64(info.Offsets[0]+done*width)); err != nil {
+			if err := readFull(r, chunk, base+int64(info.Offsets[0]+done*width)); err != nil {
 				return nil, fmt.Errorf("toolsearch: safetensors tensor %q: %w", name, err)
 			}
 			for i := range k {

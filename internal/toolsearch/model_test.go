@@ -260,10 +260,12 @@ func TestLoadModelErrors(t *testing.T) {
 	}
 	tok := []byte(`{"model":{"type":"WordPiece","vocab":{"a":0,"b":1,"c":2}}}`)
 	for name, st := range map[string][]byte{
-		"no embeddings tensor": safetensorsFile(t, map[string]rawTensor{"other": {"F32", []int{3, 1}, f32Bytes(1, 2, 3)}}),
-		"embeddings of rank 1": safetensorsFile(t, map[string]rawTensor{"embeddings": {"F32", []int{3}, f32Bytes(1, 2, 3)}}),
-		"fewer rows than ids":  safetensorsFile(t, map[string]rawTensor{"embeddings": {"F32", []int{2, 1}, f32Bytes(1, 2)}}),
-		"not safetensors":      []byte("hello"),
+		"no embeddings tensor":         safetensorsFile(t, map[string]rawTensor{"other": {"F32", []int{3, 1}, f32Bytes(1, 2, 3)}}),
+		"embeddings of rank 1":         safetensorsFile(t, map[string]rawTensor{"embeddings": {"F32", []int{3}, f32Bytes(1, 2, 3)}}),
+		"fewer rows than ids":          safetensorsFile(t, map[string]rawTensor{"embeddings": {"F32", []int{2, 1}, f32Bytes(1, 2)}}),
+		"not safetensors":              []byte("hello"),
+		"header of no bytes":           make([]byte, 8),
+		"header of 1 byte, none there": {1, 0, 0, 0, 0, 0, 0, 0},
 	} {
 		dir := t.TempDir()
 		write(dir, "tokenizer.json", tok)
