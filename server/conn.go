@@ -109,6 +109,7 @@ type HTTPServer struct {
 	*http.Server
 	limits HTTPLimits
 	conns  conns
+	front  front
 }
 
 // NewHTTPServer returns a server of h with limits (nil means defaults).
@@ -124,7 +125,8 @@ func NewHTTPServer(h http.Handler, limits *HTTPLimits) (*HTTPServer, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &HTTPServer{limits: l, conns: conns{m: map[net.Conn]*connInfo{}, idle: l.UnauthenticatedIdleTimeout}}
+	s := &HTTPServer{limits: l, conns: conns{m: map[net.Conn]*connInfo{}, idle: l.UnauthenticatedIdleTimeout},
+		front: front{conns: map[*frontConn]struct{}{}, lns: map[net.Listener]struct{}{}}}
 	s.Server = &http.Server{
 		Handler:           deadlines(h, l.WriteTimeout),
 		ReadHeaderTimeout: l.ReadHeaderTimeout,
@@ -139,9 +141,29 @@ func NewHTTPServer(h http.Handler, limits *HTTPLimits) (*HTTPServer, error) {
 }
 
 // Serve accepts connections on ln, at most MaxConns open at once, and
-// serves them until the server is shut down or closed.
+// serves them until the server is shut down or closed. The plain
+// requests of an MCP client are served by the server's own HTTP/1.1 loop,
+// everything else by the embedded http.Server (see front.go); both apply
+// the same handler, limits and hooks.
 func (s *HTTPServer) Serve(ln net.Listener) error {
-	return s.Server.Serve(newLimitListener(ln, s.limits.MaxConns))
+	return s.frontServe(newLimitListener(ln, s.limits.MaxConns))
+}
+
+// Shutdown stops accepting, closes idle connections and waits for the
+// others to finish their requests, or ctx to end (http.Server.Shutdown).
+func (s *HTTPServer) Shutdown(ctx context.Context) error {
+	err := s.frontShutdown(ctx)
+	if err2 := s.Server.Shutdown(ctx); err == nil {
+		err = err2
+	}
+	return err
+}
+
+// Close stops accepting and closes every connection at once
+// (http.Server.Close).
+func (s *HTTPServer) Close() error {
+	s.frontClose()
+	return s.Server.Close()
 }
 
 // OpenConns returns the number of connections open.

@@ -60,7 +60,11 @@
 // every listener of a process: `gatehouse serve` splits the process's
 // file-descriptor limit among its listeners' caps, keeping a reserve for
 // everything else, so that no listener's flood starves another or the
-// process.
+// process. Its Serve reads each connection with an HTTP/1.1 loop of its
+// own that serves the plain POST and DELETE requests of an MCP client
+// (parsed by net/http's parser, under the same limits), and hands any
+// other request, with the connection, to net/http's server: a call then
+// costs no goroutine watching its connection unless it runs long.
 //
 // Everything is built from go-sdk receiving middleware around an ordinary
 // [mcp.Server]: schema validation, progress, cancellation and the rest of the
