@@ -42,6 +42,19 @@ func frontHandler(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// listenServe listens on 127.0.0.1 and serves it with serve in a
+// goroutine; what serve returns arrives on the channel.
+func listenServe(t testing.TB, serve func(net.Listener) error) (string, <-chan error) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- serve(ln) }()
+	return ln.Addr().String(), done
+}
+
 // startFront serves h with an HTTPServer (the front) on 127.0.0.1 and
 // returns its address and the server.
 func startFront(t testing.TB, h http.Handler, limits *HTTPLimits) (string, *HTTPServer) {
@@ -51,19 +64,14 @@ func startFront(t testing.TB, h http.Handler, limits *HTTPLimits) (string, *HTTP
 		t.Fatal(err)
 	}
 	hs.ErrorLog = log.New(io.Discard, "", 0)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- hs.Serve(ln) }()
+	addr, done := listenServe(t, hs.Serve)
 	t.Cleanup(func() {
 		_ = hs.Close()
 		if err := <-done; !errors.Is(err, http.ErrServerClosed) {
 			t.Errorf("Serve: %v", err)
 		}
 	})
-	return ln.Addr().String(), hs
+	return addr, hs
 }
 
 // startNetHTTP serves h with net/http's server alone, with the same
@@ -71,17 +79,12 @@ func startFront(t testing.TB, h http.Handler, limits *HTTPLimits) (string, *HTTP
 func startNetHTTP(t testing.TB, h http.Handler) string {
 	t.Helper()
 	hs := &http.Server{Handler: deadlines(h, time.Minute), ReadHeaderTimeout: time.Minute, ErrorLog: log.New(io.Discard, "", 0)}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- hs.Serve(ln) }()
+	addr, done := listenServe(t, hs.Serve)
 	t.Cleanup(func() {
 		_ = hs.Close()
 		<-done
 	})
-	return ln.Addr().String()
+	return addr
 }
 
 // exchange writes raw on a new connection to addr, closes its writing
@@ -291,13 +294,7 @@ func TestFrontShutdown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- hs.Serve(ln) }()
-	addr := ln.Addr().String()
+	addr, served := listenServe(t, hs.Serve)
 	idle := dial(t, addr)
 	ibr := bufio.NewReader(idle)
 	if got := roundTrip(t, idle, ibr, "POST /first HTTP/1.1\r\nHost: h\r\nContent-Length: 0\r\n\r\n"); got != http.StatusOK {
