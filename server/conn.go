@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/gatehouse-dev/gatehouse/server/internal/front"
 )
 
 // Defaults of [HTTPLimits] (its fields say them).
@@ -109,7 +111,7 @@ type HTTPServer struct {
 	*http.Server
 	limits HTTPLimits
 	conns  conns
-	front  front
+	front  *front.Server
 }
 
 // NewHTTPServer returns a server of h with limits (nil means defaults).
@@ -125,8 +127,7 @@ func NewHTTPServer(h http.Handler, limits *HTTPLimits) (*HTTPServer, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &HTTPServer{limits: l, conns: conns{m: map[net.Conn]*connInfo{}, idle: l.UnauthenticatedIdleTimeout},
-		front: front{conns: map[*frontConn]struct{}{}, lns: map[net.Listener]struct{}{}}}
+	s := &HTTPServer{limits: l, conns: conns{m: map[net.Conn]*connInfo{}, idle: l.UnauthenticatedIdleTimeout}}
 	s.Server = &http.Server{
 		Handler:           deadlines(h, l.WriteTimeout),
 		ReadHeaderTimeout: l.ReadHeaderTimeout,
@@ -137,22 +138,23 @@ func NewHTTPServer(h http.Handler, limits *HTTPLimits) (*HTTPServer, error) {
 		ConnContext: s.conns.context,
 		ConnState:   s.conns.state,
 	}
+	s.front = front.New(s.Server, front.Timeouts{ReadHeader: l.ReadHeaderTimeout, Read: l.ReadTimeout, Idle: l.IdleTimeout})
 	return s, nil
 }
 
 // Serve accepts connections on ln, at most MaxConns open at once, and
 // serves them until the server is shut down or closed. The plain
 // requests of an MCP client are served by the server's own HTTP/1.1 loop,
-// everything else by the embedded http.Server (see front.go); both apply
-// the same handler, limits and hooks.
+// everything else by the embedded http.Server (package server/internal/front);
+// both apply the same handler, limits and hooks.
 func (s *HTTPServer) Serve(ln net.Listener) error {
-	return s.frontServe(newLimitListener(ln, s.limits.MaxConns))
+	return s.front.Serve(newLimitListener(ln, s.limits.MaxConns))
 }
 
 // Shutdown stops accepting, closes idle connections and waits for the
 // others to finish their requests, or ctx to end (http.Server.Shutdown).
 func (s *HTTPServer) Shutdown(ctx context.Context) error {
-	err := s.frontShutdown(ctx)
+	err := s.front.Shutdown(ctx)
 	if err2 := s.Server.Shutdown(ctx); err == nil {
 		err = err2
 	}
@@ -162,7 +164,7 @@ func (s *HTTPServer) Shutdown(ctx context.Context) error {
 // Close stops accepting and closes every connection at once
 // (http.Server.Close).
 func (s *HTTPServer) Close() error {
-	s.frontClose()
+	s.front.Close()
 	return s.Server.Close()
 }
 
@@ -340,6 +342,10 @@ type limitConn struct {
 	once    sync.Once
 	release func()
 }
+
+// NetConn returns the connection under the cap's wrapper (as
+// *tls.Conn's NetConn does).
+func (c *limitConn) NetConn() net.Conn { return c.Conn }
 
 func (c *limitConn) Close() error {
 	err := c.Conn.Close()

@@ -1,4 +1,26 @@
-package server
+// Package front is an HTTP/1.1 server loop for the plain requests an MCP
+// client makes, in front of net/http's server.
+//
+// A connection is read here first. A request that is a plain HTTP/1.1
+// POST or DELETE (its body's length given, no Expect, no Upgrade, no
+// Transfer-Encoding, one well-formed Host) is served here, by the
+// http.Server's handler, under the same deadlines and with the context
+// values net/http would give it (the server's ConnContext and ConnState
+// hooks included). Anything else (a GET, which is an MCP client's long
+// stream, a request net/http would refuse, a TLS connection) is handed to
+// the http.Server with the bytes read of it so far, and net/http serves
+// the connection from then on: the front never answers what it does not
+// know how to. Requests are parsed by net/http's own parser
+// (http.ReadRequest).
+//
+// What the front saves over net/http is per request: net/http starts a
+// goroutine that reads ahead on the connection once a request's body has
+// been read (to notice a client that goes away) and stops it when the
+// answer is written, two hand-offs between threads for every call. The
+// front watches the connection only for a request still running after
+// watchAfter: a call answered sooner costs no goroutine, and a client
+// that goes away during a longer one still cancels its request.
+package front
 
 import (
 	"bufio"
@@ -18,49 +40,45 @@ import (
 	"time"
 )
 
-// The front: HTTPServer's own loop for the plain requests an MCP client
-// makes, in front of net/http's server.
-//
-// A connection is read here first. A request that is a plain HTTP/1.1
-// POST or DELETE (its body's length given, no Expect, no Upgrade, no
-// Transfer-Encoding, one well-formed Host) is served here, by the same
-// handler, with the same limits and context values net/http would give
-// it. Anything else (a GET, which is an MCP client's long stream, a
-// request net/http would refuse, a TLS connection) is handed to
-// net/http's server with the bytes read of it so far, and net/http serves
-// the connection from then on: the front never answers what it does not
-// know how to.
-//
-// What the front saves over net/http is per request: net/http starts a
-// goroutine that reads ahead on the connection once a request's body has
-// been read (to notice a client that goes away) and stops it when the
-// answer is written, two hand-offs between threads for every call. The
-// front watches the connection only for a request still running after
-// frontWatchAfter: a call answered sooner costs no goroutine, and a
-// client that goes away during a longer one still cancels its request.
-
 const (
-	// frontWatchAfter is how long a request runs before the front
-	// watches its connection for the client going away.
-	frontWatchAfter = 50 * time.Millisecond
-	// frontMaxHead bounds a request's line and headers, as net/http's
-	// default MaxHeaderBytes (and its 4 KiB of slack) do; a longer one is
-	// handed to net/http, which answers 431.
-	frontMaxHead = http.DefaultMaxHeaderBytes + 4096
-	// frontBuffer is how much of an answer is held before its head is
+	// watchAfter is how long a request runs before the front watches its
+	// connection for the client going away.
+	watchAfter = 50 * time.Millisecond
+	// maxHead bounds a request's line and headers, as net/http's default
+	// MaxHeaderBytes (and its 4 KiB of slack) do; a longer one is handed
+	// to net/http, which answers 431.
+	maxHead = http.DefaultMaxHeaderBytes + 4096
+	// answerBuffer is how much of an answer is held before its head is
 	// written: an answer that fits goes out with its Content-Length, in
 	// one write.
-	frontBuffer = 32 << 10
-	// frontDiscard is how much of a body its handler left unread is read
+	answerBuffer = 32 << 10
+	// maxDiscard is how much of a body its handler left unread is read
 	// and dropped to keep the connection (net/http's figure).
-	frontDiscard = 256 << 10
+	maxDiscard = 256 << 10
 )
 
-// errFrontDone is a write after the handler returned.
-var errFrontDone = errors.New("server: write after the handler returned")
+// errDone is a write after the handler returned.
+var errDone = errors.New("front: write after the handler returned")
 
-// front is what an HTTPServer keeps of its own connections.
-type front struct {
+// Timeouts are the deadlines of the connections the front serves, as
+// http.Server's fields of the same names bound net/http's (all must be
+// more than zero).
+type Timeouts struct {
+	// ReadHeader bounds reading a request's line and headers, from the
+	// first byte (from the accept for a connection's first request).
+	ReadHeader time.Duration
+	// Read bounds reading a whole request, from its first byte.
+	Read time.Duration
+	// Idle closes a connection idle this long between requests.
+	Idle time.Duration
+}
+
+// Server is the front of one http.Server. Serve it with Serve; stop it
+// with Shutdown or Close, and the http.Server with its own.
+type Server struct {
+	hs *http.Server
+	t  Timeouts
+
 	mu       sync.Mutex
 	conns    map[*frontConn]struct{}
 	lns      map[net.Listener]struct{}
@@ -68,9 +86,23 @@ type front struct {
 	shutdown atomic.Bool
 	date     atomic.Pointer[frontDate]
 	// served and handed count the requests served here and the
-	// connections handed to net/http (read by tests).
+	// connections handed to net/http.
 	served, handed atomic.Int64
 }
+
+// New returns the front of hs: it serves hs.Handler, calls hs.ConnContext
+// and hs.ConnState as net/http would, logs a handler's panic to
+// hs.ErrorLog, and hands hs what it does not serve (Serve runs hs.Serve
+// on a listener of its own).
+func New(hs *http.Server, t Timeouts) *Server {
+	return &Server{hs: hs, t: t, conns: map[*frontConn]struct{}{}, lns: map[net.Listener]struct{}{}}
+}
+
+// Served returns how many requests the front served itself.
+func (s *Server) Served() int64 { return s.served.Load() }
+
+// Handed returns how many connections it handed to net/http.
+func (s *Server) Handed() int64 { return s.handed.Load() }
 
 // frontDate is the Date header of one second.
 type frontDate struct {
@@ -78,7 +110,7 @@ type frontDate struct {
 	text string
 }
 
-func (f *front) dateHeader(now time.Time) string {
+func (f *Server) dateHeader(now time.Time) string {
 	if d := f.date.Load(); d != nil && d.sec == now.Unix() {
 		return d.text
 	}
@@ -142,7 +174,7 @@ func (p *prefixConn) Read(b []byte) (int, error) {
 
 // recReader reads the connection for its bufio.Reader. While recording
 // (a request's line and headers) it keeps every byte read, so that the
-// request can still go to net/http, and reads at most frontMaxHead.
+// request can still go to net/http, and reads at most maxHead.
 type recReader struct {
 	c       net.Conn
 	rec     []byte
@@ -163,7 +195,7 @@ func (r *recReader) start(br *bufio.Reader) {
 		b, _ := br.Peek(n)
 		r.rec = append(r.rec, b...)
 	}
-	r.on, r.left = true, frontMaxHead-len(r.rec)
+	r.on, r.left = true, maxHead-len(r.rec)
 }
 
 func (r *recReader) stop() { r.on = false }
@@ -196,7 +228,7 @@ func (r *recReader) Read(p []byte) (int, error) {
 
 // frontConn is one connection the front serves.
 type frontConn struct {
-	s  *HTTPServer
+	s  *Server
 	c  net.Conn
 	rr recReader
 	bw *bufio.Writer
@@ -212,9 +244,9 @@ type frontConn struct {
 	timer    *time.Timer
 }
 
-// serveFront serves c until it closes or is handed to net/http.
-func (s *HTTPServer) serveFront(ctx context.Context, c net.Conn) {
-	hs := s.Server
+// serveConn serves c until it closes or is handed to net/http.
+func (s *Server) serveConn(ctx context.Context, c net.Conn) {
+	hs := s.hs
 	if cc := hs.ConnContext; cc != nil {
 		ctx = cc(ctx, c)
 	}
@@ -228,13 +260,13 @@ func (s *HTTPServer) serveFront(ctx context.Context, c net.Conn) {
 	if isTLS(c) {
 		// HTTP/2 may be agreed in the handshake: net/http's to serve.
 		state(http.StateHijacked)
-		s.front.handed.Add(1)
-		s.front.hand.give(c)
+		s.handed.Add(1)
+		s.hand.give(c)
 		return
 	}
 	fc := &frontConn{s: s, c: c}
 	fc.rr.c = c
-	f := &s.front
+	f := s
 	f.mu.Lock()
 	f.conns[fc] = struct{}{}
 	f.mu.Unlock()
@@ -261,7 +293,7 @@ func (s *HTTPServer) serveFront(ctx context.Context, c net.Conn) {
 			// A connection waiting for its first byte is idle to
 			// Shutdown; its header deadline runs from the accept.
 			t0 = time.Now()
-			_ = c.SetReadDeadline(t0.Add(s.limits.ReadHeaderTimeout))
+			_ = c.SetReadDeadline(t0.Add(s.t.ReadHeader))
 			fc.idle.Store(true)
 			if f.shutdown.Load() {
 				return
@@ -275,7 +307,7 @@ func (s *HTTPServer) serveFront(ctx context.Context, c net.Conn) {
 			if f.shutdown.Load() {
 				return
 			}
-			_ = c.SetReadDeadline(time.Now().Add(s.limits.IdleTimeout))
+			_ = c.SetReadDeadline(time.Now().Add(s.t.Idle))
 			fc.idle.Store(true)
 			if f.shutdown.Load() {
 				return
@@ -298,7 +330,7 @@ func (s *HTTPServer) serveFront(ctx context.Context, c net.Conn) {
 				fc.rr.rec = fc.rr.rec[n:]
 			}
 			t0 = time.Now()
-			_ = c.SetReadDeadline(t0.Add(s.limits.ReadHeaderTimeout))
+			_ = c.SetReadDeadline(t0.Add(s.t.ReadHeader))
 		}
 		req, err := http.ReadRequest(br)
 		if err != nil {
@@ -321,7 +353,7 @@ func (s *HTTPServer) serveFront(ctx context.Context, c net.Conn) {
 		fc.rr.stop()
 		lastMethod = req.Method
 		f.served.Add(1)
-		_ = c.SetReadDeadline(t0.Add(s.limits.ReadTimeout))
+		_ = c.SetReadDeadline(t0.Add(s.t.Read))
 		if !fc.serve(ctx, req, br) {
 			return
 		}
@@ -329,16 +361,24 @@ func (s *HTTPServer) serveFront(ctx context.Context, c net.Conn) {
 	}
 }
 
-// isTLS reports a TLS connection, under the connection cap's wrapper.
+// isTLS reports a TLS connection, under wrappers that give the
+// connection they wrap with a NetConn method (as *tls.Conn does its own).
 func isTLS(c net.Conn) bool {
-	if lc, ok := c.(*limitConn); ok {
-		c = lc.Conn
+	for range 8 {
+		if _, ok := c.(*tls.Conn); ok {
+			return true
+		}
+		u, ok := c.(interface{ NetConn() net.Conn })
+		if !ok {
+			return false
+		}
+		c = u.NetConn()
 	}
-	_, ok := c.(*tls.Conn)
-	return ok
+	return false
 }
 
-// plainRequest reports a request the front serves itself; see front.
+// plainRequest reports a request the front serves itself (see the
+// package doc).
 func plainRequest(r *http.Request) bool {
 	if r.ProtoMajor != 1 || r.ProtoMinor != 1 || len(r.TransferEncoding) != 0 ||
 		(r.Method != http.MethodPost && r.Method != http.MethodDelete) ||
@@ -425,9 +465,9 @@ func (fc *frontConn) serve(ctx context.Context, req *http.Request, br *bufio.Rea
 	fc.mu.Lock()
 	fc.running, fc.cancel, fc.gone = true, cancel, false
 	if fc.timer == nil {
-		fc.timer = time.AfterFunc(frontWatchAfter, fc.watch)
+		fc.timer = time.AfterFunc(watchAfter, fc.watch)
 	} else {
-		fc.timer.Reset(frontWatchAfter)
+		fc.timer.Reset(watchAfter)
 	}
 	fc.mu.Unlock()
 
@@ -451,10 +491,10 @@ func (fc *frontConn) serve(ctx context.Context, req *http.Request, br *bufio.Rea
 	}
 	if !fc.bodyEOF.Load() {
 		// What the handler left of the body is read and dropped, up to
-		// frontDiscard, before the answer's head says whether the
+		// maxDiscard, before the answer's head says whether the
 		// connection stays (as net/http does); a longer rest costs it.
-		n, err := io.CopyN(io.Discard, body.ReadCloser, frontDiscard+1)
-		if n > frontDiscard || err != io.EOF && err != nil {
+		n, err := io.CopyN(io.Discard, body.ReadCloser, maxDiscard+1)
+		if n > maxDiscard || err != io.EOF && err != nil {
 			w.closeAfter = true
 		}
 	}
@@ -474,7 +514,7 @@ func (fc *frontConn) run(w *frontResponse, req *http.Request) (panicked bool) {
 				buf := make([]byte, 64<<10)
 				buf = buf[:runtime.Stack(buf, false)]
 				msg := fmt.Sprintf("http: panic serving %v: %v\n%s", req.RemoteAddr, p, buf)
-				if l := fc.s.Server.ErrorLog; l != nil {
+				if l := fc.s.hs.ErrorLog; l != nil {
 					l.Print(msg)
 				} else {
 					log.Print(msg)
@@ -482,7 +522,7 @@ func (fc *frontConn) run(w *frontResponse, req *http.Request) (panicked bool) {
 			}
 		}
 	}()
-	fc.s.Server.Handler.ServeHTTP(w, req)
+	fc.s.hs.Handler.ServeHTTP(w, req)
 	return false
 }
 
@@ -497,7 +537,7 @@ func (fc *frontConn) watch() {
 		return
 	}
 	if !fc.bodyEOF.Load() {
-		fc.timer.Reset(frontWatchAfter)
+		fc.timer.Reset(watchAfter)
 		return
 	}
 	done := make(chan struct{})
@@ -539,7 +579,7 @@ func (b *frontBody) Read(p []byte) (int, error) {
 
 // frontResponse is the http.ResponseWriter of a request the front
 // serves. An answer is held until the handler returns, flushes or writes
-// more than frontBuffer: held whole, it goes out with its Content-Length
+// more than answerBuffer: held whole, it goes out with its Content-Length
 // in one write; otherwise chunked, as net/http writes it.
 type frontResponse struct {
 	fc     *frontConn
@@ -613,7 +653,7 @@ func (w *frontResponse) bodyAllowed() bool {
 
 func (w *frontResponse) Write(p []byte) (int, error) {
 	if w.done {
-		return 0, errFrontDone
+		return 0, errDone
 	}
 	if !w.wroteHeader {
 		w.WriteHeader(http.StatusOK)
@@ -632,7 +672,7 @@ func (w *frontResponse) Write(p []byte) (int, error) {
 	}
 	w.written += int64(len(p))
 	if !w.sent {
-		if len(w.buf)+len(p) <= frontBuffer {
+		if len(w.buf)+len(p) <= answerBuffer {
 			w.buf = append(w.buf, p...)
 			return len(p), nil
 		}
@@ -696,7 +736,7 @@ func (w *frontResponse) sendHead(whole bool) {
 		h.Del("Transfer-Encoding")
 	}
 	if _, ok := h["Date"]; !ok {
-		h.Set("Date", w.fc.s.front.dateHeader(time.Now()))
+		h.Set("Date", w.fc.s.dateHeader(time.Now()))
 	}
 	if w.closeAfter {
 		h.Set("Connection", "close")
@@ -716,7 +756,7 @@ func (w *frontResponse) Flush() { _ = w.FlushError() }
 // FlushError is Flush with its error (http.ResponseController).
 func (w *frontResponse) FlushError() error {
 	if w.done {
-		return errFrontDone
+		return errDone
 	}
 	if !w.wroteHeader {
 		w.WriteHeader(http.StatusOK)
@@ -754,10 +794,11 @@ func (w *frontResponse) finish() error {
 	return w.err
 }
 
-// frontServe accepts from ln and serves what it accepts: plain requests
-// here, the rest through net/http (which serves hand).
-func (s *HTTPServer) frontServe(ln net.Listener) error {
-	f := &s.front
+// Serve accepts from ln and serves what it accepts: plain requests here,
+// the rest through net/http. It returns http.ErrServerClosed after
+// Shutdown or Close.
+func (s *Server) Serve(ln net.Listener) error {
+	f := s
 	f.mu.Lock()
 	if f.shutdown.Load() {
 		f.mu.Unlock()
@@ -769,7 +810,7 @@ func (s *HTTPServer) frontServe(ln net.Listener) error {
 	if hand == nil {
 		hand = newHandoff(ln.Addr())
 		f.hand = hand
-		go func() { _ = s.Server.Serve(hand) }()
+		go func() { _ = s.hs.Serve(hand) }()
 	}
 	f.mu.Unlock()
 	defer func() {
@@ -777,7 +818,7 @@ func (s *HTTPServer) frontServe(ln net.Listener) error {
 		delete(f.lns, ln)
 		f.mu.Unlock()
 	}()
-	ctx := context.WithValue(context.Background(), http.ServerContextKey, s.Server)
+	ctx := context.WithValue(context.Background(), http.ServerContextKey, s.hs)
 	var backoff time.Duration
 	for {
 		c, err := ln.Accept()
@@ -796,16 +837,17 @@ func (s *HTTPServer) frontServe(ln net.Listener) error {
 			return err
 		}
 		backoff = 0
-		go s.serveFront(ctx, c)
+		go s.serveConn(ctx, c)
 	}
 }
 
-// frontShutdown stops the front's listeners, closes its idle connections
-// and waits for the others to end or ctx to.
-func (s *HTTPServer) frontShutdown(ctx context.Context) error {
-	f := &s.front
+// Shutdown stops the front's listeners, closes its idle connections and
+// waits for the others to end, or ctx to (net/http's are the
+// http.Server's to shut down).
+func (s *Server) Shutdown(ctx context.Context) error {
+	f := s
 	f.shutdown.Store(true)
-	s.closeFrontListeners()
+	s.closeListeners()
 	t := time.NewTicker(5 * time.Millisecond)
 	defer t.Stop()
 	for {
@@ -830,11 +872,11 @@ func (s *HTTPServer) frontShutdown(ctx context.Context) error {
 	}
 }
 
-// frontClose stops the front's listeners and closes its connections.
-func (s *HTTPServer) frontClose() {
-	f := &s.front
+// Close stops the front's listeners and closes its connections.
+func (s *Server) Close() {
+	f := s
 	f.shutdown.Store(true)
-	s.closeFrontListeners()
+	s.closeListeners()
 	f.mu.Lock()
 	for fc := range f.conns {
 		_ = fc.c.Close()
@@ -842,8 +884,8 @@ func (s *HTTPServer) frontClose() {
 	f.mu.Unlock()
 }
 
-func (s *HTTPServer) closeFrontListeners() {
-	f := &s.front
+func (s *Server) closeListeners() {
+	f := s
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for ln := range f.lns {
