@@ -459,6 +459,8 @@ func (fc *frontConn) serve(ctx context.Context, req *http.Request, br *bufio.Rea
 	if req.Body != http.NoBody {
 		body = &frontBody{ReadCloser: req.Body, fc: fc}
 		req.Body = body
+	} else {
+		_ = fc.c.SetReadDeadline(time.Time{}) // read whole (frontBody)
 	}
 	w := &frontResponse{fc: fc, req: req, header: http.Header{}, clen: -1}
 
@@ -550,13 +552,16 @@ func (fc *frontConn) watch() {
 			fc.rr.pending = append(fc.rr.pending, b[0])
 			return
 		}
+		// The request ended (serve stopped the read with a deadline in
+		// the past, after marking it not running), the client went, or a
+		// read deadline the handler set passed while it ran: net/http
+		// cancels the request for the last two, and answers it still
+		// when only the deadline passed.
 		var ne net.Error
-		if errors.As(err, &ne) && ne.Timeout() {
-			return // stopped: the request ended
-		}
+		timeout := errors.As(err, &ne) && ne.Timeout()
 		fc.mu.Lock()
 		if fc.running {
-			fc.gone = true
+			fc.gone = !timeout
 			fc.cancel()
 		}
 		fc.mu.Unlock()
@@ -571,8 +576,11 @@ type frontBody struct {
 
 func (b *frontBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
-	if err == io.EOF {
+	if err == io.EOF && !b.fc.bodyEOF.Load() {
 		b.fc.bodyEOF.Store(true)
+		// The request has been read: its read deadline no longer
+		// applies, as under net/http (which clears it then).
+		_ = b.fc.c.SetReadDeadline(time.Time{})
 	}
 	return n, err
 }

@@ -377,3 +377,52 @@ func TestFrontShutdown(t *testing.T) {
 		t.Error("the listener still accepts after Shutdown")
 	}
 }
+
+// TestFrontReadTimeoutEndsWithTheBody: the read deadline (Timeouts.Read)
+// bounds reading a request, not running it: a request whose body has been
+// read runs on past it and is answered, as under net/http's ReadTimeout.
+func TestFrontReadTimeoutEndsWithTheBody(t *testing.T) {
+	const read = 2 * watchAfter
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.ReadAll(r.Body)
+		select {
+		case <-r.Context().Done():
+			_, _ = io.WriteString(w, "cancelled")
+		case <-time.After(4 * read):
+			_, _ = io.WriteString(w, "ran on")
+		}
+	})
+	hs := &http.Server{Handler: h, ReadTimeout: read}
+	f := New(hs, Timeouts{ReadHeader: time.Minute, Read: read, Idle: time.Minute})
+	front, done := listenServe(t, f.Serve)
+	plain := &http.Server{Handler: h, ReadTimeout: read}
+	bare, bareDone := listenServe(t, plain.Serve)
+	defer func() {
+		f.Close()
+		_ = hs.Close()
+		_ = plain.Close()
+		<-done
+		<-bareDone
+	}()
+	for _, addr := range []string{front, bare} {
+		for _, req := range []string{
+			"POST /mcp HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\n{}",
+			"DELETE /mcp HTTP/1.1\r\nHost: h\r\n\r\n",
+		} {
+			c := dial(t, addr)
+			_, _ = io.WriteString(c, req)
+			_ = c.SetReadDeadline(time.Now().Add(bound))
+			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+			if err != nil {
+				t.Fatalf("%s: %v", addr, err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			if string(body) != "ran on" {
+				t.Errorf("%s %q: %q, want the request run to its end", addr, req[:4], body)
+			}
+		}
+	}
+	if f.Served() != 2 {
+		t.Errorf("the front served %d requests, want 2", f.Served())
+	}
+}
