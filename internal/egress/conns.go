@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/gatehouse-dev/gatehouse/internal/rawio"
 )
 
 // conns sends a client's plain-HTTP (http://) requests itself, on
@@ -239,6 +241,12 @@ func (c *conns) get(ctx context.Context, addr string) (*pconn, error) {
 	nc, err := c.dial(ctx, "tcp", addr)
 	if err != nil {
 		return nil, err
+	}
+	if tc, ok := nc.(*net.TCPConn); ok {
+		// Raw system calls on its socket: see package rawio.
+		if rc, err := rawio.New(tc); err == nil {
+			nc = rc
+		}
 	}
 	pc := &pconn{c: nc}
 	pc.limit = -1

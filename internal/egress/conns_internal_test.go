@@ -7,10 +7,13 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/gatehouse-dev/gatehouse/internal/rawio"
 )
 
 func (c *conns) idleCount() (n int, armed bool) {
@@ -139,5 +142,53 @@ func TestConnsOneWriteASmallRequest(t *testing.T) {
 	send(3 * maxGather)
 	if n := writes.Load(); n < 2 || n > 5 {
 		t.Fatalf("a %d-byte request took %d writes, want a few", 3*maxGather, n)
+	}
+}
+
+// A connection dialed over TCP is read and written with raw system calls
+// (on Linux), and after its answer, kept and found alive by their peek; a
+// server's close is found by the same peek.
+func TestConnsRawSocket(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
+	defer srv.Close()
+	c := newConns(&http.Transport{}, (&net.Dialer{}).DialContext)
+	defer c.closeIdle()
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	pc, err := c.get(context.Background(), addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, raw := pc.c.(*rawio.Conn); raw != (runtime.GOOS == "linux") {
+		t.Fatalf("a dialed TCP connection is %T", pc.c)
+	}
+	pc.c.Close()
+	for i := range 3 {
+		req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
+		resp, err := c.roundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if string(b) != "ok" {
+			t.Fatalf("call %d: body %q", i, b)
+		}
+		if n, _ := c.idleCount(); n != 1 {
+			t.Fatalf("call %d: %d idle connections; want the one kept", i, n)
+		}
+	}
+	srv.CloseClientConnections()
+	c.mu.Lock()
+	var kept *pconn
+	for _, l := range c.idle {
+		kept = l[0]
+	}
+	c.mu.Unlock()
+	deadline := time.Now().Add(5 * time.Second)
+	for c.usable(kept, time.Now()) {
+		if time.Now().After(deadline) {
+			t.Fatal("a connection the server closed is still usable after 5 s")
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

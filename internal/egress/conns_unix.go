@@ -6,6 +6,8 @@ import (
 	"errors"
 	"net"
 	"syscall"
+
+	"github.com/gatehouse-dev/gatehouse/internal/rawio"
 )
 
 // peekSupported: alive can tell a closed idle connection from a live one.
@@ -16,6 +18,9 @@ const peekSupported = true
 // idle HTTP/1.1 connection has nothing pending). An end of stream, an
 // error, or bytes the server sent unasked all mean it must not be used.
 func alive(c net.Conn) bool {
+	if rc, ok := c.(*rawio.Conn); ok {
+		return rc.Quiet()
+	}
 	sc, ok := c.(syscall.Conn)
 	if !ok {
 		return true // not a socket of ours to peek at (a test's dialer): trust it

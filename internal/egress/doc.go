@@ -80,7 +80,10 @@
 // or it is replayable (GET, HEAD, OPTIONS, TRACE). https, upgrades, and a
 // base transport with keep-alives off or a response header timeout go
 // through the Transport, as does every request on a platform without the
-// peek (not unix). Unlike the Transport it does not ask for gzip.
+// peek (not unix). Unlike the Transport it does not ask for gzip. On
+// Linux, a dialed TCP connection is read and written (and peeked at) with
+// raw system calls on its socket (package rawio): the same calls, without
+// waking the runtime's monitor thread on each.
 //
 // # What is not promised
 //

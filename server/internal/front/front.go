@@ -19,7 +19,10 @@
 // answer is written, two hand-offs between threads for every call. The
 // front watches the connection only for a request still running after
 // watchAfter: a call answered sooner costs no goroutine, and a client
-// that goes away during a longer one still cancels its request.
+// that goes away during a longer one still cancels its request. A TCP
+// connection is read and written through package rawio (raw system calls
+// on its socket, on Linux), which spares the runtime's monitor thread a
+// wake-up on every call of a process that goes idle between calls.
 package front
 
 import (
@@ -38,6 +41,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/gatehouse-dev/gatehouse/internal/rawio"
 )
 
 const (
@@ -230,6 +235,7 @@ func (r *recReader) Read(p []byte) (int, error) {
 type frontConn struct {
 	s  *Server
 	c  net.Conn
+	rw net.Conn // what c is read and written through (socket)
 	rr recReader
 	bw *bufio.Writer
 
@@ -264,8 +270,8 @@ func (s *Server) serveConn(ctx context.Context, c net.Conn) {
 		s.hand.give(c)
 		return
 	}
-	fc := &frontConn{s: s, c: c}
-	fc.rr.c = c
+	fc := &frontConn{s: s, c: c, rw: socket(c)}
+	fc.rr.c = fc.rw
 	f := s
 	f.mu.Lock()
 	f.conns[fc] = struct{}{}
@@ -284,7 +290,7 @@ func (s *Server) serveConn(ctx context.Context, c net.Conn) {
 		}
 	}()
 	br := bufio.NewReaderSize(&fc.rr, 4<<10)
-	fc.bw = bufio.NewWriterSize(c, 4<<10)
+	fc.bw = bufio.NewWriterSize(fc.rw, 4<<10)
 	lastMethod := ""
 	for first := true; ; first = false {
 		fc.rr.start(br)
@@ -359,6 +365,30 @@ func (s *Server) serveConn(ctx context.Context, c net.Conn) {
 		}
 		state(http.StateIdle)
 	}
+}
+
+// socket returns what the front reads and writes c through: its TCP
+// socket with raw system calls (package rawio, which spares the runtime's
+// monitor a wake-up a call) when c is a *net.TCPConn or wraps one under
+// wrappers with a NetConn method, which must change no bytes (the
+// connection cap's does not; TLS is handed on before this); else c. The
+// rest (Close, deadlines) stays c's.
+func socket(c net.Conn) net.Conn {
+	u := c
+	for range 8 {
+		if tc, ok := u.(*net.TCPConn); ok {
+			if rc, err := rawio.New(tc); err == nil {
+				return rc
+			}
+			return c
+		}
+		n, ok := u.(interface{ NetConn() net.Conn })
+		if !ok {
+			return c
+		}
+		u = n.NetConn()
+	}
+	return c
 }
 
 // isTLS reports a TLS connection, under wrappers that give the
@@ -547,7 +577,7 @@ func (fc *frontConn) watch() {
 	go func() {
 		defer close(done)
 		var b [1]byte
-		n, err := fc.c.Read(b[:])
+		n, err := fc.rw.Read(b[:])
 		if n > 0 {
 			fc.rr.pending = append(fc.rr.pending, b[0])
 			return

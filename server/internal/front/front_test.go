@@ -10,11 +10,14 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/gatehouse-dev/gatehouse/internal/rawio"
 )
 
 // bound is how long a test waits for the server to act: generous, never
@@ -424,5 +427,49 @@ func TestFrontReadTimeoutEndsWithTheBody(t *testing.T) {
 	}
 	if f.Served() != 2 {
 		t.Errorf("the front served %d requests, want 2", f.Served())
+	}
+}
+
+// wrapped is a listener's wrapper that gives its connection (the cap's).
+type wrapped struct{ net.Conn }
+
+func (w wrapped) NetConn() net.Conn { return w.Conn }
+
+// TestFrontReadsTheSocketRaw: a TCP connection, bare or under a wrapper
+// with NetConn, is read and written with raw system calls (on Linux);
+// anything else is used as it is.
+func TestFrontReadsTheSocketRaw(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			defer c.Close()
+			io.Copy(io.Discard, c)
+		}
+	}()
+	d, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	for _, c := range []net.Conn{d, wrapped{d}, wrapped{wrapped{d}}} {
+		got := socket(c)
+		_, raw := got.(*rawio.Conn)
+		if raw != (runtime.GOOS == "linux") {
+			t.Errorf("socket(%T) = %T", c, got)
+		}
+		if !raw && got != c {
+			t.Errorf("socket(%T) = %T; want c itself", c, got)
+		}
+	}
+	p1, p2 := net.Pipe()
+	defer p1.Close()
+	defer p2.Close()
+	if got := socket(wrapped{p1}); got != (wrapped{p1}) {
+		t.Errorf("socket of a pipe = %T; want it as it is", got)
 	}
 }
