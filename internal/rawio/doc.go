@@ -21,7 +21,9 @@
 // A [Conn] makes the same read(2), write(2) and recvfrom(2) calls as raw
 // system calls inside the connection's [syscall.RawConn], so the waiting
 // (deadlines, Close, the poller) is still the net package's. Only the
-// accounting differs, and only for calls that cannot block.
+// accounting differs, and only for calls that cannot block. A [File] does
+// the same for an end of a pipe the runtime polls (os.Pipe's): a stdio
+// server's stdin and stdout.
 //
 // # What is promised
 //
@@ -32,6 +34,11 @@
 //     *os.SyscallError; a Write writes all of p or answers why not.
 //   - [Conn.Quiet] peeks without waiting: nothing to read and the peer has
 //     not closed.
+//   - A File's Read and Write behave as *os.File's: io.EOF at the end, an
+//     *os.PathError around the errno, os.ErrClosed once closed,
+//     os.ErrDeadlineExceeded past a deadline. [NewFile] takes only a
+//     non-blocking file (errors.ErrUnsupported for any other): a raw call
+//     that blocks would hold its thread where the scheduler cannot see.
 //   - Built with the race detector, the calls go through package syscall
 //     (which tells the detector what they read and write), so races seen
 //     across connections are reported as they would be without this
@@ -39,8 +46,8 @@
 //
 // # What is not promised
 //
-//   - [New] answers errors.ErrUnsupported off Linux: use the connection as
-//     it is there.
+//   - [New] and [NewFile] answer errors.ErrUnsupported off Linux: use the
+//     connection or the file as it is there.
 //   - ReadFrom and WriteTo are not promoted: io.Copy goes through Read and
 //     Write (no splice or sendfile).
 //

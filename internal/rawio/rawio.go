@@ -1,10 +1,10 @@
 package rawio
 
 import (
+	"errors"
 	"io"
 	"net"
 	"os"
-	"sync"
 	"syscall"
 )
 
@@ -12,21 +12,7 @@ import (
 // its socket. Every other method is the *net.TCPConn's it was made from.
 type Conn struct {
 	net.Conn // the *net.TCPConn: Close, addresses, deadlines
-	rc       syscall.RawConn
-
-	rmu   sync.Mutex // the read state below, one Read (or Quiet) at a time
-	rbuf  []byte
-	rn    int
-	rerr  syscall.Errno
-	peek  bool // Quiet's peek rather than a read
-	quiet bool
-	readF func(fd uintptr) bool
-
-	wmu    sync.Mutex // the write state below
-	wbuf   []byte
-	wn     int
-	werr   syscall.Errno
-	writeF func(fd uintptr) bool
+	fd       rawFD
 }
 
 // NetConn returns the *net.TCPConn c reads and writes (as *tls.Conn's
@@ -38,12 +24,7 @@ func (c *Conn) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	c.rmu.Lock()
-	defer c.rmu.Unlock()
-	c.rbuf, c.rn, c.rerr, c.peek = p, 0, 0, false
-	err := c.rc.Read(c.readF)
-	n, errno := c.rn, c.rerr
-	c.rbuf = nil
+	n, errno, err := c.fd.readOnce(p)
 	if err != nil {
 		return 0, c.opError("read", err)
 	}
@@ -60,45 +41,11 @@ func (c *Conn) Read(p []byte) (int, error) {
 // and its peer has not closed it: what a connection kept idle between
 // requests should find before it carries the next one. Bytes waiting, an
 // end of stream or an error all answer false.
-func (c *Conn) Quiet() bool {
-	c.rmu.Lock()
-	defer c.rmu.Unlock()
-	c.peek, c.quiet = true, false
-	err := c.rc.Read(c.readF)
-	return err == nil && c.quiet
-}
-
-// read is c.readF: one read (or peek) that never waits; false asks the
-// poller to wait for the socket to be readable and call it again.
-func (c *Conn) read(fd uintptr) bool {
-	if c.peek {
-		c.quiet = peek(fd) == syscall.EAGAIN
-		return true
-	}
-	for {
-		n, errno := read(fd, c.rbuf)
-		switch errno {
-		case 0:
-			c.rn = n
-		case syscall.EINTR:
-			continue
-		case syscall.EAGAIN:
-			return false
-		default:
-			c.rerr = errno
-		}
-		return true
-	}
-}
+func (c *Conn) Quiet() bool { return c.fd.quietNow() }
 
 // Write writes all of p to the socket as net.Conn's Write does.
 func (c *Conn) Write(p []byte) (int, error) {
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	c.wbuf, c.wn, c.werr = p, 0, 0
-	err := c.rc.Write(c.writeF)
-	n, errno := c.wn, c.werr
-	c.wbuf = nil
+	n, errno, err := c.fd.writeAll(p)
 	if err != nil {
 		return n, c.opError("write", err)
 	}
@@ -106,25 +53,6 @@ func (c *Conn) Write(p []byte) (int, error) {
 		return n, c.opError("write", os.NewSyscallError("write", errno))
 	}
 	return n, nil
-}
-
-// write is c.writeF: it writes what it can without waiting; false asks
-// the poller to wait for the socket to be writable and call it again.
-func (c *Conn) write(fd uintptr) bool {
-	for c.wn < len(c.wbuf) {
-		n, errno := write(fd, c.wbuf[c.wn:])
-		switch errno {
-		case 0:
-			c.wn += n
-		case syscall.EINTR:
-		case syscall.EAGAIN:
-			return false
-		default:
-			c.werr = errno
-			return true
-		}
-	}
-	return true
 }
 
 // opError wraps err as the net package wraps a connection's errors: a
@@ -136,4 +64,57 @@ func (c *Conn) opError(op string, err error) error {
 		err = oe.Err
 	}
 	return &net.OpError{Op: op, Net: "tcp", Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: err}
+}
+
+// File is one end of a pipe (an *os.File the runtime's poller waits on,
+// as os.Pipe's ends are) whose Read and Write make raw system calls.
+type File struct {
+	f  *os.File
+	fd rawFD
+}
+
+// Read reads from the pipe as *os.File's Read does: io.EOF once the other
+// end is closed and everything was read, an *os.PathError otherwise
+// (os.ErrClosed once the file is closed, os.ErrDeadlineExceeded past a
+// deadline).
+func (f *File) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	n, errno, err := f.fd.readOnce(p)
+	if err != nil {
+		return 0, f.pathError("read", err)
+	}
+	if errno != 0 {
+		return 0, f.pathError("read", errno)
+	}
+	if n == 0 {
+		return 0, io.EOF
+	}
+	return n, nil
+}
+
+// Write writes all of p to the pipe as *os.File's Write does.
+func (f *File) Write(p []byte) (int, error) {
+	n, errno, err := f.fd.writeAll(p)
+	if err != nil {
+		return n, f.pathError("write", err)
+	}
+	if errno != 0 {
+		return n, f.pathError("write", errno)
+	}
+	return n, nil
+}
+
+// Close closes the file.
+func (f *File) Close() error { return f.f.Close() }
+
+// pathError wraps err as *os.File wraps its errors. The RawConn's own
+// errors (not a syscall.Errno) are a deadline passed or the file closed,
+// while waiting or before.
+func (f *File) pathError(op string, err error) error {
+	if _, sys := err.(syscall.Errno); !sys && !errors.Is(err, os.ErrDeadlineExceeded) {
+		err = os.ErrClosed
+	}
+	return &os.PathError{Op: op, Path: f.f.Name(), Err: err}
 }

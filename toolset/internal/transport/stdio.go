@@ -16,6 +16,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/gatehouse-dev/gatehouse/internal/rawio"
 	"github.com/gatehouse-dev/gatehouse/plugin"
 )
 
@@ -259,7 +260,18 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	}()
 	// A line (one message) past MaxAnswer ends the connection: the
 	// go-sdk's reader stops at its bound rather than buffer without end.
-	inner, err := (&mcp.IOTransport{Reader: io.NopCloser(outR), Writer: inW, MaxLineLength: MaxAnswer}).Connect(ctx)
+	// The pipes are read and written with raw system calls (package
+	// rawio): the same calls, without waking the runtime's monitor thread
+	// on each message of a gateway that goes idle between calls.
+	var rd io.Reader = outR
+	var wr io.WriteCloser = inW
+	if f, err := rawio.NewFile(outR); err == nil {
+		rd = f
+	}
+	if f, err := rawio.NewFile(inW); err == nil {
+		wr = f
+	}
+	inner, err := (&mcp.IOTransport{Reader: io.NopCloser(rd), Writer: wr, MaxLineLength: MaxAnswer}).Connect(ctx)
 	if err != nil {
 		inW.Close()
 		p.reap()
