@@ -5,6 +5,11 @@ import (
 	"syscall"
 )
 
+// maxCall bounds the bytes one raw call moves: the kernel copies them
+// while the thread holds its P unseen by the scheduler (a stop of the
+// world waits for it), so a large write is made in several calls.
+const maxCall = 256 << 10
+
 // rawFD reads and writes one non-blocking descriptor through its RawConn:
 // the state of one Read and one Write at a time, and the two callbacks,
 // made once (a method value per call would allocate).
@@ -62,7 +67,7 @@ func (d *rawFD) read(fd uintptr) bool {
 		return true
 	}
 	for {
-		n, errno := read(fd, d.rbuf)
+		n, errno := read(fd, d.rbuf[:min(len(d.rbuf), maxCall)])
 		switch errno {
 		case 0:
 			d.rn = n
@@ -92,7 +97,7 @@ func (d *rawFD) writeAll(p []byte) (n int, errno syscall.Errno, err error) {
 // the poller to wait for the descriptor to be writable and call it again.
 func (d *rawFD) write(fd uintptr) bool {
 	for d.wn < len(d.wbuf) {
-		n, errno := write(fd, d.wbuf[d.wn:])
+		n, errno := write(fd, d.wbuf[d.wn:min(len(d.wbuf), d.wn+maxCall)])
 		switch errno {
 		case 0:
 			d.wn += n
