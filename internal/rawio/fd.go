@@ -1,6 +1,7 @@
 package rawio
 
 import (
+	"io"
 	"sync"
 	"syscall"
 )
@@ -36,17 +37,29 @@ func (d *rawFD) init(rc syscall.RawConn) {
 	d.readF, d.writeF = d.read, d.write
 }
 
-// readOnce reads into p (not empty) once bytes are there: n > 0, or 0 at
-// the end of the stream; errno from the system call, err from the wait
-// (a deadline, a close).
-func (d *rawFD) readOnce(p []byte) (n int, errno syscall.Errno, err error) {
+// readIO reads into p as an io.Reader does: 0 and no error for an empty
+// p, io.EOF at the end of the stream; any other error is the wait's (a
+// deadline, a close) or the system call's (a syscall.Errno), for the
+// caller to wrap as its kind of descriptor does.
+func (d *rawFD) readIO(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
 	d.rmu.Lock()
 	defer d.rmu.Unlock()
 	d.rbuf, d.rn, d.rerr, d.peek = p, 0, 0, false
-	err = d.rc.Read(d.readF)
-	n, errno = d.rn, d.rerr
+	err := d.rc.Read(d.readF)
+	n, errno := d.rn, d.rerr
 	d.rbuf = nil
-	return n, errno, err
+	switch {
+	case err != nil:
+		return 0, err
+	case errno != 0:
+		return 0, errno
+	case n == 0:
+		return 0, io.EOF
+	}
+	return n, nil
 }
 
 // quietNow peeks without waiting: true when nothing is there to read and
@@ -82,15 +95,19 @@ func (d *rawFD) read(fd uintptr) bool {
 	}
 }
 
-// writeAll writes all of p, waiting for room as needed.
-func (d *rawFD) writeAll(p []byte) (n int, errno syscall.Errno, err error) {
+// writeIO writes all of p, waiting for room as needed; an error is the
+// wait's or the system call's (a syscall.Errno), as for readIO.
+func (d *rawFD) writeIO(p []byte) (int, error) {
 	d.wmu.Lock()
 	defer d.wmu.Unlock()
 	d.wbuf, d.wn, d.werr = p, 0, 0
-	err = d.rc.Write(d.writeF)
-	n, errno = d.wn, d.werr
+	err := d.rc.Write(d.writeF)
+	n, errno := d.wn, d.werr
 	d.wbuf = nil
-	return n, errno, err
+	if err == nil && errno != 0 {
+		err = errno
+	}
+	return n, err
 }
 
 // write is d.writeF: it writes what it can without waiting; false asks

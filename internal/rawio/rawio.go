@@ -21,20 +21,11 @@ func (c *Conn) NetConn() net.Conn { return c.Conn }
 
 // Read reads from the socket as net.Conn's Read does.
 func (c *Conn) Read(p []byte) (int, error) {
-	if len(p) == 0 {
-		return 0, nil
+	n, err := c.fd.readIO(p)
+	if err != nil && err != io.EOF {
+		err = c.opError("read", err)
 	}
-	n, errno, err := c.fd.readOnce(p)
-	if err != nil {
-		return 0, c.opError("read", err)
-	}
-	if errno != 0 {
-		return 0, c.opError("read", os.NewSyscallError("read", errno))
-	}
-	if n == 0 {
-		return 0, io.EOF
-	}
-	return n, nil
+	return n, err
 }
 
 // Quiet reports, without waiting, whether the socket has nothing to read
@@ -45,22 +36,22 @@ func (c *Conn) Quiet() bool { return c.fd.quietNow() }
 
 // Write writes all of p to the socket as net.Conn's Write does.
 func (c *Conn) Write(p []byte) (int, error) {
-	n, errno, err := c.fd.writeAll(p)
+	n, err := c.fd.writeIO(p)
 	if err != nil {
-		return n, c.opError("write", err)
+		err = c.opError("write", err)
 	}
-	if errno != 0 {
-		return n, c.opError("write", os.NewSyscallError("write", errno))
-	}
-	return n, nil
+	return n, err
 }
 
 // opError wraps err as the net package wraps a connection's errors: a
-// *net.OpError with op, the network and both addresses. An error of the
-// RawConn (a deadline, a closed connection) is already one, named for
-// the raw call: its cause is kept under op.
+// *net.OpError with op, the network and both addresses, around an
+// *os.SyscallError for a system call's errno. An error of the RawConn (a
+// deadline, a closed connection) is already one, named for the raw call:
+// its cause is kept under op.
 func (c *Conn) opError(op string, err error) error {
-	if oe, ok := err.(*net.OpError); ok {
+	if errno, ok := err.(syscall.Errno); ok {
+		err = os.NewSyscallError(op, errno)
+	} else if oe, ok := err.(*net.OpError); ok {
 		err = oe.Err
 	}
 	return &net.OpError{Op: op, Net: "tcp", Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: err}
@@ -78,32 +69,20 @@ type File struct {
 // (os.ErrClosed once the file is closed, os.ErrDeadlineExceeded past a
 // deadline).
 func (f *File) Read(p []byte) (int, error) {
-	if len(p) == 0 {
-		return 0, nil
+	n, err := f.fd.readIO(p)
+	if err != nil && err != io.EOF {
+		err = f.pathError("read", err)
 	}
-	n, errno, err := f.fd.readOnce(p)
-	if err != nil {
-		return 0, f.pathError("read", err)
-	}
-	if errno != 0 {
-		return 0, f.pathError("read", errno)
-	}
-	if n == 0 {
-		return 0, io.EOF
-	}
-	return n, nil
+	return n, err
 }
 
 // Write writes all of p to the pipe as *os.File's Write does.
 func (f *File) Write(p []byte) (int, error) {
-	n, errno, err := f.fd.writeAll(p)
+	n, err := f.fd.writeIO(p)
 	if err != nil {
-		return n, f.pathError("write", err)
+		err = f.pathError("write", err)
 	}
-	if errno != 0 {
-		return n, f.pathError("write", errno)
-	}
-	return n, nil
+	return n, err
 }
 
 // Close closes the file.
