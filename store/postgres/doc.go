@@ -12,7 +12,12 @@
 // to Open may carry pgxpool's pool_* parameters (pool_max_conns,
 // pool_max_conn_idle_time, ...) as well as any libpq parameter;
 // store.Options.MaxConns, when non-zero, overrides pool_max_conns. The pool
-// runs one health-check goroutine, which Store.Close stops.
+// runs one health-check goroutine, which Store.Close stops. A TCP
+// connection the pool dials (with ConnConfig.DialFunc, the caller's when
+// OpenConfig's configuration sets one) is read and written with raw
+// system calls on Linux: the same reads and writes, without waking the Go
+// runtime's monitor thread on every round trip; a connection of another
+// kind is used as dialed.
 //
 // Durability "power" sets synchronous_commit=on on every connection (as a
 // startup parameter), so a commit is acknowledged only once its WAL is

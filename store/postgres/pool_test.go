@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"errors"
+	"net"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/goleak"
 
+	"github.com/gatehouse-dev/gatehouse/internal/audit"
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/store/internal/sqlstore"
 	"github.com/gatehouse-dev/gatehouse/store/postgres"
@@ -223,3 +225,69 @@ func TestCloseStopsGoroutines(t *testing.T) {
 	}
 	goleak.VerifyNone(t, opts)
 }
+
+// quieter is what a raw connection (internal/rawio.Conn) has beside
+// net.Conn.
+type quieter interface{ Quiet() bool }
+
+// TestConnectionsReadRaw: the pool's TCP connections to the server are
+// read and written with raw system calls, through the caller's own
+// DialFunc when it sets one; a connection that dialer wraps in a type of
+// its own is used as it is; and the store works over both.
+func TestConnectionsReadRaw(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name    string
+		wrap    bool // the caller's DialFunc returns its own type
+		wantRaw bool
+	}{
+		{"default dialer", false, true},
+		{"caller's dialer", false, true},
+		{"caller's own conn type", true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, cfg := freshSchema(t)
+			c := cfg()
+			var dials atomic.Int64
+			if tc.name != "default dialer" {
+				var d net.Dialer
+				c.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+					dials.Add(1)
+					conn, err := d.DialContext(ctx, network, addr)
+					if err != nil || !tc.wrap {
+						return conn, err
+					}
+					return ownConn{conn}, nil
+				}
+			}
+			s := openCfg(t, c, nil)
+			if tc.name != "default dialer" && dials.Load() == 0 {
+				t.Fatal("the caller's DialFunc was not used")
+			}
+			conn, err := postgres.PoolOf(s).Acquire(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			nc := conn.Conn().PgConn().Conn()
+			conn.Release()
+			if _, raw := nc.(quieter); raw != tc.wantRaw {
+				t.Fatalf("the pool's connection is a %T; raw = %v, want %v", nc, raw, tc.wantRaw)
+			}
+			if _, isOwn := nc.(ownConn); tc.wrap && !isOwn {
+				t.Fatalf("the caller's connection type was replaced by %T", nc)
+			}
+			// Round trips over it: an entry appended, then read back.
+			if _, err := s.AppendAuditLinked(ctx, []store.AuditEntry{{Chain: "raw", Kind: "call", Subject: "s", Server: "x", Tool: "t",
+				Outcome: "ok", Instance: "i", At: time.Now()}}, audit.Link); err != nil {
+				t.Fatal(err)
+			}
+			got, err := s.ListAudit(ctx, store.AuditFilter{Chain: "raw"})
+			if err != nil || len(got) != 1 || got[0].Tool != "t" {
+				t.Fatalf("read back %+v, %v", got, err)
+			}
+		})
+	}
+}
+
+// ownConn is a caller's connection type around a TCP connection.
+type ownConn struct{ net.Conn }

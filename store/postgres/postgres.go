@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/gatehouse-dev/gatehouse/internal/rawio"
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/store/internal/commitdelay"
 	"github.com/gatehouse-dev/gatehouse/store/internal/sqlstore"
@@ -91,6 +94,9 @@ func OpenConfig(ctx context.Context, cfg *pgxpool.Config, opts *store.Options) (
 	if cc.ConnectTimeout == 0 {
 		cc.ConnectTimeout = defaultConnectTimeout
 	}
+	if cc.DialFunc != nil {
+		cc.DialFunc = rawDial(cc.DialFunc)
+	}
 	if o.Durability == store.DurabilityPower {
 		if cc.RuntimeParams == nil {
 			cc.RuntimeParams = map[string]string{}
@@ -153,6 +159,29 @@ func probe(ctx context.Context, pool *pgxpool.Pool, where string) error {
 // newPool is pgxpool.NewWithConfig, with its panic on a Config that
 // pgxpool.ParseConfig did not create turned into store.ErrInvalid. The
 // panic comes before the pool starts anything.
+// rawDial wraps dial so that a TCP connection it makes to the server is
+// read and written with raw system calls (internal/rawio): a store's
+// round trips no longer wake the runtime's monitor thread, which a
+// gateway that goes idle between calls paid on each (docs/BENCHMARKS.md,
+// issue 36 item 5). pgx sees a net.Conn as before (TLS, when the URL
+// asks for it, is set up over it); a Unix socket, a connection of
+// another kind the caller's own DialFunc returns, or a platform rawio
+// does not support is returned as dialed.
+func rawDial(dial pgconn.DialFunc) pgconn.DialFunc {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if err != nil {
+			return c, err
+		}
+		if tc, ok := c.(*net.TCPConn); ok {
+			if rc, err := rawio.New(tc); err == nil {
+				return rc, nil
+			}
+		}
+		return c, nil
+	}
+}
+
 func newPool(ctx context.Context, cfg *pgxpool.Config) (p *pgxpool.Pool, err error) {
 	defer func() {
 		if r := recover(); r != nil {

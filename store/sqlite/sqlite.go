@@ -60,6 +60,13 @@
 // wait for the checkpoint's copy and fsyncs; the WAL stays bounded under a
 // steady load (see checkpoint.go).
 //
+// On linux/amd64 and linux/arm64 SQLite's pread, pwrite and the fcntl
+// locks that never wait are made as raw system calls, through the unix
+// VFS's table of system calls (rawsys_linux.go): the same calls with the
+// same results, without telling the Go scheduler that each may block,
+// which woke its monitor thread on every commit of a process that goes
+// idle between them. fsync and every call that may wait are libc's.
+//
 // SQLite has one writer at a time, so journal Claims and Completes made
 // concurrently would queue for the write lock and pay a commit (an fsync
 // with durability "power") each. Group commit, on by default
@@ -142,6 +149,7 @@ func Open(ctx context.Context, path string, opts *store.Options) (*Store, error)
 	if busy <= 0 {
 		busy = defaultBusyTimeout
 	}
+	installRawSyscalls() // SQLite's reads, writes and locks as raw system calls (rawsys_linux.go)
 	connDSN := driverDSN(path, o)
 	if o.MustExist {
 		abs, err := filepath.Abs(path)
