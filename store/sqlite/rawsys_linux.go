@@ -56,7 +56,11 @@ import (
 // any connection until the process ends, so they live in a package-level
 // variable, the one piece of process state this package keeps, as
 // SQLite's VFS is the process's.
-var rawSys struct {
+var rawSys rawSyscalls
+
+// rawSyscalls is the process's replacement of SQLite's pread, pwrite and
+// fcntl.
+type rawSyscalls struct {
 	once sync.Once
 	ok   bool // installed
 
@@ -122,24 +126,8 @@ func installRawSyscalls() bool {
 			}
 		}
 		h := &rawSys
-		h.pread = func(tls *libc.TLS, fd int32, buf uintptr, n uint64, off int64) int64 {
-			if n > rawLimit || off < 0 {
-				h.passed.Add(1)
-				return (*(*func(*libc.TLS, int32, uintptr, uint64, int64) int64)(unsafe.Pointer(&h.orig[rawPread])))(tls, fd, buf, n, off)
-			}
-			h.raw.Add(1)
-			r, _, e := syscall.RawSyscall6(syscall.SYS_PREAD64, uintptr(fd), buf, uintptr(n), uintptr(off), 0, 0)
-			return result(tls, int64(r), e)
-		}
-		h.pwrite = func(tls *libc.TLS, fd int32, buf uintptr, n uint64, off int64) int64 {
-			if n > rawLimit || off < 0 {
-				h.passed.Add(1)
-				return (*(*func(*libc.TLS, int32, uintptr, uint64, int64) int64)(unsafe.Pointer(&h.orig[rawPwrite])))(tls, fd, buf, n, off)
-			}
-			h.raw.Add(1)
-			r, _, e := syscall.RawSyscall6(syscall.SYS_PWRITE64, uintptr(fd), buf, uintptr(n), uintptr(off), 0, 0)
-			return result(tls, int64(r), e)
-		}
+		h.pread = h.positional(rawPread, syscall.SYS_PREAD64)
+		h.pwrite = h.positional(rawPwrite, syscall.SYS_PWRITE64)
 		h.fcntl = func(tls *libc.TLS, fd, cmd int32, va uintptr) int32 {
 			switch cmd {
 			case syscall.F_SETLK, syscall.F_GETLK, fOFDSetLK, fOFDGetLK, syscall.F_GETFD, syscall.F_SETFD, syscall.F_GETFL:
@@ -171,6 +159,21 @@ func installRawSyscalls() bool {
 		h.ok = true
 	})
 	return rawSys.ok
+}
+
+// positional is the replacement of pread or pwrite (the table's entry i,
+// the system call sysno): raw up to rawLimit bytes at an offset, libc's
+// otherwise.
+func (h *rawSyscalls) positional(i int, sysno uintptr) func(*libc.TLS, int32, uintptr, uint64, int64) int64 {
+	return func(tls *libc.TLS, fd int32, buf uintptr, n uint64, off int64) int64 {
+		if n > rawLimit || off < 0 {
+			h.passed.Add(1)
+			return (*(*func(*libc.TLS, int32, uintptr, uint64, int64) int64)(unsafe.Pointer(&h.orig[i])))(tls, fd, buf, n, off)
+		}
+		h.raw.Add(1)
+		r, _, e := syscall.RawSyscall6(sysno, uintptr(fd), buf, uintptr(n), uintptr(off), 0, 0)
+		return result(tls, int64(r), e)
+	}
 }
 
 // result is a system call's result as libc returns it: r, or -1 with
