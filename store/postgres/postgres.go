@@ -62,7 +62,10 @@ func Open(ctx context.Context, url string, opts *store.Options) (*Store, error) 
 //     MaxConns stands: pool_max_conns, or pgxpool's default);
 //   - ConnConfig.ConnectTimeout to defaultConnectTimeout when it is zero;
 //   - ConnConfig.RuntimeParams["synchronous_commit"] to "on" when
-//     opts.Durability is store.DurabilityPower.
+//     opts.Durability is store.DurabilityPower;
+//   - ConnConfig.DialFunc to one that calls the DialFunc cfg has and reads
+//     and writes the TCP connection it returns with raw system calls on
+//     Linux (rawDial).
 //
 // Errors wrap store.ErrUnavailable when the database cannot be reached,
 // store.ErrSchemaTooNew for a database migrated by a newer build, and
@@ -156,9 +159,6 @@ func probe(ctx context.Context, pool *pgxpool.Pool, where string) error {
 	return nil
 }
 
-// newPool is pgxpool.NewWithConfig, with its panic on a Config that
-// pgxpool.ParseConfig did not create turned into store.ErrInvalid. The
-// panic comes before the pool starts anything.
 // rawDial wraps dial so that a TCP connection it makes to the server is
 // read and written with raw system calls (internal/rawio): a store's
 // round trips no longer wake the runtime's monitor thread, which a
@@ -182,6 +182,9 @@ func rawDial(dial pgconn.DialFunc) pgconn.DialFunc {
 	}
 }
 
+// newPool is pgxpool.NewWithConfig, with its panic on a Config that
+// pgxpool.ParseConfig did not create turned into store.ErrInvalid. The
+// panic comes before the pool starts anything.
 func newPool(ctx context.Context, cfg *pgxpool.Config) (p *pgxpool.Pool, err error) {
 	defer func() {
 		if r := recover(); r != nil {
