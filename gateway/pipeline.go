@@ -171,10 +171,11 @@ func (p *pipeline) call(ctx context.Context, req *callRequest) (out callOutcome)
 	subject := server.Subject("")
 	callerCtx := ctx         // ctx becomes the call's own below, cancelled when call returns
 	var keyed *durable.Audit // a keyed call's entry, written with its completion
+	wasServed := false       // the tool was served when the call was admitted (step 3)
 	ctx, span := p.trace.Start(ctx, req.session, req.hdr, req.meta, req.metaJSON)
 	defer func() {
 		d := time.Since(start)
-		p.finish(subject, req.tool, req.front, &out, callerCtx.Err() != nil, d)
+		p.finish(subject, req.tool, req.front, &out, wasServed, callerCtx.Err() != nil, d)
 		p.auditCall(subject, req, &out, d, keyed)
 		p.endSpan(span, req, &out)
 	}()
@@ -191,6 +192,7 @@ func (p *pipeline) call(ctx context.Context, req *callRequest) (out callOutcome)
 	defer p.calls.Leave()
 
 	info, ok := p.served.tool(req.tool)
+	wasServed = ok
 	switch {
 	case !ok && req.tool == searchToolName:
 		return p.search(ctx, subject, req) // admitted: search is on
@@ -498,8 +500,12 @@ func (p *pipeline) observeUpstream(srv string, err error, cancelled bool) {
 	p.tel.Metrics.SetUpstreamUp(srv, !lost)
 }
 
-// finish writes the call's log line and counts it in the metrics.
-func (p *pipeline) finish(subject server.Subject, tool, front string, out *callOutcome, cancelled bool, d time.Duration) {
+// finish writes the call's log line and counts it in the metrics. The
+// metrics name the tool when it was served at admission (wasServed) or is
+// served now, else unknownToolLabel: a caller-chosen name never becomes a
+// label, and a tool withdrawn while its call ran is still counted under
+// its own name (whether the served map had caught up by then was a race).
+func (p *pipeline) finish(subject server.Subject, tool, front string, out *callOutcome, wasServed, cancelled bool, d time.Duration) {
 	p.log.LogAttrs(context.Background(), slog.LevelInfo, "call",
 		slog.String("subject", string(subject)),
 		slog.String("tool", tool),
@@ -509,7 +515,7 @@ func (p *pipeline) finish(subject server.Subject, tool, front string, out *callO
 		slog.String("front", front),
 		slog.String("sender", out.sender),
 	)
-	if _, ok := p.served.tool(tool); !ok && !(tool == searchToolName && p.served.search.On) {
+	if _, ok := p.served.tool(tool); !ok && !wasServed && !(tool == searchToolName && p.served.search.On) {
 		tool = unknownToolLabel
 	}
 	p.tel.Metrics.ObserveCall(tool, metricOutcome(out.label, cancelled), d)
