@@ -480,6 +480,18 @@ func paritySenarios() []scenario {
 			if n := e.up.effectCounts()["morph"] + e.up.effectCounts()["leaving"]; n != 0 {
 				e.t.Errorf("a refused tool ran %d times", n)
 			}
+			// The withdrawn call keeps its tool's name in the metrics (it
+			// was served when admitted); the later calls of a name no
+			// longer served are _unknown.
+			m := strings.Join(e.outcome(nil).Metrics, "\n")
+			for _, want := range []string{
+				`gatehouse_calls_total{tool="leaving",outcome="tool_withdrawn"} 1`,
+				`gatehouse_calls_total{tool="_unknown",outcome="unknown_tool"} 2`,
+			} {
+				if !strings.Contains(m, want) {
+					e.t.Errorf("metrics lack %s:\n%s", want, m)
+				}
+			}
 			return a
 		}},
 		{name: "in_doubt and unavailable: the upstream goes away mid-call", run: func(e *parityEnv) []string {

@@ -515,8 +515,10 @@ func (p *pipeline) finish(subject server.Subject, tool, front string, out *callO
 		slog.String("front", front),
 		slog.String("sender", out.sender),
 	)
-	if _, ok := p.served.tool(tool); !ok && !wasServed && !(tool == searchToolName && p.served.search.On) {
-		tool = unknownToolLabel
+	if !wasServed {
+		if _, ok := p.served.tool(tool); !ok && !(tool == searchToolName && p.served.search.On) {
+			tool = unknownToolLabel
+		}
 	}
 	p.tel.Metrics.ObserveCall(tool, metricOutcome(out.label, cancelled), d)
 }
