@@ -23,8 +23,10 @@ import (
 // completion's UPDATE and the entry's INSERT of one transaction.
 var injectAuditFailure = map[string][2]string{
 	"sqlite": {
-		`CREATE TRIGGER inject_audit_failure BEFORE INSERT ON audit_log
-WHEN NEW.tool = 'count' AND NEW.outcome = 'ok' AND instr(CAST(NEW.detail AS TEXT), '"toolCallId"') > 0
+		// SQLite keeps the trail in blocks (a run of entries, their texts
+		// as bytes in the block): the block that holds such an entry.
+		`CREATE TRIGGER inject_audit_failure BEFORE INSERT ON audit_blocks
+WHEN instr(NEW.data, CAST('count' AS BLOB)) > 0 AND instr(NEW.data, CAST('"toolCallId"' AS BLOB)) > 0
 BEGIN SELECT RAISE(ABORT, 'injected: the audit insert fails'); END`,
 		`DROP TRIGGER inject_audit_failure`,
 	},

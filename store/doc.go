@@ -32,8 +32,12 @@
 // and recorded in schema_migrations(version, name, applied_at). The dialect
 // differences are the binary column type (BLOB or BYTEA), the
 // database-assigned key (INTEGER PRIMARY KEY AUTOINCREMENT or BIGSERIAL;
-// audit_log's is SQLite's row ID since version 13) and, since version 13,
-// the journal's indexes (below).
+// audit_log's is SQLite's row ID since version 13), since version 13 the
+// journal's indexes (below), and since version 14 the audit trail's table:
+// PostgreSQL keeps audit_log, a row an entry; SQLite keeps audit_blocks
+// (id = the first entry's ID, chain, first_seq, last_seq, last_hash, data;
+// unique index (chain, first_seq)), a row a run of one chain's entries
+// encoded in data, what one append or one group commit wrote of a chain.
 // Opening a store migrates it in one transaction (SQLite: BEGIN IMMEDIATE;
 // PostgreSQL: pg_advisory_xact_lock keyed by the current schema), so
 // processes starting together are safe. A database whose version is newer

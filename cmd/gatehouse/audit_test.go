@@ -29,6 +29,73 @@ type auditDB struct {
 	exec func(t *testing.T, stmt string)
 	// blob is b as an SQL literal of the database's bytes type.
 	blob func(b []byte) string
+	// entryRows are the statements that write es (of one chain; IDs,
+	// seqs and hashes as given) in the store's layout: PostgreSQL's
+	// audit_log, a row an entry; SQLite's audit_blocks, here a block of one
+	// in the JSON form its migration writes, which the store reads as it
+	// reads its own.
+	entryRows func(es []store.AuditEntry) []string
+}
+
+// replace deletes chain's entries and writes es in their place, in SQL:
+// what someone who can write the database does to the trail.
+func (db auditDB) replace(t *testing.T, chain string, es []store.AuditEntry) {
+	t.Helper()
+	table := "audit_log"
+	if strings.HasPrefix(db.dsn, "sqlite:") {
+		table = "audit_blocks"
+	}
+	db.exec(t, `DELETE FROM `+table+` WHERE chain = `+lit(chain))
+	for _, stmt := range db.entryRows(es) {
+		db.exec(t, stmt)
+	}
+}
+
+// sqliteBlocks writes each entry as a block of one in the JSON form: an
+// array of entries, each [at, kind, subject, server, tool, args_digest,
+// outcome, duration_us, instance, prev_hash, hash, detail], every text the
+// hex of its bytes.
+func sqliteBlocks(es []store.AuditEntry) []string {
+	var out []string
+	for _, e := range es {
+		h := func(s string) string { return `"` + hex.EncodeToString([]byte(s)) + `"` }
+		detail := "null"
+		if e.Detail != nil {
+			detail = h(string(e.Detail))
+		}
+		data := fmt.Sprintf(`J[[%d,%s,%s,%s,%s,%s,%s,%d,%s,%s,%s,%s]]`, e.At.UnixMilli(), h(e.Kind), h(e.Subject), h(e.Server), h(e.Tool),
+			h(e.ArgsDigest), h(e.Outcome), e.Duration.Microseconds(), h(e.Instance), h(e.PrevHash), h(e.Hash), detail)
+		out = append(out, fmt.Sprintf(`INSERT INTO audit_blocks (id, chain, first_seq, last_seq, last_hash, data) VALUES (%d, %s, %d, %d, %s, CAST(%s AS BLOB))`,
+			e.ID, lit(e.Chain), e.Seq, e.Seq, lit(e.Hash), lit(data)))
+	}
+	return out
+}
+
+// postgresRows writes each entry as a row of audit_log.
+func postgresRows(es []store.AuditEntry) []string {
+	var out []string
+	for _, e := range es {
+		detail := "NULL"
+		if e.Detail != nil {
+			detail = `'\x` + hex.EncodeToString(e.Detail) + `'::bytea`
+		}
+		out = append(out, fmt.Sprintf(`INSERT INTO audit_log (id, chain, seq, at, kind, subject, server, tool, args_digest, outcome, duration_us, instance, prev_hash, hash, detail)
+VALUES (%d, %s, %d, %d, %s, %s, %s, %s, %s, %s, %d, %s, %s, %s, %s)`, e.ID, lit(e.Chain), e.Seq, e.At.UnixMilli(), lit(e.Kind), lit(e.Subject), lit(e.Server),
+			lit(e.Tool), lit(e.ArgsDigest), lit(e.Outcome), e.Duration.Microseconds(), lit(e.Instance), lit(e.PrevHash), lit(e.Hash), detail))
+	}
+	return out
+}
+
+// edited returns a copy of es with f applied to each (f drops an entry
+// by returning false).
+func edited(es []store.AuditEntry, f func(e *store.AuditEntry) bool) []store.AuditEntry {
+	var out []store.AuditEntry
+	for _, e := range es {
+		if f(&e) {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // onAuditStores runs f on a fresh SQLite file and a fresh PostgreSQL
@@ -46,7 +113,7 @@ func onAuditStores(t *testing.T, f func(t *testing.T, db auditDB)) {
 			if _, err := db.Exec(stmt); err != nil {
 				t.Fatalf("%s: %v", stmt, err)
 			}
-		}, blob: func(b []byte) string { return "X'" + hex.EncodeToString(b) + "'" }})
+		}, blob: func(b []byte) string { return "X'" + hex.EncodeToString(b) + "'" }, entryRows: sqliteBlocks})
 	})
 	t.Run("postgres", func(t *testing.T) {
 		dsn := pgtest.Schema(t, "cli_audit", "the audit tampering tests on PostgreSQL")
@@ -61,7 +128,7 @@ func onAuditStores(t *testing.T, f func(t *testing.T, db auditDB)) {
 			if _, err := c.Exec(ctx, stmt); err != nil {
 				t.Fatalf("%s: %v", stmt, err)
 			}
-		}, blob: func(b []byte) string { return `'\x` + hex.EncodeToString(b) + "'::bytea" }})
+		}, blob: func(b []byte) string { return `'\x` + hex.EncodeToString(b) + "'::bytea" }, entryRows: postgresRows})
 	})
 }
 
@@ -151,14 +218,17 @@ func rewrite(t *testing.T, db auditDB, es []store.AuditEntry, cps []store.AuditC
 		head.Hash = es[from-2].Hash
 	}
 	hashAt := map[int64]string{}
+	out := append([]store.AuditEntry(nil), es[:from-1]...)
 	for _, e := range es[from-1:] {
 		edit(&e)
+		id := e.ID
 		e = audit.Link(e, head)
+		e.ID = id
 		head.Last, head.Hash = e.Seq, e.Hash
 		hashAt[e.Seq] = e.Hash
-		db.exec(t, fmt.Sprintf(`UPDATE audit_log SET subject = %s, outcome = %s, prev_hash = %s, hash = %s WHERE chain = %s AND seq = %d`,
-			lit(e.Subject), lit(e.Outcome), lit(e.PrevHash), lit(e.Hash), lit(chain), e.Seq))
+		out = append(out, e)
 	}
+	db.replace(t, chain, out)
 	digestAt := map[int64][32]byte{}
 	for _, c := range cps {
 		if h, ok := hashAt[c.Seq]; ok {
@@ -173,13 +243,6 @@ func rewrite(t *testing.T, db auditDB, es []store.AuditEntry, cps []store.AuditC
 		db.exec(t, fmt.Sprintf(`UPDATE audit_checkpoints SET hash = %s, signature = %s WHERE chain = %s AND seq = %d`,
 			lit(c.Hash), db.blob(c.Signature), lit(chain), c.Seq))
 	}
-}
-
-// insertEntry inserts e, hashed and linked as given, in SQL.
-func insertEntry(t *testing.T, db auditDB, e store.AuditEntry) {
-	t.Helper()
-	db.exec(t, fmt.Sprintf(`INSERT INTO audit_log (chain, seq, at, kind, subject, server, tool, args_digest, outcome, duration_us, instance, prev_hash, hash)
-VALUES (%s, %d, %d, %s, %s, '', '', '', %s, 0, '', %s, %s)`, lit(e.Chain), e.Seq, e.At.UnixMilli(), lit(e.Kind), lit(e.Subject), lit(e.Outcome), lit(e.PrevHash), lit(e.Hash)))
 }
 
 // caught is the first broken entry verify names; a zero caught means the
@@ -209,29 +272,47 @@ func TestAuditVerifyCatchesTampering(t *testing.T) {
 		// expectChain, when set, is caught by --expect-chain too.
 		expectChain caught
 	}{
-		{name: "an entry edited", tamper: func(t *testing.T, db auditDB, _ trail) {
-			db.exec(t, `UPDATE audit_log SET outcome = 'denied' WHERE `+where+` AND seq = 2`)
+		{name: "an entry edited", tamper: func(t *testing.T, db auditDB, tr trail) {
+			db.replace(t, "gw/t", edited(tr.gw, func(e *store.AuditEntry) bool {
+				if e.Seq == 2 {
+					e.Outcome = "denied"
+				}
+				return true
+			}))
 		}, plain: caught{"gw/t", 2, "edited"}, key: caught{"gw/t", 2, "edited"}, head: caught{"gw/t", 2, "edited"}},
-		{name: "an entry deleted", tamper: func(t *testing.T, db auditDB, _ trail) {
-			db.exec(t, `DELETE FROM audit_log WHERE `+where+` AND seq = 2`)
+		{name: "an entry deleted", tamper: func(t *testing.T, db auditDB, tr trail) {
+			db.replace(t, "gw/t", edited(tr.gw, func(e *store.AuditEntry) bool { return e.Seq != 2 }))
 		}, plain: caught{"gw/t", 2, "missing"}, key: caught{"gw/t", 2, "missing"}, head: caught{"gw/t", 2, "missing"}},
 		{name: "an entry inserted", tamper: func(t *testing.T, db auditDB, tr trail) {
 			// The strongest insert: room made by renumbering, the new entry
 			// hashed and linked exactly as a writer would.
-			db.exec(t, `UPDATE audit_log SET seq = -seq - 1 WHERE `+where+` AND seq >= 5`)
-			db.exec(t, `UPDATE audit_log SET seq = -seq WHERE `+where+` AND seq < 0`)
-			insertEntry(t, db, audit.Link(store.AuditEntry{At: tr.gw[3].At, Kind: audit.KindCall, Subject: "mallory", Outcome: "ok"},
-				store.AuditHead{Chain: "gw/t", Last: 4, Hash: tr.gw[3].Hash}))
+			es := edited(tr.gw, func(e *store.AuditEntry) bool {
+				if e.Seq >= 5 {
+					e.Seq++
+				}
+				return true
+			})
+			in := audit.Link(store.AuditEntry{At: tr.gw[3].At, Kind: audit.KindCall, Subject: "mallory", Outcome: "ok"},
+				store.AuditHead{Chain: "gw/t", Last: 4, Hash: tr.gw[3].Hash})
+			in.ID = 1000
+			db.replace(t, "gw/t", append(es, in))
 		}, plain: caught{"gw/t", 6, "inserted"}, key: caught{"gw/t", 6, "inserted"}, head: caught{"gw/t", 6, "inserted"}},
-		{name: "two entries swapped", tamper: func(t *testing.T, db auditDB, _ trail) {
-			db.exec(t, `UPDATE audit_log SET seq = -seq WHERE `+where+` AND seq IN (4, 5)`)
-			db.exec(t, `UPDATE audit_log SET seq = CASE seq WHEN -4 THEN 5 ELSE 4 END WHERE `+where+` AND seq < 0`)
+		{name: "two entries swapped", tamper: func(t *testing.T, db auditDB, tr trail) {
+			db.replace(t, "gw/t", edited(tr.gw, func(e *store.AuditEntry) bool {
+				switch e.Seq {
+				case 4:
+					e.Seq = 5
+				case 5:
+					e.Seq = 4
+				}
+				return true
+			}))
 		}, plain: caught{"gw/t", 4, "moved"}, key: caught{"gw/t", 4, "moved"}, head: caught{"gw/t", 4, "moved"}},
-		{name: "the start deleted without a checkpoint", tamper: func(t *testing.T, db auditDB, _ trail) {
-			db.exec(t, `DELETE FROM audit_log WHERE `+where+` AND seq < 3`)
+		{name: "the start deleted without a checkpoint", tamper: func(t *testing.T, db auditDB, tr trail) {
+			db.replace(t, "gw/t", edited(tr.gw, func(e *store.AuditEntry) bool { return e.Seq >= 3 }))
 		}, plain: caught{"gw/t", 3, "no checkpoint at seq 2"}, key: caught{"gw/t", 3, "no checkpoint at seq 2"}, head: caught{"gw/t", 3, "no checkpoint at seq 2"}},
-		{name: "the end deleted, its checkpoint left", tamper: func(t *testing.T, db auditDB, _ trail) {
-			db.exec(t, `DELETE FROM audit_log WHERE `+where+` AND seq >= 5`)
+		{name: "the end deleted, its checkpoint left", tamper: func(t *testing.T, db auditDB, tr trail) {
+			db.replace(t, "gw/t", edited(tr.gw, func(e *store.AuditEntry) bool { return e.Seq < 5 }))
 		}, plain: caught{"gw/t", 5, "deleted from its end"}, key: caught{"gw/t", 5, "deleted from its end"}, head: caught{"gw/t", 5, "deleted from its end"}},
 		{name: "a rewrite with every hash recomputed", tamper: func(t *testing.T, db auditDB, tr trail) {
 			rewrite(t, db, tr.gw, tr.gwCPs, 4, func(e *store.AuditEntry) { e.Subject = "mallory" })
@@ -245,8 +326,13 @@ func TestAuditVerifyCatchesTampering(t *testing.T) {
 				}
 			})
 		}, key: caught{"operator", 1, "does not verify"}, head: caught{"operator", 3, "not the one the head file's checkpoint names"}},
-		{name: "an operator's decision edited", tamper: func(t *testing.T, db auditDB, _ trail) {
-			db.exec(t, `UPDATE audit_log SET subject = 'mallory' WHERE `+opWhere+` AND seq = 1`)
+		{name: "an operator's decision edited", tamper: func(t *testing.T, db auditDB, tr trail) {
+			db.replace(t, audit.OperatorChain, edited(tr.op, func(e *store.AuditEntry) bool {
+				if e.Seq == 1 {
+					e.Subject = "mallory"
+				}
+				return true
+			}))
 		}, plain: caught{"operator", 1, "edited"}, key: caught{"operator", 1, "edited"}, head: caught{"operator", 1, "edited"}},
 		{name: "the newest operator's entry rewritten, its checkpoint deleted", tamper: func(t *testing.T, db auditDB, tr trail) {
 			rewrite(t, db, tr.op, nil, 3, func(e *store.AuditEntry) { e.Outcome = "nothing" })
@@ -254,14 +340,17 @@ func TestAuditVerifyCatchesTampering(t *testing.T) {
 		}, head: caught{"operator", 3, "not the one the head file's checkpoint names"}},
 		{name: "a fake replica's chain added", tamper: func(t *testing.T, db auditDB, tr trail) {
 			head := store.AuditHead{Chain: "gw/fake"}
+			var fake []store.AuditEntry
 			for i := range 3 {
 				e := audit.Link(store.AuditEntry{At: tr.gw[i].At, Kind: audit.KindCall, Subject: "mallory", Outcome: "ok"}, head)
-				insertEntry(t, db, e)
+				e.ID = int64(1000 + i)
+				fake = append(fake, e)
 				head.Last, head.Hash = e.Seq, e.Hash
 			}
+			db.replace(t, "gw/fake", fake)
 		}, key: caught{"gw/fake", 1, "the chain has no checkpoint"}},
-		{name: "a chain's end cut with its checkpoints", tamper: func(t *testing.T, db auditDB, _ trail) {
-			db.exec(t, `DELETE FROM audit_log WHERE `+where+` AND seq >= 4`)
+		{name: "a chain's end cut with its checkpoints", tamper: func(t *testing.T, db auditDB, tr trail) {
+			db.replace(t, "gw/t", edited(tr.gw, func(e *store.AuditEntry) bool { return e.Seq < 4 }))
 			db.exec(t, `DELETE FROM audit_checkpoints WHERE `+where+` AND seq >= 4`)
 		}, head: caught{"gw/t", 4, "ends at seq 3, before seq 6 of the head file's checkpoint"}},
 		{name: "a checkpoint in the middle deleted", tamper: func(t *testing.T, db auditDB, _ trail) {
@@ -278,7 +367,7 @@ func TestAuditVerifyCatchesTampering(t *testing.T) {
 			db.exec(t, `DELETE FROM audit_checkpoints WHERE `+opWhere)
 		}, key: caught{"operator", 1, "the chain has no checkpoint"}, head: caught{"operator", 3, "the head file's checkpoint is no longer in the store: deleted"}},
 		{name: "a whole chain deleted", tamper: func(t *testing.T, db auditDB, _ trail) {
-			db.exec(t, `DELETE FROM audit_log WHERE `+opWhere)
+			db.replace(t, audit.OperatorChain, nil)
 			db.exec(t, `DELETE FROM audit_checkpoints WHERE `+opWhere)
 		}, head: caught{"operator", 0, "the chain is missing"}, expectChain: caught{"operator", 0, "the chain is missing: it was expected (--expect-chain)"}},
 	}

@@ -33,9 +33,10 @@ func v10Chain(n int, at0 time.Time) []store.AuditEntry {
 
 // TestMigrateAuditFromV10: a file written by schema version 10 (the
 // audit table with its indexes on at and (subject, id)) upgrades to
-// version 11: only the (chain, seq) index is left, the chain written
-// before verifies, the filters read the same entries, and a writer
-// continues the chain, which verifies whole.
+// version 11: only the (chain, seq) index is left; then to the latest
+// (blocks since 14): the chain written before verifies, the filters read
+// the same entries, and a writer continues the chain, which verifies
+// whole.
 func TestMigrateAuditFromV10(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "v10.db")
 	at0 := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
@@ -57,6 +58,11 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)`, e.Chain, e.Seq, e.At.Unix
 		t.Fatalf("the version 10 fixture's audit indexes: %q", got)
 	}
 
+	migrateRaw(t, path, sqlstore.Dialect{Name: "sqlite", Bytes: "BLOB", Serial: "INTEGER PRIMARY KEY AUTOINCREMENT"}, 10, 11)
+	if got := auditIndexes(t, path); got != "audit_log_chain" {
+		t.Fatalf("audit indexes after migration 11: %q, want audit_log_chain only", got)
+	}
+
 	s, err := sqlite.Open(t.Context(), path, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -66,10 +72,23 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)`, e.Chain, e.Seq, e.At.Unix
 	if err := s.SQLDB().QueryRow(`SELECT MAX(version) FROM schema_migrations`).Scan(&v); err != nil || v < 11 || v != sqlstore.LatestVersion() {
 		t.Fatalf("schema version %d, %v after Open", v, err)
 	}
-	if got := auditIndexes(t, path); got != "audit_log_chain" {
-		t.Fatalf("audit indexes after the migration: %q, want audit_log_chain only", got)
-	}
 	checkMigratedAudit(t, s, old, at0)
+}
+
+// migrateRaw applies the migrations after from up to to on path, as
+// Migrate would, without opening a store.
+func migrateRaw(t *testing.T, path string, d sqlstore.Dialect, from, to int64) {
+	t.Helper()
+	ms, err := sqlstore.Migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stmts []string
+	for _, m := range ms[from:to] {
+		stmts = append(stmts, sqlstore.Statements(d, m.SQL)...)
+		stmts = append(stmts, fmt.Sprintf(`INSERT INTO schema_migrations (version, name, applied_at) VALUES (%d, '%s', 1)`, m.Version, m.Name))
+	}
+	rawExec(t, path, stmts...)
 }
 
 // auditIndexes lists the indexes of audit_log in path, by name.

@@ -10,7 +10,7 @@ import (
 )
 
 // TestAuditInsertsRaw: the audit trail's batches are inserted through the
-// driver's own statements (one per chunk size used, prepared once), and
+// driver's own statement (one, prepared once: a batch is one block), and
 // what they write reads back as written, IDs included, and verifies; a
 // batch whose seq is taken is a conflict, as through database/sql, and
 // writes nothing.
@@ -41,9 +41,12 @@ func TestAuditInsertsRaw(t *testing.T) {
 		written = append(written, out...)
 	}
 	raw := s.DB().(*sqlDB).raw
-	// Chunks: 1; 16, 8, 2; 64; 64, 4, 2: six sizes.
-	if got := len(raw.stmts); got != 6 {
-		t.Errorf("%d raw statements prepared, want 6 (one per chunk size used)", got)
+	if got := len(raw.stmts); got != 1 {
+		t.Errorf("%d raw statements prepared, want 1 (the block's insert)", got)
+	}
+	var blocks int
+	if err := s.SQLDB().QueryRow(`SELECT COUNT(*) FROM audit_blocks`).Scan(&blocks); err != nil || blocks != 4 {
+		t.Errorf("%d blocks (%v), want 4: a batch is one block", blocks, err)
 	}
 	back, err := s.ReadAuditChain(ctx, "gw/raw", 0, 1000)
 	if err != nil {

@@ -204,7 +204,7 @@ func Open(ctx context.Context, path string, opts *store.Options) (*Store, error)
 	}
 	adapter.cp = newCheckpointer(db, adapter.reads, adapter.lockWriter, adapter.unlockWriter, defaultCheckpoints())
 	return &Store{Store: sqlstore.New(adapter, sqlstore.Options{Now: o.Now, GroupCommit: o.GroupCommit.Enabled(true), Delay: commitdelay.Defaults(),
-		SweepQuery: sweepQuery}), path: path}, nil
+		SweepQuery: sweepQuery, AuditBlocks: true}), path: path}, nil
 }
 
 const defaultBusyTimeout = 10 * time.Second

@@ -34,12 +34,12 @@ func TestStatementsPreparedOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	// Open prepares the nine statements the commit queue runs only inside
-	// transactions (a transaction never prepares one: see
+	// Open prepares the three statements the commit queue runs only
+	// inside transactions (a transaction never prepares one: see
 	// TestTransactionNeverWaitsForASecondConnection): the audit trail's
-	// inserts of 1, 2, 4, ... 64 rows, its head, and the completion.
-	if n := cached(s, false); n != 9 {
-		t.Fatalf("%d statements cached after Open, want the commit queue's 9 (DDL kept?)", n)
+	// block insert, its head, and the completion.
+	if n := cached(s, false); n != 3 {
+		t.Fatalf("%d statements cached after Open, want the commit queue's 3 (DDL kept?)", n)
 	}
 	for i := range 50 {
 		key := store.RecordKey{Scope: "s", RunID: "r", ToolCallID: fmt.Sprint(i)}
@@ -50,7 +50,7 @@ func TestStatementsPreparedOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n := cached(s, false); n < 9+1 || n > 9+3 {
+	if n := cached(s, false); n < 3+1 || n > 3+3 {
 		t.Errorf("%d statements cached after 50 claims and completions, want the two (or so) they use", n)
 	}
 	db := s.DB()

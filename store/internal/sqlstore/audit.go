@@ -29,8 +29,32 @@ func scanAudit(r Row) (store.AuditEntry, error) {
 	return e, nil
 }
 
-// auditHead reads the head of chain on q.
-func auditHead(ctx context.Context, q Querier, chain string) (store.AuditHead, error) {
+// auditLayout is how the trail is kept: a row an entry in audit_log
+// (auditRows, PostgreSQL) or a row a run of entries in audit_blocks
+// (auditBlocks, SQLite since migration 14: auditblocks.go).
+type auditLayout interface {
+	// last reads chain's last Seq and hash (0 and "" for none).
+	last(ctx context.Context, q Querier, chain string) (store.AuditHead, error)
+	// chunk is how many of n entries one insert takes.
+	chunk(n int) int
+	// insert writes es (one chain's linked run, following head) and fills
+	// in ids; ErrConflict when another writer took a Seq.
+	insert(ctx context.Context, tx Querier, es []store.AuditEntry, ids []int64, head store.AuditHead) error
+	head(ctx context.Context, q Querier, chain string) (store.AuditHead, error)
+	heads(ctx context.Context, q Querier) ([]store.AuditHead, error)
+	readChain(ctx context.Context, q Querier, chain string, afterSeq int64, limit int) ([]store.AuditEntry, error)
+	list(ctx context.Context, q Querier, f store.AuditFilter) ([]store.AuditEntry, error)
+	// hashAt returns entry seq's hash; ErrNoRows without it.
+	hashAt(ctx context.Context, q Querier, chain string, seq int64) (string, error)
+	// truncate deletes chain's entries below before; how many.
+	truncate(ctx context.Context, tx Querier, chain string, before int64) (int64, error)
+}
+
+// auditRows implements the trail's statements for audit_log, a row an
+// entry.
+type auditRows struct{}
+
+func (auditRows) head(ctx context.Context, q Querier, chain string) (store.AuditHead, error) {
 	h := store.AuditHead{Chain: chain}
 	if err := q.QueryRow(ctx, `SELECT COALESCE(MIN(seq), 0), COALESCE(MAX(seq), 0), COUNT(*) FROM audit_log WHERE chain = $1`, chain).
 		Scan(&h.First, &h.Last, &h.Entries); err != nil {
@@ -45,10 +69,9 @@ func auditHead(ctx context.Context, q Querier, chain string) (store.AuditHead, e
 	return h, nil
 }
 
-// auditLast reads the last entry's seq and hash of chain on q (0 and ""
-// when it has none): one lookup in the (chain, seq) index, whatever the
-// chain's length.
-func auditLast(ctx context.Context, q Querier, chain string) (store.AuditHead, error) {
+// last is one lookup in the (chain, seq) index, whatever the chain's
+// length.
+func (auditRows) last(ctx context.Context, q Querier, chain string) (store.AuditHead, error) {
 	h := store.AuditHead{Chain: chain}
 	err := q.QueryRow(ctx, auditLastQuery, chain).Scan(&h.Last, &h.Hash)
 	if errors.Is(err, ErrNoRows) {
@@ -71,7 +94,7 @@ func (s *Store) AppendAudit(ctx context.Context, entries []store.AuditEntry) err
 	ids := make([]int64, len(es))
 	defer s.gc.heads.Drop(es) // the commit queue reads this chain's head afresh
 	err = s.db.InTx(ctx, func(tx Querier) error {
-		head, err := auditLast(ctx, tx, es[0].Chain)
+		head, err := s.audit.last(ctx, tx, es[0].Chain)
 		if err != nil {
 			return err
 		}
@@ -79,8 +102,8 @@ func (s *Store) AppendAudit(ctx context.Context, entries []store.AuditEntry) err
 			return norm.AuditAppendConflict(es[0], head)
 		}
 		for rest := es; len(rest) > 0; {
-			n := auditChunk(len(rest))
-			if err := insertAudit(ctx, tx, rest[:n], ids[len(es)-len(rest):], head); err != nil {
+			n := s.audit.chunk(len(rest))
+			if err := s.audit.insert(ctx, tx, rest[:n], ids[len(es)-len(rest):], head); err != nil {
 				return err
 			}
 			rest = rest[n:]
@@ -98,6 +121,8 @@ func (s *Store) AppendAudit(ctx context.Context, entries []store.AuditEntry) err
 	}
 	return nil
 }
+
+func (auditRows) chunk(n int) int { return auditChunk(n) }
 
 // auditChunk is how many of n entries one INSERT takes: the largest power
 // of two up to 64 that n reaches, so that a batch of any size is at most
@@ -158,11 +183,11 @@ func auditTexts(n int) (auditText, bool) {
 	return auditTextsBySize[bits.TrailingZeros(uint(n))], true
 }
 
-// insertAudit inserts es in one statement and fills in ids (by seq: the
+// insert inserts es in one statement and fills in ids (by seq: the
 // order of RETURNING is not promised; on an Inserter, from the last ID).
 // A row not inserted, its (chain, seq) taken by a concurrent writer, is
 // ErrConflict.
-func insertAudit(ctx context.Context, tx Querier, es []store.AuditEntry, ids []int64, head store.AuditHead) error {
+func (auditRows) insert(ctx context.Context, tx Querier, es []store.AuditEntry, ids []int64, head store.AuditHead) error {
 	args := sqlbatch.AuditArgs(make([]any, 0, 14*len(es)), es)
 	if in, ok := tx.(Inserter); ok {
 		n, last, err := in.Insert(ctx, auditInsertExec(len(es)), args...)
@@ -200,7 +225,7 @@ func insertAudit(ctx context.Context, tx Querier, es []store.AuditEntry, ids []i
 
 // AuditHead implements store.AuditStore.
 func (s *Store) AuditHead(ctx context.Context, chain string) (store.AuditHead, error) {
-	h, err := auditHead(ctx, s.db, chain)
+	h, err := s.audit.head(ctx, s.db, chain)
 	if err != nil {
 		return store.AuditHead{}, fmt.Errorf("store: audit head of %q: %w", chain, err)
 	}
@@ -209,44 +234,60 @@ func (s *Store) AuditHead(ctx context.Context, chain string) (store.AuditHead, e
 
 // AuditHeads implements store.AuditStore.
 func (s *Store) AuditHeads(ctx context.Context) ([]store.AuditHead, error) {
-	out, err := collect(ctx, s.db, func(r Row) (store.AuditHead, error) {
-		var h store.AuditHead
-		err := r.Scan(&h.Chain, &h.First, &h.Last, &h.Entries)
-		return h, err
-	}, `SELECT chain, MIN(seq), MAX(seq), COUNT(*) FROM audit_log GROUP BY chain ORDER BY chain`)
+	out, err := s.audit.heads(ctx, s.db)
 	if err != nil {
 		return nil, fmt.Errorf("store: audit heads: %w", err)
 	}
 	if len(out) == 0 {
 		return nil, nil // as before: no chains is a nil slice
 	}
+	return out, nil
+}
+
+func (auditRows) heads(ctx context.Context, q Querier) ([]store.AuditHead, error) {
+	out, err := collect(ctx, q, func(r Row) (store.AuditHead, error) {
+		var h store.AuditHead
+		err := r.Scan(&h.Chain, &h.First, &h.Last, &h.Entries)
+		return h, err
+	}, `SELECT chain, MIN(seq), MAX(seq), COUNT(*) FROM audit_log GROUP BY chain ORDER BY chain`)
+	if err != nil {
+		return nil, err
+	}
 	for i := range out { // the rows are closed: one statement at a time
-		if err := s.db.QueryRow(ctx, `SELECT hash FROM audit_log WHERE chain = $1 AND seq = $2`, out[i].Chain, out[i].Last).Scan(&out[i].Hash); err != nil {
-			return nil, fmt.Errorf("store: audit heads: %w", err)
+		if err := q.QueryRow(ctx, `SELECT hash FROM audit_log WHERE chain = $1 AND seq = $2`, out[i].Chain, out[i].Last).Scan(&out[i].Hash); err != nil {
+			return nil, err
 		}
 	}
 	return out, nil
 }
 
-func (s *Store) listAudit(ctx context.Context, q string, args []any) ([]store.AuditEntry, error) {
-	return collect(ctx, s.db, scanAudit, q, args...)
-}
-
 // ReadAuditChain implements store.AuditStore.
 func (s *Store) ReadAuditChain(ctx context.Context, chain string, afterSeq int64, limit int) ([]store.AuditEntry, error) {
-	q := `SELECT ` + auditCols + ` FROM audit_log WHERE chain = $1 AND seq > $2 ORDER BY seq`
-	if limit > 0 {
-		q += ` LIMIT ` + strconv.Itoa(limit)
-	}
-	out, err := s.listAudit(ctx, q, []any{chain, afterSeq})
+	out, err := s.audit.readChain(ctx, s.db, chain, afterSeq, limit)
 	if err != nil {
 		return nil, fmt.Errorf("store: read audit chain %q: %w", chain, err)
 	}
 	return out, nil
 }
 
+func (auditRows) readChain(ctx context.Context, q Querier, chain string, afterSeq int64, limit int) ([]store.AuditEntry, error) {
+	query := `SELECT ` + auditCols + ` FROM audit_log WHERE chain = $1 AND seq > $2 ORDER BY seq`
+	if limit > 0 {
+		query += ` LIMIT ` + strconv.Itoa(limit)
+	}
+	return collect(ctx, q, scanAudit, query, chain, afterSeq)
+}
+
 // ListAudit implements store.AuditStore.
 func (s *Store) ListAudit(ctx context.Context, f store.AuditFilter) ([]store.AuditEntry, error) {
+	out, err := s.audit.list(ctx, s.db, f)
+	if err != nil {
+		return nil, fmt.Errorf("store: list audit: %w", err)
+	}
+	return out, nil
+}
+
+func (auditRows) list(ctx context.Context, q Querier, f store.AuditFilter) ([]store.AuditEntry, error) {
 	var where []string
 	var args []any
 	add := func(cond string, v any) {
@@ -269,15 +310,21 @@ func (s *Store) ListAudit(ctx context.Context, f store.AuditFilter) ([]store.Aud
 	if !f.Until.IsZero() {
 		add("at < ?", norm.MS(f.Until))
 	}
-	q := `SELECT ` + auditCols + ` FROM audit_log WHERE ` + strings.Join(where, " AND ") + ` ORDER BY id`
+	query := `SELECT ` + auditCols + ` FROM audit_log WHERE ` + strings.Join(where, " AND ") + ` ORDER BY id`
 	if f.Limit > 0 {
-		q += ` LIMIT ` + strconv.Itoa(f.Limit)
+		query += ` LIMIT ` + strconv.Itoa(f.Limit)
 	}
-	out, err := s.listAudit(ctx, q, args)
-	if err != nil {
-		return nil, fmt.Errorf("store: list audit: %w", err)
-	}
-	return out, nil
+	return collect(ctx, q, scanAudit, query, args...)
+}
+
+func (auditRows) hashAt(ctx context.Context, q Querier, chain string, seq int64) (string, error) {
+	var hash string
+	err := q.QueryRow(ctx, `SELECT hash FROM audit_log WHERE chain = $1 AND seq = $2`, chain, seq).Scan(&hash)
+	return hash, err
+}
+
+func (auditRows) truncate(ctx context.Context, tx Querier, chain string, before int64) (int64, error) {
+	return tx.Exec(ctx, `DELETE FROM audit_log WHERE chain = $1 AND seq < $2`, chain, before)
 }
 
 // PutAuditCheckpoint implements store.AuditStore.
@@ -287,8 +334,7 @@ func (s *Store) PutAuditCheckpoint(ctx context.Context, c store.AuditCheckpoint)
 		return err
 	}
 	err = s.db.InTx(ctx, func(tx Querier) error {
-		var hash string
-		err := tx.QueryRow(ctx, `SELECT hash FROM audit_log WHERE chain = $1 AND seq = $2`, c.Chain, c.Seq).Scan(&hash)
+		hash, err := s.audit.hashAt(ctx, tx, c.Chain, c.Seq)
 		if errors.Is(err, ErrNoRows) {
 			return norm.NotFound("audit entry %s/%d", c.Chain, c.Seq)
 		}
@@ -352,7 +398,7 @@ func (s *Store) TruncateAudit(ctx context.Context, chain string, before int64) (
 	}
 	var n int64
 	err := s.db.InTx(ctx, func(tx Querier) error {
-		head, err := auditLast(ctx, tx, chain)
+		head, err := s.audit.last(ctx, tx, chain)
 		if err != nil {
 			return err
 		}
@@ -367,7 +413,7 @@ func (s *Store) TruncateAudit(ctx context.Context, chain string, before int64) (
 		if err != nil {
 			return err
 		}
-		if n, err = tx.Exec(ctx, `DELETE FROM audit_log WHERE chain = $1 AND seq < $2`, chain, before); err != nil {
+		if n, err = s.audit.truncate(ctx, tx, chain, before); err != nil {
 			return err
 		}
 		_, err = tx.Exec(ctx, `DELETE FROM audit_checkpoints WHERE chain = $1 AND seq < $2`, chain, before-1)

@@ -108,7 +108,7 @@ func (s *Store) runAuditAlone(o *op, leader bool) error {
 			if leader {
 				known = cache
 			}
-			linked, heads, err = linkAndInsert(o.ctx, tx, o.audit, links, known)
+			linked, heads, err = s.linkAndInsert(o.ctx, tx, o.audit, links, known)
 			return err
 		})
 		if err == nil && leader {
@@ -138,7 +138,7 @@ func (s *Store) runAuditAlone(o *op, leader bool) error {
 // written, in es's order, and the chains' heads after them. An entry whose
 // (chain, seq) is taken meanwhile is ErrConflict; a failed statement a
 // *stmtError.
-func linkAndInsert(ctx context.Context, tx Querier, es []store.AuditEntry, links []store.AuditLink, known *sqlbatch.Heads) ([]store.AuditEntry, []store.AuditHead, error) {
+func (s *Store) linkAndInsert(ctx context.Context, tx Querier, es []store.AuditEntry, links []store.AuditLink, known *sqlbatch.Heads) ([]store.AuditEntry, []store.AuditHead, error) {
 	out := make([]store.AuditEntry, len(es))
 	type chainRun struct {
 		first store.AuditHead // the head before the run
@@ -163,7 +163,7 @@ func linkAndInsert(ctx context.Context, tx Querier, es []store.AuditEntry, links
 			}
 			if !ok {
 				var err error
-				if h, err = auditLast(ctx, tx, e.Chain); err != nil {
+				if h, err = s.audit.last(ctx, tx, e.Chain); err != nil {
 					return nil, nil, &stmtError{fmt.Errorf("store: audit head of %q: %w", e.Chain, err)}
 				}
 			}
@@ -189,8 +189,8 @@ func linkAndInsert(ctx context.Context, tx Querier, es []store.AuditEntry, links
 		}
 		ids := make([]int64, len(run))
 		for rest := run; len(rest) > 0; {
-			n := auditChunk(len(rest))
-			if err := insertAudit(ctx, tx, rest[:n], ids[len(run)-len(rest):], r.first); err != nil {
+			n := s.audit.chunk(len(rest))
+			if err := s.audit.insert(ctx, tx, rest[:n], ids[len(run)-len(rest):], r.first); err != nil {
 				if errors.Is(err, store.ErrConflict) {
 					return nil, nil, err
 				}

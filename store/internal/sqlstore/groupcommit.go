@@ -337,7 +337,7 @@ func (s *Store) runBatch(batch []*op) {
 		if len(entries) == 0 {
 			return nil
 		}
-		linked, hs, err := linkAndInsert(ctx, tx, entries, links, &s.gc.heads)
+		linked, hs, err := s.linkAndInsert(ctx, tx, entries, links, &s.gc.heads)
 		heads = hs
 		if err != nil {
 			// A head moved by another writer, or a failed insert: the

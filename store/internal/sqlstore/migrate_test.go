@@ -10,10 +10,10 @@ func TestMigrationsAreSequential(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ms) != 13 || ms[0].Name != "0001_servers" || ms[2].Name != "0003_approvals_once" || ms[3].Name != "0004_executors" ||
+	if len(ms) != 14 || ms[0].Name != "0001_servers" || ms[2].Name != "0003_approvals_once" || ms[3].Name != "0004_executors" ||
 		ms[4].Name != "0005_baseline_kinds_drift" || ms[5].Name != "0006_audit" || ms[6].Name != "0007_connections" ||
 		ms[7].Name != "0008_approval_contract" || ms[8].Name != "0009_connection_account" || ms[9].Name != "0010_sessions" || ms[10].Name != "0011_audit_lean" ||
-		ms[11].Name != "0012_sessions_subject" || ms[12].Name != "0013_keyed_lean" || LatestVersion() != 13 {
+		ms[11].Name != "0012_sessions_subject" || ms[12].Name != "0013_keyed_lean" || ms[13].Name != "0014_audit_blocks" || LatestVersion() != 14 {
 		t.Fatalf("migrations = %+v", ms)
 	}
 }

@@ -24,6 +24,7 @@ type Store struct {
 	gc    *committer
 	batch bool
 	bt    sqlbatch.Batcher // db when it runs the queue's batches itself (PostgreSQL)
+	audit auditLayout      // the trail's table: audit_log or audit_blocks (Options.AuditBlocks)
 	sweep string           // Sweep's DELETE (Options.SweepQuery)
 }
 
@@ -45,11 +46,18 @@ type Options struct {
 	// milliseconds; empty, sweepQuery (a range of the journal's index on
 	// expires_at). SQLite's journal has no such index since migration 13.
 	SweepQuery string
+	// AuditBlocks keeps the audit trail in audit_blocks, a row a run of
+	// entries (auditblocks.go; SQLite's schema since migration 14), not
+	// in audit_log, a row an entry.
+	AuditBlocks bool
 }
 
 // New returns a Store over db (already migrated).
 func New(db DB, o Options) *Store {
-	s := &Store{db: db, now: o.Now, sweep: o.SweepQuery}
+	s := &Store{db: db, now: o.Now, sweep: o.SweepQuery, audit: auditRows{}}
+	if o.AuditBlocks {
+		s.audit = auditBlocks{}
+	}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -62,14 +70,23 @@ func New(db DB, o Options) *Store {
 		// The commit queue's audit statements run only in transactions.
 		ctx := context.Background()
 		_, exec := db.(Inserter)
-		for n := 1; n <= 64; n *= 2 { // every auditChunk size
-			if exec {
-				p.Prepare(ctx, auditInsertExec(n))
-			} else {
-				p.Prepare(ctx, auditInsert(n))
+		switch {
+		case o.AuditBlocks && exec:
+			p.Prepare(ctx, blocksInsert)
+			p.Prepare(ctx, blocksLastQuery)
+		case o.AuditBlocks:
+			p.Prepare(ctx, blocksInsertReturning)
+			p.Prepare(ctx, blocksLastQuery)
+		default:
+			for n := 1; n <= 64; n *= 2 { // every auditChunk size
+				if exec {
+					p.Prepare(ctx, auditInsertExec(n))
+				} else {
+					p.Prepare(ctx, auditInsert(n))
+				}
 			}
+			p.Prepare(ctx, auditLastQuery)
 		}
-		p.Prepare(ctx, auditLastQuery)
 		p.Prepare(ctx, completeQuery)
 	}
 	return s

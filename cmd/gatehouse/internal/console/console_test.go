@@ -1,6 +1,7 @@
 package console
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"database/sql"
@@ -422,7 +423,18 @@ func tamper(t *testing.T, path string) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	res, err := db.Exec(`UPDATE audit_log SET outcome = 'denied' WHERE chain = 'operator' AND seq = 2`)
+	// SQLite keeps the trail in blocks; the operators' entries are blocks
+	// of one. Entry 2's outcome, "trusted", becomes "revoked" (the same
+	// length: the block still reads, the entry's hash no longer fits).
+	var data []byte
+	if err := db.QueryRow(`SELECT data FROM audit_blocks WHERE chain = 'operator' AND first_seq = 2 AND last_seq = 2`).Scan(&data); err != nil {
+		t.Fatal(err)
+	}
+	edited := bytes.Replace(data, []byte("trusted"), []byte("revoked"), 1)
+	if bytes.Equal(edited, data) {
+		t.Fatalf("no outcome to edit in the block %q", data)
+	}
+	res, err := db.Exec(`UPDATE audit_blocks SET data = ? WHERE chain = 'operator' AND first_seq = 2`, edited)
 	if err != nil {
 		t.Fatal(err)
 	}
