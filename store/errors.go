@@ -45,6 +45,10 @@ var (
 	ErrMissingPath = errors.New("store: sqlite DSN has no path")
 	// ErrUnavailable: the database could not be opened or reached.
 	ErrUnavailable = errors.New("store: database unavailable")
+	// ErrCorrupt: stored data cannot be read as what it should hold (an
+	// audit block edited behind the store's back). Audit verification
+	// reports it as a break of the chain read.
+	ErrCorrupt = errors.New("store: stored data is corrupt")
 	// ErrClosed: the store has been closed.
 	ErrClosed = errors.New("store: closed")
 	// ErrNoStore: Options.MustExist is set and the database holds no

@@ -418,6 +418,32 @@ func TestAuditVerifyCatchesTampering(t *testing.T) {
 	}
 }
 
+// TestAuditVerifyReportsUnreadableBlock: on SQLite, whose trail is kept in
+// blocks, a block whose bytes were edited so that they no longer read as
+// entries is a break of its chain at the block, not a failure to verify.
+func TestAuditVerifyReportsUnreadableBlock(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "gh.db")
+	dsn := "sqlite:" + path
+	_, key, _ := ed25519.GenerateKey(rand.Reader)
+	writeTrail(t, dsn, key)
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	// The block of entry 4 (the writer's batches here are of one), cut
+	// short.
+	res, err := db.Exec(`UPDATE audit_blocks SET data = substr(data, 1, length(data) - 5) WHERE chain = 'gw/t' AND first_seq = 4`)
+	if n, _ := res.RowsAffected(); err != nil || n != 1 {
+		t.Fatalf("tampering: %v, %d rows", err, n)
+	}
+	code, out, errOut := run(t, "audit", "verify", "--store", dsn)
+	if code != ExitFailure || !strings.Contains(out, "BROKEN chain gw/t seq 4") || !strings.Contains(errOut, "cannot be read") ||
+		!strings.Contains(errOut, "stored data is corrupt") {
+		t.Fatalf("verify after a block was cut: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+}
+
 // or is c, or d when c is zero.
 func (c caught) or(d caught) caught {
 	if c.what == "" {

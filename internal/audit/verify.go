@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
+	"errors"
 	"fmt"
 	"sort"
 
@@ -179,8 +180,19 @@ func verifyChain(ctx context.Context, st store.AuditStore, chain string, cps []s
 	headHash := ""
 	var prev *store.AuditEntry
 	var after int64
+	limit := o.Page
 	for {
-		page, err := st.ReadAuditChain(ctx, chain, after, o.Page)
+		page, err := st.ReadAuditChain(ctx, chain, after, limit)
+		if errors.Is(err, store.ErrCorrupt) && limit != 1 {
+			// Some of the page cannot be read (its bytes were edited):
+			// on one entry at a time, verifying those that can, up to
+			// the first that cannot.
+			limit = 1
+			continue
+		}
+		if errors.Is(err, store.ErrCorrupt) {
+			return rep, bad(after+1, "the entries from seq %d on cannot be read: %v", after+1, err), nil
+		}
 		if err != nil {
 			return rep, nil, err
 		}
@@ -220,7 +232,7 @@ func verifyChain(ctx context.Context, st store.AuditStore, chain string, cps []s
 			rep.Last = e.Seq
 			rep.Entries++
 		}
-		if len(page) < o.Page {
+		if len(page) < limit {
 			break
 		}
 		after = page[len(page)-1].Seq

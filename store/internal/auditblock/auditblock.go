@@ -20,15 +20,14 @@
 //     its bytes, so that nothing is changed on the way (a hash covers the
 //     bytes).
 //
-// Decode checks what it reads and says what is wrong; it never returns an
-// entry it could not read whole.
+// Decode checks what it reads and says what is wrong (store.ErrCorrupt);
+// it never returns an entry it could not read whole.
 package auditblock
 
 import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -54,10 +53,6 @@ type Header struct {
 
 // Len is how many entries the block holds.
 func (h Header) Len() int64 { return h.LastSeq - h.FirstSeq + 1 }
-
-// ErrCorrupt is wrapped by every error of Decode: the block cannot be read
-// as the entries its header says it holds.
-var ErrCorrupt = errors.New("audit block corrupt")
 
 // Field tags of the binary form.
 const (
@@ -157,7 +152,7 @@ func unhex(c byte) byte {
 }
 
 // Decode reads the entries of the block data that h describes, in Seq
-// order. An error wraps ErrCorrupt and says where and what.
+// order. An error wraps store.ErrCorrupt and says where and what.
 func Decode(data []byte, h Header) ([]store.AuditEntry, error) {
 	if h.FirstSeq < 1 || h.LastSeq < h.FirstSeq {
 		return nil, corrupt(h, "its header's seqs %d to %d are not a run", h.FirstSeq, h.LastSeq)
@@ -181,7 +176,7 @@ func Decode(data []byte, h Header) ([]store.AuditEntry, error) {
 }
 
 func corrupt(h Header, format string, args ...any) error {
-	return fmt.Errorf("%w: block of chain %q, seqs %d to %d: %s", ErrCorrupt, h.Chain, h.FirstSeq, h.LastSeq, fmt.Sprintf(format, args...))
+	return fmt.Errorf("%w: the audit block of chain %q, seqs %d to %d: %s", store.ErrCorrupt, h.Chain, h.FirstSeq, h.LastSeq, fmt.Sprintf(format, args...))
 }
 
 // reader reads the binary form.

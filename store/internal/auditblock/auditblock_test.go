@@ -157,8 +157,8 @@ func TestDecodeErrors(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := Decode(tc.data, tc.h)
-			if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("err %v; want ErrCorrupt saying %q", err, tc.want)
+			if !errors.Is(err, store.ErrCorrupt) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err %v; want store.ErrCorrupt saying %q", err, tc.want)
 			}
 			if got != nil {
 				t.Fatalf("entries returned with an error: %d", len(got))
@@ -177,8 +177,8 @@ func FuzzDecode(f *testing.F) {
 		h := Header{ID: 1, Chain: "c", FirstSeq: first, LastSeq: last}
 		got, err := Decode(data, h)
 		if err != nil {
-			if !errors.Is(err, ErrCorrupt) {
-				t.Fatalf("an error that is not ErrCorrupt: %v", err)
+			if !errors.Is(err, store.ErrCorrupt) {
+				t.Fatalf("an error that is not store.ErrCorrupt: %v", err)
 			}
 			return
 		}

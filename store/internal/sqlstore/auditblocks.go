@@ -3,7 +3,6 @@ package sqlstore
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/store/internal/auditblock"
@@ -56,31 +55,22 @@ const blocksInsert = `INSERT INTO audit_blocks (id, chain, first_seq, last_seq, 
 VALUES (COALESCE((SELECT id + last_seq - first_seq + 1 FROM audit_blocks ORDER BY id DESC LIMIT 1), 1), $1, $2, $3, $4, $5)
 ON CONFLICT (chain, first_seq) DO NOTHING`
 
-const blocksInsertReturning = blocksInsert + ` RETURNING id`
-
 // insert writes es (one chain's run, linked) as one block and fills in
 // ids. A block after the same head already there is ErrConflict.
 func (auditBlocks) insert(ctx context.Context, tx Querier, es []store.AuditEntry, ids []int64, head store.AuditHead) error {
 	last := es[len(es)-1]
 	data := auditblock.Append(make([]byte, 0, 128*len(es)), es)
-	var first int64
-	if in, ok := tx.(Inserter); ok {
-		n, id, err := in.Insert(ctx, blocksInsert, last.Chain, es[0].Seq, last.Seq, last.Hash, data)
-		if err != nil {
-			return err
-		}
-		if n != 1 {
-			return norm.AuditAppendConflict(es[0], head)
-		}
-		first = id
-	} else {
-		err := tx.QueryRow(ctx, blocksInsertReturning, last.Chain, es[0].Seq, last.Seq, last.Hash, data).Scan(&first)
-		if errors.Is(err, ErrNoRows) {
-			return norm.AuditAppendConflict(es[0], head)
-		}
-		if err != nil {
-			return err
-		}
+	in, ok := tx.(Inserter)
+	if !ok {
+		// SQLite's adapter is one; the row's ID is the insert's row ID.
+		return errors.New("store: the audit trail's blocks are written through an Inserter")
+	}
+	n, first, err := in.Insert(ctx, blocksInsert, last.Chain, es[0].Seq, last.Seq, last.Hash, data)
+	if err != nil {
+		return err
+	}
+	if n != 1 {
+		return norm.AuditAppendConflict(es[0], head)
 	}
 	for i := range ids {
 		ids[i] = first + int64(i)
@@ -103,11 +93,7 @@ func scanBlock(r Row) (blockRow, error) {
 }
 
 func (b blockRow) entries() ([]store.AuditEntry, error) {
-	es, err := auditblock.Decode(b.data, b.h)
-	if err != nil {
-		return nil, fmt.Errorf("store: %w", err)
-	}
-	return es, nil
+	return auditblock.Decode(b.data, b.h)
 }
 
 func (auditBlocks) head(ctx context.Context, q Querier, chain string) (store.AuditHead, error) {

@@ -71,11 +71,8 @@ func New(db DB, o Options) *Store {
 		ctx := context.Background()
 		_, exec := db.(Inserter)
 		switch {
-		case o.AuditBlocks && exec:
-			p.Prepare(ctx, blocksInsert)
-			p.Prepare(ctx, blocksLastQuery)
 		case o.AuditBlocks:
-			p.Prepare(ctx, blocksInsertReturning)
+			p.Prepare(ctx, blocksInsert)
 			p.Prepare(ctx, blocksLastQuery)
 		default:
 			for n := 1; n <= 64; n *= 2 { // every auditChunk size
