@@ -124,32 +124,38 @@ func appendText(dst []byte, s, prev string, hasPrev bool) []byte {
 // appendHex appends s as 32 bytes when it is 64 lower-case hex digits (the
 // form Decode gives back exactly), else as a text.
 func appendHex(dst []byte, s string) []byte {
-	if len(s) == 64 && isLowerHex(s) {
-		dst = append(dst, tagRaw)
+	if len(s) == 64 {
 		var raw [32]byte
+		ok := true
 		for i := range raw {
-			raw[i] = unhex(s[2*i])<<4 | unhex(s[2*i+1])
+			hi, lo := unhex[s[2*i]], unhex[s[2*i+1]]
+			if hi|lo > 0x0f {
+				ok = false
+				break
+			}
+			raw[i] = hi<<4 | lo
 		}
-		return append(dst, raw[:]...)
+		if ok {
+			dst = append(dst, tagRaw)
+			return append(dst, raw[:]...)
+		}
 	}
 	return appendText(dst, s, "", false)
 }
 
-func isLowerHex(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return false
-		}
+// unhex is a lower-case hex digit's value, 0xff for any other byte.
+var unhex = func() (t [256]byte) {
+	for i := range t {
+		t[i] = 0xff
 	}
-	return true
-}
-
-func unhex(c byte) byte {
-	if c <= '9' {
-		return c - '0'
+	for c := byte('0'); c <= '9'; c++ {
+		t[c] = c - '0'
 	}
-	return c - 'a' + 10
-}
+	for c := byte('a'); c <= 'f'; c++ {
+		t[c] = c - 'a' + 10
+	}
+	return t
+}()
 
 // Decode reads the entries of the block data that h describes, in Seq
 // order. An error wraps store.ErrCorrupt and says where and what.

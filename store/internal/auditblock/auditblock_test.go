@@ -36,6 +36,8 @@ func run(first int64, n int) []store.AuditEntry {
 			e.Server, e.Tool, e.Hash = "", "", "NOT-HEX-"+hex(seq)[:10]
 		case 4:
 			e.Detail = []byte(`{}`)
+		case 0:
+			e.Hash = strings.ToUpper(hex(seq + 10)) // 64 hex digits, not lower-case: kept as text
 		}
 		prev = e.Hash
 		out[i] = e

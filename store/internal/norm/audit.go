@@ -17,30 +17,45 @@ func AuditEntries(es []store.AuditEntry) ([]store.AuditEntry, error) {
 		return nil, invalid("no audit entries to append")
 	}
 	out := make([]store.AuditEntry, len(es))
+	copy(out, es)
+	if err := AuditEntriesInPlace(out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// AuditEntriesInPlace is AuditEntries on entries the caller owns: it
+// normalizes them where they are (a store's own copy of a batch, which
+// it need not copy again).
+func AuditEntriesInPlace(out []store.AuditEntry) error {
+	if len(out) == 0 {
+		return invalid("no audit entries to append")
+	}
+	es := out
 	for i, e := range es {
 		switch {
 		case e.Chain == "":
-			return nil, invalid("audit entry %d has no chain", i)
+			return invalid("audit entry %d has no chain", i)
 		case e.Chain != es[0].Chain:
-			return nil, invalid("audit entries of chains %q and %q in one append", es[0].Chain, e.Chain)
+			return invalid("audit entries of chains %q and %q in one append", es[0].Chain, e.Chain)
 		case e.Seq < 1:
-			return nil, invalid("audit entry %s/%d: seq must be 1 or more", e.Chain, e.Seq)
+			return invalid("audit entry %s/%d: seq must be 1 or more", e.Chain, e.Seq)
 		case i > 0 && e.Seq != es[i-1].Seq+1:
-			return nil, invalid("audit entry %s/%d does not follow seq %d", e.Chain, e.Seq, es[i-1].Seq)
+			return invalid("audit entry %s/%d does not follow seq %d", e.Chain, e.Seq, es[i-1].Seq)
 		case e.Kind == "":
-			return nil, invalid("audit entry %s/%d has no kind", e.Chain, e.Seq)
+			return invalid("audit entry %s/%d has no kind", e.Chain, e.Seq)
 		case e.Hash == "":
-			return nil, invalid("audit entry %s/%d has no hash", e.Chain, e.Seq)
+			return invalid("audit entry %s/%d has no hash", e.Chain, e.Seq)
 		case e.Seq == 1 && e.PrevHash != "":
-			return nil, invalid("audit entry %s/1 starts its chain: its previous hash must be empty", e.Chain)
+			return invalid("audit entry %s/1 starts its chain: its previous hash must be empty", e.Chain)
 		case e.Seq > 1 && e.PrevHash == "":
-			return nil, invalid("audit entry %s/%d has no previous hash", e.Chain, e.Seq)
+			return invalid("audit entry %s/%d has no previous hash", e.Chain, e.Seq)
 		case i > 0 && e.PrevHash != es[i-1].Hash:
-			return nil, invalid("audit entry %s/%d is not linked to the entry before it", e.Chain, e.Seq)
+			return invalid("audit entry %s/%d is not linked to the entry before it", e.Chain, e.Seq)
 		case e.Duration < 0:
-			return nil, invalid("audit entry %s/%d has a negative duration", e.Chain, e.Seq)
+			return invalid("audit entry %s/%d has a negative duration", e.Chain, e.Seq)
 		case len(e.Detail) > 0 && !json.Valid(e.Detail):
-			return nil, invalid("audit entry %s/%d: detail is not JSON", e.Chain, e.Seq)
+			return invalid("audit entry %s/%d: detail is not JSON", e.Chain, e.Seq)
 		}
 		e.At = Round(e.At)
 		e.Duration = e.Duration.Truncate(time.Microsecond)
@@ -48,7 +63,7 @@ func AuditEntries(es []store.AuditEntry) ([]store.AuditEntry, error) {
 		e.ID = 0
 		out[i] = e
 	}
-	return out, nil
+	return nil
 }
 
 // AuditCheckpoint validates a checkpoint for PutAuditCheckpoint and returns

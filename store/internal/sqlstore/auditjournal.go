@@ -179,12 +179,14 @@ func (s *Store) linkAndInsert(ctx context.Context, tx Querier, es []store.AuditE
 		r.idx = append(r.idx, i)
 	}
 	for _, r := range runs {
-		run := make([]store.AuditEntry, len(r.idx))
-		for j, i := range r.idx {
-			run[j] = out[i]
+		run := out // one chain (the usual case): every entry, in order
+		if len(runs) > 1 {
+			run = make([]store.AuditEntry, len(r.idx))
+			for j, i := range r.idx {
+				run[j] = out[i]
+			}
 		}
-		run, err := norm.AuditEntries(run)
-		if err != nil {
+		if err := norm.AuditEntriesInPlace(run); err != nil {
 			return nil, nil, err
 		}
 		ids := make([]int64, len(run))
