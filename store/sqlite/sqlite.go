@@ -105,8 +105,9 @@ type Store struct {
 var _ store.Store = (*Store)(nil)
 
 // dialect is SQLite's dialect: BLOB for bytes; AUTOINCREMENT keys (never
-// reused, unlike a plain rowid; audit_log's is the plain row ID since
-// migration 13, see there why it is never reused either); BEGIN IMMEDIATE
+// reused, unlike a plain rowid; audit_log's was the plain row ID since
+// migration 13, and audit_blocks', which replaced it in 14, is too: see
+// there why neither is ever reused); BEGIN IMMEDIATE
 // (set on every connection) serialises migrators.
 var dialect = sqlstore.Dialect{Name: "sqlite", Bytes: "BLOB", Serial: "INTEGER PRIMARY KEY AUTOINCREMENT"}
 

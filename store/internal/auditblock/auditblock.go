@@ -1,8 +1,9 @@
 // Package auditblock encodes a run of one audit chain's entries as one
 // value, a block: the form in which SQLite's store keeps its audit trail,
 // one row a block instead of one row an entry (issue 36: an entry's own
-// row, its 14 bound values and its index entry cost about 7.5 µs of CPU on
-// SQLite; a block of 256 costs about 1.5 µs an entry).
+// row, its 14 bound values and its index entry cost 5.7–7.6 µs of CPU on
+// SQLite; in a block of 64 to 256, 1.9–3.0 µs an entry, and 49 bytes of
+// the file instead of 296 for a gateway's batch).
 //
 // A block holds entries with consecutive Seqs of one chain, each linked to
 // the one before it. What the row beside it says (the chain, the first and

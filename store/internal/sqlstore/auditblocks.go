@@ -22,8 +22,9 @@ import (
 // chain's head).
 //
 // What an entry's own row cost (its 14 bound values, its insert into the
-// table and into the (chain, seq) index: about 7.5 µs of CPU an entry on
-// SQLite) a block pays once. A chain's head is one lookup in the (chain,
+// table and into the (chain, seq) index: 5.7–7.6 µs of CPU an entry on
+// SQLite in batches of 64 to 256, against 1.9–3.0 µs in a block) a block
+// pays once. A chain's head is one lookup in the (chain,
 // first_seq) index; the unique index also refuses a second block after the
 // same head (another writer of the chain: ErrConflict), as each append
 // starts its block at the head it read, always a block's end. Readers

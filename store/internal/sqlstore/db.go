@@ -71,7 +71,8 @@ type Preparer interface {
 // into a table with an integer key the database assigns ({{SERIAL}}, or
 // audit_log's row ID), the write lock held, assigns consecutive IDs in
 // VALUES order, so the audit trail's INSERT needs no RETURNING, whose rows
-// SQLite first collects in a temporary table.
+// SQLite first collects in a temporary table; an audit block's row ID
+// (its first entry's) is the one it reports.
 type Inserter interface {
 	Insert(ctx context.Context, sql string, args ...any) (rowsAffected, lastID int64, err error)
 }

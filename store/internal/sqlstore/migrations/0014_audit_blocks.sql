@@ -2,7 +2,7 @@
 -- audit_blocks holds a run of one chain's entries, encoded by
 -- store/internal/auditblock, where audit_log held a row an entry. What an
 -- entry's own row cost on SQLite (14 bound values, an insert into the
--- table and one into the (chain, seq) index: about 7.5 µs of CPU) a block
+-- table and one into the (chain, seq) index: 5.7-7.6 µs of CPU) a block
 -- pays once; the audit writer's batch, or a group commit's entries of one
 -- chain, is one block. PostgreSQL's schema is unchanged.
 --
