@@ -458,3 +458,50 @@ func TestWriterStoreClosed(t *testing.T) {
 		t.Fatalf("Close: %v", err)
 	}
 }
+
+// TestAppendDigesting: an entry queued with its arguments gets their
+// digest, computed by the writer from a copy: the caller's buffer
+// changed after the call returns changes nothing; canonical and
+// non-canonical arguments digest as ArgsDigest does; entries queued with
+// and without arguments interleave in order.
+func TestAppendDigesting(t *testing.T) {
+	ctx := t.Context()
+	st := newStore(t)
+	w, err := audit.NewWriter(ctx, st, &audit.WriterOptions{Chain: "gw/d", Instance: "d", Linger: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := []json.RawMessage{[]byte(`{"a":1,"b":"x"}`), []byte(`{ "b": "x", "a": 1 }`), nil, []byte(`not json`)}
+	var want []string
+	for i, a := range args {
+		buf := append([]byte(nil), a...)
+		if err := w.AppendDigesting(ctx, store.AuditEntry{Kind: audit.KindCall, Subject: "alice", Outcome: "ok"}, buf); err != nil {
+			t.Fatal(err)
+		}
+		for j := range buf {
+			buf[j] = 'Z' // the caller reuses its buffer
+		}
+		want = append(want, audit.ArgsDigest(a))
+		if i == 1 {
+			if err := w.Append(ctx, entry(7)); err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, entry(7).ArgsDigest)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := st.ReadAuditChain(ctx, "gw/d", 0, 0)
+	if err != nil || len(got) != len(want) {
+		t.Fatalf("%d entries, %v; want %d", len(got), err, len(want))
+	}
+	for i, e := range got {
+		if e.ArgsDigest != want[i] {
+			t.Errorf("entry %d: digest %q, want %q", i+1, e.ArgsDigest, want[i])
+		}
+	}
+	if want[0] != want[1] || want[0] == want[2] || !strings.HasPrefix(want[4], "raw:") {
+		t.Fatalf("the digests compared are not the ones meant: %q", want)
+	}
+}

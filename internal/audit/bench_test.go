@@ -9,8 +9,9 @@ import (
 	"github.com/gatehouse-dev/gatehouse/store"
 )
 
-// BenchmarkArgsDigest is what an audited call computes on its own
-// goroutine besides queueing the entry: the digest of its arguments.
+// BenchmarkArgsDigest is the digest of an audited call's arguments, which
+// the writer computes (Writer.AppendDigesting) or, for a keyed call's
+// entry, the call's own goroutine.
 func BenchmarkArgsDigest(b *testing.B) {
 	args := json.RawMessage(`{"text":"` + strings.Repeat("x", 64) + `"}`)
 	b.ReportAllocs()

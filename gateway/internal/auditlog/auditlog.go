@@ -170,7 +170,11 @@ func (r *Recorder) Call(c Call) {
 	if r == nil {
 		return
 	}
-	r.append(callEntry(c))
+	// The arguments' digest is the writer's to compute, with its batch.
+	e := entryOf(c)
+	if err := r.w.AppendDigesting(r.stop, e, c.Args); err != nil {
+		r.log.Error("gateway: the audit trail lost an entry (the gateway is stopping)", "kind", e.Kind, "err", err)
+	}
 }
 
 // Entry returns the entry of c ready to be written by another write of
@@ -193,7 +197,14 @@ func (r *Recorder) Committed(e store.AuditEntry) {
 // callEntry is the entry of c. A plain call's (no flag, approval or key)
 // has no detail and builds none.
 func callEntry(c Call) store.AuditEntry {
-	e := store.AuditEntry{Kind: c.Kind, Subject: c.Subject, Server: c.Server, Tool: c.Tool, ArgsDigest: audit.ArgsDigest(c.Args),
+	e := entryOf(c)
+	e.ArgsDigest = audit.ArgsDigest(c.Args)
+	return e
+}
+
+// entryOf is callEntry without the arguments' digest.
+func entryOf(c Call) store.AuditEntry {
+	e := store.AuditEntry{Kind: c.Kind, Subject: c.Subject, Server: c.Server, Tool: c.Tool,
 		Outcome: c.Outcome, Duration: c.Duration}
 	if !c.NotRecorded && !c.Replayed && c.ApprovalID == "" && c.Key == "" {
 		return e
