@@ -164,13 +164,20 @@ func (w *Writer) Chain() string { return w.o.Chain }
 // when empty, its time when zero. Pass Link to link it, and the entry as
 // written to Note.
 func (w *Writer) Entry(e store.AuditEntry) store.AuditEntry {
+	e = w.stamped(e)
+	e.Chain = w.o.Chain
+	return e
+}
+
+// stamped returns e with the writer's defaults: now for a zero At, its
+// instance for an empty Instance.
+func (w *Writer) stamped(e store.AuditEntry) store.AuditEntry {
 	if e.At.IsZero() {
 		e.At = w.o.Now()
 	}
 	if e.Instance == "" {
 		e.Instance = w.o.Instance
 	}
-	e.Chain = w.o.Chain
 	return e
 }
 
@@ -196,13 +203,7 @@ func (w *Writer) Note(e store.AuditEntry) {
 // a zero At is now). It blocks while the queue is full, until ctx ends
 // (then e is not written and the error is ctx's).
 func (w *Writer) Append(ctx context.Context, e store.AuditEntry) error {
-	if e.At.IsZero() {
-		e.At = w.o.Now()
-	}
-	if e.Instance == "" {
-		e.Instance = w.o.Instance
-	}
-	return w.send(ctx, item{e: e})
+	return w.send(ctx, item{e: w.stamped(e)})
 }
 
 // AppendDigesting is Append of e whose ArgsDigest is to be
@@ -211,13 +212,7 @@ func (w *Writer) Append(ctx context.Context, e store.AuditEntry) error {
 // pays a copy instead of a SHA-256, which costs several times more there,
 // among the caller's own code, than a batch's run of them does.
 func (w *Writer) AppendDigesting(ctx context.Context, e store.AuditEntry, args json.RawMessage) error {
-	if e.At.IsZero() {
-		e.At = w.o.Now()
-	}
-	if e.Instance == "" {
-		e.Instance = w.o.Instance
-	}
-	return w.send(ctx, item{e: e, args: append([]byte(nil), args...), digest: true})
+	return w.send(ctx, item{e: w.stamped(e), args: append([]byte(nil), args...), digest: true})
 }
 
 // Flush waits until every entry queued before it is committed, and returns

@@ -224,17 +224,14 @@ func (r *reader) uvarint(what string) uint64 {
 	return v
 }
 
+// varint reads a signed varint: the unsigned one, zig-zag decoded (as
+// binary.Varint does).
 func (r *reader) varint(what string) int64 {
-	v, n := binary.Varint(r.b)
-	if n <= 0 {
-		if n == 0 {
-			r.fail("it ends inside %s", what)
-		} else {
-			r.fail("%s overflows 64 bits", what)
-		}
-		return 0
+	u := r.uvarint(what)
+	v := int64(u >> 1)
+	if u&1 != 0 {
+		v = ^v
 	}
-	r.b, r.off = r.b[n:], r.off+n
 	return v
 }
 

@@ -146,20 +146,10 @@ func (auditBlocks) readChain(ctx context.Context, q Querier, chain string, after
 		if err != nil {
 			return nil, err
 		}
-		for _, b := range blocks {
-			es, err := b.entries()
-			if err != nil {
-				return nil, err
-			}
-			for _, e := range es {
-				if e.Seq <= afterSeq {
-					continue
-				}
-				out = append(out, e)
-				if limit > 0 && len(out) == limit {
-					return out, nil
-				}
-			}
+		var full bool
+		out, full, err = takeEntries(out, blocks, limit, func(e store.AuditEntry) bool { return e.Seq > afterSeq })
+		if err != nil || full {
+			return out, err
 		}
 		if len(blocks) < 64 {
 			return out, nil
@@ -189,26 +179,38 @@ func (auditBlocks) list(ctx context.Context, q Querier, f store.AuditFilter) ([]
 		if err != nil {
 			return nil, err
 		}
-		for _, b := range blocks {
-			es, err := b.entries()
-			if err != nil {
-				return nil, err
-			}
-			for _, e := range es {
-				if e.ID <= f.AfterID || !auditSelects(f, e) {
-					continue
-				}
-				out = append(out, e)
-				if f.Limit > 0 && len(out) == f.Limit {
-					return out, nil
-				}
-			}
-			after = b.h.ID + b.h.Len() - 1
+		var full bool
+		out, full, err = takeEntries(out, blocks, f.Limit, func(e store.AuditEntry) bool { return e.ID > f.AfterID && auditSelects(f, e) })
+		if err != nil || full {
+			return out, err
 		}
 		if len(blocks) < 64 {
 			return out, nil
 		}
+		last := blocks[len(blocks)-1].h
+		after = last.ID + last.Len() - 1
 	}
+}
+
+// takeEntries appends to out the entries of blocks that keep selects, in
+// order, until out holds limit (0: no limit); full reports that it does.
+func takeEntries(out []store.AuditEntry, blocks []blockRow, limit int, keep func(store.AuditEntry) bool) (_ []store.AuditEntry, full bool, _ error) {
+	for _, b := range blocks {
+		es, err := b.entries()
+		if err != nil {
+			return nil, false, err
+		}
+		for _, e := range es {
+			if !keep(e) {
+				continue
+			}
+			out = append(out, e)
+			if limit > 0 && len(out) == limit {
+				return out, true, nil
+			}
+		}
+	}
+	return out, false, nil
 }
 
 // auditSelects reports whether f's Subject, Kind, Since and Until select
