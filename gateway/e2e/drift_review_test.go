@@ -73,7 +73,7 @@ func TestRugPullReviewedAndTrustedByListing(t *testing.T) {
 		}
 	}
 	if code != 0 || json.Unmarshal([]byte(out), &list) != nil || len(list.Servers) != 1 {
-		t.Fatalf("drift list: %d\n%s%s", code, out, errOut)
+		t.Fatalf("drift list: %d\n%s%s\nthe gateway's log:\n%s", code, out, errOut, g.logText())
 	}
 	d := list.Servers[0]
 	if d.Server != "web" || d.ID != "config:web" || len(d.Listing) != 64 || d.SeenBy == "" || len(d.Changes) != 2 {

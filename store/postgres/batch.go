@@ -229,11 +229,10 @@ func linkEntries(es []store.AuditEntry, links []store.AuditLink, heads map[strin
 		if l.Chain != e.Chain || !norm.AuditFollows(l, h) || l.Hash == "" {
 			return nil, nil, norm.Invalid("audit entry %d (chain %q): the link function did not link it to the head (seq %d)", i, e.Chain, h.Last)
 		}
-		n, err := norm.AuditEntries([]store.AuditEntry{l})
-		if err != nil {
+		out[i] = l
+		if err := norm.AuditEntriesInPlace(out[i : i+1]); err != nil {
 			return nil, nil, err
 		}
-		out[i] = n[0]
 		if !contains(order, e.Chain) {
 			order = append(order, e.Chain)
 		}
@@ -262,7 +261,14 @@ func queueAuditInserts(p *pipe, es []store.AuditEntry) {
 	if len(es) == 0 {
 		return
 	}
-	p.queue(unnestInsert, auditArrays(es), func(r sqlstore.Rows) error {
+	query, args := unnestInsert, auditArrays(es)
+	if len(es) == 1 {
+		// One entry (a keyed call's completion alone in its batch): its
+		// values as parameters, which pgx encodes for less than 14 arrays
+		// of one.
+		query, args = rowInsert, auditRow(es[0])
+	}
+	p.queue(query, args, func(r sqlstore.Rows) error {
 		got := 0
 		for r.Next() {
 			var id, seq int64
@@ -295,6 +301,17 @@ func queueAuditInserts(p *pipe, es []store.AuditEntry) {
 const unnestInsert = `INSERT INTO audit_log (chain, seq, at, kind, subject, server, tool, args_digest, outcome, duration_us, instance, prev_hash, hash, detail)
 SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::bigint[], $11::text[], $12::text[], $13::text[], $14::bytea[])
 RETURNING id, chain, seq`
+
+// rowInsert is unnestInsert for one entry (auditRow).
+const rowInsert = `INSERT INTO audit_log (chain, seq, at, kind, subject, server, tool, args_digest, outcome, duration_us, instance, prev_hash, hash, detail)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+RETURNING id, chain, seq`
+
+// auditRow is rowInsert's arguments for e (a nil detail is NULL).
+func auditRow(e store.AuditEntry) []any {
+	return []any{e.Chain, e.Seq, norm.MS(e.At), e.Kind, e.Subject, e.Server, e.Tool, e.ArgsDigest, e.Outcome,
+		e.Duration.Microseconds(), e.Instance, e.PrevHash, e.Hash, e.Detail}
+}
 
 // auditArrays is unnestInsert's arguments for es: each column's values
 // in es's order (a nil detail is NULL).

@@ -427,6 +427,18 @@ func unlinked(chain, tool string) store.AuditEntry {
 		Outcome: "ok", Duration: time.Millisecond, Instance: "i1"}
 }
 
+// sameEntry fails unless got, read back from the store, is want, the
+// entry as the store returned it when writing it.
+func sameEntry(t *testing.T, got, want store.AuditEntry) {
+	t.Helper()
+	if got.ID != want.ID || got.Chain != want.Chain || got.Seq != want.Seq || !got.At.Equal(want.At) || got.Kind != want.Kind ||
+		got.Subject != want.Subject || got.Server != want.Server || got.Tool != want.Tool || got.ArgsDigest != want.ArgsDigest ||
+		got.Outcome != want.Outcome || got.Duration != want.Duration || got.Instance != want.Instance ||
+		!bytes.Equal(got.Detail, want.Detail) || (got.Detail == nil) != (want.Detail == nil) || got.PrevHash != want.PrevHash || got.Hash != want.Hash {
+		t.Fatalf("entry read back as %+v, written as %+v", got, want)
+	}
+}
+
 // wantLine checks that chain holds seqs 1..n, each linked to the one before.
 func wantLine(t *testing.T, s store.AuditStore, chain string, n int) []store.AuditEntry {
 	t.Helper()
@@ -537,7 +549,17 @@ func testCompleteAudited(t *testing.T, s store.AuditStore, j store.JournalStore,
 	if rec.State != store.StateSucceeded || string(rec.Outcome) != `{"r":1}` {
 		t.Fatalf("record %+v", rec)
 	}
-	wantLine(t, s, "gw/1", 1)
+	sameEntry(t, wantLine(t, s, "gw/1", 1)[0], e)
+	// An entry with a detail (and texts a store must keep byte for byte),
+	// read back as written.
+	withDetail := unlinked("gw/d", "d\u00e9tail \"q\" 'x'")
+	withDetail.Detail = []byte(`{"key":"k\u00e9","n":[1,2]}`)
+	d, err := a.CompleteAudited(ctx, claimed(t, j, "c-detail", "ex1"), "ex1", store.StateSucceeded, nil, withDetail, link)
+	must(t, err)
+	if string(d.Detail) != string(withDetail.Detail) {
+		t.Fatalf("entry as written: detail %q, given %q", d.Detail, withDetail.Detail)
+	}
+	sameEntry(t, wantLine(t, s, "gw/d", 1)[0], d)
 
 	// A completion refused writes no entry; an entry refused, no completion.
 	if _, err := a.CompleteAudited(ctx, key, "ex1", store.StateSucceeded, nil, unlinked("gw/1", "two"), link); !errors.Is(err, store.ErrNotStarted) {
