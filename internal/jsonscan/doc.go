@@ -20,7 +20,9 @@
 // bytes and each value's exact bytes as sub-slices of the input.
 // [NumbersFit] reports whether every number of a valid document fits a
 // float64, so a reader can refuse what encoding/json (and the go-sdk) could
-// not decode into interface values.
+// not decode into interface values. The one writer, [AppendString], appends
+// a Go string as encoding/json's Marshal would write it, without its
+// reflection (a detail or a trace member built by hand on the hot path).
 //
 // Validity follows RFC 8259 and agrees with [encoding/json.Valid] on every
 // input, with one deliberate difference: nesting deeper than [MaxDepth]

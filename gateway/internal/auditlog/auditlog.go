@@ -26,6 +26,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/gateway/internal/config"
 	"github.com/gatehouse-dev/gatehouse/internal/audit"
+	"github.com/gatehouse-dev/gatehouse/internal/jsonscan"
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/toolset"
 )
@@ -209,23 +210,7 @@ func entryOf(c Call) store.AuditEntry {
 	if !c.NotRecorded && !c.Replayed && c.ApprovalID == "" && c.Key == "" {
 		return e
 	}
-	d := map[string]any{}
-	switch {
-	case c.NotRecorded:
-		d["notRecorded"] = true
-	case c.Replayed && c.ApprovalID != "":
-		d["replayed"], d["approvalId"] = true, c.ApprovalID
-	case c.Replayed:
-		d["replayed"] = true
-	case c.ApprovalID != "":
-		d["approvalId"] = c.ApprovalID
-	}
-	if c.Key != "" {
-		d["key"], d["runId"], d["toolCallId"] = c.Key, c.RunID, c.ToolCallID
-	}
-	if len(d) > 0 {
-		e.Detail = audit.Detail(d)
-	}
+	e.Detail = detailOf(c)
 	return e
 }
 
@@ -299,4 +284,47 @@ func Sweep(ctx context.Context, st store.AuditStore, retain time.Duration, now t
 	} else if n > 0 {
 		log.Debug("gateway: audit retention deleted entries", "count", n)
 	}
+}
+
+// detailOf is the detail of a call with a flag, an approval or a key: a
+// JSON object, byte for byte what encoding/json writes for the map of its
+// members (keys sorted), written without one: notRecorded alone, or
+// replayed and approvalId as they apply; then key, runId and toolCallId
+// for a keyed call.
+func detailOf(c Call) []byte {
+	replayed := !c.NotRecorded && c.Replayed
+	approval := !c.NotRecorded && c.ApprovalID != ""
+	b := make([]byte, 0, 64+len(c.ApprovalID)+len(c.Key)+len(c.RunID)+len(c.ToolCallID))
+	b = append(b, '{')
+	member := func(name string) {
+		if len(b) > 1 {
+			b = append(b, ',')
+		}
+		b = append(b, '"')
+		b = append(b, name...)
+		b = append(b, '"', ':')
+	}
+	if approval {
+		member("approvalId")
+		b = jsonscan.AppendString(b, c.ApprovalID)
+	}
+	if c.Key != "" {
+		member("key")
+		b = jsonscan.AppendString(b, c.Key)
+	}
+	if c.NotRecorded {
+		member("notRecorded")
+		b = append(b, "true"...)
+	}
+	if replayed {
+		member("replayed")
+		b = append(b, "true"...)
+	}
+	if c.Key != "" {
+		member("runId")
+		b = jsonscan.AppendString(b, c.RunID)
+		member("toolCallId")
+		b = jsonscan.AppendString(b, c.ToolCallID)
+	}
+	return append(b, '}')
 }

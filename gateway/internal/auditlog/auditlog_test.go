@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -132,4 +133,56 @@ func TestConnectFlow(t *testing.T) {
 	}
 	var none *Recorder
 	none.ConnectFlow("a", "up", "connected", "", "none")
+}
+
+// TestDetailIsTheMapsJSON: a call's detail, written by hand, is byte for
+// byte the JSON encoding/json writes for the map of its members, for
+// every combination of flags, approval and key, with texts that need
+// escaping.
+func TestDetailIsTheMapsJSON(t *testing.T) {
+	want := func(c Call) []byte {
+		d := map[string]any{}
+		switch {
+		case c.NotRecorded:
+			d["notRecorded"] = true
+		case c.Replayed && c.ApprovalID != "":
+			d["replayed"], d["approvalId"] = true, c.ApprovalID
+		case c.Replayed:
+			d["replayed"] = true
+		case c.ApprovalID != "":
+			d["approvalId"] = c.ApprovalID
+		}
+		if c.Key != "" {
+			d["key"], d["runId"], d["toolCallId"] = c.Key, c.RunID, c.ToolCallID
+		}
+		b, err := json.Marshal(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	n := 0
+	for _, notRecorded := range []bool{false, true} {
+		for _, replayed := range []bool{false, true} {
+			for _, approval := range []string{"", "ap-1", "ap <\"2\">"} {
+				for _, key := range []string{"", "k1", "k\u00e9y\n\u2028\xff"} {
+					c := Call{NotRecorded: notRecorded, Replayed: replayed, ApprovalID: approval, Key: key, RunID: "run & 1", ToolCallID: "call-\t1"}
+					e := entryOf(c)
+					if !notRecorded && !replayed && approval == "" && key == "" {
+						if e.Detail != nil {
+							t.Fatalf("a plain call has the detail %s", e.Detail)
+						}
+						continue
+					}
+					if w := want(c); string(e.Detail) != string(w) {
+						t.Fatalf("%+v: detail %s, want %s", c, e.Detail, w)
+					}
+					n++
+				}
+			}
+		}
+	}
+	if n != 35 {
+		t.Fatalf("%d combinations checked, want 35", n)
+	}
 }

@@ -76,10 +76,10 @@ func injectMeta(meta map[string]any, metaJSON json.RawMessage, tp, ts string) (m
 func rewriteMetaJSON(obj json.RawMessage, tp, ts string) (json.RawMessage, bool) {
 	out := make([]byte, 0, len(obj)+len(tp)+len(ts)+32)
 	out = append(out, `{"traceparent":`...)
-	out = appendJSONString(out, tp)
+	out = jsonscan.AppendString(out, tp)
 	if ts != "" {
 		out = append(out, `,"tracestate":`...)
-		out = appendJSONString(out, ts)
+		out = jsonscan.AppendString(out, ts)
 	}
 	plain := true
 	ok := jsonscan.Object(obj, func(key []byte, escaped bool, val []byte) bool {
@@ -100,10 +100,4 @@ func rewriteMetaJSON(obj json.RawMessage, tp, ts string) (json.RawMessage, bool)
 		return nil, false
 	}
 	return append(out, '}'), true
-}
-
-// appendJSONString appends s as a JSON string.
-func appendJSONString(b []byte, s string) []byte {
-	q, _ := json.Marshal(s)
-	return append(b, q...)
 }
