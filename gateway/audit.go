@@ -20,8 +20,9 @@ import (
 // auditlog), its kind from the outcome: call, refusal, or
 // approval.requested with the approval's ID. A keyed call whose entry was
 // committed with its journal completion (keyed.Written) is not recorded
-// again.
-func (p *pipeline) auditCall(subject server.Subject, req *callRequest, out *callOutcome, d time.Duration, keyed *durable.Audit) {
+// again. srv is the server of the tool when the call was admitted ("" when
+// it was not served then).
+func (p *pipeline) auditCall(subject server.Subject, req *callRequest, out *callOutcome, d time.Duration, srv string, keyed *durable.Audit) {
 	if p.audit == nil {
 		return
 	}
@@ -38,8 +39,10 @@ func (p *pipeline) auditCall(subject server.Subject, req *callRequest, out *call
 	default: // a refusal code, unknown_tool
 		c.Kind = audit.KindRefusal
 	}
-	if info, ok := p.served.tool(req.tool); ok {
-		c.Server = info.Server
+	if srv != "" {
+		c.Server = srv // the server the call was admitted for
+	} else if info, ok := p.served.tool(req.tool); ok {
+		c.Server = info.Server // served since (a call refused as withdrawn)
 	}
 	if out.result != nil {
 		if sc, ok := out.result.StructuredContent.(map[string]any); ok {

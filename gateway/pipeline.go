@@ -172,11 +172,12 @@ func (p *pipeline) call(ctx context.Context, req *callRequest) (out callOutcome)
 	callerCtx := ctx         // ctx becomes the call's own below, cancelled when call returns
 	var keyed *durable.Audit // a keyed call's entry, written with its completion
 	wasServed := false       // the tool was served when the call was admitted (step 3)
+	srv := ""                // its server then
 	ctx, span := p.trace.Start(ctx, req.session, req.hdr, req.meta, req.metaJSON)
 	defer func() {
 		d := time.Since(start)
 		p.finish(subject, req.tool, req.front, &out, wasServed, callerCtx.Err() != nil, d)
-		p.auditCall(subject, req, &out, d, keyed)
+		p.auditCall(subject, req, &out, d, srv, keyed)
 		p.endSpan(span, req, &out)
 	}()
 
@@ -192,7 +193,7 @@ func (p *pipeline) call(ctx context.Context, req *callRequest) (out callOutcome)
 	defer p.calls.Leave()
 
 	info, ok := p.served.tool(req.tool)
-	wasServed = ok
+	wasServed, srv = ok, info.Server
 	switch {
 	case !ok && req.tool == searchToolName:
 		return p.search(ctx, subject, req) // admitted: search is on
