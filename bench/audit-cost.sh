@@ -11,7 +11,10 @@
 # per plain tools/call (user+system from /proc/PID/stat over the measured
 # window, divided by the calls: mcpload -rss-pid), as in bench/guard.sh. It
 # prints, for each binary, the median of its rounds with audit on over off
-# (and the round-by-round median), and new over old with audit on.
+# (and the round-by-round median, and the rounds' pairs as a mean and its
+# standard error), and new over old with audit on. The same binary given as
+# both shows what the run's noise is (the two slots differ only by it) and
+# pools the two slots' pairs.
 #
 #   go build -o /tmp/gh-old ./cmd/gatehouse     # at the commit before
 #   go build -o /tmp/gh-new ./cmd/gatehouse     # at the change
@@ -107,7 +110,25 @@ ratio() {
   printf '%.3f (round by round %s)' "$(awk -v a="$a" -v b="$b" 'BEGIN { print a / b }')" \
     "$(paste -d' ' <(cpu_of "$1") <(cpu_of "$2") | awk '{ printf "%.3f\n", $1 / $2 }' | median 3)"
 }
-echo "audit on/off, old: $(ratio old-on old-off)"
-echo "audit on/off, new: $(ratio new-on new-off)"
+# pairs ON OFF...: the rounds' on/off ratios (each round's on over its off,
+# of each pair of labels given) as their mean and its standard error, the
+# steadier figure when the rounds move together (n pairs, mean ± se).
+pairs() {
+  local on off
+  while [ $# -ge 2 ]; do
+    on=$1 off=$2
+    shift 2
+    paste -d' ' <(cpu_of "$on") <(cpu_of "$off")
+  done | awk '{ r = $1 / $2; s += r; ss += r * r; n++ }
+    END { m = s / n; v = n > 1 ? (ss - n * m * m) / (n - 1) : 0; if (v < 0) v = 0
+          printf "%.3f ± %.3f (mean of %d pairs ± its standard error)", m, sqrt(v / n), n }'
+}
+echo "audit on/off, old: $(ratio old-on old-off); pairs $(pairs old-on old-off)"
+echo "audit on/off, new: $(ratio new-on new-off); pairs $(pairs new-on new-off)"
+if [ "$(realpath "$AUDIT_OLD_BIN")" = "$(realpath "$AUDIT_NEW_BIN")" ]; then
+  # One binary in both slots: the two slots' figures measure the same
+  # thing (their difference is the run's noise), and their pairs pool.
+  echo "audit on/off, one binary, both slots' pairs: $(pairs old-on old-off new-on new-off)"
+fi
 echo "new/old, audit on: $(ratio new-on old-on)"
 echo "new/old, audit off: $(ratio new-off old-off)"
