@@ -24,6 +24,10 @@
 # ROUNDS (default 7), DURATION (default 4s) after WARMUP (1s), SESSIONS
 # (default 4), PAYLOAD bytes (default 64), PORT_BASE (the gateways listen
 # on 127.0.0.1:PORT_BASE to +3; default 24000 + this shell's PID mod 20000),
+# PARALLEL=1 (each round loads a binary's off and on gateways at the same
+# time, each from its own mcpload with SESSIONS sessions, then the other
+# binary's: a pair then shares the machine's state, and its on/off ratio
+# is several times steadier than from two windows one after the other),
 # BENCH_KEEP (keep the work directory), GATEWAY_STORE (bench/gateway.sh's: a
 # postgres:// DSN puts the four gateways on PostgreSQL, each its own
 # instance). Everything stays on 127.0.0.1.
@@ -36,9 +40,11 @@ DURATION=${DURATION:-4s}
 WARMUP=${WARMUP:-1s}
 SESSIONS=${SESSIONS:-4}
 PAYLOAD=${PAYLOAD:-64}
+PARALLEL=${PARALLEL:-0}
 PORT_BASE=${PORT_BASE:-$((24000 + $$ % 20000))}
 : "${AUDIT_OLD_BIN:?set AUDIT_OLD_BIN to the binary before the change}" "${AUDIT_NEW_BIN:?set AUDIT_NEW_BIN to the binary after it}"
 [[ $ROUNDS =~ ^[1-9][0-9]?$ ]] || { echo "ROUNDS must be 1 to 99" >&2; exit 2; }
+[[ $PARALLEL =~ ^[01]$ ]] || { echo "PARALLEL must be 0 or 1" >&2; exit 2; }
 [[ $PORT_BASE =~ ^[1-9][0-9]{3,4}$ ]] && [ "$PORT_BASE" -le 65500 ] || { echo "PORT_BASE must be 1000 to 65500" >&2; exit 2; }
 
 . bench/lib.sh
@@ -72,14 +78,33 @@ store_name() {
 echo "## bench/audit-cost.sh: gateway CPU per plain tools/call, audit off and on, old and new"
 machine_line
 echo "old: $AUDIT_OLD_BIN; new: $AUDIT_NEW_BIN"
-echo "$ROUNDS rounds x 4 gateways, $DURATION after $WARMUP warmup each, $SESSIONS sessions, $PAYLOAD B, store $(store_name); load average at the start: $(cut -d' ' -f1-3 /proc/loadavg)"
+mode="one after the other, in an order rotated from round to round"
+[ "$PARALLEL" = 1 ] && mode="a binary's off and on at the same time, each by its own mcpload"
+echo "$ROUNDS rounds x 4 gateways ($mode), $DURATION after $WARMUP warmup each, $SESSIONS sessions, $PAYLOAD B, store $(store_name); load average at the start: $(cut -d' ' -f1-3 /proc/loadavg)"
 results=$work/results.jsonl
 : >"$results"
+# measure LABEL: one window of LABEL's gateway.
+measure() {
+  LOAD_BOUND=60 load "$1" "${url[$1]}" "${pid[$1]}" -duration "$DURATION" -warmup "$WARMUP" -verify -json \
+    -sessions "$SESSIONS" -payload "$PAYLOAD"
+}
 for round in $(seq "$ROUNDS"); do
+  if [ "$PARALLEL" = 1 ]; then
+    # A binary's off and on gateways loaded at the same time, each by its
+    # own mcpload: a pair shares the machine's state (its other load, its
+    # clock speed), which one window after the other does not.
+    order=(old new) modes=(off on)
+    [ $((round % 2)) = 0 ] && order=(new old) modes=(on off)
+    for b in "${order[@]}"; do
+      measure "$b-${modes[0]}" & m1=$!
+      measure "$b-${modes[1]}" & m2=$!
+      wait "$m1" || exit 1
+      wait "$m2" || exit 1
+    done
+    continue
+  fi
   for k in 0 1 2 3; do
-    l=${labels[$(((k + round) % 4))]}
-    LOAD_BOUND=60 load "$l" "${url[$l]}" "${pid[$l]}" -duration "$DURATION" -warmup "$WARMUP" -verify -json \
-      -sessions "$SESSIONS" -payload "$PAYLOAD"
+    measure "${labels[$(((k + round) % 4))]}"
   done
 done
 if grep -q '"errors":[1-9]' "$results"; then

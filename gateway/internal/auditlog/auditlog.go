@@ -57,16 +57,19 @@ type Recorder struct {
 }
 
 // Linger is how long the gateway's writer gathers entries after the first
-// of a batch before it commits them (audit.WriterOptions.Linger): at a
-// few hundred calls a second, a hundred entries and more a transaction
-// instead of one or two, which is what makes the trail's CPU a few
-// percent of a plain call's (issue 36; BenchmarkAuditAppendLinked on
-// SQLite: an entry alone 80 µs of CPU, one of a batch of 26, what 50 ms
-// gathered at 500 calls a second, 15 µs, one of a batch of 64 to 256
-// about 9-14 µs). Above about 1,300 calls a second the batches fill (256
-// entries) before it ends. A crash may lose the entries of the last
-// Linger (docs/audit.md).
-const Linger = 200 * time.Millisecond
+// of a batch before it commits them (audit.WriterOptions.Linger), and
+// Batch the most entries it commits at once: at a few hundred calls a
+// second, several hundred entries a transaction, so that what a commit
+// costs whatever it holds (BEGIN, the WAL frames of the pages it touches,
+// the commit) is shared by many calls (the writer's share of a plain
+// gateway's CPU profile: 1.84% with 200 ms and 256, 1.02% with these;
+// issue 36 item 2, docs/BENCHMARKS.md). Above about 1,000 calls a second
+// the batches fill before the second ends. A crash may lose the entries
+// of the last Linger (docs/audit.md).
+const (
+	Linger = time.Second
+	Batch  = 1024
+)
 
 // Open starts the writer of instance's chain, signing its checkpoints
 // with the key of audit.signingKeyFile or audit.signingKeyEnv (a mistake
@@ -88,7 +91,7 @@ func Open(ctx context.Context, cfg *config.Config, st store.AuditStore, instance
 	}
 	w, err := audit.NewWriter(ctx, st, &audit.WriterOptions{
 		Chain: ChainPrefix + instance, Instance: instance, Key: key,
-		CheckpointInterval: cfg.Audit.Checkpoint, Logger: opts.Logger, Now: opts.Now, Linger: Linger,
+		CheckpointInterval: cfg.Audit.Checkpoint, Logger: opts.Logger, Now: opts.Now, Linger: Linger, Batch: Batch,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("gateway: audit: %w", err)
