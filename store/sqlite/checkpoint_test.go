@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/internal/audit"
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/store/internal/sqlstore"
 )
@@ -201,5 +202,59 @@ func TestCheckpointerEndsWithClose(t *testing.T) {
 	}
 	for range 3 {
 		cp.committed() // never blocks, even with nobody reading the kick
+	}
+}
+
+// TestLazyCommitsWaitLonger: the audit trail's batches alone (the store's
+// AppendAuditLinked) commit lazily: they do not bring a checkpoint within
+// the idle wait, only within the lazy one; a journal write after them
+// does. The WAL is copied into the database file each time a check is due:
+// the trail's pages are never left behind for good.
+func TestLazyCommitsWaitLonger(t *testing.T) {
+	ctx := t.Context()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "c.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = s.Close() }()
+	appendTrail := func(chain string, n int) {
+		t.Helper()
+		es := make([]store.AuditEntry, n)
+		for i := range es {
+			es[i] = store.AuditEntry{Chain: chain, At: time.Unix(1700000000, 0), Kind: audit.KindCall, Subject: "s", Outcome: "ok"}
+		}
+		if _, err := s.AppendAuditLinked(ctx, es, audit.Link); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	cp := restartCheckpoints(s, checkpointOptions{every: 1 << 20, idle: 5 * time.Millisecond, lazyIdle: time.Hour, limit: 1 << 40})
+	for range 3 {
+		appendTrail("gw/a", 64)
+	}
+	if n, e := cp.commits.Load(), cp.eager.Load(); n != 3 || e != 0 {
+		t.Fatalf("after three batches of the trail: %d commits, %d not lazy; want 3 and 0", n, e)
+	}
+	time.Sleep(300 * time.Millisecond) // 60 idle waits: none is due
+	if p := cp.passes.Load(); p != 0 {
+		t.Fatalf("%d checkpoints after the trail's batches alone, want none before the lazy wait", p)
+	}
+	// A journal write: the check is due an idle wait after it, and the
+	// checkpoint covers the trail's commits before it too.
+	if err := insertRow(ctx, s, "r1", 100); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "a checkpoint after a journal write", func() bool { return cp.passes.Load() == 1 })
+	if n, e := cp.commits.Load(), cp.eager.Load(); n != 0 || e != 0 {
+		t.Fatalf("after the checkpoint: %d commits, %d not lazy still counted", n, e)
+	}
+
+	// The lazy wait ends too: the trail alone is checkpointed after it.
+	cp = restartCheckpoints(s, checkpointOptions{every: 1 << 20, idle: time.Hour, lazyIdle: 5 * time.Millisecond, limit: 1 << 40})
+	appendTrail("gw/a", 64)
+	waitFor(t, "a checkpoint after the lazy wait", func() bool { return cp.passes.Load() == 1 })
+	var busy, frames, copied int64
+	if err := s.SQLDB().QueryRowContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &frames, &copied); err != nil || frames != copied {
+		t.Fatalf("the WAL after the lazy checkpoint: %d frames, %d copied (%v)", frames, copied, err)
 	}
 }

@@ -572,6 +572,16 @@ func (d *sqlDB) Query(ctx context.Context, query string, args ...any) (sqlstore.
 // rolled back and fails with the context's error, and one whose fn fails
 // or panics is rolled back too: the connection never stays in it.
 func (d *sqlDB) InTx(ctx context.Context, fn func(tx sqlstore.Querier) error) error {
+	return d.inTx(ctx, fn, false)
+}
+
+// InTxLazy implements sqlstore.LazyTxer: InTx whose commit does not
+// hasten the next checkpoint (see checkpoint.go).
+func (d *sqlDB) InTxLazy(ctx context.Context, fn func(tx sqlstore.Querier) error) error {
+	return d.inTx(ctx, fn, true)
+}
+
+func (d *sqlDB) inTx(ctx context.Context, fn func(tx sqlstore.Querier) error, lazy bool) error {
 	bctx, err := detach(ctx)
 	if err != nil {
 		return err
@@ -599,7 +609,11 @@ func (d *sqlDB) InTx(ctx context.Context, fn func(tx sqlstore.Querier) error) er
 		return err
 	}
 	committed = true
-	d.cp.committed()
+	if lazy {
+		d.cp.committedLazy()
+	} else {
+		d.cp.committed()
+	}
 	return nil
 }
 

@@ -94,10 +94,14 @@ func (s *Store) runAuditAlone(o *op, leader bool) error {
 		links[i] = o.link
 	}
 	cache := &s.gc.heads
+	inTx := s.db.InTx
+	if lt, ok := s.db.(LazyTxer); ok && o.kind == opAudit {
+		inTx = lt.InTxLazy // the audit writer's batch alone
+	}
 	for attempt := 1; ; attempt++ {
 		var linked []store.AuditEntry
 		var heads []store.AuditHead
-		err := s.db.InTx(o.ctx, func(tx Querier) error {
+		err := inTx(o.ctx, func(tx Querier) error {
 			if o.kind == opComplete {
 				if err := s.completeOn(o.ctx, tx, o.rec.RecordKey, o.rec.Executor, o.rec.State, o.rec.Outcome); err != nil {
 					return err

@@ -57,6 +57,15 @@ type DB interface {
 	Close() error
 }
 
+// LazyTxer is implemented by a DB that checkpoints its log on its own
+// (SQLite's adapter): InTxLazy is InTx for a write whose commit need not
+// hasten the next checkpoint (the audit writer's batches alone: what a
+// crash may lose of them before they commit is already written down), so
+// that a store whose only writes are those pays for fewer checkpoints.
+type LazyTxer interface {
+	InTxLazy(ctx context.Context, fn func(tx Querier) error) error
+}
+
 // Preparer is implemented by a DB that keeps prepared statements but
 // prepares them only outside transactions (SQLite's adapter): Prepare
 // prepares query on the pool, so that a transaction finds it ready. New
