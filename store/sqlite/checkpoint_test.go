@@ -249,6 +249,24 @@ func TestLazyCommitsWaitLonger(t *testing.T) {
 		t.Fatalf("after the checkpoint: %d commits, %d not lazy still counted", n, e)
 	}
 
+	// A keyed call's claim and its completion with its entry are journal
+	// writes, never lazy, though the completion appends to the trail.
+	now := time.Now()
+	key := store.RecordKey{Scope: "s", RunID: "r", ToolCallID: "c1"}
+	if ok, _, err := s.Claim(ctx, store.Record{RecordKey: key, Fingerprint: "f", Owner: "o", Executor: "e",
+		LeaseUntil: now.Add(time.Minute), ExpiresAt: now.Add(time.Hour)}); err != nil || !ok {
+		t.Fatalf("claim: %v %v", ok, err)
+	}
+	if n, e := cp.commits.Load(), cp.eager.Load(); n != 1 || e != 1 {
+		t.Fatalf("after a claim: %d commits, %d not lazy; want 1 and 1", n, e)
+	}
+	waitFor(t, "a checkpoint after the claim", func() bool { return cp.passes.Load() == 2 })
+	if _, err := s.CompleteAudited(ctx, key, "e", store.StateSucceeded, []byte(`{"ok":true}`),
+		store.AuditEntry{Chain: "gw/a", At: now, Kind: audit.KindCall, Subject: "s", Outcome: "ok"}, audit.Link); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "a checkpoint after the audited completion", func() bool { return cp.passes.Load() == 3 })
+
 	// The lazy wait ends too: the trail alone is checkpointed after it.
 	cp = restartCheckpoints(s, checkpointOptions{every: 1 << 20, idle: time.Hour, lazyIdle: 5 * time.Millisecond, limit: 1 << 40})
 	appendTrail("gw/a", 64)
