@@ -27,16 +27,17 @@ import (
 //   - After every checkpointEvery commits of this handle, and a second
 //     after the first commit since the last checkpoint when fewer come, a
 //     PASSIVE checkpoint on a
-//     connection of the pool. A lazy commit (InTxLazy: the audit writer's
-//     batches, which a crash may lose anyway until they commit) counts
-//     towards checkpointEvery but waits checkpointLazyIdle, not a
-//     second: a gateway whose only writes are its trail's batches, one a
-//     second under load, would otherwise pay a checkpoint's two fsyncs
-//     for every one of them (0.26% of a plain call's CPU in the profile).
-//     A power loss with synchronous=NORMAL may then lose the trail's
-//     last checkpointLazyIdle; any other commit brings the checkpoint
-//     within a second, as before. PASSIVE takes neither the write lock nor our
+//     connection of the pool. PASSIVE takes neither the write lock nor our
 //     writer queue: commits go on while it copies and syncs.
+//   - A lazy commit (InTxLazy: the audit writer's batches alone, which a
+//     crash may lose anyway until they commit) counts towards
+//     checkpointEvery, but when only lazy commits came the wait is
+//     checkpointLazyIdle, not a second: a gateway whose only writes are
+//     its trail's batches, one a second under load, would otherwise pay a
+//     checkpoint's two fsyncs for every one of them (0.26% of a plain
+//     call's CPU in its profile). A power loss with synchronous=NORMAL may
+//     then lose the trail's last checkpointLazyIdle; any other commit
+//     brings the checkpoint within a second, as before.
 //   - A PASSIVE checkpoint copies what was committed when it began; commits
 //     made meanwhile stay in the WAL, and SQLite restarts the WAL from its
 //     beginning only when a writer finds every frame copied. Under a
