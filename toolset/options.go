@@ -141,7 +141,8 @@ type Options struct {
 	// goroutine that made the change, holding no lock of the Toolset: it
 	// may call Tools.
 	OnChange func()
-	// Recheck, when positive, re-lists every connected server in the
+	// Recheck, when positive, re-lists every connected server (and every
+	// served one whose session was lost: it connects afresh) in the
 	// background about this often (jittered, a few servers at a time,
 	// coalesced with the servers' list_changed announcements) and judges
 	// each listing against its baseline like any other: a server that

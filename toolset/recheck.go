@@ -31,12 +31,22 @@ func (t *Toolset) recheckRound(ctx context.Context) {
 }
 
 // due reports whether a recheck would list server i: it runs, it is
-// connected (one never connected is left to its first call), and no
-// re-listing is already queued by its list_changed announcement (the
-// recheck is coalesced with it).
+// connected or was listed by a session since lost (one never connected is
+// left to its first call, or to its tries), and no re-listing is already
+// queued by its list_changed announcement (the recheck is coalesced with
+// it). A served server whose session was lost, a reconnect having failed
+// while it restarted, is listed again from a new session: otherwise the
+// tools it came back with would not be judged until someone called one.
 func (t *Toolset) due(i int) bool {
 	c := t.conns[i]
-	return !c.skip && !c.asleep && !c.relist.Queued() && c.liveSession() != nil
+	if c.skip || c.asleep || c.relist.Queued() {
+		return false
+	}
+	if c.liveSession() != nil {
+		return true
+	}
+	l := t.listingOf(c)
+	return l.ok && !l.pending
 }
 
 // recheck re-lists one server and judges the listing (reconcile): a
