@@ -54,10 +54,16 @@ func TestRugPullReviewedAndTrustedByListing(t *testing.T) {
 		t.Fatal(err)
 	}
 	httpFixture(t, addr, "-tools-file", toolsFile)
-	waitUntil(t, 15*time.Second, "the recheck to quarantine greet", func() bool {
+	quarantined := func() bool {
 		tools, _ := listTools(t, cs)
 		return tools["web__greet"] != nil && tools["web__greet"].Description == pin.QuarantineDescription("web", "greet")
-	})
+	}
+	for deadline := time.Now().Add(15 * time.Second); !quarantined(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			_, raw := listTools(t, cs)
+			t.Fatalf("timed out after 15s waiting for the recheck to quarantine greet; tools/list: %s\nthe gateway's log:\n%s", raw, g.logText())
+		}
+	}
 	tools, raw := listTools(t, cs)
 	if tools["web__exfiltrate"] != nil || strings.Contains(raw, "id_rsa") {
 		t.Fatalf("the rug pull reached tools/list: %s", raw)
