@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/store/internal/auditblock"
@@ -33,7 +34,10 @@ import (
 // truncation (re-encoded from the cut).
 
 // maxAuditBlock is the most entries one block holds (the audit writer's
-// batch).
+// batch is cut into blocks of at most this many). list finds the block that
+// holds an ID by this bound, so it may grow but never shrink: blocks
+// written before would be longer than the bound and list would skip their
+// first entries (TestMaxAuditBlockNeverShrinks).
 const maxAuditBlock = 256
 
 // auditBlocks implements the trail's statements for the block layout.
@@ -59,6 +63,9 @@ ON CONFLICT (chain, first_seq) DO NOTHING`
 // insert writes es (one chain's run, linked) as one block and fills in
 // ids. A block after the same head already there is ErrConflict.
 func (auditBlocks) insert(ctx context.Context, tx Querier, es []store.AuditEntry, ids []int64, head store.AuditHead) error {
+	if len(es) == 0 || len(es) > maxAuditBlock {
+		return fmt.Errorf("store: an audit block holds 1 to %d entries, not %d", maxAuditBlock, len(es))
+	}
 	last := es[len(es)-1]
 	data := auditblock.Append(make([]byte, 0, 128*len(es)), es)
 	in, ok := tx.(Inserter)
