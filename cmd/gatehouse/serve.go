@@ -215,7 +215,7 @@ func newLogger(w *logWriter, format string) (*slog.Logger, error) {
 	case "text", "":
 		return slog.New(flushHandler{slog.NewTextHandler(w, nil), w}), nil
 	case "json":
-		return slog.New(flushHandler{slog.NewJSONHandler(w, nil), w}), nil
+		return slog.New(flushHandler{newJSONHandler(w), w}), nil
 	}
 	return nil, usagef("--log-format must be text or json (got %q)", format)
 }
