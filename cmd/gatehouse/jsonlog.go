@@ -8,7 +8,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
-	"unicode/utf8"
+
+	"github.com/gatehouse-dev/gatehouse/internal/jsonscan"
 )
 
 // jsonHandler is serve's --log-format json handler: the lines
@@ -76,9 +77,9 @@ func (h *jsonHandler) line(b []byte, r slog.Record) ([]byte, bool) {
 		b = append(b, `",`...)
 	}
 	b = append(b, `"level":`...)
-	b = appendJSONLogString(b, r.Level.String())
+	b = jsonscan.AppendSlogString(b, r.Level.String())
 	b = append(b, `,"msg":`...)
-	b = appendJSONLogString(b, r.Message)
+	b = jsonscan.AppendSlogString(b, r.Message)
 	b = append(b, h.pre...)
 	ok := true
 	r.Attrs(func(a slog.Attr) bool {
@@ -138,11 +139,11 @@ func appendPlainAttr(b []byte, a slog.Attr) ([]byte, bool) {
 		return b, false
 	}
 	b = append(b, ',')
-	b = appendJSONLogString(b, a.Key)
+	b = jsonscan.AppendSlogString(b, a.Key)
 	b = append(b, ':')
 	switch v.Kind() {
 	case slog.KindString:
-		b = appendJSONLogString(b, v.String())
+		b = jsonscan.AppendSlogString(b, v.String())
 	case slog.KindInt64:
 		b = strconv.AppendInt(b, v.Int64(), 10)
 	case slog.KindUint64:
@@ -159,57 +160,4 @@ func appendPlainAttr(b []byte, a slog.Attr) ([]byte, bool) {
 		b = append(b, '"')
 	}
 	return b, true
-}
-
-// appendJSONLogString appends s as a JSON string the way slog.JSONHandler
-// writes it: <, > and & as they are; ", \ and control characters escaped
-// (\n, \r, \t by name); invalid UTF-8 as \ufffd; U+2028 and U+2029
-// escaped.
-func appendJSONLogString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }

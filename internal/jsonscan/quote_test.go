@@ -1,8 +1,12 @@
 package jsonscan_test
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"log/slog"
 	"testing"
+	"time"
 
 	"github.com/gatehouse-dev/gatehouse/internal/jsonscan"
 )
@@ -51,5 +55,30 @@ func FuzzAppendString(f *testing.F) {
 		if err := json.Unmarshal(got, &back); err != nil {
 			t.Fatalf("%s does not decode: %v", got, err)
 		}
+		if got, want := jsonscan.AppendSlogString(nil, s), slogString(s); string(got) != want {
+			t.Fatalf("AppendSlogString(%q) = %s, want %s", s, got, want)
+		}
 	})
+}
+
+// slogString is s as log/slog's JSON handler writes it: the message of a
+// record without a time, cut out of its line.
+func slogString(s string) string {
+	var buf bytes.Buffer
+	_ = slog.NewJSONHandler(&buf, nil).Handle(context.Background(), slog.NewRecord(time.Time{}, slog.LevelInfo, s, 0))
+	line := buf.String()
+	const pre = `{"level":"INFO","msg":`
+	return line[len(pre) : len(line)-2] // the message, without "}\n"
+}
+
+func TestAppendSlogStringIsSlogs(t *testing.T) {
+	for _, s := range quoteCases {
+		if got, want := jsonscan.AppendSlogString([]byte("x"), s), slogString(s); string(got) != "x"+want {
+			t.Errorf("AppendSlogString(%q) = %s, want %s", s, got[1:], want)
+		}
+	}
+	// The two forms differ where slog does: HTML characters and \b, \f.
+	if a, b := string(jsonscan.AppendString(nil, "<\b")), string(jsonscan.AppendSlogString(nil, "<\b")); a == b {
+		t.Errorf("the two forms agree on %s", a)
+	}
 }
