@@ -27,9 +27,9 @@
 # runs in the same rounds: the newest tag v* reachable from HEAD, else the
 # commit bench/guard-release pins (GUARD_RELEASE=REV or none overrides
 # both). The guard fails against either. The release is not measured when
-# it is the base itself (and the base is built from it as it is). A cost accepted on purpose moves
-# the pin, in the commit that accepts it, with its measurement in
-# docs/BENCHMARKS.md.
+# it is the base itself (and the base is built from it as it is). A cost
+# accepted on purpose moves the pin, in the commit that accepts it, with
+# its measurement in docs/BENCHMARKS.md.
 #
 # "New" is this checkout's working tree as it is (uncommitted changes
 # included; the output says so), or GUARD_NEW_SRC, another source tree (the
