@@ -2,8 +2,8 @@
 # The test of bench/guard.sh: it must fail on a deliberately slowed build.
 #
 # Copies HEAD (git archive) to a temporary directory, adds a busy loop of
-# SPIN (default 120µs, about half of a plain call's gateway CPU on a 2-core
-# machine) at the top of the one pipeline every tools/call goes through,
+# SPIN_STEPS dependent multiply-adds (default 100,000: about 125 µs of CPU
+# here, half of a plain call's gateway CPU on a 2-core machine) at the top of the one pipeline every tools/call goes through,
 # whichever front read it (pipeline.call in gateway/pipeline.go; a front's
 # own handler is not enough: a client of another protocol revision takes
 # another front), and runs the guard twice:
@@ -23,7 +23,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/usr/local/go/bin:$PATH"
-SPIN=${SPIN:-120µs}
+SPIN_STEPS=${SPIN_STEPS:-100000}
+[[ $SPIN_STEPS =~ ^[1-9][0-9]{0,8}$ ]] || { echo "SPIN_STEPS must be a whole number of steps" >&2; exit 2; }
 CASES=${GUARD_SELFTEST_CASES:-1 2}
 tmp=$(mktemp -d /tmp/gatehouse-guard-selftest.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
@@ -35,14 +36,21 @@ sed -i "s/^$sig\$/&\n\tguardSelftestSpin()/" "$f"
 cat >"$tmp/gateway/zz_guard_selftest.go" <<EOF
 package gateway
 
-import "time"
+import "sync/atomic"
+
+var guardSelftestSink atomic.Uint64
 
 // guardSelftestSpin burns CPU on every call: bench/guard-selftest.sh's
-// deliberately slowed build, never committed.
+// deliberately slowed build, never committed. A fixed number of dependent
+// multiply-adds, so that the CPU it adds does not depend on how often the
+// goroutine is descheduled (a spin on the clock adds less CPU on a busy
+// machine).
 func guardSelftestSpin() {
-	d, _ := time.ParseDuration("$SPIN")
-	for t := time.Now(); time.Since(t) < d; {
+	x := guardSelftestSink.Load()
+	for i := 0; i < $SPIN_STEPS; i++ {
+		x = x*6364136223846793005 + 1442695040888963407
 	}
+	guardSelftestSink.Store(x)
 }
 EOF
 (cd "$tmp" && go build -o "$tmp/gatehouse-slowed" ./cmd/gatehouse) || { echo "guard-selftest: the slowed copy does not build" >&2; exit 1; }
@@ -52,11 +60,11 @@ for c in $CASES; do
   1)
     # The slowed build against HEAD (as the base) and HEAD~1 (as the
     # release): the guard must fail.
-    echo "guard-selftest: case 1: HEAD + a ${SPIN} busy loop per call, against HEAD and the release"
+    echo "guard-selftest: case 1: HEAD + a ${SPIN_STEPS}-step busy loop per call, against HEAD and the release"
     rc=0
     GUARD_BASE=HEAD GUARD_RELEASE=${GUARD_RELEASE:-HEAD~1} GUARD_NEW_BIN=$slowed bash bench/guard.sh | tee "$tmp/case1.out" || rc=$?
     if [ "$rc" != 1 ]; then
-      echo "guard-selftest: FAIL, the guard passed a build slowed by ${SPIN} a call (exit $rc)"
+      echo "guard-selftest: FAIL, the guard passed a build slowed by ${SPIN_STEPS} steps a call (exit $rc)"
       exit 1
     fi
     ;;
