@@ -15,6 +15,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/cmd/gatehouse/internal/console"
 	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/internal/gcfloor"
 )
 
 // defaultPlugin is the plugin `gatehouse serve` runs without --config,
@@ -25,6 +26,7 @@ func newServeCmd() *cobra.Command {
 	var sf storeFlags
 	var stdio bool
 	var logFormat, listen string
+	var heapFloor int
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the tools of the configured plugins as one hardened MCP endpoint",
@@ -43,9 +45,15 @@ func newServeCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if heapFloor < 0 || heapFloor > maxHeapFloorMiB {
+				return usagef("--heap-floor-mib must be from 0 (Go's defaults) to %d, not %d", maxHeapFloorMiB, heapFloor)
+			}
 			cfg, err := serveConfig(&sf)
 			if err != nil {
 				return configErr(err)
+			}
+			if fl := startHeapFloor(heapFloor, log); fl != nil {
+				defer fl.Stop()
 			}
 			// At once: what follows (the store, the servers) may take a while.
 			log.Info("gatehouse: starting", "version", versionString(), "config", cmp.Or(sf.config, "(none: the example plugin "+defaultPlugin+")"))
@@ -75,7 +83,33 @@ func newServeCmd() *cobra.Command {
 	cmd.Flags().BoolVar(&stdio, "stdio", false, "serve one MCP session over stdin/stdout instead of HTTP")
 	cmd.Flags().StringVar(&logFormat, "log-format", "text", "log format on stderr: text or json")
 	cmd.Flags().StringVar(&listen, "listen", "", "listen address (overrides the config's listen)")
+	cmd.Flags().IntVar(&heapFloor, "heap-floor-mib", defaultHeapFloorMiB,
+		"let the heap grow at least this many MiB between garbage collections (0: Go's defaults; not used when GOGC or GOMEMLIMIT is set)")
 	return cmd
+}
+
+// defaultHeapFloorMiB is serve's floor under the GC's heap goal: a
+// gateway's live heap is a few MiB, and with Go's defaults it collects
+// every few hundred calls (docs/BENCHMARKS.md, "A floor under the heap").
+const defaultHeapFloorMiB = 32
+
+// maxHeapFloorMiB bounds --heap-floor-mib (1 TiB).
+const maxHeapFloorMiB = 1 << 20
+
+// startHeapFloor starts a floor of mib MiB under the heap goal, unless mib
+// is 0 or the environment sets GOGC or GOMEMLIMIT (the operator's own
+// tuning wins): then nil.
+func startHeapFloor(mib int, log *slog.Logger) *gcfloor.Floor {
+	if mib == 0 {
+		return nil
+	}
+	for _, v := range []string{"GOGC", "GOMEMLIMIT"} {
+		if os.Getenv(v) != "" {
+			log.Debug("gatehouse: no heap floor: the GC is tuned by the environment", "var", v)
+			return nil
+		}
+	}
+	return gcfloor.Start(uint64(mib) << 20)
 }
 
 // listenFunc opens a listener (net.Listen; tests wrap it).
