@@ -2,11 +2,15 @@ package audit_test
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/gatehouse-dev/gatehouse/internal/audit"
 	"github.com/gatehouse-dev/gatehouse/store"
+	"github.com/gatehouse-dev/gatehouse/store/sqlite"
 )
 
 // BenchmarkArgsDigest is the digest of an audited call's arguments, which
@@ -48,5 +52,55 @@ func BenchmarkHash(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		_ = audit.Hash(e)
+	}
+}
+
+// BenchmarkAppendCallSide is a plain call's entry as the gateway queues
+// it (AppendDigesting, with the gateway's linger, batch and queue) from
+// parallel callers, to a SQLite store: cpu-ns/op is the whole process's
+// CPU an entry, the writer's goroutine (the digests, linking, hashing,
+// the blocks and their transactions) included.
+//
+//	go test ./internal/audit -run '^$' -bench AppendCallSide -benchtime 200000x
+func BenchmarkAppendCallSide(b *testing.B) {
+	st, err := sqlite.Open(b.Context(), filepath.Join(b.TempDir(), "a.db"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	w, err := audit.NewWriter(b.Context(), st, &audit.WriterOptions{Chain: "c", Instance: "i",
+		Linger: time.Second, Batch: 1024})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Close()
+	e := store.AuditEntry{Kind: audit.KindCall, Subject: "alice", Server: "echo", Tool: "echo", Outcome: "ok", Duration: time.Millisecond}
+	args := json.RawMessage(`{"text":"` + strings.Repeat("x", 64) + `"}`)
+	cpu := func() time.Duration {
+		var ru syscall.Rusage
+		if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+			b.Fatal(err)
+		}
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	b.ReportAllocs()
+	b.SetParallelism(2)
+	start := cpu()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if err := w.AppendDigesting(b.Context(), e, args); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	if err := w.Flush(b.Context()); err != nil {
+		b.Fatal(err)
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(cpu()-start)/float64(b.N), "cpu-ns/op")
+	if h, err := st.AuditHead(b.Context(), "c"); err != nil || h.Last != int64(b.N) {
+		b.Fatalf("head %+v, %v: want %d entries", h, err, b.N)
 	}
 }
