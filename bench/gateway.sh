@@ -5,7 +5,9 @@
 #   go build -o /tmp/gatehouse ./cmd/gatehouse
 #   GATEHOUSE_BIN=/tmp/gatehouse GATEWAY_CMD=bench/gateway.sh bench/run.sh
 # Optional: GATEWAY_GOGC and GATEWAY_GOMEMLIMIT set GOGC and GOMEMLIMIT for
-# the gateway process only (the echo server and mcpload keep the defaults);
+# the gateway process only (the echo server and mcpload keep the defaults;
+# either turns serve's heap floor off), GATEWAY_HEAP_FLOOR its
+# --heap-floor-mib (a binary without the flag refuses it);
 # GATEWAY_JSON=1 sets http.jsonResponse: true (plain JSON answers instead of
 # SSE streams). See docs/BENCHMARKS.md for what they change.
 #
@@ -94,4 +96,9 @@ fi
 if [ -n "${GATEWAY_GOMEMLIMIT:-}" ]; then
   export GOMEMLIMIT=$GATEWAY_GOMEMLIMIT
 fi
-exec "$bin" serve --config "$dir/gatehouse.yaml" --log-format json 2>>"$dir/gateway.log"
+floor=()
+if [ -n "${GATEWAY_HEAP_FLOOR:-}" ]; then
+  [[ $GATEWAY_HEAP_FLOOR =~ ^[0-9]+$ ]] || die "GATEWAY_HEAP_FLOOR must be a number of MiB"
+  floor=(--heap-floor-mib "$GATEWAY_HEAP_FLOOR")
+fi
+exec "$bin" serve --config "$dir/gatehouse.yaml" --log-format json "${floor[@]}" 2>>"$dir/gateway.log"

@@ -91,7 +91,7 @@ func newServeCmd() *cobra.Command {
 // defaultHeapFloorMiB is serve's floor under the GC's heap goal: a
 // gateway's live heap is a few MiB, and with Go's defaults it collects
 // every few hundred calls (docs/BENCHMARKS.md, "A floor under the heap").
-const defaultHeapFloorMiB = 32
+const defaultHeapFloorMiB = 16
 
 // maxHeapFloorMiB bounds --heap-floor-mib (1 TiB).
 const maxHeapFloorMiB = 1 << 20
