@@ -17,7 +17,9 @@
 //
 // The process's memory grows by up to the floor. Start leaves a
 // collector that is off (GOGC=off) alone; a program that sets GOGC or a
-// memory limit itself should not start one.
+// memory limit itself should not start one. GOGC is the process's: run
+// one Floor at a time (a second would read the first one's GOGC as the
+// value to give back).
 package gcfloor
 
 import (
