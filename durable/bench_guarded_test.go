@@ -4,12 +4,11 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/gatehouse-dev/gatehouse/internal/cputime"
 	"github.com/gatehouse-dev/gatehouse/policy"
 	"github.com/gatehouse-dev/gatehouse/store/sqlite"
 )
@@ -36,7 +35,7 @@ func BenchmarkGuarded(b *testing.B) {
 		return Call{RunID: "bench", ToolCallID: fmt.Sprint(i), Server: "s", Tool: "t", Args: []byte(`{"amount":1}`)}
 	}
 	b.Run("fresh", func(b *testing.B) {
-		defer reportCPU(b)()
+		defer cputime.Report(b, cputime.Start(b))
 		for i := 0; b.Loop(); i++ {
 			if _, _, err := j.Guarded(ctx, call(i), allow, ok); err != nil {
 				b.Fatal(err)
@@ -45,7 +44,7 @@ func BenchmarkGuarded(b *testing.B) {
 	})
 	// A Pure guard (policy.AllowAll): no read before the claim.
 	b.Run("fresh-pure", func(b *testing.B) {
-		defer reportCPU(b)()
+		defer cputime.Report(b, cputime.Start(b))
 		for i := 0; b.Loop(); i++ {
 			if _, _, err := j.Guarded(ctx, call(-2-i), policy.AllowAll(), ok); err != nil {
 				b.Fatal(err)
@@ -56,7 +55,7 @@ func BenchmarkGuarded(b *testing.B) {
 		if _, _, err := j.Guarded(ctx, call(-1), policy.AllowAll(), ok); err != nil {
 			b.Fatal(err)
 		}
-		defer reportCPU(b)()
+		defer cputime.Report(b, cputime.Start(b))
 		for b.Loop() {
 			if _, _, err := j.Guarded(ctx, call(-1), policy.AllowAll(), ok); err != nil {
 				b.Fatal(err)
@@ -67,30 +66,11 @@ func BenchmarkGuarded(b *testing.B) {
 		if _, _, err := j.Guarded(ctx, call(-1), allow, ok); err != nil {
 			b.Fatal(err)
 		}
-		defer reportCPU(b)()
+		defer cputime.Report(b, cputime.Start(b))
 		for b.Loop() {
 			if _, _, err := j.Guarded(ctx, call(-1), allow, ok); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
-}
-
-// reportCPU reports the process's CPU time (user and system) per op as
-// cpu-ns/op, from now until the returned function runs: on a machine
-// shared with other work, a steadier figure than the wall time.
-func reportCPU(b *testing.B) func() {
-	cpu := func() time.Duration {
-		var ru syscall.Rusage
-		if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-			b.Fatal(err)
-		}
-		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-	}
-	start := cpu()
-	return func() {
-		if b.N > 0 {
-			b.ReportMetric(float64(cpu()-start)/float64(b.N), "cpu-ns/op")
-		}
-	}
 }

@@ -6,12 +6,11 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/gatehouse-dev/gatehouse/internal/cputime"
 	"github.com/gatehouse-dev/gatehouse/internal/fixture/pgtest"
 )
 
@@ -107,19 +106,10 @@ func benchKeyedCall(b *testing.B, dsn string, audited bool, sessions int, keyed 
 // per op as cpu-ns/op, from now until the returned function runs: on a
 // machine shared with other work, a steadier figure than the wall time.
 func reportCPU(b *testing.B) func() {
-	cpu := func() time.Duration {
-		var ru syscall.Rusage
-		if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-			b.Fatal(err)
-		}
-		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-	}
-	start := cpu()
+	start := cputime.Start(b)
 	b.ResetTimer()
 	return func() {
 		b.StopTimer()
-		if b.N > 0 {
-			b.ReportMetric(float64(cpu()-start)/float64(b.N), "cpu-ns/op")
-		}
+		cputime.Report(b, start)
 	}
 }

@@ -4,12 +4,11 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/gatehouse-dev/gatehouse/internal/cputime"
 	"github.com/gatehouse-dev/gatehouse/internal/fixture/testserver"
 	"github.com/gatehouse-dev/gatehouse/plugin"
 	"github.com/gatehouse-dev/gatehouse/store/sqlite"
@@ -39,19 +38,6 @@ func TestInMemoryTransportHook(t *testing.T) {
 	}
 }
 
-// cpuTime returns this process's user+system CPU time.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// reportCPU reports CPU time per operation ("cpu-ns/op"), the figure that
-// matters on a loaded or CPU-bound machine (wall time is not).
-func reportCPU(b *testing.B, start time.Duration) {
-	b.ReportMetric(float64(cpuTime()-start)/float64(b.N), "cpu-ns/op")
-}
-
 var benchArgs = map[string]any{"text": "hello"}
 
 func BenchmarkCallToolset(b *testing.B) {
@@ -67,8 +53,8 @@ func BenchmarkCallToolset(b *testing.B) {
 	}
 	info := CallInfo{RunID: "run", ToolCallID: "call"}
 	b.ReportAllocs()
-	start := cpuTime()
-	defer reportCPU(b, start)
+	start := cputime.Start(b)
+	defer cputime.Report(b, start)
 	for b.Loop() {
 		if _, err := ts.Call(ctx, "mem__echo", benchArgs, info); err != nil {
 			b.Fatal(err)
@@ -89,8 +75,8 @@ func BenchmarkCallDirect(b *testing.B) {
 	}
 	defer cs.Close()
 	b.ReportAllocs()
-	start := cpuTime()
-	defer reportCPU(b, start)
+	start := cputime.Start(b)
+	defer cputime.Report(b, start)
 	for b.Loop() {
 		params := &mcp.CallToolParams{Name: "echo", Arguments: benchArgs, Meta: mcp.Meta{"idempotencyKey": "run:call"}}
 		if _, err := cs.CallTool(ctx, params); err != nil {
@@ -124,8 +110,8 @@ func BenchmarkBuild1000(b *testing.B) {
 	}
 	results := []listing{{ok: true, tools: j.Tools, fp: j.Prints, v: j.Verdict}}
 	b.ReportAllocs()
-	start := cpuTime()
-	defer reportCPU(b, start)
+	start := cputime.Start(b)
+	defer cputime.Report(b, start)
 	for b.Loop() {
 		if cat := ts.build(results, nil); len(cat.tools) < 1000 {
 			b.Fatal(len(cat.tools))

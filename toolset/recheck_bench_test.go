@@ -14,14 +14,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/trust"
+	"github.com/gatehouse-dev/gatehouse/internal/cputime"
+	"github.com/gatehouse-dev/gatehouse/internal/fixture/testserver"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/gatehouse-dev/gatehouse/internal/fixture/testserver"
 	"github.com/gatehouse-dev/gatehouse/plugin"
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/store/sqlite"
+	"github.com/gatehouse-dev/gatehouse/trust"
 )
 
 // The cost of drift.recheck (issue 14): one background round re-lists every
@@ -187,13 +188,13 @@ func BenchmarkRecheckRound(b *testing.B) {
 	ctx := context.Background()
 	writes, lists := f.store.writes(), f.lists.Load()
 	b.ReportAllocs()
-	start := cpuTime()
+	start := cputime.Start(b)
 	for b.Loop() {
 		if err := f.round(ctx); err != nil {
 			b.Fatal(err)
 		}
 	}
-	reportCPU(b, start)
+	cputime.Report(b, start)
 	n := float64(b.N)
 	b.ReportMetric(float64(f.store.writes()-writes)/n, "writes/op")
 	b.ReportMetric(float64(f.lists.Load()-lists)/n, "lists/op")

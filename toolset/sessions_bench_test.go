@@ -8,6 +8,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/gatehouse-dev/gatehouse/internal/cputime"
 	"github.com/gatehouse-dev/gatehouse/plugin"
 	"github.com/gatehouse-dev/gatehouse/store/sqlite"
 )
@@ -49,7 +50,7 @@ func BenchmarkConnectSession(b *testing.B) {
 			}
 			client := mcp.NewClient(&mcp.Implementation{Name: "relay", Version: "1"}, nil)
 			tap := func(string, json.RawMessage) {}
-			start := cpuTime()
+			start := cputime.Start(b)
 			for b.Loop() {
 				s, err := ups[0].Connect(ctx, client, tap)
 				if err != nil {
@@ -57,7 +58,7 @@ func BenchmarkConnectSession(b *testing.B) {
 				}
 				_ = s.Close()
 			}
-			reportCPU(b, start)
+			cputime.Report(b, start)
 		})
 	}
 }

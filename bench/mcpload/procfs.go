@@ -7,8 +7,9 @@ import (
 	"math"
 	"os"
 	"strconv"
-	"syscall"
 	"time"
+
+	"github.com/gatehouse-dev/gatehouse/internal/cputime"
 )
 
 // clockTick is USER_HZ, the unit of the CPU times in /proc: 100 on every Linux
@@ -134,13 +135,11 @@ func readMachineCPU() (time.Duration, error) {
 	return time.Duration(busy) * clockTick, err
 }
 
-// selfCPU returns the user+system CPU time this process has used.
+// selfCPU returns the user+system CPU time this process has used (0 where
+// it cannot be read).
 func selfCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	d, _ := cputime.Self()
+	return d
 }
 
 func selfPID() int { return os.Getpid() }

@@ -4,11 +4,11 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/internal/audit"
+	"github.com/gatehouse-dev/gatehouse/internal/cputime"
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/store/sqlite"
 )
@@ -76,16 +76,9 @@ func BenchmarkAppendCallSide(b *testing.B) {
 	defer w.Close()
 	e := store.AuditEntry{Kind: audit.KindCall, Subject: "alice", Server: "echo", Tool: "echo", Outcome: "ok", Duration: time.Millisecond}
 	args := json.RawMessage(`{"text":"` + strings.Repeat("x", 64) + `"}`)
-	cpu := func() time.Duration {
-		var ru syscall.Rusage
-		if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-			b.Fatal(err)
-		}
-		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-	}
 	b.ReportAllocs()
 	b.SetParallelism(2)
-	start := cpu()
+	start := cputime.Start(b)
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
@@ -99,7 +92,7 @@ func BenchmarkAppendCallSide(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.StopTimer()
-	b.ReportMetric(float64(cpu()-start)/float64(b.N), "cpu-ns/op")
+	cputime.Report(b, start)
 	if h, err := st.AuditHead(b.Context(), "c"); err != nil || h.Last != int64(b.N) {
 		b.Fatalf("head %+v, %v: want %d entries", h, err, b.N)
 	}

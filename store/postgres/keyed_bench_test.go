@@ -9,13 +9,13 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/gatehouse-dev/gatehouse/internal/audit"
+	"github.com/gatehouse-dev/gatehouse/internal/cputime"
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/store/postgres"
 )
@@ -82,7 +82,7 @@ func benchKeyed(b *testing.B, s *postgres.Store, conc int, rt *atomic.Int64) {
 		keyedCall(ctx, s, store.RecordKey{Scope: "bench", RunID: run + "-warm", ToolCallID: strconv.Itoa(i)}, "warm", out)
 	}
 	rt.Store(0)
-	cpu0, pg0 := selfCPU(), pgCPU()
+	cpu0, pg0 := cputime.Start(b), pgCPU()
 	b.ReportAllocs()
 	b.ResetTimer()
 	var wg sync.WaitGroup
@@ -105,7 +105,7 @@ func benchKeyed(b *testing.B, s *postgres.Store, conc int, rt *atomic.Int64) {
 	}
 	n := float64(b.N)
 	b.ReportMetric(float64(rt.Load())/n, "rt/op")
-	b.ReportMetric(float64((selfCPU()-cpu0).Microseconds())/n, "cpu-µs/op")
+	b.ReportMetric(float64((cputime.Start(b)-cpu0).Microseconds())/n, "cpu-µs/op")
 	if pg0 >= 0 {
 		b.ReportMetric(float64((pgCPU()-pg0).Microseconds())/n, "pg-cpu-µs/op")
 	}
@@ -148,15 +148,6 @@ func (t *countTracer) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.Tr
 }
 func (t *countTracer) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
 func (t *countTracer) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
-
-// selfCPU is this process's user+system CPU.
-func selfCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
 
 // pgCPU is the CPU of every process named postgres this machine's /proc
 // shows (-1 when it shows none).

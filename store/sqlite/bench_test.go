@@ -3,11 +3,11 @@ package sqlite_test
 import (
 	"fmt"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/internal/audit"
+	"github.com/gatehouse-dev/gatehouse/internal/cputime"
 	"github.com/gatehouse-dev/gatehouse/store"
 	"github.com/gatehouse-dev/gatehouse/store/internal/storetest"
 	"github.com/gatehouse-dev/gatehouse/store/sqlite"
@@ -106,7 +106,7 @@ func BenchmarkAuditAppendLinked(b *testing.B) {
 				ArgsDigest: "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", Outcome: "ok", Instance: "bench"}
 			batch := make([]store.AuditEntry, n)
 			b.ReportAllocs()
-			cpu0 := processCPU(b)
+			cpu0 := cputime.Start(b)
 			for i := 0; i < b.N; i += n {
 				for j := range batch {
 					batch[j] = e
@@ -115,18 +115,9 @@ func BenchmarkAuditAppendLinked(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			b.ReportMetric(float64(processCPU(b)-cpu0)/float64(b.N), "cpu-ns/op")
+			cputime.Report(b, cpu0)
 		})
 	}
-}
-
-// processCPU is the process's user and system CPU time.
-func processCPU(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // BenchmarkKeyedCalls: what a gateway's keyed calls write, from conc

@@ -7,10 +7,10 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/internal/cputime"
 	"github.com/gatehouse-dev/gatehouse/store"
 )
 
@@ -62,7 +62,7 @@ func BenchKeyedCalls(b *testing.B, s KeyedStore, conc, prefill int, link store.A
 	first := next.Load()
 	var failed atomic.Value
 	b.ReportAllocs()
-	cpu0 := processCPU(b)
+	cpu0 := cputime.Start(b)
 	b.ResetTimer()
 	var wg sync.WaitGroup
 	for w := range max(conc, 1) {
@@ -78,17 +78,8 @@ func BenchKeyedCalls(b *testing.B, s KeyedStore, conc, prefill int, link store.A
 	}
 	wg.Wait()
 	b.StopTimer()
-	b.ReportMetric(float64(processCPU(b)-cpu0)/float64(b.N), "cpu-ns/op")
+	cputime.Report(b, cpu0)
 	if err, _ := failed.Load().(error); err != nil {
 		b.Fatal(err)
 	}
-}
-
-// processCPU is the process's user and system CPU time.
-func processCPU(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
