@@ -1,9 +1,13 @@
 package gcfloor_test
 
 import (
+	"fmt"
+	"os"
+	"os/exec"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,7 +18,33 @@ import (
 
 // The tests change the process's GC settings: none runs in parallel, and
 // each leaves GOGC as it found it.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	if os.Getenv(freshEnv) == "1" {
+		fresh()
+		os.Exit(0)
+	}
+	goleak.VerifyTestMain(m)
+}
+
+// freshEnv makes the test binary run fresh instead of its tests: a
+// process that has not collected yet (TestStartBeforeTheFirstCollection).
+const freshEnv = "GCFLOOR_TEST_FRESH"
+
+// fresh starts a floor in a process that has not collected yet and prints
+// what it saw: the collections before Start, GOGC right after it (the
+// floor's and the runtime's), and the floor's GOGC after a collection.
+func fresh() {
+	cycles := read("/gc/cycles/total:gc-cycles")
+	f := gcfloor.Start(64 << 20)
+	early, runtimeEarly := f.Percent(), gogc()
+	deadline := time.Now().Add(10 * time.Second)
+	for f.Percent() == early && time.Now().Before(deadline) {
+		runtime.GC()
+		time.Sleep(time.Millisecond)
+	}
+	fmt.Printf("cycles=%d early=%d runtime=%d after=%d\n", cycles, early, runtimeEarly, f.Percent())
+	f.Stop()
+}
 
 func read(name string) uint64 {
 	s := []metrics.Sample{{Name: name}}
@@ -136,5 +166,34 @@ func TestZeroFloorChangesNothing(t *testing.T) {
 	runtime.GC()
 	if got := gogc(); got != base || f.Percent() != base {
 		t.Fatalf("GOGC %d (floor says %d) with a zero floor, want %d", got, f.Percent(), base)
+	}
+}
+
+// TestStartBeforeTheFirstCollection: in a process that has not collected
+// yet there is no live heap to compute a goal from, and Start sets
+// nothing (a goal from a guess let the heap grow past the floor while a
+// program started); the first collection sets it. Run in a child process:
+// this one has collected long ago.
+func TestStartBeforeTheFirstCollection(t *testing.T) {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), freshEnv+"=1", "GOGC=", "GOMEMLIMIT=")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the child: %v\n%s", err, out)
+	}
+	var cycles, early, runtimeEarly, after int
+	line := strings.TrimSpace(string(out))
+	if _, err := fmt.Sscanf(line, "cycles=%d early=%d runtime=%d after=%d", &cycles, &early, &runtimeEarly, &after); err != nil {
+		t.Fatalf("the child printed %q: %v", line, err)
+	}
+	if cycles != 0 {
+		t.Fatalf("the child had run %d collections before Start: it cannot show what Start does before the first", cycles)
+	}
+	if early != 100 || runtimeEarly != 100 {
+		t.Fatalf("right after Start, before any collection: the floor's GOGC %d, the runtime's %d; want both 100 (nothing set)", early, runtimeEarly)
+	}
+	// Live heap under 1 MiB is counted as 1 MiB: 64 MiB past it is GOGC 6400.
+	if after < 1000 {
+		t.Fatalf("after the first collection GOGC %d, want the floor's (about 6400)", after)
 	}
 }
