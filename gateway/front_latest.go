@@ -47,6 +47,12 @@ type latestFront struct {
 	// serverInfo is the gateway's Implementation as JSON, the value the
 	// go-sdk puts in each result's _meta at 2026-07-28.
 	serverInfo []byte
+	// complete and inputRequired are empty results whose resultType the
+	// go-sdk's decoding set (the field is unexported: the go-sdk's to
+	// set), decoded once and copied for each answer: the go-sdk's decoder
+	// takes a 32 KiB buffer for every value it decodes, however small.
+	complete, inputRequired mcp.CallToolResult
+	templateErr             error
 
 	mu sync.Mutex
 	// caps are the capabilities read from a _meta's client capabilities
@@ -63,7 +69,13 @@ const maxCapsCache = 256
 
 func newLatestFront(g *Gateway) *latestFront {
 	info, _ := json.Marshal(g.impl)
-	return &latestFront{g: g, serverInfo: info, caps: map[string]*mcp.ClientCapabilities{}}
+	p := &latestFront{g: g, serverInfo: info, caps: map[string]*mcp.ClientCapabilities{}}
+	if err := json.Unmarshal([]byte(`{"resultType":"complete"}`), &p.complete); err != nil {
+		p.templateErr = err
+	} else if err := json.Unmarshal([]byte(`{"resultType":"input_required"}`), &p.inputRequired); err != nil {
+		p.templateErr = err
+	}
+	return p
 }
 
 // handler wraps the go-sdk's stateless handler (server.HTTPOptions.Inner).
@@ -299,13 +311,12 @@ func (p *latestFront) encode(id []byte, res *mcp.CallToolResult) ([]byte, error)
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "server bug: result has both content and inputRequests"}
 	}
 	// The resultType is the go-sdk's to set: it reads it.
-	var out mcp.CallToolResult
-	rt := `{"resultType":"complete"}`
-	if needsInput {
-		rt = `{"resultType":"input_required"}`
+	if p.templateErr != nil {
+		return nil, p.templateErr
 	}
-	if err := json.Unmarshal([]byte(rt), &out); err != nil {
-		return nil, err
+	out := p.complete
+	if needsInput {
+		out = p.inputRequired
 	}
 	out.Content, out.StructuredContent, out.IsError = res.Content, res.StructuredContent, res.IsError
 	out.InputRequests, out.RequestState = res.InputRequests, res.RequestState
