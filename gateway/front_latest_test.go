@@ -446,3 +446,44 @@ func TestLatestFrontRateLimit(t *testing.T) {
 		t.Errorf("served by %v", got)
 	}
 }
+
+// TestLatestFrontEncodeFromTemplates: the answers the latest front encodes
+// from a result value (the go-sdk's client carried the call: a stdio
+// server, or no byte sender) carry the resultType the go-sdk's decoding set
+// in the template, input_required for a result that asks for input, and
+// nothing of an earlier answer: each answer copies the template, and
+// neither the template nor a result's _meta is written to.
+func TestLatestFrontEncodeFromTemplates(t *testing.T) {
+	p := newLatestFront(&Gateway{impl: &mcp.Implementation{Name: "gatehouse", Version: "t"}})
+	meta := mcp.Meta{"k": "v"}
+	first, err := p.encode([]byte(`1`), &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "first"}}, IsError: true, Meta: meta})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"id":1`, `"resultType":"complete"`, `"first"`, `"isError":true`, `"k":"v"`, `"io.modelcontextprotocol/serverInfo":{"name":"gatehouse","version":"t"}`} {
+		if !bytes.Contains(first, []byte(want)) {
+			t.Errorf("first answer %s: no %s", first, want)
+		}
+	}
+	if len(meta) != 1 {
+		t.Errorf("the result's _meta was written to: %v", meta)
+	}
+	ask, err := p.encode([]byte(`2`), &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"q": &mcp.ElicitParams{Message: "Proceed?"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(ask, []byte(`"resultType":"input_required"`)) || bytes.Contains(ask, []byte(`"complete"`)) {
+		t.Errorf("an answer asking for input: %s", ask)
+	}
+	second, err := p.encode([]byte(`3`), &mcp.CallToolResult{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(second, []byte(`"resultType":"complete"`)) || !bytes.Contains(second, []byte(`"content":[]`)) ||
+		bytes.Contains(second, []byte("first")) || bytes.Contains(second, []byte("isError")) || bytes.Contains(second, []byte(`"k"`)) {
+		t.Errorf("an empty result after others: %s", second)
+	}
+	if len(p.complete.Content) != 0 || len(p.complete.Meta) != 0 || p.complete.IsError || len(p.inputRequired.InputRequests) != 0 || len(p.inputRequired.Meta) != 0 {
+		t.Errorf("a template was written to: %+v / %+v", p.complete, p.inputRequired)
+	}
+}
