@@ -383,6 +383,7 @@ type conn struct {
 
 	mu      sync.Mutex
 	session *mcp.ClientSession
+	pipe    *Pipe // a stdio session's requests as bytes (the session's while pipe.s is session)
 	// unjudged: session was connected and its listing not judged yet
 	// (current judges it before handing it out).
 	unjudged bool
@@ -494,9 +495,14 @@ func (c *conn) connectLocked(ctx context.Context) (*mcp.ClientSession, error) {
 	if err != nil {
 		return nil, err
 	}
-	sess, err := c.ts.client.Connect(ctx, &transport.Tapped{Inner: tr, Tap: c.ts.sharedTap(c)}, c.ts.sessionOptions())
+	tapped := &transport.Tapped{Inner: tr, Tap: c.ts.sharedTap(c)}
+	sess, err := c.ts.client.Connect(ctx, tapped, c.ts.sessionOptions())
 	if err != nil {
 		return nil, fmt.Errorf("connecting: %w", err)
+	}
+	c.pipe = nil
+	if p := tapped.Pipe(); p != nil {
+		c.pipe = &Pipe{p: p, s: sess}
 	}
 	if c.session != nil { // never orphan a live session
 		_ = c.session.Close()

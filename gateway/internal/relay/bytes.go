@@ -34,8 +34,9 @@ const maxResumes = 3
 // BytesReady reports whether CallBytes would send a call of c to tg now
 // rather than answer ErrNoBytePath (the server's session may still be
 // found lost when the call goes out): the server speaks streamable HTTP
-// through the toolset's client, its shared session is up on a revision
-// with sessions, and c needs nothing routed back to it (no progress token,
+// through the toolset's client and its shared session is up on a revision
+// with sessions, or it is a stdio server whose shared session has a Pipe
+// on a revision before 2026-07-28; and c needs nothing routed back to it (no progress token,
 // no upstream session of its own, not a tool offered for a capability:
 // Needs). A caller checks it before it spends
 // anything on the call.
@@ -43,11 +44,12 @@ func (r *Relay) BytesReady(tg toolset.Target, c *Call) bool {
 	if c.ProgressToken != nil || !r.shares(c.Caller) || r.needs(tg.Upstream, tg.Remote) != 0 {
 		return false
 	}
-	if _, _, ok := tg.Upstream.HTTP(); !ok {
-		return false
+	if _, _, ok := tg.Upstream.HTTP(); ok {
+		sid, _ := rawSession(tg.Upstream.Live())
+		return sid != ""
 	}
-	sid, _ := rawSession(tg.Upstream.Live())
-	return sid != ""
+	p := tg.Upstream.Pipe()
+	return p != nil && bytesRevision(p.Session())
 }
 
 // CallBytes sends a tools/call to tg like CallTool, but hands the
@@ -65,13 +67,14 @@ func (r *Relay) BytesReady(tg toolset.Target, c *Call) bool {
 // the stream are routed as on the shared session; a server-to-client
 // request on it is refused, as on the shared session. A
 // JSON-RPC error answer is returned as a *jsonrpc.Error inside a
-// *toolset.Error.
+// *toolset.Error. A stdio server's call goes on its shared session's
+// toolset.Pipe (callPipe).
 func (r *Relay) CallBytes(ctx context.Context, tg toolset.Target, c Call) (json.RawMessage, error) {
 	u := tg.Upstream
 	if !r.BytesReady(tg, &c) {
 		return nil, ErrNoBytePath
 	}
-	endpoint, hc, _ := u.HTTP()
+	endpoint, hc, isHTTP := u.HTTP()
 	fail := func(code string, err error) error {
 		return &toolset.Error{Code: code, Server: u.Name(), Tool: tg.Tool, Err: err}
 	}
@@ -84,6 +87,9 @@ func (r *Relay) CallBytes(ctx context.Context, tg toolset.Target, c Call) (json.
 	}
 	if err := u.Authorize(ctx); err != nil {
 		return nil, fail(toolset.CodeAuthFailed, errors.Unwrap(err))
+	}
+	if !isHTTP {
+		return r.callPipe(ctx, tg, c.Args, meta, fail)
 	}
 	p := poster{r: r, server: u.Name(), url: endpoint, hc: hc} // a value: it lives on the stack
 	for attempt := 0; ; attempt++ {
@@ -150,16 +156,97 @@ func hasReserved(meta json.RawMessage) bool {
 }
 
 // rawSession returns the session ID and negotiated revision of a shared
-// session CallBytes may use, or "" when it may not.
+// streamable HTTP session CallBytes may use, or "" when it may not.
 func rawSession(sess *mcp.ClientSession) (id, proto string) {
-	if sess == nil || sess.ID() == "" {
+	if sess == nil || sess.ID() == "" || !bytesRevision(sess) {
 		return "", ""
+	}
+	return sess.ID(), sess.InitializeResult().ProtocolVersion
+}
+
+// bytesRevision reports whether sess negotiated a revision CallBytes
+// speaks: one before 2026-07-28 (whose answers the go-sdk's client
+// completes: resultType, input requests).
+func bytesRevision(sess *mcp.ClientSession) bool {
+	if sess == nil {
+		return false
 	}
 	ir := sess.InitializeResult()
-	if ir == nil || ir.ProtocolVersion == "" || ir.ProtocolVersion >= "2026-07-28" {
-		return "", ""
+	return ir != nil && ir.ProtocolVersion != "" && ir.ProtocolVersion < "2026-07-28"
+}
+
+// callPipe is CallBytes for a stdio server: the request written on its
+// shared session's Pipe, one line (arguments and _meta spread over lines
+// by the caller are compacted). A connection that ends while the call
+// waits (the server died) is connected again once through the drift
+// checks and the call sent again, as CallTool does.
+func (r *Relay) callPipe(ctx context.Context, tg toolset.Target, args, meta json.RawMessage, fail func(string, error) error) (json.RawMessage, error) {
+	u := tg.Upstream
+	var err error
+	if args, err = oneLine(args); err != nil {
+		return nil, fail(toolset.CodeInvalidArguments, err)
 	}
-	return sess.ID(), ir.ProtocolVersion
+	if meta, err = oneLine(meta); err != nil {
+		return nil, fail(toolset.CodeInvalidArguments, err)
+	}
+	name, _ := json.Marshal(tg.Remote)
+	message := func(b, id []byte) []byte {
+		b = callHead(b, id, name, len(args) > 0)
+		b = append(b, args...)
+		return callTail(b, meta)
+	}
+	for attempt := 0; ; attempt++ {
+		p := u.Pipe()
+		if p == nil || !bytesRevision(p.Session()) {
+			if attempt == 0 {
+				return nil, ErrNoBytePath
+			}
+			return nil, fail(toolset.CodeConnectionFailed, errors.New("reconnecting: the new session cannot take the call as bytes"))
+		}
+		res, sent, err := p.Call(ctx, message)
+		switch {
+		case !sent && attempt == 0:
+			return nil, ErrNoBytePath // nothing was sent: the go-sdk's client takes it
+		case !sent:
+			return nil, fail(toolset.CodeConnectionFailed, err)
+		case err == nil:
+			if len(res) == 0 || res[0] != '{' {
+				te, _ := toolset.AsBadAnswer(toolset.BadAnswer(toolset.ReasonNoResult))
+				te.Server, te.Tool = u.Name(), tg.Tool
+				return nil, te
+			}
+			return res, nil
+		}
+		if je := (*jsonrpc.Error)(nil); errors.As(err, &je) {
+			return nil, fail(toolset.CodeCallFailed, je)
+		}
+		if ctx.Err() != nil {
+			return nil, fail(toolset.CodeCallFailed, ctx.Err())
+		}
+		if attempt > 0 || !toolset.SessionLost(err) {
+			return nil, fail(toolset.CodeCallFailed, err)
+		}
+		r.log.Info("relay: session lost; reconnecting once", "server", u.Name(), "tool", tg.Tool, "err", err)
+		if _, err := u.Reconnect(ctx, p.Session()); err != nil {
+			return nil, fail(toolset.CodeConnectionFailed, fmt.Errorf("reconnecting: %w", err))
+		}
+		if err := r.ts.Recheck(tg); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// oneLine returns v without line breaks: v itself when it has none (the
+// usual case), else compacted.
+func oneLine(v json.RawMessage) (json.RawMessage, error) {
+	if bytes.IndexByte(v, '\n') < 0 && bytes.IndexByte(v, '\r') < 0 {
+		return v, nil
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, v); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
 }
 
 // poster sends JSON-RPC messages on one upstream session with the
@@ -179,26 +266,37 @@ func rawID(n uint64) []byte {
 	return append(b, '"')
 }
 
+// callHead appends to b a tools/call request's bytes up to its arguments
+// (when it has some): its ID id and the tool's name as JSON strings.
+func callHead(b, id, name []byte, args bool) []byte {
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = append(b, id...)
+	b = append(b, `,"method":"tools/call","params":{"name":`...)
+	b = append(b, name...)
+	if args {
+		b = append(b, `,"arguments":`...)
+	}
+	return b
+}
+
+// callTail appends to b the rest of a tools/call request after its
+// arguments: its _meta (nil: none) and the closing braces.
+func callTail(b, meta []byte) []byte {
+	if len(meta) > 0 {
+		b = append(b, `,"_meta":`...)
+		b = append(b, meta...)
+	}
+	return append(b, "}}"...)
+}
+
 // call sends one tools/call and reads its answer. lost reports a session
 // the server no longer knows (nothing was run).
 func (p poster) call(ctx context.Context, n uint64, remote string, args, meta json.RawMessage) (_ json.RawMessage, lost bool, _ error) {
 	id := rawID(n)
 	name, _ := json.Marshal(remote)
 	// The message is sent in pieces: the arguments are not copied.
-	head := make([]byte, 0, 96+len(name))
-	head = append(head, `{"jsonrpc":"2.0","id":`...)
-	head = append(head, id...)
-	head = append(head, `,"method":"tools/call","params":{"name":`...)
-	head = append(head, name...)
-	if len(args) > 0 {
-		head = append(head, `,"arguments":`...)
-	}
-	tail := make([]byte, 0, 16+len(meta))
-	if len(meta) > 0 {
-		tail = append(tail, `,"_meta":`...)
-		tail = append(tail, meta...)
-	}
-	tail = append(tail, "}}"...)
+	head := callHead(make([]byte, 0, 96+len(name)), id, name, len(args) > 0)
+	tail := callTail(make([]byte, 0, 16+len(meta)), meta)
 	body := [][]byte{head, args, tail}
 
 	// The exchange ends with ctx until the answer is read; after that the

@@ -1,6 +1,8 @@
 // Package transport is how a toolset reaches its servers below the go-sdk's
 // client: stdio children launched in their own process group (Stdio, and
-// StdioIdentity for collision suffixes), the client transports of remote
+// StdioIdentity for collision suffixes), each connection with a Pipe that
+// carries requests written as bytes beside the go-sdk's client (PipeOf,
+// Tapped.Pipe), the client transports of remote
 // servers (Remote, over an HTTP client bounded by Limited), a transport
 // whose connection outlives its connect timeout (Detached), a notification
 // tap that sees progress and log messages in wire order (Tapped), the

@@ -2,6 +2,7 @@ package transport
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gatehouse-dev/gatehouse/internal/rawio"
@@ -215,6 +217,12 @@ type stdioTransport struct {
 }
 
 func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	return t.connect(ctx, nil)
+}
+
+// connect starts the child; tap, when set, receives each notification the
+// connection reads, in wire order (Tapped).
+func (t *stdioTransport) connect(ctx context.Context, tap func(method string, params json.RawMessage)) (mcp.Connection, error) {
 	inR, inW, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -271,13 +279,21 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	if f, err := rawio.NewFile(inW); err == nil {
 		wr = f
 	}
-	inner, err := (&mcp.IOTransport{Reader: io.NopCloser(rd), Writer: wr, MaxLineLength: MaxAnswer}).Connect(ctx)
+	// The go-sdk's reads and writes go through a Pipe, which carries
+	// requests written as bytes beside them (see Pipe).
+	wmu := new(sync.Mutex)
+	pipe := newPipe(wr, wmu)
+	inner, err := (&mcp.IOTransport{
+		Reader:        io.NopCloser(newPipeReader(rd, pipe, MaxAnswer, tap)),
+		Writer:        &lockedWriter{mu: wmu, w: wr},
+		MaxLineLength: MaxAnswer,
+	}).Connect(ctx)
 	if err != nil {
 		inW.Close()
 		p.reap()
 		return nil, err
 	}
-	return &procConn{Connection: inner, p: p}, nil
+	return &procConn{Connection: inner, p: p, pipe: pipe, tap: tap}, nil
 }
 
 // process is a running child and its group.
@@ -324,10 +340,41 @@ func (p *process) reap() {
 // then reaps the child.
 type procConn struct {
 	mcp.Connection
-	p *process
+	p    *process
+	pipe *Pipe
+	tap  func(method string, params json.RawMessage)
+	seen int64 // messages read (by the go-sdk's one reading goroutine)
+}
+
+// Read passes on what the go-sdk's reader decoded. Up to the pipe's
+// break (see Pipe) its reader took the pipe's answers and tapped the
+// notifications; from there on Read does.
+func (c *procConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	for {
+		msg, err := c.Connection.Read(ctx)
+		if err != nil {
+			return msg, err
+		}
+		c.seen++
+		if c.seen <= c.pipe.breakAt.Load() {
+			return msg, nil
+		}
+		switch m := msg.(type) {
+		case *jsonrpc.Response:
+			if c.pipe.takeDecoded(m) {
+				continue
+			}
+		case *jsonrpc.Request:
+			if !m.IsCall() && c.tap != nil {
+				c.tap(m.Method, m.Params)
+			}
+		}
+		return msg, nil
+	}
 }
 
 func (c *procConn) Close() error {
+	c.pipe.end(errPipeClosed)
 	err := c.Connection.Close()
 	c.p.reap()
 	if errors.Is(err, os.ErrClosed) {

@@ -27,7 +27,13 @@ import (
 type Tapped struct {
 	Inner mcp.Transport
 	Tap   func(method string, params json.RawMessage)
+
+	pipe *Pipe // of the last connection made
 }
+
+// Pipe returns the Pipe of the connection Connect made last (a stdio
+// server's), or nil.
+func (r *Tapped) Pipe() *Pipe { return r.pipe }
 
 func (r *Tapped) Connect(ctx context.Context) (mcp.Connection, error) {
 	inner := r.Inner
@@ -40,8 +46,16 @@ func (r *Tapped) Connect(ctx context.Context) (mcp.Connection, error) {
 			inner = st
 		}
 	}
+	if st, ok := inner.(*stdioTransport); ok {
+		// Its Pipe's reader taps, in wire order with the pipe's answers.
+		c, err := st.connect(ctx, r.Tap)
+		r.pipe = PipeOf(c)
+		return c, err
+	}
 	if r.Tap == nil {
-		return inner.Connect(ctx)
+		c, err := inner.Connect(ctx)
+		r.pipe = PipeOf(c)
+		return c, err
 	}
 	if st, ok := inner.(*mcp.StreamableClientTransport); ok {
 		cp := *st
@@ -62,6 +76,7 @@ func (r *Tapped) Connect(ctx context.Context) (mcp.Connection, error) {
 	if err != nil {
 		return nil, err
 	}
+	r.pipe = PipeOf(c)
 	return &tappedConn{Connection: c, tap: r.Tap}, nil
 }
 
