@@ -48,7 +48,8 @@ type Pipe struct {
 
 	// breakAt is the number of messages passed on to the go-sdk's reader
 	// before the first that is not one line (math.MaxInt64: none yet):
-	// from that message on, procConn.Read takes answers and taps.
+	// from that message on, procConn.Read taps notifications (it takes the
+// pipe's answers the go-sdk's reader decoded at any time).
 	breakAt atomic.Int64
 
 	mu      sync.Mutex
@@ -348,9 +349,13 @@ func (r *pipeReader) sort(line []byte) {
 		return
 	}
 	var id, result, rpcErr, method, params []byte
+	odd := false
 	ok := jsonscan.Object(line, func(key []byte, escaped bool, val []byte) bool {
 		if escaped {
-			return true // not a key the go-sdk reads either
+			// A key that may decode to one of these: the go-sdk's
+			// reader decides what the message is, from here on.
+			odd = true
+			return false
 		}
 		switch string(key) {
 		case "id":
@@ -367,8 +372,8 @@ func (r *pipeReader) sort(line []byte) {
 		return true
 	})
 	switch {
-	case !ok:
-		if len(bytes.TrimSpace(line)) == 0 {
+	case odd || !ok:
+		if !odd && len(bytes.TrimSpace(line)) == 0 {
 			break // whitespace: no message
 		}
 		r.breakHere()

@@ -33,6 +33,7 @@ const pipeChildEnv = "GH_TRANSPORT_PIPE_CHILD"
 //	forge      first answers for requests "gatehouse-s999" and the next
 //	           ID after its own (with the text "forged"), then its own
 //	notify     a log notification, then its answer
+//	escaped    a notification and its answer with keys written with escapes
 //	block      no answer; notifications/cancelled for it is noted
 //	cancelled  the request IDs cancelled so far, as text
 //	die        the process exits without answering
@@ -105,6 +106,13 @@ func TestPipeChild(t *testing.T) {
 			case "notify":
 				write(map[string]any{"jsonrpc": "2.0", "method": "notifications/message", "params": map[string]any{"level": "info", "data": "from notify"}}, false)
 				write(answer(m.ID, text("notified")), false)
+			case "escaped":
+				// The keys written with escapes, as no encoder would.
+				mu.Lock()
+				fmt.Fprintf(out, `{"jsonrpc":"2.0","m\u0065thod":"notifications/message","params":{"level":"info","data":"escaped"}}`+"\n")
+				fmt.Fprintf(out, `{"jsonrpc":"2.0","i\u0064":%s,"result":{"content":[{"type":"text","text":"escaped"}]}}`+"\n", m.ID)
+				out.Flush()
+				mu.Unlock()
 			case "block":
 			case "cancelled":
 				write(answer(m.ID, text(strings.Join(cancelled, ","))), false)
@@ -255,6 +263,26 @@ func TestPipeAnswers(t *testing.T) {
 				t.Error(err)
 			}
 		}
+	}
+}
+
+// TestPipeEscapedKeys: a message whose keys are written with escapes is
+// read by the go-sdk's reader from there on: the answer still reaches its
+// call, the notification before it the tap, and calls after it get theirs.
+func TestPipeEscapedKeys(t *testing.T) {
+	_, p, tapped := pipeChild(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	res, _, err := pipeCall(ctx, p, "escaped", `{}`)
+	if err != nil || textOf(t, res) != "escaped" {
+		t.Fatalf("escaped: %s %v", res, err)
+	}
+	if got := tapped(); len(got) != 1 || !strings.Contains(got[0], `"escaped"`) {
+		t.Errorf("tapped %q when the call returned", got)
+	}
+	res, _, err = pipeCall(ctx, p, "echo", `{"after":1}`)
+	if err != nil || textOf(t, res) != `{"after":1}` {
+		t.Fatalf("echo after: %s %v", res, err)
 	}
 }
 

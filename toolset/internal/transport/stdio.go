@@ -346,9 +346,9 @@ type procConn struct {
 	seen int64 // messages read (by the go-sdk's one reading goroutine)
 }
 
-// Read passes on what the go-sdk's reader decoded. Up to the pipe's
-// break (see Pipe) its reader took the pipe's answers and tapped the
-// notifications; from there on Read does.
+// Read passes on what the go-sdk's reader decoded, less the answers to the
+// pipe's requests the pipe's reader left to it (see Pipe). Up to the pipe's
+// break its reader tapped the notifications; from there on Read does.
 func (c *procConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	for {
 		msg, err := c.Connection.Read(ctx)
@@ -356,16 +356,13 @@ func (c *procConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			return msg, err
 		}
 		c.seen++
-		if c.seen <= c.pipe.breakAt.Load() {
-			return msg, nil
-		}
 		switch m := msg.(type) {
 		case *jsonrpc.Response:
 			if c.pipe.takeDecoded(m) {
 				continue
 			}
 		case *jsonrpc.Request:
-			if !m.IsCall() && c.tap != nil {
+			if c.tap != nil && !m.IsCall() && c.seen > c.pipe.breakAt.Load() {
 				c.tap(m.Method, m.Params)
 			}
 		}
