@@ -49,7 +49,7 @@ type Pipe struct {
 	// breakAt is the number of messages passed on to the go-sdk's reader
 	// before the first that is not one line (math.MaxInt64: none yet):
 	// from that message on, procConn.Read taps notifications (it takes the
-// pipe's answers the go-sdk's reader decoded at any time).
+	// pipe's answers the go-sdk's reader decoded at any time).
 	breakAt atomic.Int64
 
 	mu      sync.Mutex
