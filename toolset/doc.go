@@ -13,7 +13,8 @@
 // hands a model mcp__search_tools), call. What a gateway relays beyond tools (resources, prompts,
 // per-caller upstream sessions, tool calls as bytes) is package
 // gateway/internal/relay, built on this package's lower half (Upstream, Target,
-// SessionHooks); an agent that only calls tools links none of it.
+// SessionHooks, and Pipe for a stdio server's calls as bytes); an agent that
+// only calls tools links none of it.
 //
 // A Toolset is lazy: Open checks the wiring and computes names, but performs
 // no I/O; the first Tools, Call, SystemPrompt or Connect connects every server

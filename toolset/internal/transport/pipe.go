@@ -37,7 +37,7 @@ import (
 // out, and a notification is handed to the connection's tap (Tapped) there,
 // in wire order, before any answer that follows it. From the first line
 // that is not one whole JSON object (a message spread over lines, a batch)
-// the rest is left to the go-sdk's reader, which reads such messages: the
+// or has a key written with escapes, the rest is left to the go-sdk's reader, which reads such messages: the
 // connection then takes the pipe's answers and taps notifications from
 // what that reader decoded (procConn.Read), still in wire order.
 type Pipe struct {

@@ -23,7 +23,8 @@ import (
 // its standalone SSE stream (no resources/updated, no list_changed) and
 // sends no negotiated Mcp-Protocol-Version header. Their messages are
 // tapped in the HTTP response bodies instead (sseTap), which is the same
-// wire order.
+// wire order. Stdio connections are not wrapped either: their Pipe's
+// reader taps, in wire order with the pipe's answers (see Pipe).
 type Tapped struct {
 	Inner mcp.Transport
 	Tap   func(method string, params json.RawMessage)
