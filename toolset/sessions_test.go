@@ -251,10 +251,17 @@ func TestConnectedSessionListChangedJudged(t *testing.T) {
 	if announced.Load() == 0 {
 		t.Fatal("the caller's tap did not get the announcement")
 	}
+	// Waited for with pings, not calls: the drift is enforced (pay
+	// quarantined for the relay's calls) just before the session is
+	// closed, and a call made straight on the session in between would
+	// reach the changed tool (a flake seen in CI on 2026-12-07).
 	waitFor(t, "the session to be closed", func() bool {
-		_, err := s.CallTool(ctx, &mcp.CallToolParams{Name: "pay"})
+		err := s.Ping(ctx, nil)
 		return err != nil && SessionLost(err)
 	})
+	if _, err := s.CallTool(ctx, &mcp.CallToolParams{Name: "pay"}); err == nil || !SessionLost(err) {
+		t.Errorf("a call on the closed session: %v, want a lost session's error", err)
+	}
 	if m.v2Calls.Load() != 0 {
 		t.Fatalf("the changed tool ran %d times", m.v2Calls.Load())
 	}
