@@ -650,25 +650,8 @@ func scanEvents(body io.Reader, bufp *[]byte, onData func([]byte) (json.RawMessa
 // message handles one JSON-RPC message from the server: the response to
 // the call (done), a notification (routed) or a request (refused).
 func (r *rawReader) message(b []byte) (json.RawMessage, bool, error) {
-	var id, result, rpcErr, method, params []byte
-	ok := jsonscan.Object(b, func(key []byte, escaped bool, val []byte) bool {
-		if escaped {
-			return true
-		}
-		switch string(key) {
-		case "id":
-			id = val
-		case "result":
-			result = val
-		case "error":
-			rpcErr = val
-		case "method":
-			method = val
-		case "params":
-			params = val
-		}
-		return true
-	})
+	msg, ok := jsonscan.ReadMessage(b)
+	id, result, rpcErr, method, params := msg.ID, msg.Result, msg.Error, msg.Method, msg.Params
 	if !ok {
 		return nil, false, toolset.BadAnswer(toolset.ReasonNotJSONRPC)
 	}

@@ -348,29 +348,10 @@ func (r *pipeReader) sort(line []byte) {
 		r.out = append(r.out, line...)
 		return
 	}
-	var id, result, rpcErr, method, params []byte
-	odd := false
-	ok := jsonscan.Object(line, func(key []byte, escaped bool, val []byte) bool {
-		if escaped {
-			// A key that may decode to one of these: the go-sdk's
-			// reader decides what the message is, from here on.
-			odd = true
-			return false
-		}
-		switch string(key) {
-		case "id":
-			id = val
-		case "result":
-			result = val
-		case "error":
-			rpcErr = val
-		case "method":
-			method = val
-		case "params":
-			params = val
-		}
-		return true
-	})
+	m, ok := jsonscan.ReadMessage(line)
+	// An escaped key may decode to one of the keys read: the go-sdk's
+	// reader decides what the message is, from here on.
+	odd := m.Escaped
 	switch {
 	case odd || !ok:
 		if !odd && len(bytes.TrimSpace(line)) == 0 {
@@ -379,15 +360,15 @@ func (r *pipeReader) sort(line []byte) {
 		r.breakHere()
 		r.out = append(r.out, line...)
 		return
-	case method == nil && (result != nil || rpcErr != nil):
-		if n, mine := pipeRequest(id); mine {
-			r.p.deliver(n, result, rpcErr)
+	case m.Method == nil && (m.Result != nil || m.Error != nil):
+		if n, mine := pipeRequest(m.ID); mine {
+			r.p.deliver(n, m.Result, m.Error)
 			return
 		}
-	case method != nil && id == nil && r.tap != nil:
-		var m string
-		if json.Unmarshal(method, &m) == nil {
-			r.tap(m, bytes.Clone(params))
+	case m.Method != nil && m.ID == nil && r.tap != nil:
+		var method string
+		if json.Unmarshal(m.Method, &method) == nil {
+			r.tap(method, bytes.Clone(m.Params))
 		}
 	}
 	if ok {
