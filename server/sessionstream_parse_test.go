@@ -65,9 +65,19 @@ func newBusHarness(t testing.TB) *busHarness {
 	return b
 }
 
-// settled waits for what deliver wrote to reach the caller.
-func (b *busHarness) settled() (logs, progress int64) {
-	time.Sleep(20 * time.Millisecond)
+// settled waits until every log message and progress notification the
+// session sent (counted as deliver writes it, before the caller reads it)
+// has reached the caller, and returns what reached it. A fixed sleep here
+// lost the race to a loaded machine.
+func (b *busHarness) settled(t testing.TB) (logs, progress int64) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for b.logs.Load()+b.progress.Load() < b.sent.Load() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d notifications sent, %d reached the caller in 10 s", b.sent.Load(), b.logs.Load()+b.progress.Load())
+		}
+		time.Sleep(time.Millisecond)
+	}
 	return b.logs.Load(), b.progress.Load()
 }
 
@@ -79,7 +89,7 @@ func TestBusMessages(t *testing.T) {
 	b := newBusHarness(t)
 	b.x.deliver([]byte(`{"session":"sid-1","kind":"note","body":{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}}`))
 	b.x.deliver([]byte(`{"session":"sid-1","kind":"note","body":{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"p","progress":1}}}`))
-	if logs, progress := b.settled(); logs != 1 || progress != 1 {
+	if logs, progress := b.settled(t); logs != 1 || progress != 1 {
 		t.Fatalf("two notes wrote %d log messages and %d progress notifications, want 1 and 1", logs, progress)
 	}
 	for name, msg := range map[string]string{
@@ -100,14 +110,14 @@ func TestBusMessages(t *testing.T) {
 		"empty":                          ``,
 	} {
 		b.x.deliver([]byte(msg))
-		if logs, progress := b.settled(); logs != 1 || progress != 1 {
+		if logs, progress := b.settled(t); logs != 1 || progress != 1 {
 			t.Fatalf("%s: wrote something (%d log messages, %d progress notifications in all)", name, logs, progress)
 		}
 	}
 	// A note for a stream this replica no longer holds is dropped.
 	b.h.streams.Store(0)
 	b.x.deliver([]byte(`{"session":"sid-1","kind":"note","body":{"method":"notifications/message","params":{"level":"info","data":"x"}}}`))
-	if logs, _ := b.settled(); logs != 1 {
+	if logs, _ := b.settled(t); logs != 1 {
 		t.Fatal("a note was written on a stream this replica does not hold")
 	}
 	b.h.mu.Lock()
